@@ -1,0 +1,47 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Ingest",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "ingest", targets: ["ingest"]),
+        .library(name: "IngestJSON", targets: ["IngestJSON"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CYajl",
+            pkgConfig: "yajl",
+            providers: [.apt(["libyajl-dev"])]
+        ),
+        .target(
+            name: "IngestJSON",
+            dependencies: [
+                "CYajl",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "ingest",
+            dependencies: [
+                "IngestJSON",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "IngestJSONTests",
+            dependencies: ["IngestJSON"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("ExistentialAny"),
+    ]
+}

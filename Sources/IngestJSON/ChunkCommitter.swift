@@ -1,0 +1,155 @@
+import Crypto
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Synchronization
+
+/// The splitter's second thread: hashes the feed, writes chunk bytes, and commits
+/// each finished chunk (flush, rename into place, journal line). Parsing and writing
+/// then overlap on two cores, and a chunk is in place before it is announced.
+///
+/// Every stored property below `queue` is touched only on `queue`; the methods
+/// called from the parsing thread only enqueue work, bounded by `inFlight`.
+final class ChunkCommitter: @unchecked Sendable {
+    private let queue = DispatchQueue(label: "ingest.split.committer")
+    private let inFlight = DispatchSemaphore(value: 16)
+    private let failure = Mutex<(any Error)?>(nil)
+
+    private let directory: String
+    private let journalPath: String
+    private let onCommit: (@Sendable (ChunkInfo) -> Void)?
+    /// Chunks already on disk from an earlier run: regenerated, hashed and compared, not written.
+    private let existing: [ChunkInfo]
+
+    private var journalFD: Int32 = -1
+    private var feedHasher = SHA256()
+    private var chunkHasher = SHA256()
+    private var chunkFD: Int32 = -1
+    private var chunkBytes = 0
+    private(set) var committed: [ChunkInfo] = []
+    private(set) var written = 0
+
+    init(directory: String, existing: [ChunkInfo], onCommit: (@Sendable (ChunkInfo) -> Void)?) {
+        self.directory = directory
+        self.journalPath = directory + "/" + SplitJournal.fileName
+        self.existing = existing
+        self.onCommit = onCommit
+    }
+
+    deinit {
+        if chunkFD >= 0 { _ = Glibc.close(chunkFD) }
+        if journalFD >= 0 { _ = Glibc.close(journalFD) }
+    }
+
+    /// The first error the committer met, if any; the splitter checks it between chunks.
+    func checkFailure() throws {
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+
+    private func enqueue(_ work: @escaping @Sendable (ChunkCommitter) throws -> Void) {
+        inFlight.wait()
+        queue.async { [self] in
+            defer { inFlight.signal() }
+            guard failure.withLock({ $0 == nil }) else { return }
+            do {
+                try work(self)
+            } catch {
+                failure.withLock { if $0 == nil { $0 = error } }
+            }
+        }
+    }
+
+    func startJournal(header: [UInt8], fresh: Bool) {
+        enqueue { committer in
+            let path = committer.journalPath
+            if fresh { try FileOps.writeAtomically(header, to: path) }
+            committer.journalFD = try FileOps.openForWriting(path, append: true)
+        }
+    }
+
+    func hashFeed(_ block: [UInt8]) {
+        enqueue { $0.feedHasher.update(data: block) }
+    }
+
+    func beginChunk(_ index: Int) {
+        enqueue { committer in
+            committer.chunkHasher = SHA256()
+            committer.chunkBytes = 0
+            if index > committer.existing.count {
+                committer.chunkFD = try FileOps.openForWriting(committer.temporaryPath(index))
+            }
+        }
+    }
+
+    func write(_ block: [UInt8]) {
+        enqueue { committer in
+            committer.chunkHasher.update(data: block)
+            committer.chunkBytes += block.count
+            if committer.chunkFD >= 0 {
+                try block.withUnsafeBytes {
+                    try FileOps.writeAll(committer.chunkFD, $0, path: committer.temporaryPath(committer.committed.count + 1))
+                }
+            }
+        }
+    }
+
+    func endChunk(_ index: Int, firstRecord: Int, records: Int) {
+        enqueue { committer in
+            let digest = committer.chunkHasher.finalize().hexString
+            let info = ChunkInfo(index: index, firstRecord: firstRecord, records: records,
+                                 byteSize: committer.chunkBytes, sha256: digest)
+            if index <= committer.existing.count {
+                guard committer.existing[index - 1] == info else {
+                    throw SplitError.feedChanged(directory: committer.directory, chunk: info.file)
+                }
+            } else {
+                let temporary = committer.temporaryPath(index)
+                try FileOps.sync(committer.chunkFD, path: temporary)
+                try FileOps.close(committer.chunkFD, path: temporary)
+                committer.chunkFD = -1
+                try FileOps.rename(temporary, to: committer.directory + "/" + info.file)
+                try SplitJournal.line(info).withUnsafeBytes {
+                    try FileOps.writeAll(committer.journalFD, $0, path: committer.journalPath)
+                }
+                try FileOps.sync(committer.journalFD, path: committer.journalPath)
+                committer.written += 1
+            }
+            committer.committed.append(info)
+            committer.onCommit?(info)
+        }
+    }
+
+    /// Waits for all queued work; returns the feed's SHA-256.
+    /// - Throws: the first error any queued work met.
+    func finish() throws -> String {
+        let digest = Mutex<String>("")
+        enqueue { committer in
+            digest.withLock { $0 = committer.feedHasher.finalize().hexString }
+            if committer.journalFD >= 0 {
+                try FileOps.close(committer.journalFD, path: committer.journalPath)
+                committer.journalFD = -1
+            }
+        }
+        queue.sync {}
+        try checkFailure()
+        return digest.withLock { $0 }
+    }
+
+    private func temporaryPath(_ index: Int) -> String {
+        directory + "/." + ChunkInfo.fileName(for: index) + ".tmp"
+    }
+}
+
+extension Digest {
+    /// Lowercase hex, as `sha256sum` prints it.
+    var hexString: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for byte in self {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

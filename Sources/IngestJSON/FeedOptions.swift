@@ -1,0 +1,51 @@
+/// Where a feed keeps its records.
+public enum FeedShape: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// A top-level array of records: `[{…}, {…}]`.
+    case array
+    /// An array of records under a key path in a top-level object: `features` or `data.items`.
+    case keyPath([String])
+    /// Newline-delimited JSON: one value per line, blank lines skipped.
+    case ndjson
+
+    /// Parses `--records-at`'s argument: dot-separated keys, none empty.
+    public static func recordsAt(_ path: String) -> FeedShape? {
+        let keys = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard !keys.isEmpty, !keys.contains(where: \.isEmpty) else { return nil }
+        return .keyPath(keys)
+    }
+
+    public var description: String {
+        switch self {
+        case .array: "top-level array"
+        case .keyPath(let keys): "array at '\(keys.joined(separator: "."))'"
+        case .ndjson: "newline-delimited JSON"
+        }
+    }
+}
+
+/// How a feed is read: its shape and the limits that keep hostile input from
+/// taking the machine's memory.
+public struct FeedOptions: Sendable, Hashable, Codable {
+    public var shape: FeedShape
+    /// Deepest nesting of arrays and objects allowed, counted from the top of the document.
+    public var maxDepth: Int
+    /// Largest record, in bytes of its JSON text.
+    public var maxRecordBytes: Int
+    /// Bytes asked of the input per read; memory use does not grow with the feed.
+    public var readBufferSize: Int
+
+    public static let defaultMaxDepth = 512
+    public static let defaultMaxRecordBytes = 64 << 20
+
+    public init(
+        shape: FeedShape = .array,
+        maxDepth: Int = FeedOptions.defaultMaxDepth,
+        maxRecordBytes: Int = FeedOptions.defaultMaxRecordBytes,
+        readBufferSize: Int = 256 << 10
+    ) {
+        self.shape = shape
+        self.maxDepth = maxDepth
+        self.maxRecordBytes = maxRecordBytes
+        self.readBufferSize = readBufferSize
+    }
+}

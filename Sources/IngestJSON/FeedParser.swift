@@ -1,0 +1,373 @@
+import CYajl
+
+/// The state machine behind `FeedReader`: yajl's callbacks land here.
+///
+/// yajl reports tokens, not positions, but inside a callback
+/// `yajl_get_bytes_consumed` is the offset just past the current token. A record
+/// therefore ends at the offset of its last token, and starts at the first byte
+/// after the previous record's end that is not whitespace or a comma. That gives
+/// each record's exact byte range without re-serializing it. Bytes of a record that
+/// crosses a buffer boundary are carried over in `pending`.
+final class FeedParser {
+    let options: FeedOptions
+    let name: String
+    var onRecord: ((FeedRecord) throws -> Void)?
+    private(set) var recordCount = 0
+
+    private var handle: yajl_handle!
+    private let callbacks: UnsafeMutablePointer<yajl_callbacks>
+    private var buffer = UnsafeRawBufferPointer(start: nil, count: 0)
+    private var bufferBase = 0
+    private var tracker = PositionTracker()
+
+    /// Open arrays and objects above the current token.
+    private var depth = 0
+    /// The depth at which records are values: inside the records array, or 0 for NDJSON.
+    private let recordsDepth: Int
+    private var inRecords: Bool
+    private let keyPath: [String]?
+    /// The current key of every open object (nil for arrays) while outside the records.
+    private var keyStack: [String?] = []
+    private var expectingRecords = false
+    private var recordsFound = false
+    private var topLevelKeys: [String] = []
+    private var sawValue = false
+
+    /// Where the bytes after the previous record begin.
+    private var gapStart = 0
+    private var gapSawNewline = false
+    private var pending: [UInt8] = []
+    private var failure: (any Error)?
+
+    init(options: FeedOptions, name: String) {
+        self.options = options
+        self.name = name
+        switch options.shape {
+        case .array:
+            recordsDepth = 1
+            inRecords = false
+            keyPath = nil
+        case .keyPath(let keys):
+            recordsDepth = keys.count + 1
+            inRecords = false
+            keyPath = keys
+        case .ndjson:
+            recordsDepth = 0
+            inRecords = true
+            keyPath = nil
+        }
+        callbacks = .allocate(capacity: 1)
+        callbacks.initialize(to: Self.callbackTable)
+        handle = yajl_alloc(callbacks, nil, Unmanaged.passUnretained(self).toOpaque())
+        if options.shape == .ndjson {
+            _ = cyajl_config(handle, yajl_allow_multiple_values, 1)
+        }
+    }
+
+    deinit {
+        yajl_free(handle)
+        callbacks.deinitialize(count: 1)
+        callbacks.deallocate()
+    }
+
+    // MARK: - Driving the parse
+
+    func parse(_ block: UnsafeRawBufferPointer, base: Int) throws {
+        guard block.count > 0 else { return }
+        buffer = block
+        bufferBase = base
+        let status = yajl_parse(handle, block.baseAddress!.assumingMemoryBound(to: UInt8.self), block.count)
+        try check(status, atEnd: false)
+        if inRecords { try carryPending() }
+        tracker.advance(over: block)
+    }
+
+    func finish(totalBytes: Int) throws {
+        buffer = UnsafeRawBufferPointer(start: nil, count: 0)
+        bufferBase = totalBytes
+        let status = yajl_complete_parse(handle)
+        guard sawValue || status == yajl_status_client_canceled else {
+            throw error(.emptyFeed, totalBytes == 0
+                ? "the feed is empty (0 bytes)"
+                : "the feed holds no JSON value (\(totalBytes) bytes of whitespace)")
+        }
+        try check(status, atEnd: true)
+        if let keyPath, !recordsFound {
+            let keys = topLevelKeys.isEmpty ? "none" : topLevelKeys.map { "'\($0)'" }.joined(separator: ", ")
+            throw error(.keyPathNotFound,
+                "no array at key path '\(keyPath.joined(separator: "."))' (top-level keys: \(keys))")
+        }
+    }
+
+    private func check(_ status: yajl_status, atEnd: Bool) throws {
+        switch status {
+        case yajl_status_ok:
+            return
+        case yajl_status_client_canceled:
+            throw failure ?? error(.malformedJSON, "the parse was stopped")
+        default:
+            // yajl stops just past the offending byte, except inside a string,
+            // where it stops on it.
+            var consumed = min(Int(yajl_get_bytes_consumed(handle)), buffer.count)
+            let raw = yajl_get_error(handle, 0, nil, 0)
+            let yajlMessage = raw.map { String(cString: $0) } ?? "parse error"
+            if let raw { yajl_free_error(handle, raw) }
+            if !atEnd && !yajlMessage.contains("inside string") { consumed -= 1 }
+            throw translate(yajlMessage, at: consumed, atEnd: atEnd)
+        }
+    }
+
+    /// Turns yajl's terse messages into ones that say what is wrong with the feed.
+    private func translate(_ yajlMessage: String, at index: Int, atEnd: Bool) -> FeedError {
+        if atEnd || yajlMessage.contains("premature EOF") {
+            let what: String
+            if inRecords && depth > recordsDepth {
+                what = "inside record \(recordCount + 1)"
+            } else if options.shape == .ndjson {
+                what = "inside a value"
+            } else {
+                what = "before the records array is closed"
+            }
+            return error(.truncated, "truncated input: the feed ends \(what)", at: index)
+        }
+        if yajlMessage.contains("trailing garbage") {
+            return error(.trailingContent, "unexpected content after the end of the top-level value", at: index)
+        }
+        if yajlMessage.contains("invalid bytes in UTF8 string") {
+            return error(.invalidUTF8, "invalid UTF-8 inside a string", at: firstInvalidUTF8(before: index + 1) ?? index)
+        }
+        if yajlMessage.contains("invalid char in json text"), let invalid = firstInvalidUTF8(before: index + 1) {
+            return error(.invalidUTF8, "invalid UTF-8 byte outside a string", at: invalid)
+        }
+        var detail = yajlMessage.trimmingSuffix { $0 == "\n" || $0 == "." }
+        for prefix in ["lexical error: ", "parse error: "] where detail.hasPrefix(prefix) {
+            detail = String(detail.dropFirst(prefix.count))
+        }
+        return error(.malformedJSON, "malformed JSON: \(detail)", at: index)
+    }
+
+    /// yajl stops a byte or two past an invalid UTF-8 sequence; find where it began.
+    private func firstInvalidUTF8(before index: Int) -> Int? {
+        let (bytes, start) = tracker.bytes(before: index, in: buffer)
+        var i = 0
+        // Continuation bytes at the start of the window belong to a character before it.
+        while i < bytes.count, bytes[i] & 0xC0 == 0x80 { i += 1 }
+        while i < bytes.count {
+            if bytes[i] < 0x80 { i += 1; continue }
+            let length = UTF8Validation.sequenceLength(bytes, at: i)
+            if length == 0 { return start + i }
+            i += length
+        }
+        return nil
+    }
+
+    // MARK: - Records
+
+    private var currentIndex: Int { min(Int(yajl_get_bytes_consumed(handle)), buffer.count) }
+
+    @inline(__always)
+    private static func isSeparator(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 || byte == 0x2C
+    }
+
+    /// Index of the first byte at or after `start` that is not whitespace or a comma.
+    private func skipSeparators(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
+        var i = start
+        while i < bytes.count, Self.isSeparator(bytes[i]) {
+            if bytes[i] == 0x0A { gapSawNewline = true }
+            i += 1
+        }
+        return i
+    }
+
+    /// Keeps the part of a record that the current buffer holds, as the buffer is about to be reused.
+    private func carryPending() throws {
+        var start = max(gapStart - bufferBase, 0)
+        if pending.isEmpty {
+            start = skipSeparators(in: buffer, from: start)
+            gapStart = bufferBase + start
+            if start < buffer.count, let failure = checkOwnLine(at: start) { throw failure }
+        }
+        pending.append(contentsOf: buffer[start...])
+        if pending.count > options.maxRecordBytes {
+            throw error(.recordTooLarge,
+                "record \(recordCount + 1) (from byte \(gapStart)) is larger than the record size limit of \(options.maxRecordBytes) bytes")
+        }
+    }
+
+    private func endRecord() -> Bool {
+        let end = currentIndex
+        let start: Int
+        if pending.isEmpty {
+            let first = skipSeparators(in: buffer, from: max(gapStart - bufferBase, 0))
+            if let failure = checkOwnLine(at: first) {
+                self.failure = failure
+                return false
+            }
+            start = bufferBase + first
+            return deliver(UnsafeRawBufferPointer(rebasing: buffer[first..<end]), start: start, end: end)
+        }
+        pending.append(contentsOf: buffer[0..<end])
+        start = gapStart
+        return pending.withUnsafeBytes { deliver($0, start: start, end: end) }
+    }
+
+    /// In NDJSON a record that begins (at `index`) on the line where the one before ended is an error.
+    private func checkOwnLine(at index: Int) -> FeedError? {
+        guard options.shape == .ndjson, recordCount > 0, !gapSawNewline else { return nil }
+        return error(.multipleValuesOnLine,
+            "record \(recordCount + 1) starts on the line of the record before it (NDJSON holds one value per line)",
+            at: index)
+    }
+
+    private func deliver(_ bytes: UnsafeRawBufferPointer, start: Int, end: Int) -> Bool {
+        if bytes.count > options.maxRecordBytes {
+            return fail(.recordTooLarge,
+                "record \(recordCount + 1) (from byte \(start)) is \(bytes.count) bytes, over the record size limit of \(options.maxRecordBytes) bytes")
+        }
+        do {
+            try onRecord?(FeedRecord(index: recordCount, bytes: bytes, byteOffset: start))
+        } catch {
+            failure = error
+            return false
+        }
+        recordCount += 1
+        gapStart = bufferBase + end
+        gapSawNewline = false
+        pending.removeAll(keepingCapacity: pending.capacity <= 1 << 20)
+        return true
+    }
+
+    // MARK: - Events
+
+    private func scalar(_ kind: String) -> Bool {
+        sawValue = true
+        if expectingRecords {
+            return fail(.keyPathNotAnArray, "the value at key path '\(keyPathText)' is \(kind), not an array of records")
+        }
+        if depth == 0 {
+            switch options.shape {
+            case .array:
+                return fail(.notAnArray, "expected a top-level array of records, found \(kind)")
+            case .keyPath:
+                return fail(.keyPathNotFound, "--records-at '\(keyPathText)' needs a top-level object, found \(kind)")
+            case .ndjson:
+                return endRecord()
+            }
+        }
+        return inRecords && depth == recordsDepth ? endRecord() : true
+    }
+
+    private func startContainer(isObject: Bool) -> Bool {
+        sawValue = true
+        let bracket = max(currentIndex - 1, 0)
+        let kind = isObject ? "an object" : "an array"
+        if expectingRecords {
+            guard !isObject else {
+                return fail(.keyPathNotAnArray, "the value at key path '\(keyPathText)' is an object, not an array of records", at: bracket)
+            }
+            expectingRecords = false
+            recordsFound = true
+            return enterRecords()
+        }
+        if depth == 0 {
+            switch options.shape {
+            case .array:
+                return isObject ? fail(.notAnArray,
+                    "expected a top-level array of records, found an object (use --records-at KEY for records under a key, or --ndjson)", at: bracket)
+                    : enterRecords()
+            case .keyPath:
+                if !isObject {
+                    return fail(.keyPathNotFound, "--records-at '\(keyPathText)' needs a top-level object, found \(kind)", at: bracket)
+                }
+            case .ndjson:
+                break
+            }
+        }
+        depth += 1
+        if depth > options.maxDepth {
+            let whose = inRecords && depth > recordsDepth ? "record \(recordCount + 1)" : "the feed"
+            return fail(.depthLimitExceeded, "\(whose) nests deeper than the limit of \(options.maxDepth) levels", at: bracket)
+        }
+        if keyPath != nil && !inRecords { keyStack.append(nil) }
+        return true
+    }
+
+    private func enterRecords() -> Bool {
+        depth += 1
+        inRecords = true
+        gapStart = bufferBase + currentIndex
+        gapSawNewline = false
+        return true
+    }
+
+    private func endContainer(isObject: Bool) -> Bool {
+        if inRecords && depth == recordsDepth && options.shape != .ndjson {
+            inRecords = false
+            pending.removeAll()
+            depth -= 1
+            return true
+        }
+        depth -= 1
+        if keyPath != nil && !inRecords { keyStack.removeLast() }
+        return inRecords && depth == recordsDepth ? endRecord() : true
+    }
+
+    private func mapKey(_ key: UnsafePointer<UInt8>?, _ length: Int) -> Bool {
+        guard let keyPath, !inRecords, depth <= keyPath.count, depth > 0 else { return true }
+        let text = String(decoding: UnsafeBufferPointer(start: key, count: length), as: UTF8.self)
+        if depth == 1 && topLevelKeys.count < 20 && !topLevelKeys.contains(text) { topLevelKeys.append(text) }
+        keyStack[depth - 1] = text
+        if depth == keyPath.count && keyStack.elementsEqual(keyPath, by: { $0 == $1 }) {
+            if recordsFound {
+                return fail(.keyPathRepeated, "key path '\(keyPathText)' occurs more than once in the feed")
+            }
+            expectingRecords = true
+        }
+        return true
+    }
+
+    private var keyPathText: String { keyPath?.joined(separator: ".") ?? "" }
+
+    // MARK: - Errors
+
+    private func fail(_ kind: FeedError.Kind, _ message: String, at index: Int? = nil) -> Bool {
+        failure = error(kind, message, at: index)
+        return false
+    }
+
+    private func error(_ kind: FeedError.Kind, _ message: String, at index: Int? = nil) -> FeedError {
+        let index = index ?? (buffer.count > 0 ? currentIndex : 0)
+        let position = tracker.position(at: index, in: buffer, base: bufferBase)
+        let excerpt = tracker.excerpt(at: index, in: buffer)
+        return FeedError(kind, message, at: position, excerpt: excerpt.text, caret: excerpt.caret, source: name)
+    }
+
+    // MARK: - The C callback table
+
+    private static func parser(_ context: UnsafeMutableRawPointer?) -> FeedParser {
+        Unmanaged<FeedParser>.fromOpaque(context!).takeUnretainedValue()
+    }
+
+    private static let callbackTable = yajl_callbacks(
+        yajl_null: { parser($0).scalar("null") ? 1 : 0 },
+        yajl_boolean: { context, _ in parser(context).scalar("a boolean") ? 1 : 0 },
+        yajl_integer: nil,
+        yajl_double: nil,
+        yajl_number: { context, _, _ in parser(context).scalar("a number") ? 1 : 0 },
+        yajl_string: { context, _, _ in parser(context).scalar("a string") ? 1 : 0 },
+        yajl_start_map: { parser($0).startContainer(isObject: true) ? 1 : 0 },
+        yajl_map_key: { context, key, length in parser(context).mapKey(key, length) ? 1 : 0 },
+        yajl_end_map: { parser($0).endContainer(isObject: true) ? 1 : 0 },
+        yajl_start_array: { parser($0).startContainer(isObject: false) ? 1 : 0 },
+        yajl_end_array: { parser($0).endContainer(isObject: false) ? 1 : 0 }
+    )
+}
+
+extension String {
+    func trimmingSuffix(while predicate: (Character) -> Bool) -> String {
+        var text = self
+        while let last = text.last, predicate(last) { text.removeLast() }
+        return text
+    }
+}

@@ -1,0 +1,108 @@
+/// One record of a feed, as the exact bytes of its JSON text in the feed.
+///
+/// `bytes` points into the reader's buffers and is valid only during the call that
+/// receives it: copy what you keep.
+public struct FeedRecord {
+    /// 0-based position of the record in the feed.
+    public let index: Int
+    /// The record's JSON text, verbatim: no surrounding whitespace or separators.
+    public let bytes: UnsafeRawBufferPointer
+    /// Offset of the record's first byte from the start of the input.
+    public let byteOffset: Int
+}
+
+/// Streams a feed through yajl and hands out its records one at a time, reading
+/// through one fixed-size buffer so memory stays flat whatever the feed's size.
+///
+/// ```swift
+/// let reader = try FeedReader(path: "photos.json")
+/// try reader.read { record in print(record.index, record.bytes.count) }
+/// ```
+public final class FeedReader {
+    public let options: FeedOptions
+    /// The feed's name in messages: its path, or "-" for standard input.
+    public let name: String
+    private var source: any ByteSource
+    private var used = false
+    /// Records handed out so far.
+    public private(set) var recordCount = 0
+    /// Bytes read from the input so far (a byte-order mark included).
+    public private(set) var bytesRead = 0
+
+    private static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
+
+    public init(source: some ByteSource, name: String, options: FeedOptions = FeedOptions()) {
+        self.source = source
+        self.name = name
+        self.options = options
+    }
+
+    /// Opens a feed file, or standard input for "-".
+    /// - Throws: `IOError` when the file cannot be opened.
+    public convenience init(path: String, options: FeedOptions = FeedOptions()) throws {
+        self.init(source: try FileByteSource(path: path), name: path, options: options)
+    }
+
+    /// The input's size when known up front (regular files), for progress.
+    public var totalBytes: Int? { source.totalBytes }
+
+    /// Reads the feed to its end, calling `onRecord` for every record in order.
+    ///
+    /// `onBuffer` sees every block of input as read, before it is parsed (for hashing
+    /// and progress). An error thrown by either closure stops the read and is rethrown.
+    /// A reader reads once.
+    /// - Throws: `FeedError` for input that is not a well-formed feed of the expected
+    ///   shape or breaks a limit; `IOError` when reading fails.
+    public func read(
+        onBuffer: (UnsafeRawBufferPointer) throws -> Void = { _ in },
+        onRecord: (FeedRecord) throws -> Void
+    ) throws {
+        precondition(!used, "a FeedReader reads its input once")
+        used = true
+        let parser = FeedParser(options: options, name: name)
+        let storage = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: max(1, options.readBufferSize), alignment: 16)
+        defer { storage.deallocate() }
+
+        try withoutActuallyEscaping(onRecord) { handler in
+            parser.onRecord = handler
+            defer {
+                parser.onRecord = nil
+                recordCount = parser.recordCount
+            }
+            var bomMatched = 0
+            var bomDone = false
+            while true {
+                let n = try source.read(into: storage)
+                if n == 0 { break }
+                let block = UnsafeRawBufferPointer(rebasing: storage[0..<n])
+                try onBuffer(block)
+                var start = 0
+                if !bomDone {
+                    while start < n, bomMatched < 3, block[start] == Self.byteOrderMark[bomMatched] {
+                        start += 1
+                        bomMatched += 1
+                    }
+                    if bomMatched == 3 {
+                        bomDone = true
+                    } else if start < n {
+                        bomDone = true
+                        try parseHeldBOMPrefix(bomMatched, parser)
+                    }
+                }
+                if start < n {
+                    try parser.parse(UnsafeRawBufferPointer(rebasing: block[start...]), base: bytesRead + start)
+                }
+                bytesRead += n
+            }
+            if !bomDone { try parseHeldBOMPrefix(bomMatched, parser) }
+            try parser.finish(totalBytes: bytesRead)
+        }
+    }
+
+    /// Bytes that began like a byte-order mark but were not one are ordinary input.
+    private func parseHeldBOMPrefix(_ count: Int, _ parser: FeedParser) throws {
+        guard count > 0 else { return }
+        try Self.byteOrderMark[0..<count].withUnsafeBytes { try parser.parse($0, base: 0) }
+    }
+}

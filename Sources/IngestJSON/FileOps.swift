@@ -1,0 +1,107 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// The few file operations the splitter needs, with errors that name the file.
+enum FileOps {
+    static func openForWriting(_ path: String, append: Bool = false) throws -> Int32 {
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
+        let fd = open(path, flags, 0o644)
+        guard fd >= 0 else { throw IOError(errno: errno, operation: "create", path: path) }
+        return fd
+    }
+
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw IOError(errno: errno, operation: "write", path: path)
+            }
+            offset += n
+        }
+    }
+
+    static func sync(_ fd: Int32, path: String) throws {
+        guard fsync(fd) == 0 else { throw IOError(errno: errno, operation: "flush", path: path) }
+    }
+
+    static func close(_ fd: Int32, path: String) throws {
+        guard Glibc.close(fd) == 0 else { throw IOError(errno: errno, operation: "close", path: path) }
+    }
+
+    static func rename(_ from: String, to: String) throws {
+        guard Glibc.rename(from, to) == 0 else { throw IOError(errno: errno, operation: "rename", path: from) }
+    }
+
+    /// Writes a whole file under a temporary name, flushes it and renames it into
+    /// place: readers see the old file or the new one, never a part.
+    static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
+        let temporary = path + ".tmp"
+        let fd = try openForWriting(temporary)
+        do {
+            try bytes.withUnsafeBytes { try writeAll(fd, $0, path: temporary) }
+            try sync(fd, path: temporary)
+        } catch {
+            _ = Glibc.close(fd)
+            throw error
+        }
+        try close(fd, path: temporary)
+        try rename(temporary, to: path)
+    }
+
+    /// Makes renames inside `directory` durable.
+    static func syncDirectory(_ directory: String) throws {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw IOError(errno: errno, operation: "open", path: directory) }
+        defer { _ = Glibc.close(fd) }
+        try sync(fd, path: directory)
+    }
+
+    static func fileSize(_ path: String) -> Int? {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int(info.st_size)
+    }
+
+    static func readFile(_ path: String) throws -> [UInt8] {
+        let source = try FileByteSource(path: path)
+        var out: [UInt8] = []
+        var block = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = try block.withUnsafeMutableBytes { try source.read(into: $0) }
+            if n == 0 { return out }
+            out.append(contentsOf: block[0..<n])
+        }
+    }
+
+    static func remove(_ path: String) throws {
+        if unlink(path) != 0 && errno != ENOENT { throw IOError(errno: errno, operation: "remove", path: path) }
+    }
+
+    /// Creates `path` and its parents as needed; refuses a path that is a file.
+    static func makeDirectory(_ path: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else { throw IOError(errno: ENOTDIR, operation: "use as a directory", path: path) }
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw IOError(errno: errno == 0 ? EACCES : errno, operation: "create directory", path: path)
+        }
+    }
+
+    static func contents(of directory: String) throws -> [String] {
+        do {
+            return try FileManager.default.contentsOfDirectory(atPath: directory)
+        } catch {
+            throw IOError(errno: EACCES, operation: "list", path: directory)
+        }
+    }
+}

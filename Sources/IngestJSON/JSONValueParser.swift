@@ -1,0 +1,201 @@
+import CYajl
+
+extension JSONValue {
+    /// Parses one complete JSON value (a record, a line of a chunk file).
+    ///
+    /// Strings are decoded (escapes, surrogate pairs). A lone surrogate escape such as
+    /// `\uD800` is rejected rather than replaced: it names no character, and turning it
+    /// into `?` or U+FFFD would change the data without saying so.
+    /// - Throws: `FeedError` naming the byte offset, line and column of the problem.
+    public static func parse(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = FeedOptions.defaultMaxDepth) throws -> JSONValue {
+        let builder = JSONValueBuilder(input: bytes, maxDepth: maxDepth)
+        return try builder.run()
+    }
+
+    /// Parses one complete JSON value from its text.
+    /// - Throws: `FeedError`, as `parse(_:maxDepth:)`.
+    public static func parse(_ text: some Collection<UInt8>, maxDepth: Int = FeedOptions.defaultMaxDepth) throws -> JSONValue {
+        try Array(text).withUnsafeBytes { try parse($0, maxDepth: maxDepth) }
+    }
+
+    /// Parses one complete JSON value from a string.
+    /// - Throws: `FeedError`, as `parse(_:maxDepth:)`.
+    public static func parse(_ text: String) throws -> JSONValue {
+        try parse(Array(text.utf8))
+    }
+}
+
+/// Builds a `JSONValue` from yajl's events for an input held whole in memory.
+final class JSONValueBuilder {
+    private enum Frame {
+        case array([JSONValue])
+        case object([JSONMember], key: String)
+    }
+
+    private let input: UnsafeRawBufferPointer
+    private let maxDepth: Int
+    private var stack: [Frame] = []
+    private var result: JSONValue?
+    /// Offset just past the previous token: a string token's raw text runs from here
+    /// (after separators) to the current offset.
+    private var lastTokenEnd = 0
+    private var failure: FeedError?
+    private var handle: yajl_handle!
+    private let callbacks: UnsafeMutablePointer<yajl_callbacks>
+
+    init(input: UnsafeRawBufferPointer, maxDepth: Int) {
+        self.input = input
+        self.maxDepth = maxDepth
+        callbacks = .allocate(capacity: 1)
+        callbacks.initialize(to: Self.callbackTable)
+        handle = yajl_alloc(callbacks, nil, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    deinit {
+        yajl_free(handle)
+        callbacks.deinitialize(count: 1)
+        callbacks.deallocate()
+    }
+
+    func run() throws -> JSONValue {
+        var status = yajl_status_ok
+        if input.count > 0 {
+            status = yajl_parse(handle, input.baseAddress!.assumingMemoryBound(to: UInt8.self), input.count)
+        }
+        if status == yajl_status_ok { status = yajl_complete_parse(handle) }
+        if let failure { throw failure }
+        guard status == yajl_status_ok, let result else {
+            let raw = yajl_get_error(handle, 0, nil, 0)
+            var message = raw.map { String(cString: $0) } ?? "no JSON value"
+            if let raw { yajl_free_error(handle, raw) }
+            message = message.trimmingSuffix { $0 == "\n" || $0 == "." }
+            for prefix in ["lexical error: ", "parse error: "] where message.hasPrefix(prefix) {
+                message = String(message.dropFirst(prefix.count))
+            }
+            if input.count == 0 { message = "empty input" }
+            let at = min(Int(yajl_get_bytes_consumed(handle)), input.count)
+            throw error(.malformedJSON, "malformed JSON: \(message)", at: status == yajl_status_ok ? input.count : at)
+        }
+        return result
+    }
+
+    private var currentIndex: Int { min(Int(yajl_get_bytes_consumed(handle)), input.count) }
+
+    private func add(_ value: JSONValue) -> Bool {
+        lastTokenEnd = currentIndex
+        switch stack.popLast() {
+        case nil:
+            result = value
+        case .array(var items)?:
+            items.append(value)
+            stack.append(.array(items))
+        case .object(var members, let key)?:
+            members.append(JSONMember(key, value))
+            stack.append(.object(members, key: key))
+        }
+        return true
+    }
+
+    private func open(_ frame: Frame) -> Bool {
+        lastTokenEnd = currentIndex
+        guard stack.count < maxDepth else {
+            failure = error(.depthLimitExceeded, "the value nests deeper than the limit of \(maxDepth) levels", at: currentIndex - 1)
+            return false
+        }
+        stack.append(frame)
+        return true
+    }
+
+    private func close() -> Bool {
+        switch stack.popLast() {
+        case .array(let items)?: return add(.array(items))
+        case .object(let members, _)?: return add(.object(members))
+        case nil: return false
+        }
+    }
+
+    private func key(_ bytes: UnsafePointer<UInt8>?, _ length: Int) -> Bool {
+        guard let text = decodedString(bytes, length) else { return false }
+        lastTokenEnd = currentIndex
+        if case .object(let members, _)? = stack.popLast() {
+            stack.append(.object(members, key: text))
+        }
+        return true
+    }
+
+    private func string(_ bytes: UnsafePointer<UInt8>?, _ length: Int) -> Bool {
+        guard let text = decodedString(bytes, length) else { return false }
+        return add(.string(text))
+    }
+
+    /// yajl decodes a lone surrogate escape to '?'; look at the raw token to tell that
+    /// apart from a real '?', and refuse it.
+    private func decodedString(_ bytes: UnsafePointer<UInt8>?, _ length: Int) -> String? {
+        let decoded = UnsafeBufferPointer(start: bytes, count: length)
+        if decoded.contains(UInt8(ascii: "?")) {
+            let end = currentIndex
+            var start = lastTokenEnd
+            while start < end, input[start] != UInt8(ascii: "\"") { start += 1 }
+            if let lone = Self.loneSurrogate(in: UnsafeRawBufferPointer(rebasing: input[start..<end])) {
+                failure = error(.invalidUTF8,
+                    "lone surrogate escape \\u\(lone) in a string (it names no character; Ingest rejects it rather than replace it)",
+                    at: start)
+                return nil
+            }
+        }
+        return String(decoding: decoded, as: UTF8.self)
+    }
+
+    /// The hex digits of the first `\uD800`–`\uDFFF` escape not part of a valid pair.
+    static func loneSurrogate(in raw: UnsafeRawBufferPointer) -> String? {
+        func hexValue(at i: Int) -> UInt32? {
+            guard i + 6 <= raw.count, raw[i] == UInt8(ascii: "\\"), raw[i + 1] == UInt8(ascii: "u") else { return nil }
+            return UInt32(String(decoding: raw[(i + 2)..<(i + 6)], as: UTF8.self), radix: 16)
+        }
+        var i = 0
+        while i < raw.count {
+            guard raw[i] == UInt8(ascii: "\\") else { i += 1; continue }
+            guard let unit = hexValue(at: i) else { i += 2; continue }
+            let text = String(decoding: raw[(i + 2)..<(i + 6)], as: UTF8.self)
+            if (0xD800...0xDBFF).contains(unit) {
+                if let low = hexValue(at: i + 6), (0xDC00...0xDFFF).contains(low) {
+                    i += 12
+                    continue
+                }
+                return text
+            }
+            if (0xDC00...0xDFFF).contains(unit) { return text }
+            i += 6
+        }
+        return nil
+    }
+
+    private func error(_ kind: FeedError.Kind, _ message: String, at index: Int) -> FeedError {
+        let tracker = PositionTracker()
+        let index = max(0, min(index, input.count))
+        let excerpt = tracker.excerpt(at: index, in: input)
+        return FeedError(kind, message, at: tracker.position(at: index, in: input, base: 0),
+                         excerpt: excerpt.text, caret: excerpt.caret, source: "")
+    }
+
+    private static func builder(_ context: UnsafeMutableRawPointer?) -> JSONValueBuilder {
+        Unmanaged<JSONValueBuilder>.fromOpaque(context!).takeUnretainedValue()
+    }
+
+    private static let callbackTable = yajl_callbacks(
+        yajl_null: { builder($0).add(.null) ? 1 : 0 },
+        yajl_boolean: { context, flag in builder(context).add(.bool(flag != 0)) ? 1 : 0 },
+        yajl_integer: nil,
+        yajl_double: nil,
+        yajl_number: { context, text, length in
+            let bytes = UnsafeRawBufferPointer(start: text, count: length)
+            return builder(context).add(.number(String(decoding: bytes, as: UTF8.self))) ? 1 : 0
+        },
+        yajl_string: { context, text, length in builder(context).string(text, length) ? 1 : 0 },
+        yajl_start_map: { builder($0).open(.object([], key: "")) ? 1 : 0 },
+        yajl_map_key: { context, text, length in builder(context).key(text, length) ? 1 : 0 },
+        yajl_end_map: { builder($0).close() ? 1 : 0 },
+        yajl_start_array: { builder($0).open(.array([])) ? 1 : 0 },
+        yajl_end_array: { builder($0).close() ? 1 : 0 }
+    )
+}

@@ -1,0 +1,86 @@
+/// One chunk file: its place in the feed and what it must contain.
+public struct ChunkInfo: Codable, Sendable, Equatable {
+    /// 1-based chunk number; the file is `ChunkInfo.fileName(for:)`.
+    public var index: Int
+    public var file: String
+    /// 0-based index of the chunk's first record in the feed.
+    public var firstRecord: Int
+    public var records: Int
+    public var byteSize: Int
+    /// SHA-256 of the chunk file's bytes, lowercase hex.
+    public var sha256: String
+
+    public init(index: Int, firstRecord: Int, records: Int, byteSize: Int, sha256: String) {
+        self.index = index
+        self.file = Self.fileName(for: index)
+        self.firstRecord = firstRecord
+        self.records = records
+        self.byteSize = byteSize
+        self.sha256 = sha256
+    }
+
+    /// `chunk-000001.ndjson`: six digits sort by name up to 999,999 chunks, and grow past that.
+    public static func fileName(for index: Int) -> String {
+        let digits = String(index)
+        return "chunk-" + String(repeating: "0", count: max(0, 6 - digits.count)) + digits + ".ndjson"
+    }
+
+    /// The chunk number in a file name made by `fileName(for:)`, or nil for any other name.
+    public static func index(inFileName name: String) -> Int? {
+        guard name.hasPrefix("chunk-"), name.hasSuffix(".ndjson") else { return nil }
+        let digits = name.dropFirst(6).dropLast(7)
+        guard digits.count >= 6, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber) else { return nil }
+        return Int(digits)
+    }
+}
+
+/// Which feed a chunk directory was made from.
+public struct FeedIdentity: Codable, Sendable, Equatable {
+    /// As the user named it ("-" for standard input); informative only, a feed may move.
+    public var path: String
+    /// Size in bytes; known up front for files, at the end for standard input.
+    public var byteSize: Int?
+    /// SHA-256 of the whole feed, known once it has been read to the end.
+    public var sha256: String?
+    /// SHA-256 of the feed's first MiB, to tell cheaply, before reading it all, that
+    /// a feed is not the one a directory was made from.
+    public var headSHA256: String?
+}
+
+/// How the feed's records were found, as recorded in a manifest.
+public struct ShapeRecord: Codable, Sendable, Equatable {
+    /// "array", "keyPath" or "ndjson".
+    public var kind: String
+    public var recordsAt: String?
+
+    public init(_ shape: FeedShape) {
+        switch shape {
+        case .array: kind = "array"
+        case .keyPath(let keys): kind = "keyPath"; recordsAt = keys.joined(separator: ".")
+        case .ndjson: kind = "ndjson"
+        }
+    }
+
+    public var shape: FeedShape? {
+        switch kind {
+        case "array": .array
+        case "ndjson": .ndjson
+        case "keyPath": recordsAt.flatMap(FeedShape.recordsAt)
+        default: nil
+        }
+    }
+}
+
+/// `manifest.json`: written last, when every chunk is in place, so its presence
+/// means the split is complete.
+public struct SplitManifest: Codable, Sendable, Equatable {
+    public static let currentFormatVersion = 1
+    public static let fileName = "manifest.json"
+
+    public var formatVersion: Int
+    public var feed: FeedIdentity
+    public var shape: ShapeRecord
+    public var chunkSize: Int
+    public var chunks: [ChunkInfo]
+    public var totalRecords: Int
+}

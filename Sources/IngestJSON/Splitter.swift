@@ -1,0 +1,264 @@
+import Crypto
+
+/// How to split: the feed's shape and limits, and records per chunk.
+public struct SplitOptions: Sendable {
+    public var feed: FeedOptions
+    /// Records per chunk file.
+    public var chunkSize: Int
+    /// Start over in a directory that holds another split.
+    public var force: Bool
+
+    public static let defaultChunkSize = 5_000
+
+    public init(feed: FeedOptions = FeedOptions(), chunkSize: Int = SplitOptions.defaultChunkSize, force: Bool = false) {
+        self.feed = feed
+        self.chunkSize = chunkSize
+        self.force = force
+    }
+}
+
+/// How far a split has come, for progress displays.
+public struct SplitProgress: Sendable {
+    public var bytesRead: Int
+    public var totalBytes: Int?
+    public var records: Int
+}
+
+/// What a split did.
+public struct SplitReport: Sendable {
+    public var manifest: SplitManifest
+    /// Chunk files written by this run.
+    public var chunksWritten: Int
+    /// Chunk files an earlier, interrupted run had written and this one kept.
+    public var chunksReused: Int
+    /// The directory already held a complete split of this feed; nothing was written.
+    public var alreadyComplete: Bool
+}
+
+/// Splits a feed into numbered chunk files of N records each, plus `manifest.json`.
+///
+/// Each chunk is written under a temporary name, flushed, renamed into place and only
+/// then recorded in the directory's journal, so a split stopped at any moment leaves
+/// only complete chunks, and running it again continues after the last of them.
+/// The manifest is written last: its presence means the split is complete.
+public final class Splitter {
+    public let feedPath: String
+    public let directory: String
+    public let options: SplitOptions
+    /// Called on the splitting thread after each block of input.
+    public var onProgress: ((SplitProgress) -> Void)?
+    /// Called, in order, as each chunk file is in place (on the writer thread).
+    public var onChunk: (@Sendable (ChunkInfo) -> Void)?
+
+    private static let blockSize = 1 << 20
+    private static let headSize = 1 << 20
+
+    public init(feedPath: String, directory: String, options: SplitOptions = SplitOptions()) {
+        self.feedPath = feedPath
+        self.directory = directory
+        self.options = options
+    }
+
+    private var manifestPath: String { directory + "/" + SplitManifest.fileName }
+    private var journalPath: String { directory + "/" + SplitJournal.fileName }
+
+    /// Splits the feed, or continues an interrupted split of it.
+    /// - Throws: `FeedError` for bad input (nothing after the last complete chunk is
+    ///   kept); `SplitError` when the directory belongs to another feed; `IOError`
+    ///   when a file cannot be read or written.
+    public func run() throws -> SplitReport {
+        guard options.chunkSize >= 1 else { throw SplitError.invalidOption("--chunk-size must be at least 1") }
+        try FileOps.makeDirectory(directory)
+        let entries = try FileOps.contents(of: directory)
+        for name in entries where name.hasSuffix(".tmp") { try FileOps.remove(directory + "/" + name) }
+        if options.force {
+            for name in entries where ChunkInfo.index(inFileName: name) != nil
+                || name == SplitManifest.fileName || name == SplitJournal.fileName {
+                try FileOps.remove(directory + "/" + name)
+            }
+        }
+
+        let reader = try FeedReader(path: feedPath, options: options.feed)
+        let identity = FeedIdentity(path: feedPath, byteSize: reader.totalBytes, sha256: nil,
+                                    headSHA256: feedPath == "-" ? nil : try Self.headHash(feedPath))
+        let header = SplitJournal.Header(formatVersion: SplitManifest.currentFormatVersion, feed: identity,
+                                         shape: ShapeRecord(options.feed.shape), chunkSize: options.chunkSize)
+        var existing: [ChunkInfo] = []
+        var freshJournal = true
+
+        if FileOps.fileSize(manifestPath) != nil {
+            let manifest = try loadManifest()
+            try checkSameFeed(recorded: manifest.feed, shape: manifest.shape, chunkSize: manifest.chunkSize, current: header)
+            existing = validPrefix(of: manifest.chunks)
+            if existing.count == manifest.chunks.count, feedPath != "-" {
+                guard try Self.fullHash(feedPath) == manifest.feed.sha256 else {
+                    throw SplitError.differentFeed(directory: directory, reason: "its content differs from the feed that was split")
+                }
+                return SplitReport(manifest: manifest, chunksWritten: 0, chunksReused: existing.count, alreadyComplete: true)
+            }
+            // Some chunks went missing: rebuild the journal from the good ones and carry on.
+            try FileOps.writeAtomically(SplitJournal.line(header) + existing.flatMap(SplitJournal.line), to: journalPath)
+            try FileOps.remove(manifestPath)
+            freshJournal = false
+        } else if FileOps.fileSize(journalPath) != nil {
+            let journal = try SplitJournal.load(from: journalPath)
+            try checkSameFeed(recorded: journal.header.feed, shape: journal.header.shape,
+                              chunkSize: journal.header.chunkSize, current: header)
+            existing = validPrefix(of: journal.chunks)
+            if existing.count < journal.chunks.count {
+                try FileOps.writeAtomically(SplitJournal.line(journal.header) + existing.flatMap(SplitJournal.line), to: journalPath)
+            }
+            freshJournal = false
+        } else {
+            let strays = entries.filter { ChunkInfo.index(inFileName: $0) != nil }
+            if !strays.isEmpty && !options.force {
+                throw SplitError.unknownChunks(directory: directory, count: strays.count)
+            }
+        }
+        return try split(reader, header: header, existing: existing, freshJournal: freshJournal)
+    }
+
+    private func split(_ reader: FeedReader, header: SplitJournal.Header, existing: [ChunkInfo],
+                       freshJournal: Bool) throws -> SplitReport {
+        let committer = ChunkCommitter(directory: directory, existing: existing, onCommit: onChunk)
+        committer.startJournal(header: SplitJournal.line(header), fresh: freshJournal)
+        var block: [UInt8] = []
+        block.reserveCapacity(Self.blockSize)
+        var chunkIndex = 0
+        var inChunk = 0
+        let chunkSize = options.chunkSize
+        let total = reader.totalBytes
+        var bytesRead = 0
+
+        func endChunk(_ records: Int) throws {
+            committer.write(block)
+            block = []
+            block.reserveCapacity(Self.blockSize)
+            committer.endChunk(chunkIndex, firstRecord: (chunkIndex - 1) * chunkSize, records: records)
+            try committer.checkFailure()
+        }
+
+        do {
+            try reader.read(onBuffer: { buffer in
+                committer.hashFeed(Array(buffer))
+                bytesRead += buffer.count
+                onProgress?(SplitProgress(bytesRead: bytesRead, totalBytes: total, records: reader.recordCount))
+            }, onRecord: { record in
+                if inChunk == 0 {
+                    chunkIndex += 1
+                    committer.beginChunk(chunkIndex)
+                }
+                if JSONText.containsLineBreak(record.bytes) {
+                    block.append(contentsOf: JSONText.compacted(record.bytes))
+                } else {
+                    block.append(contentsOf: record.bytes)
+                }
+                block.append(UInt8(ascii: "\n"))
+                inChunk += 1
+                if inChunk == chunkSize {
+                    try endChunk(inChunk)
+                    inChunk = 0
+                } else if block.count >= Self.blockSize {
+                    committer.write(block)
+                    block = []
+                    block.reserveCapacity(Self.blockSize)
+                }
+            })
+            if inChunk > 0 { try endChunk(inChunk) }
+        } catch {
+            // The committer's own failure is the cause when the parse stopped because of it.
+            _ = try? committer.finish()
+            try committer.checkFailure()
+            throw error
+        }
+        let feedHash = try committer.finish()
+        let chunks = committer.committed
+
+        for name in try FileOps.contents(of: directory) {
+            if let index = ChunkInfo.index(inFileName: name), index > chunks.count {
+                try FileOps.remove(directory + "/" + name)
+            }
+        }
+        var feed = header.feed
+        feed.byteSize = reader.bytesRead
+        feed.sha256 = feedHash
+        let manifest = SplitManifest(formatVersion: SplitManifest.currentFormatVersion, feed: feed,
+                                     shape: header.shape, chunkSize: header.chunkSize, chunks: chunks,
+                                     totalRecords: reader.recordCount)
+        try FileOps.writeAtomically(Self.prettyJSON(manifest), to: manifestPath)
+        try FileOps.remove(journalPath)
+        try FileOps.syncDirectory(directory)
+        return SplitReport(manifest: manifest, chunksWritten: committer.written,
+                           chunksReused: chunks.count - committer.written, alreadyComplete: false)
+    }
+
+    // MARK: - The directory's earlier state
+
+    private func loadManifest() throws -> SplitManifest {
+        do {
+            return try JSONDecoder().decode(SplitManifest.self, from: Data(FileOps.readFile(manifestPath)))
+        } catch is DecodingError {
+            throw SplitError.unreadableState(path: manifestPath)
+        }
+    }
+
+    private func checkSameFeed(recorded: FeedIdentity, shape: ShapeRecord, chunkSize: Int,
+                               current: SplitJournal.Header) throws {
+        func refuse(_ reason: String) -> SplitError { .differentFeed(directory: directory, reason: reason) }
+        if shape != current.shape {
+            throw refuse("it was split as \(shape.shape?.description ?? shape.kind), not as \(options.feed.shape)")
+        }
+        if chunkSize != current.chunkSize {
+            throw refuse("it was split with --chunk-size \(chunkSize), not \(current.chunkSize)")
+        }
+        if let was = recorded.byteSize, let now = current.feed.byteSize, was != now {
+            throw refuse("the feed it was split from had \(was) bytes, this one has \(now)")
+        }
+        if let was = recorded.headSHA256, let now = current.feed.headSHA256, was != now {
+            throw refuse("the feed's first bytes differ from those of the feed it was split from")
+        }
+    }
+
+    /// The leading chunks whose files are still there at their recorded size.
+    private func validPrefix(of chunks: [ChunkInfo]) -> [ChunkInfo] {
+        var good: [ChunkInfo] = []
+        for chunk in chunks {
+            guard FileOps.fileSize(directory + "/" + chunk.file) == chunk.byteSize else { break }
+            good.append(chunk)
+        }
+        return good
+    }
+
+    // MARK: - Hashing
+
+    static func headHash(_ path: String) throws -> String {
+        try hash(path, limit: headSize)
+    }
+
+    static func fullHash(_ path: String) throws -> String {
+        try hash(path, limit: .max)
+    }
+
+    private static func hash(_ path: String, limit: Int) throws -> String {
+        let source = try FileByteSource(path: path)
+        var hasher = SHA256()
+        var remaining = limit
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        while remaining > 0 {
+            let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(buffer.count, remaining)]))
+            if n == 0 { break }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            remaining -= n
+        }
+        return hasher.finalize().hexString
+    }
+
+    static func prettyJSON<T: Encodable>(_ value: T) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(value)) + [UInt8(ascii: "\n")]
+    }
+}
+
+import Foundation

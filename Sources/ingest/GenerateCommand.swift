@@ -1,0 +1,38 @@
+import ArgumentParser
+import IngestJSON
+
+extension Ingest {
+    struct Generate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write a deterministic feed of Flickr-like photo records.",
+            discussion: "The same --records and --seed give the same bytes on every machine."
+        )
+
+        @Option(help: "Number of records.")
+        var records: Int
+
+        @Option(help: "Seed of the generator.")
+        var seed: UInt64 = 42
+
+        @Flag(help: "Write newline-delimited JSON instead of one array.")
+        var ndjson = false
+
+        @Option(name: .shortAndLong, help: "Output file ('-' or none: standard output).")
+        var output: String?
+
+        func validate() throws {
+            if records < 0 { throw ValidationError("--records must be 0 or more") }
+        }
+
+        func run() throws {
+            try FeedGenerator(records: records, seed: seed, ndjson: ndjson).write(to: output)
+            if let output, output != "-" {
+                Console.error("wrote \(records) records to \(output)\n")
+            }
+        }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

@@ -1,0 +1,54 @@
+import ArgumentParser
+import IngestJSON
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `ingest` command line. Exit codes: 0 success, 1 bad input or a failed
+/// operation (one readable message on stderr), 2 usage error.
+@main
+struct Ingest: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ingest",
+        abstract: "Stream huge JSON feeds into numbered chunks and a SQLite object graph.",
+        discussion: "With no subcommand, `./run.sh` runs `ingest demo`.",
+        subcommands: [Demo.self, Generate.self, Split.self, Bench.self]
+    )
+
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            Glibc.exit(Self.report(error))
+        }
+    }
+
+    /// Prints one readable message for `error` and returns the process exit code.
+    static func report(_ error: any Error) -> Int32 {
+        switch error {
+        case is FeedError, is SplitError, is IOError, is CommandFailure:
+            Console.error("ingest: \(error)\n")
+            return 1
+        default:
+            let code = exitCode(for: error)
+            let message = fullMessage(for: error)
+            if code == .success {
+                if !message.isEmpty { print(message) }
+                return 0
+            }
+            if !message.isEmpty { Console.error(message + "\n") }
+            return code == .validationFailure ? 2 : code.rawValue
+        }
+    }
+}
+
+/// A command could not do its work for a reason it explains itself.
+struct CommandFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

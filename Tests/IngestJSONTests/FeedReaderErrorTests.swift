@@ -1,0 +1,136 @@
+import Testing
+@testable import IngestJSON
+
+/// Every kind of bad input gets its own error, at the right line and column,
+/// however the input is cut into reads.
+@Suite struct FeedReaderErrorTests {
+    struct Case: CustomStringConvertible, Sendable {
+        var name: String
+        var input: [UInt8]
+        var shape: FeedShape = .array
+        var kind: FeedError.Kind
+        var line: Int
+        var column: Int
+        var offset: Int
+        var message: String
+        var description: String { name }
+    }
+
+    static let cases: [Case] = [
+        Case(name: "missing colon", input: Array("[\n  {\"a\": 1},\n  {\"b\" 2}\n]\n".utf8),
+             kind: .malformedJSON, line: 3, column: 8, offset: 21,
+             message: "malformed JSON: object key and value must be separated by a colon (':')"),
+        Case(name: "stray character", input: Array("[1, @]".utf8),
+             kind: .malformedJSON, line: 1, column: 5, offset: 4, message: "malformed JSON: invalid char in json text"),
+        Case(name: "object at top level", input: Array("{\"a\": 1}".utf8),
+             kind: .notAnArray, line: 1, column: 1, offset: 0,
+             message: "expected a top-level array of records, found an object (use --records-at KEY for records under a key, or --ndjson)"),
+        Case(name: "string at top level", input: Array("\n  \"text\"".utf8),
+             kind: .notAnArray, line: 2, column: 9, offset: 9, message: "expected a top-level array of records, found a string"),
+        Case(name: "missing key path", input: Array("{\"type\": \"x\", \"items\": []}".utf8), shape: .keyPath(["features"]),
+             kind: .keyPathNotFound, line: 1, column: 27, offset: 26,
+             message: "no array at key path 'features' (top-level keys: 'type', 'items')"),
+        Case(name: "key path to an object", input: Array("{\"features\": {\"a\": 1}}".utf8), shape: .keyPath(["features"]),
+             kind: .keyPathNotAnArray, line: 1, column: 14, offset: 13,
+             message: "the value at key path 'features' is an object, not an array of records"),
+        Case(name: "key path twice", input: Array("{\"f\": [1],\n \"f\": [2]}".utf8), shape: .keyPath(["f"]),
+             kind: .keyPathRepeated, line: 2, column: 5, offset: 15, message: "key path 'f' occurs more than once in the feed"),
+        Case(name: "truncated inside a record", input: Array("[{\"a\": 1},\n {\"b\": ".utf8),
+             kind: .truncated, line: 2, column: 8, offset: 18, message: "truncated input: the feed ends inside record 2"),
+        Case(name: "truncated before the array closes", input: Array("[1,\n2".utf8),
+             kind: .truncated, line: 2, column: 2, offset: 5,
+             message: "truncated input: the feed ends before the records array is closed"),
+        Case(name: "trailing content", input: Array("[1, 2]\n]\n".utf8),
+             kind: .trailingContent, line: 2, column: 1, offset: 7,
+             message: "unexpected content after the end of the top-level value"),
+        Case(name: "invalid UTF-8 in a string", input: Array("[{\"name\": \"caf".utf8) + [0xE9] + Array("\"}]".utf8),
+             kind: .invalidUTF8, line: 1, column: 15, offset: 14, message: "invalid UTF-8 inside a string"),
+        Case(name: "invalid UTF-8 outside a string", input: Array("[1,\n ".utf8) + [0xFF] + Array("]".utf8),
+             kind: .invalidUTF8, line: 2, column: 2, offset: 5, message: "invalid UTF-8 byte outside a string"),
+        Case(name: "empty file", input: [],
+             kind: .emptyFeed, line: 1, column: 1, offset: 0, message: "the feed is empty (0 bytes)"),
+        Case(name: "only whitespace", input: Array(" \n\n ".utf8),
+             kind: .emptyFeed, line: 3, column: 2, offset: 4, message: "the feed holds no JSON value (4 bytes of whitespace)"),
+        Case(name: "empty NDJSON", input: Array("\n\n".utf8), shape: .ndjson,
+             kind: .emptyFeed, line: 3, column: 1, offset: 2, message: "the feed holds no JSON value (2 bytes of whitespace)"),
+        Case(name: "two NDJSON values on one line", input: Array("{\"id\":1}\n{\"id\":2} {\"id\":3}\n".utf8), shape: .ndjson,
+             kind: .multipleValuesOnLine, line: 2, column: 10, offset: 18,
+             message: "record 3 starts on the line of the record before it (NDJSON holds one value per line)"),
+        Case(name: "truncated NDJSON", input: Array("{\"id\":1}\n{\"id\":".utf8), shape: .ndjson,
+             kind: .truncated, line: 2, column: 7, offset: 15, message: "truncated input: the feed ends inside record 2"),
+    ]
+
+    @Test(arguments: cases)
+    func badInputGetsItsOwnLocatedError(_ testCase: Case) throws {
+        for readSize in [Int.max, 1, 2, 3, 7] {
+            let error = try #require(feedError(testCase.input, shape: testCase.shape, readSize: readSize),
+                                     "read size \(readSize)")
+            #expect(error.kind == testCase.kind, "read size \(readSize)")
+            #expect(error.message == testCase.message, "read size \(readSize)")
+            #expect(error.position == SourcePosition(byteOffset: testCase.offset, line: testCase.line, column: testCase.column),
+                    "read size \(readSize)")
+        }
+    }
+
+    @Test func errorDescriptionShowsAnExcerptWithACaret() throws {
+        let error = try #require(feedError(Array("[\n  {\"a\": 1},\n  {\"b\" 2}\n]\n".utf8)))
+        #expect(error.description == """
+            test: malformed JSON: object key and value must be separated by a colon (':') at line 3, column 8 (byte 21)
+                  {"b" 2}
+                       ^
+            """)
+    }
+
+    @Test func columnsCountCharactersNotBytes() throws {
+        let error = try #require(feedError(Array("[\"é日本\", @]".utf8)))
+        #expect(error.position.column == 9)
+        #expect(error.position.byteOffset == 13)
+    }
+
+    @Test func malformedFixturesFailFromFiles() throws {
+        let expected: [(String, FeedShape, FeedError.Kind)] = [
+            ("missing-colon.json", .array, .malformedJSON), ("not-an-array.json", .array, .notAnArray),
+            ("truncated.json", .array, .truncated), ("trailing-content.json", .array, .trailingContent),
+            ("invalid-utf8.json", .array, .invalidUTF8), ("empty.json", .array, .emptyFeed),
+            ("two-per-line.ndjson", .ndjson, .multipleValuesOnLine),
+        ]
+        for (name, shape, kind) in expected {
+            let reader = try FeedReader(path: Fixtures.path("malformed/" + name), options: FeedOptions(shape: shape))
+            let error = try #require(throws: FeedError.self) { try reader.read { _ in } }
+            #expect(error.kind == kind, "\(name)")
+            #expect(error.source.hasSuffix(name))
+        }
+    }
+}
+
+/// Limits stop hostile input with an error that names the record.
+@Suite struct FeedLimitTests {
+    @Test func depthLimitNamesTheRecord() throws {
+        let error = try #require(feedError(Array("[[1], [[[2]]]]".utf8), maxDepth: 3))
+        #expect(error.kind == .depthLimitExceeded)
+        #expect(error.message == "record 2 nests deeper than the limit of 3 levels")
+        #expect(error.position.byteOffset == 8)
+        #expect(try readRecords(Array("[[1], [[2]]]".utf8), maxDepth: 3).count == 2)
+    }
+
+    @Test func deepNestingBeyondTheDefaultIsRefusedNotACrash() throws {
+        let deep = Array(repeating: UInt8(ascii: "["), count: 10_000) + Array(repeating: UInt8(ascii: "]"), count: 10_000)
+        let error = try #require(feedError(deep))
+        #expect(error.kind == .depthLimitExceeded)
+        #expect(error.message == "record 1 nests deeper than the limit of 512 levels")
+    }
+
+    @Test(arguments: [Int.max, 1, 5])
+    func recordSizeLimitNamesTheRecord(readSize: Int) throws {
+        let feed = Array("[\"short\", \"a much longer record\", 1]".utf8)
+        let error = try #require(feedError(feed, readSize: readSize, maxRecordBytes: 12))
+        #expect(error.kind == .recordTooLarge)
+        #expect(error.message.hasPrefix("record 2 (from byte 10) is "))
+        #expect(try readRecords(feed, maxRecordBytes: 22).count == 3)
+    }
+
+    @Test func whitespaceBetweenRecordsDoesNotCountTowardsTheLimit() throws {
+        let feed = Array("[1,".utf8) + Array(repeating: UInt8(ascii: " "), count: 10_000) + Array("2]".utf8)
+        #expect(try readRecords(feed, readSize: 100, maxRecordBytes: 4).map(\.text) == ["1", "2"])
+    }
+}

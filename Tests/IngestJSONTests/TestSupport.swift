@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+@testable import IngestJSON
+
+/// Paths and helpers shared by the tests.
+enum Fixtures {
+    static let root = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/feeds").path
+
+    static func path(_ name: String) -> String { root + "/" + name }
+
+    static func bytes(_ name: String) throws -> [UInt8] { try FileOps.readFile(path(name)) }
+}
+
+/// A fresh directory per test, removed when the test ends.
+final class TemporaryDirectory {
+    let path: String
+
+    init() throws {
+        path = FileManager.default.temporaryDirectory
+            .appendingPathComponent("ingest-tests-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    func write(_ name: String, _ bytes: [UInt8]) throws -> String {
+        let target = file(name)
+        try Data(bytes).write(to: URL(fileURLWithPath: target))
+        return target
+    }
+}
+
+/// A record as the tests compare it: its text and where it started.
+struct ReadRecord: Equatable, CustomStringConvertible {
+    var text: String
+    var offset: Int
+    var description: String { "@\(offset) \(text)" }
+}
+
+/// Reads a whole feed from memory, `readSize` bytes per read.
+func readRecords(_ bytes: [UInt8], shape: FeedShape = .array, readSize: Int = .max,
+                 bufferSize: Int = 256 << 10, maxDepth: Int = 512, maxRecordBytes: Int = 64 << 20) throws -> [ReadRecord] {
+    let options = FeedOptions(shape: shape, maxDepth: maxDepth, maxRecordBytes: maxRecordBytes, readBufferSize: bufferSize)
+    let reader = FeedReader(source: MemoryByteSource(bytes, readSize: readSize), name: "test", options: options)
+    var records: [ReadRecord] = []
+    try reader.read { records.append(ReadRecord(text: String(decoding: $0.bytes, as: UTF8.self), offset: $0.byteOffset)) }
+    return records
+}
+
+func readRecords(_ text: String, shape: FeedShape = .array, readSize: Int = .max) throws -> [ReadRecord] {
+    try readRecords(Array(text.utf8), shape: shape, readSize: readSize)
+}
+
+/// The error a feed gives, or nil when it reads cleanly.
+func feedError(_ bytes: [UInt8], shape: FeedShape = .array, readSize: Int = .max,
+               maxDepth: Int = 512, maxRecordBytes: Int = 64 << 20) -> FeedError? {
+    do {
+        _ = try readRecords(bytes, shape: shape, readSize: readSize, maxDepth: maxDepth, maxRecordBytes: maxRecordBytes)
+        return nil
+    } catch let error as FeedError {
+        return error
+    } catch {
+        Issue.record("unexpected error \(error)")
+        return nil
+    }
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The one entry point. `./run.sh` installs what is missing, builds in release mode
+# and runs the demo; `./run.sh ARGS…` runs `ingest ARGS…`; `./run.sh test` runs
+# the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+need=()
+pkg-config --exists yajl 2>/dev/null || need+=(libyajl-dev)
+[ -f /usr/include/sqlite3.h ] || need+=(libsqlite3-dev)
+command -v json_verify >/dev/null 2>&1 || need+=(yajl-tools)   # the benchmark's reference parser
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "run.sh: installing ${need[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "run.sh: missing system packages; run as root: apt-get install -y ${need[*]}" >&2
+    for p in "${need[@]}"; do [ "$p" = yajl-tools ] || exit 1; done
+  fi
+fi
+
+if [ "${1:-}" = test ]; then
+  shift
+  swift build --build-tests
+  exec swift test --skip-build "$@"
+fi
+
+swift build -c release --product ingest >&2
+bin="$(swift build -c release --show-bin-path)/ingest"
+if [ $# -eq 0 ]; then
+  exec "$bin" demo
+fi
+exec "$bin" "$@"
