@@ -13,7 +13,7 @@ import Synchronization
 /// called from the parsing thread only enqueue work, bounded by `inFlight`.
 final class ChunkCommitter: @unchecked Sendable {
     private let queue = DispatchQueue(label: "ingest.split.committer")
-    private let inFlight = DispatchSemaphore(value: 16)
+    private let inFlight = DispatchSemaphore(value: 8)
     private let failure = Mutex<(any Error)?>(nil)
 
     private let directory: String

@@ -345,22 +345,25 @@ final class FeedParser {
 
     // MARK: - The C callback table
 
-    private static func parser(_ context: UnsafeMutableRawPointer?) -> FeedParser {
-        Unmanaged<FeedParser>.fromOpaque(context!).takeUnretainedValue()
+    /// Calls into the parser without retaining it: the parser owns the yajl handle, so
+    /// it outlives every callback, and this runs for every token of the feed.
+    @inline(__always)
+    private static func with(_ context: UnsafeMutableRawPointer?, _ body: (FeedParser) -> Bool) -> Int32 {
+        Unmanaged<FeedParser>.fromOpaque(context!)._withUnsafeGuaranteedRef(body) ? 1 : 0
     }
 
     private static let callbackTable = yajl_callbacks(
-        yajl_null: { parser($0).scalar("null") ? 1 : 0 },
-        yajl_boolean: { context, _ in parser(context).scalar("a boolean") ? 1 : 0 },
+        yajl_null: { with($0) { $0.scalar("null") } },
+        yajl_boolean: { context, _ in with(context) { $0.scalar("a boolean") } },
         yajl_integer: nil,
         yajl_double: nil,
-        yajl_number: { context, _, _ in parser(context).scalar("a number") ? 1 : 0 },
-        yajl_string: { context, _, _ in parser(context).scalar("a string") ? 1 : 0 },
-        yajl_start_map: { parser($0).startContainer(isObject: true) ? 1 : 0 },
-        yajl_map_key: { context, key, length in parser(context).mapKey(key, length) ? 1 : 0 },
-        yajl_end_map: { parser($0).endContainer(isObject: true) ? 1 : 0 },
-        yajl_start_array: { parser($0).startContainer(isObject: false) ? 1 : 0 },
-        yajl_end_array: { parser($0).endContainer(isObject: false) ? 1 : 0 }
+        yajl_number: { context, _, _ in with(context) { $0.scalar("a number") } },
+        yajl_string: { context, _, _ in with(context) { $0.scalar("a string") } },
+        yajl_start_map: { with($0) { $0.startContainer(isObject: true) } },
+        yajl_map_key: { context, key, length in with(context) { $0.mapKey(key, length) } },
+        yajl_end_map: { with($0) { $0.endContainer(isObject: true) } },
+        yajl_start_array: { with($0) { $0.startContainer(isObject: false) } },
+        yajl_end_array: { with($0) { $0.endContainer(isObject: false) } }
     )
 }
 

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Turns byte offsets into lines, columns and excerpts while the input streams past
 /// in buffers that are then forgotten. It remembers only the line count, the column
 /// at the end of the input seen so far and a short tail, so its cost is a pass over
@@ -117,14 +123,19 @@ struct PositionTracker {
         return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
     }
 
+    /// memchr-driven: this runs over every byte of the feed, so it must be cheap.
     private static func countNewlines(
         _ buffer: UnsafeRawBufferPointer, upTo end: Int
     ) -> (count: Int, lastIndex: Int) {
+        guard let base = buffer.baseAddress, end > 0 else { return (0, -1) }
         var count = 0
         var last = -1
-        for i in 0..<end where buffer[i] == 0x0A {
+        var cursor = base
+        let limit = base + end
+        while cursor < limit, let hit = memchr(cursor, 0x0A, limit - cursor) {
             count += 1
-            last = i
+            last = UnsafeRawPointer(hit) - base
+            cursor = UnsafeRawPointer(hit) + 1
         }
         return (count, last)
     }

@@ -50,7 +50,7 @@ public final class Splitter {
     /// Called, in order, as each chunk file is in place (on the writer thread).
     public var onChunk: (@Sendable (ChunkInfo) -> Void)?
 
-    private static let blockSize = 1 << 20
+    private static let blockSize = 256 << 10
     private static let headSize = 1 << 20
 
     public init(feedPath: String, directory: String, options: SplitOptions = SplitOptions()) {

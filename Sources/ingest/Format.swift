@@ -22,8 +22,9 @@ enum Format {
         for _ in 0..<places { scale *= 10 }
         let scaled = Int((abs(value) * scale).rounded())
         let whole = scaled / Int(scale)
+        let sign = value < 0 && scaled > 0 ? "-" : ""
+        guard places > 0 else { return sign + count(whole) }
         let fraction = String(scaled % Int(scale))
-        let padded = String(repeating: "0", count: places - fraction.count) + fraction
-        return (value < 0 ? "-" : "") + count(whole) + (places > 0 ? "." + padded : "")
+        return sign + count(whole) + "." + String(repeating: "0", count: places - fraction.count) + fraction
     }
 }
