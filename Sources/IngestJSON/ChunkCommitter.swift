@@ -10,7 +10,8 @@ import Synchronization
 /// then overlap on two cores, and a chunk is in place before it is announced.
 ///
 /// Every stored property below `queue` is touched only on `queue`; the methods
-/// called from the parsing thread only enqueue work, bounded by `inFlight`.
+/// called from the parsing thread only enqueue work, at most 8 blocks of 256 KiB
+/// (`inFlight`), so memory stays flat when the disk is slower than the parser.
 final class ChunkCommitter: @unchecked Sendable {
     private let queue = DispatchQueue(label: "ingest.split.committer")
     private let inFlight = DispatchSemaphore(value: 8)
@@ -134,6 +135,18 @@ final class ChunkCommitter: @unchecked Sendable {
         queue.sync {}
         try checkFailure()
         return digest.withLock { $0 }
+    }
+
+    /// Drops the chunk being written when the split stops partway through it: its
+    /// records were never complete, and no file may look as if they were.
+    func abandon() {
+        queue.sync {
+            if chunkFD >= 0 {
+                _ = Glibc.close(chunkFD)
+                chunkFD = -1
+                _ = unlink(temporaryPath(committed.count + 1))
+            }
+        }
     }
 
     private func temporaryPath(_ index: Int) -> String {

@@ -58,6 +58,9 @@ final class FeedParser {
         }
         callbacks = .allocate(capacity: 1)
         callbacks.initialize(to: Self.callbackTable)
+        // Keys matter only on the way to a key path; without the callback yajl skips
+        // decoding them, and a records array of objects has many.
+        if keyPath == nil { callbacks.pointee.yajl_map_key = nil }
         handle = yajl_alloc(callbacks, nil, Unmanaged.passUnretained(self).toOpaque())
         if options.shape == .ndjson {
             _ = cyajl_config(handle, yajl_allow_multiple_values, 1)

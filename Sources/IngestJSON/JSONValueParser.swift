@@ -128,11 +128,16 @@ final class JSONValueBuilder {
         return add(.string(text))
     }
 
-    /// yajl decodes a lone surrogate escape to '?'; look at the raw token to tell that
-    /// apart from a real '?', and refuse it.
+    /// yajl mangles lone surrogate escapes (`\uD800` becomes '?', `\uD83D\u0041` a wrong
+    /// character), so a string that had escapes is checked in its raw form and a lone
+    /// surrogate refused. yajl hands out strings without escapes in place, inside the
+    /// input: those need no check.
     private func decodedString(_ bytes: UnsafePointer<UInt8>?, _ length: Int) -> String? {
         let decoded = UnsafeBufferPointer(start: bytes, count: length)
-        if decoded.contains(UInt8(ascii: "?")) {
+        let inPlace = bytes.map { pointer in
+            input.baseAddress.map { UnsafeRawPointer(pointer) >= $0 && UnsafeRawPointer(pointer) < $0 + input.count } ?? false
+        } ?? true
+        if !inPlace {
             let end = currentIndex
             var start = lastTokenEnd
             while start < end, input[start] != UInt8(ascii: "\"") { start += 1 }

@@ -8,6 +8,8 @@ public enum SplitError: Error, Sendable, Equatable, CustomStringConvertible {
     case feedChanged(directory: String, chunk: String)
     case unreadableState(path: String)
     case invalidOption(String)
+    /// The split was cancelled after `chunks` chunks; running it again continues from there.
+    case interrupted(directory: String, chunks: Int)
 
     public var description: String {
         switch self {
@@ -21,6 +23,8 @@ public enum SplitError: Error, Sendable, Equatable, CustomStringConvertible {
             "cannot read \(path): it is damaged or not Ingest's; pass --force to split again from the start"
         case .invalidOption(let text):
             text
+        case .interrupted(let directory, let chunks):
+            "split into \(directory) stopped after \(chunks) chunk(s); run the same command again to continue"
         }
     }
 }

@@ -1,4 +1,17 @@
 import Crypto
+import Synchronization
+
+/// Asks a running split to stop at the next chunk boundary; safe from any thread
+/// (a signal handler's watcher, a progress callback, a test).
+public final class SplitCancellation: Sendable {
+    private let flag = Atomic<Bool>(false)
+
+    public init() {}
+
+    public func cancel() { flag.store(true, ordering: .relaxed) }
+
+    public var isCancelled: Bool { flag.load(ordering: .relaxed) }
+}
 
 /// How to split: the feed's shape and limits, and records per chunk.
 public struct SplitOptions: Sendable {
@@ -49,6 +62,10 @@ public final class Splitter {
     public var onProgress: ((SplitProgress) -> Void)?
     /// Called, in order, as each chunk file is in place (on the writer thread).
     public var onChunk: (@Sendable (ChunkInfo) -> Void)?
+    /// Cancel it to stop after the chunk being written; `run()` then throws `SplitError.interrupted`.
+    public let cancellation = SplitCancellation()
+    /// Tests stop the split here, at a known chunk, as a crash or Ctrl-C might.
+    var stopAfterChunks: Int?
 
     private static let blockSize = 256 << 10
     private static let headSize = 1 << 20
@@ -145,6 +162,9 @@ public final class Splitter {
                 onProgress?(SplitProgress(bytesRead: bytesRead, totalBytes: total, records: reader.recordCount))
             }, onRecord: { record in
                 if inChunk == 0 {
+                    if cancellation.isCancelled || chunkIndex == stopAfterChunks {
+                        throw SplitError.interrupted(directory: directory, chunks: chunkIndex)
+                    }
                     chunkIndex += 1
                     committer.beginChunk(chunkIndex)
                 }
@@ -168,6 +188,7 @@ public final class Splitter {
         } catch {
             // The committer's own failure is the cause when the parse stopped because of it.
             _ = try? committer.finish()
+            committer.abandon()
             try committer.checkFailure()
             throw error
         }

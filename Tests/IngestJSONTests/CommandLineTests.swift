@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+@testable import IngestJSON
+
+/// The `ingest` binary, run as a user would: output, exit codes, stdin, SIGKILL.
+@Suite struct CommandLineTests {
+    struct Outcome {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static var binary: String {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var directory = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        // On Linux the test runner sits beside the package's executables.
+        if directory.lastPathComponent.hasSuffix(".xctest") { directory.deleteLastPathComponent() }
+        return directory.appendingPathComponent("ingest").path
+    }
+
+    func start(_ arguments: [String], stdin: [UInt8]? = nil) throws -> (Process, Pipe, Pipe) {
+        #expect(FileManager.default.isExecutableFile(atPath: Self.binary), "build the ingest product first: \(Self.binary)")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        if let stdin {
+            let input = Pipe()
+            process.standardInput = input
+            try process.run()
+            input.fileHandleForWriting.write(Data(stdin))
+            try input.fileHandleForWriting.close()
+        } else {
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+        }
+        return (process, out, err)
+    }
+
+    func ingest(_ arguments: String..., stdin: [UInt8]? = nil) throws -> Outcome {
+        let (process, out, err) = try start(arguments, stdin: stdin)
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Outcome(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                       stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    @Test func malformedFeedExitsOneWithALocatedMessage() throws {
+        let temp = try TemporaryDirectory()
+        let result = try ingest("split", Fixtures.path("malformed/missing-colon.json"), "--out", temp.path)
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("ingest: \(Fixtures.path("malformed/missing-colon.json")): malformed JSON: object key and value must be separated by a colon (':') at line 3, column 8 (byte 21)\n"))
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func usageErrorsExitTwo() throws {
+        #expect(try ingest("split").status == 2)
+        #expect(try ingest("split", "feed.json", "--out", "x", "--chunk-size", "0").stderr.contains("--chunk-size must be at least 1"))
+        #expect(try ingest("split", "feed.json", "--out", "x", "--ndjson", "--records-at", "a").status == 2)
+        #expect(try ingest("split", "feed.json", "--out", "x", "--records-at", "a..b").status == 2)
+        #expect(try ingest("frobnicate").status == 2)
+        #expect(try ingest("--help").status == 0)
+    }
+
+    @Test func missingFileExitsOne() throws {
+        let result = try ingest("split", "/nonexistent/feed.json", "--out", "/tmp/x")
+        #expect(result.status == 1)
+        #expect(result.stderr == "ingest: cannot open /nonexistent/feed.json: No such file or directory\n")
+    }
+
+    @Test func generatePipedIntoSplitFromStandardInput() throws {
+        let temp = try TemporaryDirectory()
+        let generated = try ingest("generate", "--records", "25", "--seed", "3")
+        #expect(generated.status == 0)
+        #expect(Array(generated.stdout.utf8) == FeedGenerator(records: 25, seed: 3).bytes())
+        let split = try ingest("split", "-", "--out", temp.path, "--chunk-size", "10", stdin: Array(generated.stdout.utf8))
+        #expect(split.status == 0, "\(split.stderr)")
+        #expect(split.stdout.contains("-: 25 records"))
+        #expect(split.stdout.contains("3 chunk(s) of up to 10 records"))
+        let manifest = try JSONDecoder().decode(SplitManifest.self, from: Data(FileOps.readFile(temp.file("manifest.json"))))
+        #expect(manifest.feed.path == "-" && manifest.totalRecords == 25 && manifest.feed.byteSize == generated.stdout.utf8.count)
+    }
+
+    @Test func quietPrintsNothing() throws {
+        let temp = try TemporaryDirectory()
+        let result = try ingest("split", Fixtures.path("photos-10.json"), "--out", temp.path, "--quiet")
+        #expect(result.status == 0 && result.stdout.isEmpty && result.stderr.isEmpty)
+    }
+
+    /// SIGKILL at a few moments during a split; running it again gives the files of
+    /// an uninterrupted split.
+    @Test func killedSplitResumesToIdenticalFiles() throws {
+        let temp = try TemporaryDirectory()
+        let feed = temp.file("feed.json")
+        try FeedGenerator(records: 60_000).write(to: feed)
+        #expect(try ingest("split", feed, "--out", temp.file("reference"), "--chunk-size", "500", "--quiet").status == 0)
+        let reference = try FileOps.contents(of: temp.file("reference")).sorted()
+
+        var interrupted = 0
+        for (attempt, delay) in [0.03, 0.1, 0.25].enumerated() {
+            let directory = temp.file("killed-\(attempt)")
+            let (process, _, _) = try start(["split", feed, "--out", directory, "--chunk-size", "500", "--quiet"])
+            Thread.sleep(forTimeInterval: delay)
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            if FileOps.fileSize(directory + "/manifest.json") == nil { interrupted += 1 }
+            let resumed = try ingest("split", feed, "--out", directory, "--chunk-size", "500", "--quiet")
+            #expect(resumed.status == 0, "\(resumed.stderr)")
+            #expect(try FileOps.contents(of: directory).sorted() == reference)
+            for name in reference {
+                #expect(try FileOps.readFile(directory + "/" + name) == FileOps.readFile(temp.file("reference/" + name)), "\(name)")
+            }
+        }
+        #expect(interrupted > 0, "no kill landed before the split finished")
+    }
+}
