@@ -16,6 +16,11 @@ final class ChunkCommitter: @unchecked Sendable {
     private let queue = DispatchQueue(label: "ingest.split.committer")
     private let inFlight = DispatchSemaphore(value: 8)
     private let failure = Mutex<(any Error)?>(nil)
+    /// Blocks the writer is done with, for the parser to fill again. Fresh 256 KiB
+    /// arrays come from mmap and cost a page fault and a zeroed page per 4 KiB;
+    /// recycled ones cost nothing.
+    private let spareBlocks = Mutex<[[UInt8]]>([])
+    static let blockSize = 256 << 10
 
     private let directory: String
     private let journalPath: String
@@ -61,6 +66,21 @@ final class ChunkCommitter: @unchecked Sendable {
         }
     }
 
+    /// An empty array with room for a block, recycled when one is free.
+    func emptyBlock() -> [UInt8] {
+        if var block = spareBlocks.withLock({ $0.popLast() }) {
+            block.removeAll(keepingCapacity: true)
+            return block
+        }
+        var block: [UInt8] = []
+        block.reserveCapacity(Self.blockSize)
+        return block
+    }
+
+    private func recycle(_ block: [UInt8]) {
+        spareBlocks.withLock { if $0.count < 16 { $0.append(block) } }
+    }
+
     func startJournal(header: [UInt8], fresh: Bool) {
         enqueue { committer in
             let path = committer.journalPath
@@ -70,7 +90,10 @@ final class ChunkCommitter: @unchecked Sendable {
     }
 
     func hashFeed(_ block: [UInt8]) {
-        enqueue { $0.feedHasher.update(data: block) }
+        enqueue { committer in
+            committer.feedHasher.update(data: block)
+            committer.recycle(block)
+        }
     }
 
     func beginChunk(_ index: Int) {
@@ -92,6 +115,7 @@ final class ChunkCommitter: @unchecked Sendable {
                     try FileOps.writeAll(committer.chunkFD, $0, path: committer.temporaryPath(committer.committed.count + 1))
                 }
             }
+            committer.recycle(block)
         }
     }
 

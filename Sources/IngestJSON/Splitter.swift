@@ -67,7 +67,6 @@ public final class Splitter {
     /// Tests stop the split here, at a known chunk, as a crash or Ctrl-C might.
     var stopAfterChunks: Int?
 
-    private static let blockSize = 256 << 10
     private static let headSize = 1 << 20
 
     public init(feedPath: String, directory: String, options: SplitOptions = SplitOptions()) {
@@ -139,8 +138,7 @@ public final class Splitter {
                        freshJournal: Bool) throws -> SplitReport {
         let committer = ChunkCommitter(directory: directory, existing: existing, onCommit: onChunk)
         committer.startJournal(header: SplitJournal.line(header), fresh: freshJournal)
-        var block: [UInt8] = []
-        block.reserveCapacity(Self.blockSize)
+        var block = committer.emptyBlock()
         var chunkIndex = 0
         var inChunk = 0
         let chunkSize = options.chunkSize
@@ -149,15 +147,16 @@ public final class Splitter {
 
         func endChunk(_ records: Int) throws {
             committer.write(block)
-            block = []
-            block.reserveCapacity(Self.blockSize)
+            block = committer.emptyBlock()
             committer.endChunk(chunkIndex, firstRecord: (chunkIndex - 1) * chunkSize, records: records)
             try committer.checkFailure()
         }
 
         do {
             try reader.read(onBuffer: { buffer in
-                committer.hashFeed(Array(buffer))
+                var copy = committer.emptyBlock()
+                copy.append(contentsOf: buffer)
+                committer.hashFeed(copy)
                 bytesRead += buffer.count
                 onProgress?(SplitProgress(bytesRead: bytesRead, totalBytes: total, records: reader.recordCount))
             }, onRecord: { record in
@@ -178,10 +177,9 @@ public final class Splitter {
                 if inChunk == chunkSize {
                     try endChunk(inChunk)
                     inChunk = 0
-                } else if block.count >= Self.blockSize {
+                } else if block.count >= ChunkCommitter.blockSize {
                     committer.write(block)
-                    block = []
-                    block.reserveCapacity(Self.blockSize)
+                    block = committer.emptyBlock()
                 }
             })
             if inChunk > 0 { try endChunk(inChunk) }

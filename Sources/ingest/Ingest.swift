@@ -7,7 +7,7 @@ import Glibc
 /// The `ingest` command line. Exit codes: 0 success, 1 bad input or a failed
 /// operation (one readable message on stderr), 2 usage error.
 @main
-struct Ingest: AsyncParsableCommand {
+struct Ingest: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ingest",
         abstract: "Stream huge JSON feeds into numbered chunks and a SQLite object graph.",
@@ -15,14 +15,10 @@ struct Ingest: AsyncParsableCommand {
         subcommands: [Demo.self, Generate.self, Split.self, Bench.self]
     )
 
-    static func main() async {
+    static func main() {
         do {
             var command = try parseAsRoot()
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
+            try command.run()
         } catch {
             Glibc.exit(Self.report(error))
         }
