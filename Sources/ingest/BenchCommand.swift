@@ -26,8 +26,8 @@ extension Ingest {
         @Option(name: .customLong("small-records"), help: "Records in the small feed (for the memory comparison).")
         var smallRecords = 100_000
 
-        @Option(help: "Timed runs of each command; the fastest is reported.")
-        var runs = 3
+        @Option(help: "Timed runs of each command.")
+        var runs = 5
 
         @Option(name: .customLong("work-dir"), help: "Where feeds and chunks go.")
         var workDirectory = "/tmp/ingest-bench"
@@ -45,7 +45,7 @@ extension Ingest {
             }
             let me = ChildProcess.currentExecutable
             var rows: [[String]] = []
-            var ratios: [String] = []
+            var notes: [String] = []
             var rss: [Int] = []
             for count in [smallRecords, records] {
                 let feed = "\(workDirectory)/photos-\(count).json"
@@ -55,42 +55,50 @@ extension Ingest {
                 }
                 let bytes = try FileOpsCLI.size(feed)
                 _ = try ChildProcess.run("/bin/cat", [feed])  // warm the page cache
-                var verifyBest: ChildProcess.Result?
-                if let verify {
-                    verifyBest = try best { try ChildProcess.run(verify, ["-q"], standardInput: feed) }
-                    rows.append(row("json_verify (parse only)", count, bytes, verifyBest!))
+                // Alternate the two commands so that drift in the machine's speed hits both alike.
+                var verifyRuns: [ChildProcess.Result] = []
+                var splitRuns: [ChildProcess.Result] = []
+                for _ in 0..<runs {
+                    if let verify { verifyRuns.append(try checked(ChildProcess.run(verify, ["-q"], standardInput: feed))) }
+                    splitRuns.append(try checked(ChildProcess.run(
+                        me, ["split", feed, "--out", "\(workDirectory)/chunks-\(count)", "--force", "--quiet"])))
                 }
-                let splitBest = try best {
-                    try ChildProcess.run(me, ["split", feed, "--out", "\(workDirectory)/chunks-\(count)", "--force", "--quiet"])
-                }
-                rows.append(row("ingest split", count, bytes, splitBest))
-                rss.append(splitBest.peakRSSBytes)
-                if let verifyBest {
-                    ratios.append("\(Format.count(count)) records: split runs at \(Format.fixed(100 * verifyBest.seconds / splitBest.seconds, places: 0))% of json_verify's rate")
+                if !verifyRuns.isEmpty { rows.append(row("json_verify (parse only)", count, bytes, verifyRuns)) }
+                rows.append(row("ingest split", count, bytes, splitRuns))
+                rss.append(splitRuns.map(\.peakRSSBytes).max()!)
+                if !verifyRuns.isEmpty {
+                    let best = 100 * Self.best(verifyRuns) / Self.best(splitRuns)
+                    let median = 100 * Self.median(verifyRuns) / Self.median(splitRuns)
+                    notes.append("\(Format.count(count)) records: split runs at \(Format.fixed(best, places: 0))% of json_verify's rate"
+                        + " (best runs), \(Format.fixed(median, places: 0))% (median runs)")
                 }
             }
-            print(Table.render(header: ["command", "records", "MB", "seconds", "MB/s", "records/s", "peak RSS"], rows: rows))
-            ratios.forEach { print($0) }
+            print(Table.render(header: ["command", "records", "MB", "best s", "median s", "MB/s", "records/s", "peak RSS"], rows: rows))
+            notes.forEach { print($0) }
             if rss.count == 2 {
                 let change = 100 * Double(rss[1] - rss[0]) / Double(rss[0])
                 print("peak RSS \(Format.count(smallRecords)) → \(Format.count(records)) records: \(change >= 0 ? "+" : "")\(Format.fixed(change, places: 1))%")
             }
+            print("MB/s and records/s from the best of \(runs) runs; each run is its own process.")
         }
 
-        private func best(_ body: () throws -> ChildProcess.Result) throws -> ChildProcess.Result {
-            var results: [ChildProcess.Result] = []
-            for _ in 0..<runs {
-                let result = try body()
-                guard result.status == 0 else { throw CommandFailure("a benchmark run failed with exit status \(result.status)") }
-                results.append(result)
-            }
-            return results.min { $0.seconds < $1.seconds }!
+        private func checked(_ result: ChildProcess.Result) throws -> ChildProcess.Result {
+            guard result.status == 0 else { throw CommandFailure("a benchmark run failed with exit status \(result.status)") }
+            return result
         }
 
-        private func row(_ name: String, _ records: Int, _ bytes: Int, _ result: ChildProcess.Result) -> [String] {
-            [name, Format.count(records), Format.fixed(Double(bytes) / 1e6, places: 1), Format.fixed(result.seconds, places: 3),
-             Format.fixed(Double(bytes) / 1e6 / result.seconds, places: 1),
-             Format.count(Int(Double(records) / result.seconds)), ByteCount.format(result.peakRSSBytes)]
+        static func best(_ runs: [ChildProcess.Result]) -> Double { runs.map(\.seconds).min()! }
+
+        static func median(_ runs: [ChildProcess.Result]) -> Double {
+            let sorted = runs.map(\.seconds).sorted()
+            return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        }
+
+        private func row(_ name: String, _ records: Int, _ bytes: Int, _ runs: [ChildProcess.Result]) -> [String] {
+            let best = Self.best(runs)
+            return [name, Format.count(records), Format.fixed(Double(bytes) / 1e6, places: 1), Format.fixed(best, places: 3),
+                    Format.fixed(Self.median(runs), places: 3), Format.fixed(Double(bytes) / 1e6 / best, places: 1),
+                    Format.count(Int(Double(records) / best)), ByteCount.format(runs.map(\.peakRSSBytes).max()!)]
         }
     }
 }

@@ -15,7 +15,7 @@ extension Ingest {
         @Argument(help: "The feed file, or - for standard input.")
         var feed: String
 
-        @Option(name: .customLong("out"), help: "Directory for the chunk files.")
+        @Option(name: .customLong("out"), help: ArgumentHelp("Directory for the chunk files.", valueName: "dir"))
         var directory: String
 
         @Option(name: .customLong("chunk-size"), help: "Records per chunk file.")
