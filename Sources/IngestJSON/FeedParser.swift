@@ -112,9 +112,7 @@ final class FeedParser {
             // yajl stops just past the offending byte, except inside a string,
             // where it stops on it.
             var consumed = min(Int(yajl_get_bytes_consumed(handle)), buffer.count)
-            let raw = yajl_get_error(handle, 0, nil, 0)
-            let yajlMessage = raw.map { String(cString: $0) } ?? "parse error"
-            if let raw { yajl_free_error(handle, raw) }
+            let yajlMessage = yajlErrorMessage(handle)
             if !atEnd && !yajlMessage.contains("inside string") { consumed -= 1 }
             throw translate(yajlMessage, at: consumed, atEnd: atEnd)
         }
@@ -142,11 +140,7 @@ final class FeedParser {
         if yajlMessage.contains("invalid char in json text"), let invalid = firstInvalidUTF8(before: index + 1) {
             return error(.invalidUTF8, "invalid UTF-8 byte outside a string", at: invalid)
         }
-        var detail = yajlMessage.trimmingSuffix { $0 == "\n" || $0 == "." }
-        for prefix in ["lexical error: ", "parse error: "] where detail.hasPrefix(prefix) {
-            detail = String(detail.dropFirst(prefix.count))
-        }
-        return error(.malformedJSON, "malformed JSON: \(detail)", at: index)
+        return error(.malformedJSON, "malformed JSON: \(yajlMessage)", at: index)
     }
 
     /// yajl stops a byte or two past an invalid UTF-8 sequence; find where it began.
@@ -368,12 +362,4 @@ final class FeedParser {
         yajl_start_array: { with($0) { $0.startContainer(isObject: false) } },
         yajl_end_array: { with($0) { $0.endContainer(isObject: false) } }
     )
-}
-
-extension String {
-    func trimmingSuffix(while predicate: (Character) -> Bool) -> String {
-        var text = self
-        while let last = text.last, predicate(last) { text.removeLast() }
-        return text
-    }
 }

@@ -65,14 +65,7 @@ final class JSONValueBuilder {
         if status == yajl_status_ok { status = yajl_complete_parse(handle) }
         if let failure { throw failure }
         guard status == yajl_status_ok, let result else {
-            let raw = yajl_get_error(handle, 0, nil, 0)
-            var message = raw.map { String(cString: $0) } ?? "no JSON value"
-            if let raw { yajl_free_error(handle, raw) }
-            message = message.trimmingSuffix { $0 == "\n" || $0 == "." }
-            for prefix in ["lexical error: ", "parse error: "] where message.hasPrefix(prefix) {
-                message = String(message.dropFirst(prefix.count))
-            }
-            if input.count == 0 { message = "empty input" }
+            let message = input.count == 0 ? "empty input" : yajlErrorMessage(handle)
             let at = min(Int(yajl_get_bytes_consumed(handle)), input.count)
             throw error(.malformedJSON, "malformed JSON: \(message)", at: status == yajl_status_ok ? input.count : at)
         }
