@@ -7,10 +7,12 @@ let package = Package(
     products: [
         .executable(name: "ingest", targets: ["ingest"]),
         .library(name: "IngestJSON", targets: ["IngestJSON"]),
+        .library(name: "IngestStore", targets: ["IngestStore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .systemLibrary(
@@ -25,16 +27,29 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        .target(
+            name: "IngestStore",
+            dependencies: [
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .executableTarget(
             name: "ingest",
             dependencies: [
                 "IngestJSON",
+                "IngestStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(
             name: "IngestJSONTests",
             dependencies: ["IngestJSON"]
+        ),
+        .testTarget(
+            name: "IngestStoreTests",
+            dependencies: ["IngestStore"]
         ),
     ],
     swiftLanguageModes: [.v6]

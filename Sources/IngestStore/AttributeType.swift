@@ -1,0 +1,26 @@
+/// The type of an attribute, and how it is kept in SQLite.
+public enum AttributeType: String, Sendable, Codable, CaseIterable {
+    case string, int16, int32, int64, double, bool, date, binary, uuid, decimal
+
+    /// The column type in the table.
+    var sqlType: String {
+        switch self {
+        case .string, .uuid, .decimal: "TEXT"
+        case .int16, .int32, .int64, .bool: "INTEGER"
+        case .double, .date: "REAL"
+        case .binary: "BLOB"
+        }
+    }
+
+    /// Whether `value` is of this type (integers also within the width).
+    func accepts(_ value: Value) -> Bool {
+        switch (self, value) {
+        case (.string, .string), (.double, .double), (.bool, .bool), (.date, .date), (.binary, .binary),
+             (.uuid, .uuid), (.decimal, .decimal), (.int64, .int):
+            true
+        case (.int16, .int(let v)): Int16(exactly: v) != nil
+        case (.int32, .int(let v)): Int32(exactly: v) != nil
+        default: false
+        }
+    }
+}

@@ -1,0 +1,179 @@
+import Foundation
+
+/// Committed state of one row, as read from the store.
+struct RowData {
+    var values: [Value?]
+    /// Per relationship index: the to-one target, for relationships kept in a column.
+    var toOne: [ObjectID?]
+}
+
+/// A to-many relationship's members: what the store held when loaded, plus the
+/// changes made in the context since.
+struct ToManyState {
+    var committed: Set<ObjectID>?
+    var added: Set<ObjectID> = []
+    var removed: Set<ObjectID> = []
+
+    mutating func insert(_ id: ObjectID) {
+        if removed.remove(id) == nil { added.insert(id) }
+    }
+
+    mutating func remove(_ id: ObjectID) {
+        if added.remove(id) == nil { removed.insert(id) }
+    }
+}
+
+/// One object of the graph, living in one context.
+///
+/// Attributes by key (`photo["title"]`), typed (`photo.value(forKey: "views", as: Int64.self)`)
+/// or as members (`photo.title`). Relationships through `object(forKey:)`,
+/// `setObject(_:forKey:)`, `objects(forKey:)`, `addObject(_:toKey:)` and
+/// `removeObject(_:fromKey:)`; their inverses follow. An object fetched or made from
+/// an ID is a fault: it loads its row when first read.
+///
+/// Not Sendable: use it only inside its context's `perform`; send its `objectID` instead.
+@dynamicMemberLookup
+public final class ManagedObject {
+    public internal(set) var objectID: ObjectID
+    let info: EntityInfo
+    private weak var owner: ObjectContext?
+
+    /// Whether the row has not been loaded yet.
+    public internal(set) var isFault: Bool
+    var values: [Value?]
+    var toOne: [ObjectID?]
+    var toMany: [ToManyState]
+    /// A row a fetch already read, used when the fault fires instead of reading again.
+    var pendingRow: RowData?
+    /// The row as loaded, kept once the object changes, for rollback and merges.
+    var committed: RowData?
+    var changedAttributes: Set<Int> = []
+    var changedToOne: Set<Int> = []
+    public internal(set) var isInserted = false
+    public internal(set) var isDeleted = false
+
+    init(id: ObjectID, info: EntityInfo, context: ObjectContext, fault: Bool) {
+        objectID = id
+        self.info = info
+        owner = context
+        isFault = fault
+        values = Array(repeating: nil, count: info.attributes.count)
+        toOne = Array(repeating: nil, count: info.relationships.count)
+        toMany = Array(repeating: ToManyState(), count: info.relationships.count)
+    }
+
+    /// The context this object lives in.
+    public var context: ObjectContext {
+        guard let owner else { preconditionFailure("\(objectID) outlived its context") }
+        return owner
+    }
+
+    public var entityName: String { info.name }
+
+    /// Whether the object has changes not yet saved.
+    public var hasChanges: Bool { isInserted || isDeleted || !changedAttributes.isEmpty || !changedToOne.isEmpty }
+
+    // MARK: - Attributes
+
+    /// The attribute's value; setting it marks the object changed.
+    public subscript(key: String) -> Value? {
+        get {
+            let index = attributeIndex(key)
+            context.checkAccess()
+            fireFault()
+            return values[index]
+        }
+        set {
+            let index = attributeIndex(key)
+            context.checkAccess()
+            fireFault()
+            guard values[index] != newValue else { return }
+            noteChange()
+            values[index] = newValue
+            changedAttributes.insert(index)
+        }
+    }
+
+    public subscript(dynamicMember key: String) -> Value? {
+        get { self[key] }
+        set { self[key] = newValue }
+    }
+
+    /// The attribute's value as a Swift type; nil when it has none or is of another type.
+    public func value<T: ValueConvertible>(forKey key: String, as type: T.Type) -> T? {
+        self[key].flatMap(T.init(value:))
+    }
+
+    private func attributeIndex(_ key: String) -> Int {
+        guard let index = info.attributeIndex[key] else {
+            preconditionFailure("entity \(info.name) has no attribute '\(key)'"
+                + (info.relationshipIndex[key] != nil ? " ('\(key)' is a relationship: use object(forKey:) or objects(forKey:))" : ""))
+        }
+        return index
+    }
+
+    func relationshipIndex(_ key: String, toMany: Bool) -> Int {
+        guard let index = info.relationshipIndex[key] else {
+            preconditionFailure("entity \(info.name) has no relationship '\(key)'")
+        }
+        precondition(info.relationships[index].isToMany == toMany,
+                     "\(info.name).\(key) is a to-\(toMany ? "one" : "many") relationship")
+        return index
+    }
+
+    // MARK: - Faulting
+
+    func fireFault() {
+        guard isFault else { return }
+        let row: RowData
+        if let pendingRow {
+            row = pendingRow
+            self.pendingRow = nil
+        } else {
+            guard let loaded = context.loadRow(objectID, info) else {
+                preconditionFailure("\(objectID) was deleted from the store: its fault cannot be fulfilled")
+            }
+            row = loaded
+        }
+        apply(row)
+    }
+
+    /// Takes a row's values, keeping local changes to the keys changed in this context.
+    func apply(_ row: RowData) {
+        for index in values.indices where !changedAttributes.contains(index) { values[index] = row.values[index] }
+        for index in toOne.indices where !changedToOne.contains(index) { toOne[index] = row.toOne[index] }
+        if hasChanges { committed = row }
+        isFault = false
+    }
+
+    /// Turns the object back into a fault, dropping its values (and changes).
+    func turnIntoFault() {
+        isFault = true
+        pendingRow = nil
+        committed = nil
+        changedAttributes = []
+        changedToOne = []
+        for index in values.indices { values[index] = nil }
+        for index in toOne.indices { toOne[index] = nil }
+        for index in toMany.indices { toMany[index] = ToManyState() }
+    }
+
+    /// Records the object as changed, keeping its loaded state for rollback.
+    func noteChange() {
+        guard !isInserted else { return }
+        if committed == nil { committed = RowData(values: values, toOne: toOne) }
+        context.noteUpdated(self)
+    }
+}
+
+extension ManagedObject: Hashable {
+    public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+extension ManagedObject: CustomStringConvertible {
+    public var description: String { "<\(info.name) \(objectID.uri)\(isFault ? " fault" : "")>" }
+}
+
+@available(*, unavailable, message: "managed objects belong to one context's queue; send objectID instead")
+extension ManagedObject: Sendable {}

@@ -1,0 +1,201 @@
+import Crypto
+import Foundation
+
+/// One attribute of an entity.
+public struct Attribute: Sendable, Hashable, Codable {
+    public var name: String
+    public var type: AttributeType
+    public var isOptional: Bool
+    public var defaultValue: Value?
+    public var isIndexed: Bool
+
+    public init(_ name: String, _ type: AttributeType, optional: Bool = true, default defaultValue: Value? = nil,
+                indexed: Bool = false) {
+        self.name = name
+        self.type = type
+        self.isOptional = optional
+        self.defaultValue = defaultValue
+        self.isIndexed = indexed
+    }
+}
+
+/// What happens to related objects when an object is deleted.
+public enum DeleteRule: String, Sendable, Codable {
+    /// The related objects stay; their side of the relationship forgets the deleted object.
+    case nullify
+    /// The related objects are deleted too.
+    case cascade
+    /// The delete fails while any object is related.
+    case deny
+}
+
+/// One side of a relationship; every relationship has an inverse on its destination.
+public struct Relationship: Sendable, Hashable, Codable {
+    public var name: String
+    public var destination: String
+    public var inverse: String
+    public var isToMany: Bool
+    public var deleteRule: DeleteRule
+
+    public init(_ name: String, to destination: String, inverse: String, toMany: Bool = false,
+                deleteRule: DeleteRule = .nullify) {
+        self.name = name
+        self.destination = destination
+        self.inverse = inverse
+        self.isToMany = toMany
+        self.deleteRule = deleteRule
+    }
+}
+
+/// A kind of object: its attributes, relationships and uniqueness constraints.
+public struct Entity: Sendable, Hashable, Codable {
+    public var name: String
+    public var attributes: [Attribute]
+    public var relationships: [Relationship]
+    /// Each constraint is a set of attribute names whose values together are unique.
+    public var uniquenessConstraints: [[String]]
+
+    public init(_ name: String, attributes: [Attribute], relationships: [Relationship] = [],
+                uniquenessConstraints: [[String]] = []) {
+        self.name = name
+        self.attributes = attributes
+        self.relationships = relationships
+        self.uniquenessConstraints = uniquenessConstraints
+    }
+
+    public func attribute(_ name: String) -> Attribute? { attributes.first { $0.name == name } }
+    public func relationship(_ name: String) -> Relationship? { relationships.first { $0.name == name } }
+}
+
+/// The object graph's schema. Build it in code or load it from JSON; `validated()`
+/// checks it before a store uses it.
+public struct Model: Sendable, Hashable, Codable {
+    public var entities: [Entity]
+
+    public init(entities: [Entity]) { self.entities = entities }
+
+    public func entity(_ name: String) -> Entity? { entities.first { $0.name == name } }
+
+    /// Loads a model from its JSON description (the form `jsonData()` writes).
+    /// - Throws: `ModelError` naming what is wrong, or a decoding error for malformed JSON.
+    public static func load(json: Data) throws -> Model {
+        try JSONDecoder().decode(Model.self, from: json).validated()
+    }
+
+    /// The model as canonical JSON: stable key order, so equal models give equal bytes.
+    public func jsonData() -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try! encoder.encode(self)
+    }
+
+    /// SHA-256 of the canonical JSON, kept in the store to tell models apart.
+    public var hash: String {
+        SHA256.hash(data: jsonData()).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+// MARK: - Value coding
+
+extension Value: Codable {
+    private enum Kind: String, Codable { case string, int, double, bool, date, binary, uuid, decimal }
+    private enum Keys: String, CodingKey { case type, value }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        switch try container.decode(Kind.self, forKey: .type) {
+        case .string: self = .string(try container.decode(String.self, forKey: .value))
+        case .int: self = .int(try container.decode(Int64.self, forKey: .value))
+        case .double: self = .double(try container.decode(Double.self, forKey: .value))
+        case .bool: self = .bool(try container.decode(Bool.self, forKey: .value))
+        case .date: self = .date(Date(timeIntervalSinceReferenceDate: try container.decode(Double.self, forKey: .value)))
+        case .binary:
+            guard let data = Data(base64Encoded: try container.decode(String.self, forKey: .value)) else {
+                throw DecodingError.dataCorruptedError(forKey: .value, in: container, debugDescription: "not base64")
+            }
+            self = .binary(Array(data))
+        case .uuid: self = .uuid(try container.decode(UUID.self, forKey: .value))
+        case .decimal: self = .decimal(try container.decode(String.self, forKey: .value))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        switch self {
+        case .string(let v): try container.encode(Kind.string, forKey: .type); try container.encode(v, forKey: .value)
+        case .int(let v): try container.encode(Kind.int, forKey: .type); try container.encode(v, forKey: .value)
+        case .double(let v): try container.encode(Kind.double, forKey: .type); try container.encode(v, forKey: .value)
+        case .bool(let v): try container.encode(Kind.bool, forKey: .type); try container.encode(v, forKey: .value)
+        case .date(let v):
+            try container.encode(Kind.date, forKey: .type)
+            try container.encode(v.timeIntervalSinceReferenceDate, forKey: .value)
+        case .binary(let v): try container.encode(Kind.binary, forKey: .type); try container.encode(Data(v).base64EncodedString(), forKey: .value)
+        case .uuid(let v): try container.encode(Kind.uuid, forKey: .type); try container.encode(v, forKey: .value)
+        case .decimal(let v): try container.encode(Kind.decimal, forKey: .type); try container.encode(v, forKey: .value)
+        }
+    }
+}
+
+extension Attribute {
+    private enum Keys: String, CodingKey { case name, type, optional, defaultValue = "default", indexed }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Keys.self)
+        name = try c.decode(String.self, forKey: .name)
+        type = try c.decode(AttributeType.self, forKey: .type)
+        isOptional = try c.decodeIfPresent(Bool.self, forKey: .optional) ?? true
+        defaultValue = try c.decodeIfPresent(Value.self, forKey: .defaultValue)
+        isIndexed = try c.decodeIfPresent(Bool.self, forKey: .indexed) ?? false
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(type, forKey: .type)
+        try c.encode(isOptional, forKey: .optional)
+        try c.encodeIfPresent(defaultValue, forKey: .defaultValue)
+        try c.encode(isIndexed, forKey: .indexed)
+    }
+}
+
+extension Relationship {
+    private enum Keys: String, CodingKey { case name, destination, inverse, toMany, deleteRule }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Keys.self)
+        name = try c.decode(String.self, forKey: .name)
+        destination = try c.decode(String.self, forKey: .destination)
+        inverse = try c.decode(String.self, forKey: .inverse)
+        isToMany = try c.decodeIfPresent(Bool.self, forKey: .toMany) ?? false
+        deleteRule = try c.decodeIfPresent(DeleteRule.self, forKey: .deleteRule) ?? .nullify
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(destination, forKey: .destination)
+        try c.encode(inverse, forKey: .inverse)
+        try c.encode(isToMany, forKey: .toMany)
+        try c.encode(deleteRule, forKey: .deleteRule)
+    }
+}
+
+extension Entity {
+    private enum Keys: String, CodingKey { case name, attributes, relationships, unique }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Keys.self)
+        name = try c.decode(String.self, forKey: .name)
+        attributes = try c.decodeIfPresent([Attribute].self, forKey: .attributes) ?? []
+        relationships = try c.decodeIfPresent([Relationship].self, forKey: .relationships) ?? []
+        uniquenessConstraints = try c.decodeIfPresent([[String]].self, forKey: .unique) ?? []
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(attributes, forKey: .attributes)
+        try c.encode(relationships, forKey: .relationships)
+        try c.encode(uniquenessConstraints, forKey: .unique)
+    }
+}

@@ -1,0 +1,161 @@
+import GRDB
+import GRDBSQLite
+
+extension ObjectContext {
+    /// Every object of `entity`, including this context's unsaved inserts and without
+    /// its unsaved deletes. Objects come back as faults whose rows are already read.
+    /// - Throws: `StoreError` when the store cannot be read.
+    public func fetch(_ entity: String) throws -> [ManagedObject] {
+        try fetch(entity, filter: nil)
+    }
+
+    /// The objects of `entity` whose attribute `key` equals `value` (nil: has no value),
+    /// with this context's unsaved changes taken into account.
+    /// - Throws: `StoreError` when the store cannot be read.
+    public func fetch(_ entity: String, where key: String, equals value: Value?) throws -> [ManagedObject] {
+        let info = entityInfo(entity)
+        guard let index = info.attributeIndex[key] else { throw StoreError.unknownProperty(entity: entity, property: key) }
+        return try fetch(entity, filter: (index, value))
+    }
+
+    /// How many objects `fetch(entity)` would return, counted in the store where it can be.
+    /// - Throws: `StoreError` when the store cannot be read.
+    public func count(_ entity: String) throws -> Int {
+        checkAccess()
+        let info = entityInfo(entity)
+        let stored = try coordinator.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM \(info.table)") ?? 0 }
+        let inserted = insertedList.filter { $0.info === info }.count
+        let deleted = deletedSet.values.filter { $0.info === info }.count
+        return stored + inserted - deleted
+    }
+
+    private func fetch(_ entity: String, filter: (index: Int, value: Value?)?) throws -> [ManagedObject] {
+        checkAccess()
+        let info = entityInfo(entity)
+        var sql = "SELECT \(info.selectColumns) FROM \(info.table)"
+        if let filter {
+            let column = quoted(info.attributes[filter.index].name)
+            sql += filter.value == nil ? " WHERE \(column) IS NULL" : " WHERE \(column) = ?"
+        }
+        sql += " ORDER BY \"_pk\""
+        let rows: [(Int64, RowData)] = try coordinator.read { db in
+            let statement = try db.cachedStatement(sql: sql).sqliteStatement
+            defer { sqlite3_reset(statement) }
+            if let value = filter?.value { SQLiteValues.bind(value, to: statement, at: 1) }
+            var rows: [(Int64, RowData)] = []
+            while true {
+                let code = sqlite3_step(statement)
+                if code == SQLITE_DONE { break }
+                guard code == SQLITE_ROW else { throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection))) }
+                rows.append((sqlite3_column_int64(statement, 0), readRow(statement, info, from: 1)))
+            }
+            sqlite3_clear_bindings(statement)
+            return rows
+        }
+        var result: [ManagedObject] = []
+        var seen = Set<ObjectID>()
+        for (pk, row) in rows {
+            let id = ObjectID(storeID: coordinator.storeID, entityName: entity, key: .permanent(pk))
+            if deletedSet[id] != nil { continue }
+            let object = self.object(with: id)
+            if object.isFault && object.pendingRow == nil { object.pendingRow = row }
+            if let filter, object.hasChanges, !object.isFault, object.values[filter.index] != filter.value { continue }
+            result.append(object)
+            seen.insert(id)
+        }
+        // Unsaved changes: inserted objects, and changed ones that now match.
+        for object in insertedList where object.info === info {
+            if filter.map({ object.values[$0.index] == $0.value }) ?? true { result.append(object) }
+        }
+        if let filter {
+            for id in updatedSet where !seen.contains(id) {
+                guard let object = registered[id], object.info === info, !object.isFault,
+                      object.values[filter.index] == filter.value else { continue }
+                result.append(object)
+            }
+        }
+        return result
+    }
+
+    // MARK: - Rows
+
+    func readRow(_ statement: SQLiteStatement, _ info: EntityInfo, from first: Int32) -> RowData {
+        var values: [Value?] = []
+        values.reserveCapacity(info.attributes.count)
+        for (offset, attribute) in info.attributes.enumerated() {
+            values.append(SQLiteValues.read(attribute.type, from: statement, at: first + Int32(offset)))
+        }
+        var toOne = [ObjectID?](repeating: nil, count: info.relationships.count)
+        let base = first + Int32(info.attributes.count)
+        for (offset, column) in info.toOneColumns.enumerated() {
+            if let key = SQLiteValues.readKey(from: statement, at: base + Int32(offset)) {
+                toOne[column.relationship] = ObjectID(storeID: coordinator.storeID,
+                                                      entityName: info.relationships[column.relationship].destination,
+                                                      key: .permanent(key))
+            }
+        }
+        return RowData(values: values, toOne: toOne)
+    }
+
+    /// The stored row of `id`, or nil when there is none. Traps on a read failure, as
+    /// a fault that cannot be fulfilled does.
+    func loadRow(_ id: ObjectID, _ info: EntityInfo) -> RowData? {
+        do {
+            return try loadRowOrThrow(id, info)
+        } catch {
+            preconditionFailure("cannot load \(id): \(error)")
+        }
+    }
+
+    func loadRowOrThrow(_ id: ObjectID, _ info: EntityInfo) throws -> RowData? {
+        guard let pk = id.primaryKey else { return nil }
+        return try coordinator.read { db in
+            let statement = try db.cachedStatement(sql: info.selectByKeySQL).sqliteStatement
+            defer { sqlite3_reset(statement) }
+            sqlite3_bind_int64(statement, 1, pk)
+            guard sqlite3_step(statement) == SQLITE_ROW else { return nil }
+            return readRow(statement, info, from: 1)
+        }
+    }
+
+    /// The members of a to-many relationship: as stored (loaded once), plus this context's changes.
+    func members(of object: ManagedObject, _ index: Int) -> Set<ObjectID> {
+        if object.toMany[index].committed == nil {
+            object.toMany[index].committed = object.objectID.isTemporary ? [] : storedMembers(of: object, index)
+        }
+        let state = object.toMany[index]
+        return state.committed!.union(state.added).subtracting(state.removed)
+    }
+
+    private func storedMembers(of object: ManagedObject, _ index: Int) -> Set<ObjectID> {
+        guard let pk = object.objectID.primaryKey else { return [] }
+        let relationship = object.info.relationships[index]
+        let destination = entityInfo(relationship.destination)
+        let sql: String
+        switch relationship.storage {
+        case .inverseColumn(let column): sql = "SELECT \"_pk\" FROM \(destination.table) WHERE \(quoted(column)) = ?"
+        case .joinTable(let table, let source, let other): sql = "SELECT \(quoted(other)) FROM \(quoted(table)) WHERE \(quoted(source)) = ?"
+        case .column: preconditionFailure("a to-one relationship has no members")
+        }
+        do {
+            let keys = try coordinator.read { db in try Int64.fetchAll(db, sql: sql, arguments: [pk]) }
+            return Set(keys.map { ObjectID(storeID: coordinator.storeID, entityName: relationship.destination, key: .permanent($0)) })
+        } catch {
+            preconditionFailure("cannot load \(object.objectID).\(relationship.relationship.name): \(error)")
+        }
+    }
+
+    func noteJoinChange(_ object: ManagedObject, _ index: Int, _ member: ManagedObject, inserted: Bool) {
+        guard case .joinTable(let table, let source, _) = object.info.relationships[index].storage else { return }
+        let change = source == "_a"
+            ? JoinChange(table: table, a: object.objectID, b: member.objectID)
+            : JoinChange(table: table, a: member.objectID, b: object.objectID)
+        if joinChanges[change] == !inserted {
+            joinChanges[change] = nil
+        } else {
+            joinChanges[change] = inserted
+        }
+        noteUpdated(object)
+        noteUpdated(member)
+    }
+}

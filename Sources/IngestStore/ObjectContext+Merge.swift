@@ -1,0 +1,79 @@
+extension ObjectContext {
+    /// Brings another context's save into this one: updated objects registered here
+    /// reload (keeping this context's own unsaved changes on top), deleted ones leave
+    /// the context, inserted ones are reachable by ID. `onObjectsDidChange` then reports
+    /// the notice's IDs.
+    public func mergeChanges(fromDidSave notice: SaveNotice) {
+        checkAccess()
+        var change = ObjectsDidChange()
+        for id in notice.updated {
+            guard let object = registered[id] else { continue }
+            if object.hasChanges {
+                refresh(object, mergeChanges: true)
+            } else {
+                object.turnIntoFault()
+            }
+            change.refreshed.insert(id)
+        }
+        for id in notice.deleted {
+            guard let object = registered.removeValue(forKey: id) else { continue }
+            object.isDeleted = true
+            updatedSet.remove(id)
+            deletedSet[id] = nil
+            change.deleted.insert(id)
+        }
+        // Relationship members may have changed with any of these rows: reload them when next read.
+        if !notice.inserted.isEmpty || !notice.deleted.isEmpty || !notice.updated.isEmpty {
+            for object in registered.values {
+                for index in object.toMany.indices where object.toMany[index].committed != nil && !object.objectID.isTemporary {
+                    object.toMany[index].committed = nil
+                }
+            }
+        }
+        change.inserted = notice.inserted
+        change.updated = notice.updated.subtracting(change.refreshed)
+        pendingDidChange.inserted.formUnion(change.inserted)
+        pendingDidChange.updated.formUnion(change.updated)
+        pendingDidChange.deleted.formUnion(change.deleted)
+        pendingDidChange.refreshed.formUnion(change.refreshed)
+        processPendingChanges()
+    }
+
+    /// When true, every save of another context on this coordinator is merged into this
+    /// one on its own queue (for a main context, on the main queue), as it happens.
+    public var automaticallyMergesChangesFromCoordinator: Bool {
+        get { checkAccess(); return mergeObserverToken != nil }
+        set {
+            checkAccess()
+            if newValue, mergeObserverToken == nil {
+                let target = WeakContext(self)
+                let queue = self.queue
+                mergeObserverToken = coordinator.addSaveObserver { notice in
+                    guard notice.contextIdentity != target.identity else { return }
+                    queue.async { target.perform { $0.mergeChanges(fromDidSave: notice) } }
+                }
+            } else if !newValue, let token = mergeObserverToken {
+                coordinator.removeSaveObserver(token)
+                mergeObserverToken = nil
+            }
+        }
+    }
+}
+
+/// Lets a save observer reach a context on the context's own queue without keeping it alive.
+final class WeakContext: @unchecked Sendable {
+    // Read only on the context's queue (see automaticallyMergesChangesFromCoordinator).
+    private weak var context: ObjectContext?
+    let identity: ObjectIdentifier
+
+    init(_ context: ObjectContext) {
+        self.context = context
+        identity = ObjectIdentifier(context)
+    }
+
+    /// Runs `body` with the context, already on its queue, if it still exists.
+    func perform(_ body: (ObjectContext) -> Void) {
+        guard let context else { return }
+        context.runOnQueue { body(context) }
+    }
+}

@@ -1,0 +1,314 @@
+import GRDB
+import GRDBSQLite
+
+/// What a save's transaction decided, applied to the context once it has committed.
+struct SavePlan {
+    var mapping: [ObjectID: ObjectID] = [:]
+    /// Inserted objects that became an existing row, by merge policy.
+    var merged: [(object: ManagedObject, policy: MergePolicy)] = []
+    var inserted: Set<ObjectID> = []
+    var updated: Set<ObjectID> = []
+    var deleted: Set<ObjectID> = []
+    var sequence = 0
+}
+
+extension ObjectContext {
+    /// Writes every change — inserts, updates, deletes, relationship changes and staged
+    /// metadata — in ONE transaction, then tells the coordinator's observers.
+    ///
+    /// Validation (required attributes, value types, deny rules) and delete rules run
+    /// first; uniqueness conflicts resolve by `mergePolicy`.
+    /// - Throws: `StoreError.validation` or `.uniquenessConflict` (nothing written);
+    ///   `StoreError.database` when SQLite fails (nothing written).
+    public func save() throws {
+        checkAccess()
+        guard hasChanges || !stagedMetadata.isEmpty else { return }
+        try applyDeleteRules()
+        try validate()
+        let policy = mergePolicy
+        nonisolated(unsafe) let context = self
+        let plan = try coordinator.write { db in try context.writeChanges(db, policy: policy) }
+        finishSave(plan)
+    }
+
+    // MARK: - Before the transaction
+
+    private func applyDeleteRules() throws {
+        var problems: [String] = []
+        var work = Array(deletedSet.values)
+        var next = 0
+        while next < work.count {
+            let object = work[next]
+            next += 1
+            if object.isFault {
+                guard let row = loadRow(object.objectID, object.info) else { continue }
+                object.apply(row)
+            }
+            for (index, relationship) in object.info.relationships.enumerated() {
+                let related = relationship.isToMany
+                    ? Array(members(of: object, index))
+                    : [object.toOne[index]].compactMap { $0 }
+                let live = related.filter { deletedSet[$0] == nil }
+                guard !live.isEmpty else { continue }
+                switch relationship.relationship.deleteRule {
+                case .deny:
+                    problems.append("cannot delete \(object.objectID): \(object.info.name).\(relationship.relationship.name) has \(live.count) related object(s) and the deny rule")
+                case .cascade:
+                    for id in live {
+                        let other = self.object(with: id)
+                        delete(other)
+                        if other.isDeleted && deletedSet[id] != nil { work.append(other) }
+                    }
+                case .nullify:
+                    let destination = entityInfo(relationship.destination)
+                    let inverse = destination.relationshipIndex[relationship.inverseName]!
+                    for id in live {
+                        guard let other = registered[id] else { continue }
+                        if destination.relationships[inverse].isToMany {
+                            if other.toMany[inverse].committed != nil { other.toMany[inverse].remove(object.objectID) }
+                        } else if other.toOne[inverse] == object.objectID {
+                            other.toOne[inverse] = nil
+                        }
+                        other.pendingRow?.toOne[inverse] = nil
+                        other.committed?.toOne[inverse] = nil
+                    }
+                }
+            }
+        }
+        if !problems.isEmpty { throw StoreError.validation(problems) }
+    }
+
+    private func validate() throws {
+        var problems: [String] = []
+        let candidates = insertedList + updatedSet.compactMap { registered[$0] }.filter { !$0.isFault && !$0.isDeleted }
+        for object in candidates {
+            for (index, attribute) in object.info.attributes.enumerated() {
+                if let value = object.values[index] {
+                    if !attribute.type.accepts(value) {
+                        problems.append("\(object.info.name).\(attribute.name) of \(object.objectID): \(value) is not a valid \(attribute.type.rawValue)")
+                    }
+                } else if !attribute.isOptional {
+                    problems.append("\(object.info.name).\(attribute.name) of \(object.objectID) is required")
+                }
+            }
+        }
+        if !problems.isEmpty { throw StoreError.validation(problems) }
+    }
+
+    // MARK: - The transaction
+
+    private enum Target {
+        case row(Int64)
+        case object(ManagedObject)
+    }
+
+    private struct UniqueKey: Hashable {
+        var entity: String
+        var constraint: Int
+        var values: [Value]
+    }
+
+    private func writeChanges(_ db: Database, policy: MergePolicy) throws -> SavePlan {
+        var plan = SavePlan()
+        var conflicts: [String] = []
+        var seen: [UniqueKey: ManagedObject] = [:]
+        var fresh: [ManagedObject] = []
+        var mergedTargets: [(ManagedObject, Target)] = []
+
+        // 1. Uniqueness: which inserted objects are rows that exist already.
+        for object in insertedList {
+            var target: Target?
+            var description = ""
+            for (constraintIndex, constraint) in object.info.entity.uniquenessConstraints.enumerated() {
+                let values = constraint.compactMap { object.values[object.info.attributeIndex[$0]!] }
+                guard values.count == constraint.count else { continue }
+                let key = UniqueKey(entity: object.info.name, constraint: constraintIndex, values: values)
+                description = zip(constraint, values).map { "\($0) = \($1)" }.joined(separator: ", ")
+                if let earlier = seen[key] {
+                    target = .object(earlier)
+                } else if let pk = try lookUp(key, object.info, db) {
+                    target = .row(pk)
+                } else {
+                    seen[key] = object
+                    continue
+                }
+                break
+            }
+            guard let target else {
+                fresh.append(object)
+                continue
+            }
+            if policy == .error {
+                let other = switch target {
+                case .row(let pk): "the stored \(object.info.name) row \(pk)"
+                case .object(let earlier): "\(earlier.objectID), inserted in the same save"
+                }
+                conflicts.append("\(object.objectID) has \(description), as \(other) does")
+            } else {
+                mergedTargets.append((object, target))
+            }
+        }
+        if !conflicts.isEmpty { throw StoreError.uniquenessConflict(conflicts) }
+
+        // 2. Keys for the new rows.
+        for (entity, group) in Dictionary(grouping: fresh.filter(\.objectID.isTemporary), by: { $0.info.name }) {
+            let first = try coordinator.reserveKeys(group.count, for: entityInfo(entity), db)
+            for (offset, object) in group.enumerated() {
+                plan.mapping[object.objectID] = ObjectID(storeID: coordinator.storeID, entityName: entity,
+                                                         key: .permanent(first + Int64(offset)))
+            }
+        }
+        for (object, target) in mergedTargets {
+            switch target {
+            case .row(let pk):
+                plan.mapping[object.objectID] = ObjectID(storeID: coordinator.storeID, entityName: object.info.name, key: .permanent(pk))
+            case .object(let earlier):
+                plan.mapping[object.objectID] = plan.mapping[earlier.objectID]
+            }
+            plan.merged.append((object, policy))
+        }
+        func key(_ id: ObjectID?) -> Int64? {
+            guard let id else { return nil }
+            return id.primaryKey ?? plan.mapping[id]?.primaryKey
+        }
+
+        // 3. Rows.
+        for object in fresh {
+            let statement = try db.cachedStatement(sql: object.info.insertSQL).sqliteStatement
+            SQLiteValues.bind(key(object.objectID), to: statement, at: 1)
+            bindRow(object, statement, from: 2, key: key)
+            try SQLiteValues.stepToEnd(statement, db)
+            plan.inserted.insert(plan.mapping[object.objectID] ?? object.objectID)
+        }
+        for (object, policy) in plan.merged {
+            let pk = key(object.objectID)!
+            switch policy {
+            case .objectTrump:
+                try update(object, pk: pk, db, key: key)
+            case .storeTrump:
+                for (relationship, column) in object.info.toOneColumns {
+                    guard let target = key(object.toOne[relationship]) else { continue }
+                    try db.execute(sql: "UPDATE \(object.info.table) SET \(quoted(column)) = coalesce(\(quoted(column)), ?) WHERE \"_pk\" = ?",
+                                   arguments: [target, pk])
+                }
+            case .rollback, .error:
+                break
+            }
+            plan.updated.insert(plan.mapping[object.objectID]!)
+        }
+        for id in updatedSet {
+            guard let object = registered[id], !object.isDeleted else { continue }
+            plan.updated.insert(id)
+            guard !object.isFault, !object.changedAttributes.isEmpty || !object.changedToOne.isEmpty,
+                  let pk = id.primaryKey else { continue }
+            try update(object, pk: pk, db, key: key)
+            guard sqlite3_changes(db.sqliteConnection) > 0 else { throw StoreError.objectNotFound(id) }
+        }
+        for (id, object) in deletedSet {
+            guard let pk = id.primaryKey else { continue }
+            try deleteRow(object.info, pk: pk, db)
+            plan.deleted.insert(id)
+        }
+        for (change, inserted) in joinChanges {
+            guard let a = key(change.a), let b = key(change.b) else { continue }
+            let sql = inserted
+                ? "INSERT OR IGNORE INTO \(quoted(change.table)) (\"_a\", \"_b\") VALUES (?, ?)"
+                : "DELETE FROM \(quoted(change.table)) WHERE \"_a\" = ? AND \"_b\" = ?"
+            try db.execute(sql: sql, arguments: [a, b])
+        }
+
+        // 4. Metadata, in the same transaction as the rows it describes.
+        for (name, json) in stagedMetadata {
+            try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(PersistentStoreCoordinator.metadataTable)) (key, value) VALUES (?, ?)",
+                           arguments: [name, json])
+        }
+        try coordinator.beforeCommit.withLock { $0 }?()
+        plan.sequence = coordinator.nextSaveSequence()
+        return plan
+    }
+
+    private func lookUp(_ key: UniqueKey, _ info: EntityInfo, _ db: Database) throws -> Int64? {
+        let statement = try db.cachedStatement(sql: info.uniqueLookupSQL[key.constraint]).sqliteStatement
+        defer { sqlite3_reset(statement) }
+        for (offset, value) in key.values.enumerated() { SQLiteValues.bind(value, to: statement, at: Int32(offset + 1)) }
+        let code = sqlite3_step(statement)
+        guard code == SQLITE_ROW else {
+            if code == SQLITE_DONE { return nil }
+            throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection)))
+        }
+        return sqlite3_column_int64(statement, 0)
+    }
+
+    private func bindRow(_ object: ManagedObject, _ statement: SQLiteStatement, from first: Int32, key: (ObjectID?) -> Int64?) {
+        var index = first
+        for value in object.values {
+            SQLiteValues.bind(value, to: statement, at: index)
+            index += 1
+        }
+        for (relationship, _) in object.info.toOneColumns {
+            SQLiteValues.bind(key(object.toOne[relationship]), to: statement, at: index)
+            index += 1
+        }
+    }
+
+    private func update(_ object: ManagedObject, pk: Int64, _ db: Database, key: (ObjectID?) -> Int64?) throws {
+        let info = object.info
+        guard !(info.attributes.isEmpty && info.toOneColumns.isEmpty) else { return }
+        let statement = try db.cachedStatement(sql: info.updateSQL).sqliteStatement
+        bindRow(object, statement, from: 1, key: key)
+        SQLiteValues.bind(pk, to: statement, at: Int32(info.attributes.count + info.toOneColumns.count + 1))
+        try SQLiteValues.stepToEnd(statement, db)
+    }
+
+    /// Deletes a row and every reference to it: foreign keys pointing at it become NULL,
+    /// its join-table rows go.
+    private func deleteRow(_ info: EntityInfo, pk: Int64, _ db: Database) throws {
+        let statement = try db.cachedStatement(sql: info.deleteSQL).sqliteStatement
+        sqlite3_bind_int64(statement, 1, pk)
+        try SQLiteValues.stepToEnd(statement, db)
+        for relationship in info.relationships {
+            let destination = entityInfo(relationship.destination)
+            let inverse = destination.relationships[destination.relationshipIndex[relationship.inverseName]!]
+            switch inverse.storage {
+            case .column(let column):
+                try db.execute(sql: "UPDATE \(destination.table) SET \(quoted(column)) = NULL WHERE \(quoted(column)) = ?", arguments: [pk])
+            case .joinTable(let table, _, let other):
+                try db.execute(sql: "DELETE FROM \(quoted(table)) WHERE \(quoted(other)) = ?", arguments: [pk])
+            case .inverseColumn:
+                break
+            }
+        }
+    }
+
+    // MARK: - After the commit
+
+    private func finishSave(_ plan: SavePlan) {
+        for (object, policy) in plan.merged {
+            let target = plan.mapping[object.objectID]!
+            registered[object.objectID] = nil
+            object.objectID = target
+            object.isInserted = false
+            if registered[target] == nil { registered[target] = object }
+            if policy != .objectTrump { object.turnIntoFault() }
+        }
+        for object in insertedList {
+            object.isInserted = false
+        }
+        rekey(plan.mapping)
+        for object in registered.values {
+            object.changedAttributes = []
+            object.changedToOne = []
+            object.committed = nil
+            for index in object.toMany.indices { object.toMany[index] = ToManyState() }
+        }
+        for id in plan.deleted { registered[id] = nil }
+        insertedList = []
+        updatedSet = []
+        deletedSet = [:]
+        joinChanges = [:]
+        stagedMetadata = [:]
+        processPendingChanges()
+        coordinator.post(SaveNotice(inserted: plan.inserted, updated: plan.updated, deleted: plan.deleted,
+                                    sequence: plan.sequence, contextName: name, contextIdentity: ObjectIdentifier(self)))
+    }
+}

@@ -1,0 +1,365 @@
+import Dispatch
+import Foundation
+import GRDB
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How a save resolves uniqueness conflicts (an insert whose unique key another row holds).
+public enum MergePolicy: Sendable {
+    /// The save throws, naming the conflicting objects and keys; nothing is written.
+    case error
+    /// The saving context's values win: they are written onto the existing row, and the
+    /// object takes that row's ObjectID.
+    case objectTrump
+    /// The stored values win: the object takes the existing row's ObjectID and values;
+    /// its relationship changes still apply.
+    case storeTrump
+    /// The object's changes are dropped: it becomes the existing row as stored.
+    case rollback
+}
+
+/// A scratch pad of managed objects on one queue, in the manner of Core Data's
+/// NSManagedObjectContext.
+///
+/// A `.privateQueue` context has its own serial queue; a `.main` context uses the main
+/// queue. Everything about a context and its objects happens inside `perform`; every
+/// entry point checks that, and traps naming the context when it is not so.
+/// Not Sendable: pass `ObjectID`s between contexts, never objects.
+public final class ObjectContext {
+    public enum Kind: Sendable { case privateQueue, main }
+
+    public let name: String
+    public let kind: Kind
+    public let coordinator: PersistentStoreCoordinator
+    /// How `save()` resolves uniqueness conflicts. Default `.error`.
+    public var mergePolicy: MergePolicy = .error
+    /// Called (on the context's queue) after its objects change: at the end of each
+    /// `perform`, after a save, after a merge.
+    public var onObjectsDidChange: ((ObjectsDidChange) -> Void)?
+
+    let queue: DispatchQueue
+    /// The thread running one of this context's `perform` blocks, or 0.
+    private let activeThread = Atomic<UInt>(0)
+
+    var registered: [ObjectID: ManagedObject] = [:]
+    var insertedList: [ManagedObject] = []
+    var updatedSet: Set<ObjectID> = []
+    var deletedSet: [ObjectID: ManagedObject] = [:]
+    var joinChanges: [JoinChange: Bool] = [:]
+    var stagedMetadata: [String: String] = [:]
+    var pendingDidChange = ObjectsDidChange()
+    var mergeObserverToken: UUID?
+
+    /// Makes a context. A `.main` context must be made on the main thread.
+    public init(_ kind: Kind = .privateQueue, coordinator: PersistentStoreCoordinator, name: String? = nil) {
+        self.kind = kind
+        self.coordinator = coordinator
+        switch kind {
+        case .privateQueue:
+            self.name = name ?? "private"
+            queue = DispatchQueue(label: "ingest.context.\(self.name)")
+        case .main:
+            precondition(Thread.isMainThread, "a main context must be made on the main thread")
+            self.name = name ?? "main"
+            queue = .main
+        }
+    }
+
+    deinit {
+        if let mergeObserverToken { coordinator.removeSaveObserver(mergeObserverToken) }
+    }
+
+    // MARK: - Queue confinement
+
+    /// Runs `body` on the context's queue and waits for it (at once when already there).
+    public func perform<T>(_ body: () throws -> T) rethrows -> T {
+        if isOnQueue { return try body() }
+        return try queue.sync {
+            enter()
+            defer { leave() }
+            return try body()
+        }
+    }
+
+    /// Runs `body` on the context's queue without blocking the caller; the context is
+    /// handed to `body`, which must not let it or its objects escape.
+    public func perform<T: Sendable>(_ body: @escaping @Sendable (ObjectContext) throws -> T) async throws -> T {
+        nonisolated(unsafe) let context = self
+        return try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                context.enter()
+                defer { context.leave() }
+                continuation.resume(with: Result { try body(context) })
+            }
+        }
+    }
+
+    /// Runs `body` as a perform block would, for code already running on the queue
+    /// (a block the context itself scheduled there).
+    func runOnQueue(_ body: () -> Void) {
+        enter()
+        defer { leave() }
+        body()
+    }
+
+    private func enter() {
+        if kind == .privateQueue { activeThread.store(UInt(pthread_self()), ordering: .relaxed) }
+    }
+
+    private func leave() {
+        processPendingChanges()
+        if kind == .privateQueue { activeThread.store(0, ordering: .relaxed) }
+    }
+
+    private var isOnQueue: Bool {
+        switch kind {
+        case .main: Thread.isMainThread
+        case .privateQueue: activeThread.load(ordering: .relaxed) == UInt(pthread_self())
+        }
+    }
+
+    /// Traps unless called from inside one of this context's `perform` blocks.
+    func checkAccess(_ function: StaticString = #function) {
+        guard isOnQueue else {
+            preconditionFailure("ObjectContext '\(name)' used off its queue (\(function)): wrap the call in \(name).perform { }")
+        }
+    }
+
+    // MARK: - Objects
+
+    func entityInfo(_ name: String) -> EntityInfo {
+        guard let info = coordinator.schema.entity(name) else { preconditionFailure("the model has no entity '\(name)'") }
+        return info
+    }
+
+    /// A new object of `entity`, with its attributes' defaults, to be inserted at the next save.
+    public func insert(_ entity: String) -> ManagedObject {
+        checkAccess()
+        let info = entityInfo(entity)
+        let id = ObjectID(storeID: coordinator.storeID, entityName: entity, key: .temporary(UUID()))
+        let object = ManagedObject(id: id, info: info, context: self, fault: false)
+        for (index, attribute) in info.attributes.enumerated() { object.values[index] = attribute.defaultValue }
+        for index in info.relationships.indices where info.relationships[index].isToMany {
+            object.toMany[index].committed = []
+        }
+        object.isInserted = true
+        registered[id] = object
+        insertedList.append(object)
+        pendingDidChange.inserted.insert(id)
+        return object
+    }
+
+    /// The object for `id`: the registered one, or a fault that loads its row when read.
+    /// Does no I/O.
+    public func object(with id: ObjectID) -> ManagedObject {
+        checkAccess()
+        if let object = registered[id] { return object }
+        let object = ManagedObject(id: id, info: entityInfo(id.entityName), context: self, fault: true)
+        registered[id] = object
+        return object
+    }
+
+    /// The object for `id`, loaded.
+    /// - Throws: `StoreError.objectNotFound` when the store has no such row.
+    public func existingObject(with id: ObjectID) throws -> ManagedObject {
+        checkAccess()
+        if let object = registered[id] {
+            if object.isDeleted { throw StoreError.objectNotFound(id) }
+            if !object.isFault { return object }
+        }
+        guard id.storeID == coordinator.storeID, coordinator.schema.entity(id.entityName) != nil,
+              let row = try loadRowOrThrow(id, entityInfo(id.entityName)) else { throw StoreError.objectNotFound(id) }
+        let object = self.object(with: id)
+        if object.isFault { object.apply(row) }
+        return object
+    }
+
+    /// Marks `object` for deletion at the next save; its delete rules apply then.
+    public func delete(_ object: ManagedObject) {
+        checkAccess()
+        precondition(object.context === self, "\(object.objectID) belongs to another context")
+        guard !object.isDeleted else { return }
+        if object.isInserted {
+            insertedList.removeAll { $0 === object }
+            registered[object.objectID] = nil
+            object.isInserted = false
+            object.isDeleted = true
+            pendingDidChange.inserted.remove(object.objectID)
+            return
+        }
+        object.isDeleted = true
+        deletedSet[object.objectID] = object
+        updatedSet.remove(object.objectID)
+        pendingDidChange.deleted.insert(object.objectID)
+    }
+
+    func noteUpdated(_ object: ManagedObject) {
+        guard !object.isInserted, !object.isDeleted else { return }
+        if updatedSet.insert(object.objectID).inserted { pendingDidChange.updated.insert(object.objectID) }
+    }
+
+    // MARK: - State
+
+    public var hasChanges: Bool {
+        checkAccess()
+        return !insertedList.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty || !joinChanges.isEmpty
+    }
+
+    public var insertedObjects: Set<ManagedObject> { checkAccess(); return Set(insertedList) }
+    public var updatedObjects: Set<ManagedObject> { checkAccess(); return Set(updatedSet.compactMap { registered[$0] }) }
+    public var deletedObjects: Set<ManagedObject> { checkAccess(); return Set(deletedSet.values) }
+    public var registeredObjectCount: Int { checkAccess(); return registered.count }
+
+    /// Stages `value` (as JSON) under `key` in the store's metadata; the next save writes
+    /// it in the same transaction as its rows, or not at all.
+    /// - Throws: an encoding error when `value` cannot be encoded.
+    public func setMetadata(_ value: some Encodable, forKey key: String) throws {
+        checkAccess()
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        stagedMetadata[key] = String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    /// Drops every registered object and every unsaved change: memory returns.
+    public func reset() {
+        checkAccess()
+        registered = [:]
+        insertedList = []
+        updatedSet = []
+        deletedSet = [:]
+        joinChanges = [:]
+        stagedMetadata = [:]
+        pendingDidChange = ObjectsDidChange()
+    }
+
+    /// Undoes every unsaved change: inserted objects go, changed and deleted ones return
+    /// to their saved state.
+    public func rollback() {
+        checkAccess()
+        for object in insertedList {
+            registered[object.objectID] = nil
+            object.isInserted = false
+            object.isDeleted = true
+        }
+        for id in updatedSet.union(deletedSet.keys) {
+            guard let object = registered[id] else { continue }
+            object.isDeleted = false
+            if let committed = object.committed {
+                object.changedAttributes = []
+                object.changedToOne = []
+                object.apply(committed)
+                object.committed = nil
+            }
+            for index in object.toMany.indices {
+                object.toMany[index].added = []
+                object.toMany[index].removed = []
+            }
+        }
+        for object in registered.values {
+            for index in object.toMany.indices {
+                object.toMany[index].added = []
+                object.toMany[index].removed = []
+            }
+        }
+        insertedList = []
+        updatedSet = []
+        deletedSet = [:]
+        joinChanges = [:]
+        stagedMetadata = [:]
+        pendingDidChange = ObjectsDidChange()
+    }
+
+    /// Turns `object` back into a fault so it reloads; with `mergeChanges`, its unsaved
+    /// changes are kept on top of the reloaded values.
+    public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+        checkAccess()
+        guard !object.isInserted else { return }
+        if mergeChanges && object.hasChanges {
+            if let row = loadRow(object.objectID, object.info) {
+                object.apply(row)
+                for index in object.toMany.indices { object.toMany[index].committed = nil }
+            }
+        } else {
+            object.turnIntoFault()
+            updatedSet.remove(object.objectID)
+        }
+    }
+
+    /// Gives the inserted objects their permanent IDs now, before they are saved.
+    /// - Throws: `StoreError.database` when the keys cannot be reserved.
+    public func obtainPermanentIDs(for objects: [ManagedObject]) throws {
+        checkAccess()
+        let temporary = objects.filter { $0.objectID.isTemporary }
+        var mapping: [ObjectID: ObjectID] = [:]
+        for (entity, group) in Dictionary(grouping: temporary, by: { $0.info.name }) {
+            let first = try coordinator.reserveKeys(group.count, for: entityInfo(entity))
+            for (offset, object) in group.enumerated() {
+                mapping[object.objectID] = ObjectID(storeID: coordinator.storeID, entityName: entity,
+                                                    key: .permanent(first + Int64(offset)))
+            }
+        }
+        rekey(mapping)
+    }
+
+    /// Replaces object IDs everywhere in the context: the registry and every reference.
+    func rekey(_ mapping: [ObjectID: ObjectID]) {
+        guard !mapping.isEmpty else { return }
+        var moved: [ManagedObject] = []
+        for object in registered.values {
+            if mapping[object.objectID] != nil { moved.append(object) }
+            for index in object.toOne.indices {
+                if let id = object.toOne[index], let new = mapping[id] { object.toOne[index] = new }
+            }
+            for index in object.toMany.indices where !object.toMany[index].added.isEmpty
+                || !object.toMany[index].removed.isEmpty || object.toMany[index].committed?.isEmpty == false {
+                object.toMany[index].committed = object.toMany[index].committed.map { Set($0.map { mapping[$0] ?? $0 }) }
+                object.toMany[index].added = Set(object.toMany[index].added.map { mapping[$0] ?? $0 })
+                object.toMany[index].removed = Set(object.toMany[index].removed.map { mapping[$0] ?? $0 })
+            }
+        }
+        for object in moved {
+            registered[object.objectID] = nil
+            object.objectID = mapping[object.objectID]!
+        }
+        for object in moved where registered[object.objectID] == nil { registered[object.objectID] = object }
+        if !joinChanges.isEmpty {
+            joinChanges = Dictionary(joinChanges.map { ($0.key.mapped(mapping), $0.value) }, uniquingKeysWith: { $1 })
+        }
+    }
+
+    // MARK: - Change notices
+
+    /// Posts what changed since the last notice to `onObjectsDidChange`.
+    func processPendingChanges() {
+        guard !pendingDidChange.isEmpty else { return }
+        let notice = pendingDidChange
+        pendingDidChange = ObjectsDidChange()
+        onObjectsDidChange?(notice)
+    }
+}
+
+/// What changed in a context's objects, in memory, since the last notice.
+public struct ObjectsDidChange: Sendable, Equatable {
+    public var inserted: Set<ObjectID> = []
+    public var updated: Set<ObjectID> = []
+    public var deleted: Set<ObjectID> = []
+    /// Objects turned back into faults or dropped by a merge.
+    public var refreshed: Set<ObjectID> = []
+    public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && refreshed.isEmpty }
+}
+
+/// One row to add to or drop from a join table, by the IDs at its two ends.
+struct JoinChange: Hashable {
+    var table: String
+    var a: ObjectID
+    var b: ObjectID
+
+    func mapped(_ mapping: [ObjectID: ObjectID]) -> JoinChange {
+        JoinChange(table: table, a: mapping[a] ?? a, b: mapping[b] ?? b)
+    }
+}
+
+@available(*, unavailable, message: "a context belongs to its queue; use perform { } and pass ObjectIDs")
+extension ObjectContext: Sendable {}

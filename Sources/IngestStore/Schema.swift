@@ -1,0 +1,127 @@
+/// A quoted SQL identifier. Identifiers come only from a validated model; quoting
+/// (with embedded quotes doubled) keeps keywords, spaces and quotes in names harmless.
+func quoted(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+
+/// How one relationship is kept in the tables.
+enum RelationshipStorage: Sendable {
+    /// A foreign-key column on this entity's table (to-one).
+    case column(String)
+    /// Derived from the inverse's foreign-key column on the destination (to-many of a one-to-many).
+    case inverseColumn(String)
+    /// A join table (many-to-many); `sourceColumn` holds this side's key.
+    case joinTable(table: String, sourceColumn: String, destinationColumn: String)
+}
+
+/// A relationship with everything the store needs resolved.
+struct RelationshipInfo: Sendable {
+    let relationship: Relationship
+    let index: Int
+    let destination: String
+    let inverseName: String
+    let storage: RelationshipStorage
+    var isToMany: Bool { relationship.isToMany }
+}
+
+/// An entity with its table, columns and statements worked out once.
+final class EntityInfo: Sendable {
+    let entity: Entity
+    let table: String
+    let attributes: [Attribute]
+    let attributeIndex: [String: Int]
+    let relationships: [RelationshipInfo]
+    let relationshipIndex: [String: Int]
+    /// To-one relationships with a column, in column order after the attributes.
+    let toOneColumns: [(relationship: Int, column: String)]
+    let insertSQL: String
+    let updateSQL: String
+    let selectColumns: String
+    let deleteSQL: String
+    let selectByKeySQL: String
+    /// One lookup per uniqueness constraint: the row holding these values, if any.
+    let uniqueLookupSQL: [String]
+
+    var name: String { entity.name }
+
+    init(_ entity: Entity, model: Model) {
+        self.entity = entity
+        table = quoted(entity.name)
+        attributes = entity.attributes
+        attributeIndex = Dictionary(uniqueKeysWithValues: entity.attributes.enumerated().map { ($1.name, $0) })
+        var relationships: [RelationshipInfo] = []
+        var toOne: [(Int, String)] = []
+        for (index, relationship) in entity.relationships.enumerated() {
+            let inverse = model.entity(relationship.destination)!.relationship(relationship.inverse)!
+            let storage: RelationshipStorage
+            switch (relationship.isToMany, inverse.isToMany) {
+            case (false, _):
+                storage = .column("_" + relationship.name)
+                toOne.append((index, "_" + relationship.name))
+            case (true, false):
+                storage = .inverseColumn("_" + inverse.name)
+            case (true, true):
+                // One table per pair, named after the side that sorts first.
+                let mine = "\(entity.name).\(relationship.name)"
+                let theirs = "\(relationship.destination).\(inverse.name)"
+                let table = "_join_" + min(mine, theirs)
+                storage = mine <= theirs
+                    ? .joinTable(table: table, sourceColumn: "_a", destinationColumn: "_b")
+                    : .joinTable(table: table, sourceColumn: "_b", destinationColumn: "_a")
+            }
+            relationships.append(RelationshipInfo(relationship: relationship, index: index,
+                                                  destination: relationship.destination,
+                                                  inverseName: relationship.inverse, storage: storage))
+        }
+        self.relationships = relationships
+        relationshipIndex = Dictionary(uniqueKeysWithValues: entity.relationships.enumerated().map { ($1.name, $0) })
+        toOneColumns = toOne
+        let columns = entity.attributes.map { quoted($0.name) } + toOne.map { quoted($0.1) }
+        let allColumns = [quoted("_pk")] + columns
+        insertSQL = "INSERT INTO \(table) (\(allColumns.joined(separator: ", "))) VALUES (\(allColumns.map { _ in "?" }.joined(separator: ", ")))"
+        updateSQL = columns.isEmpty
+            ? "SELECT 1"
+            : "UPDATE \(table) SET \(columns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE \"_pk\" = ?"
+        selectColumns = allColumns.joined(separator: ", ")
+        deleteSQL = "DELETE FROM \(table) WHERE \"_pk\" = ?"
+        selectByKeySQL = "SELECT \(allColumns.joined(separator: ", ")) FROM \(table) WHERE \"_pk\" = ?"
+        uniqueLookupSQL = entity.uniquenessConstraints.map { constraint in
+            "SELECT \"_pk\" FROM \(quoted(entity.name)) WHERE " + constraint.map { "\(quoted($0)) = ?" }.joined(separator: " AND ")
+        }
+    }
+
+    /// Statements that create this entity's table and indexes.
+    func createStatements() -> [String] {
+        var columns = [quoted("_pk") + " INTEGER PRIMARY KEY"]
+        columns += attributes.map { quoted($0.name) + " " + $0.type.sqlType }
+        columns += toOneColumns.map { quoted($0.column) + " INTEGER" }
+        var statements = ["CREATE TABLE \(table) (\(columns.joined(separator: ", ")))"]
+        for (i, constraint) in entity.uniquenessConstraints.enumerated() {
+            statements.append("CREATE UNIQUE INDEX \(quoted("_unique_\(name)_\(i)")) ON \(table) (\(constraint.map(quoted).joined(separator: ", ")))")
+        }
+        for attribute in attributes where attribute.isIndexed {
+            statements.append("CREATE INDEX \(quoted("_index_\(name)_\(attribute.name)")) ON \(table) (\(quoted(attribute.name)))")
+        }
+        for (_, column) in toOneColumns {
+            statements.append("CREATE INDEX \(quoted("_index_\(name)\(column)")) ON \(table) (\(quoted(column)))")
+        }
+        for info in relationships {
+            if case .joinTable(let joinTable, "_a", _) = info.storage {
+                statements.append("CREATE TABLE \(quoted(joinTable)) (\"_a\" INTEGER NOT NULL, \"_b\" INTEGER NOT NULL, PRIMARY KEY (\"_a\", \"_b\")) WITHOUT ROWID")
+                statements.append("CREATE INDEX \(quoted(joinTable + "_b")) ON \(quoted(joinTable)) (\"_b\", \"_a\")")
+            }
+        }
+        return statements
+    }
+}
+
+/// The whole model, resolved for the store.
+struct Schema: Sendable {
+    let model: Model
+    let entities: [String: EntityInfo]
+
+    init(_ model: Model) {
+        self.model = model
+        entities = Dictionary(uniqueKeysWithValues: model.entities.map { ($0.name, EntityInfo($0, model: model)) })
+    }
+
+    func entity(_ name: String) -> EntityInfo? { entities[name] }
+}

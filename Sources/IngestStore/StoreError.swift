@@ -1,0 +1,31 @@
+/// Why the store refused an operation. Messages name the store, entity, object or key.
+public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The file is not SQLite, or SQLite without Ingest's tables.
+    case notAStore(path: String, reason: String)
+    /// The store was made with another model and cannot be migrated in place.
+    case modelMismatch(path: String, differences: [String])
+    /// Required attributes without a value, values of the wrong type, or a deny rule.
+    case validation([String])
+    /// Uniqueness conflicts under the `.error` merge policy; nothing was written.
+    case uniquenessConflict([String])
+    /// An object ID that names no row (deleted, or never saved).
+    case objectNotFound(ObjectID)
+    case unknownEntity(String)
+    case unknownProperty(entity: String, property: String)
+    /// A SQLite failure, with SQLite's message.
+    case database(String)
+
+    public var description: String {
+        switch self {
+        case .notAStore(let path, let reason): "\(path) is not an Ingest store: \(reason)"
+        case .modelMismatch(let path, let differences):
+            "the store at \(path) was made with a different model: " + differences.joined(separator: "; ")
+        case .validation(let problems): "the save failed validation: " + problems.joined(separator: "; ")
+        case .uniquenessConflict(let conflicts): "the save conflicts with uniqueness constraints: " + conflicts.joined(separator: "; ")
+        case .objectNotFound(let id): "no object with ID \(id) in the store"
+        case .unknownEntity(let name): "the model has no entity '\(name)'"
+        case .unknownProperty(let entity, let property): "entity \(entity) has no property '\(property)'"
+        case .database(let message): "SQLite: \(message)"
+        }
+    }
+}

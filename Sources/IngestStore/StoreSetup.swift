@@ -1,0 +1,106 @@
+import Foundation
+import GRDB
+
+extension PersistentStoreCoordinator {
+    /// Creates the schema in an empty file, or checks (and if it may, migrates) an
+    /// existing store's model. Returns the store's ID.
+    static func prepare(_ db: Database, schema: Schema, path: String) throws -> UUID {
+        let metadata = quoted(metadataTable)
+        guard try db.tableExists(metadataTable) else {
+            let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
+            guard tables.isEmpty else {
+                throw StoreError.notAStore(path: path, reason: "it has tables (\(tables.prefix(5).joined(separator: ", "))) but no \(metadataTable)")
+            }
+            let storeID = UUID()
+            try db.execute(sql: "CREATE TABLE \(metadata) (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)")
+            try db.execute(sql: "CREATE TABLE \(quoted(sequenceTable)) (entity TEXT PRIMARY KEY NOT NULL, next INTEGER NOT NULL)")
+            for entity in schema.model.entities {
+                for statement in schema.entity(entity.name)!.createStatements() { try db.execute(sql: statement) }
+            }
+            try writeModel(db, schema.model)
+            try db.execute(sql: "INSERT INTO \(metadata) (key, value) VALUES ('_storeID', ?), ('_formatVersion', ?)",
+                           arguments: [json(storeID.uuidString), String(formatVersion)])
+            return storeID
+        }
+        guard let idText = try String.fetchOne(db, sql: "SELECT value FROM \(metadata) WHERE key = '_storeID'"),
+              let storeID = UUID(uuidString: (try? JSONDecoder().decode(String.self, from: Data(idText.utf8))) ?? ""),
+              let modelText = try String.fetchOne(db, sql: "SELECT value FROM \(metadata) WHERE key = '_model'"),
+              let stored = try? JSONDecoder().decode(Model.self, from: Data(modelText.utf8)) else {
+            throw StoreError.notAStore(path: path, reason: "its metadata has no store ID or model")
+        }
+        if stored != schema.model {
+            try migrate(db, from: stored, to: schema, path: path)
+            try writeModel(db, schema.model)
+        }
+        return storeID
+    }
+
+    private static func writeModel(_ db: Database, _ model: Model) throws {
+        try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(metadataTable)) (key, value) VALUES ('_model', ?), ('_modelHash', ?)",
+                       arguments: [String(decoding: model.jsonData(), as: UTF8.self), json(model.hash)])
+    }
+
+    static func json(_ text: String) -> String {
+        String(decoding: try! JSONEncoder().encode(text), as: UTF8.self)
+    }
+
+    /// Adds what the new model adds (entities, optional attributes, relationships);
+    /// anything else is a difference that needs a real migration, and is refused.
+    private static func migrate(_ db: Database, from old: Model, to schema: Schema, path: String) throws {
+        let new = schema.model
+        var differences: [String] = []
+        var statements: [String] = []
+        for entity in old.entities where new.entity(entity.name) == nil {
+            differences.append("entity \(entity.name) was removed")
+        }
+        for entity in new.entities {
+            let info = schema.entity(entity.name)!
+            guard let before = old.entity(entity.name) else {
+                statements += info.createStatements()
+                continue
+            }
+            for attribute in before.attributes {
+                guard let now = entity.attribute(attribute.name) else {
+                    differences.append("attribute \(entity.name).\(attribute.name) was removed")
+                    continue
+                }
+                if now.type != attribute.type {
+                    differences.append("attribute \(entity.name).\(attribute.name) changed type from \(attribute.type.rawValue) to \(now.type.rawValue)")
+                } else if now != attribute {
+                    differences.append("attribute \(entity.name).\(attribute.name) changed (optional, default or indexed)")
+                }
+            }
+            for attribute in entity.attributes where before.attribute(attribute.name) == nil {
+                if attribute.isOptional {
+                    statements.append("ALTER TABLE \(info.table) ADD COLUMN \(quoted(attribute.name)) \(attribute.type.sqlType)")
+                    if attribute.isIndexed {
+                        statements.append("CREATE INDEX \(quoted("_index_\(entity.name)_\(attribute.name)")) ON \(info.table) (\(quoted(attribute.name)))")
+                    }
+                } else {
+                    differences.append("required attribute \(entity.name).\(attribute.name) was added")
+                }
+            }
+            for relationship in before.relationships where entity.relationship(relationship.name) != relationship {
+                differences.append("relationship \(entity.name).\(relationship.name) was removed or changed")
+            }
+            for relationship in entity.relationships where before.relationship(relationship.name) == nil {
+                let rel = info.relationships[info.relationshipIndex[relationship.name]!]
+                switch rel.storage {
+                case .column(let column):
+                    statements.append("ALTER TABLE \(info.table) ADD COLUMN \(quoted(column)) INTEGER")
+                    statements.append("CREATE INDEX \(quoted("_index_\(entity.name)\(column)")) ON \(info.table) (\(quoted(column)))")
+                case .joinTable(let table, "_a", _):
+                    statements.append("CREATE TABLE \(quoted(table)) (\"_a\" INTEGER NOT NULL, \"_b\" INTEGER NOT NULL, PRIMARY KEY (\"_a\", \"_b\")) WITHOUT ROWID")
+                    statements.append("CREATE INDEX \(quoted(table + "_b")) ON \(quoted(table)) (\"_b\", \"_a\")")
+                default:
+                    break
+                }
+            }
+            if entity.uniquenessConstraints != before.uniquenessConstraints {
+                differences.append("uniqueness constraints of \(entity.name) changed")
+            }
+        }
+        guard differences.isEmpty else { throw StoreError.modelMismatch(path: path, differences: differences) }
+        for statement in statements { try db.execute(sql: statement) }
+    }
+}
