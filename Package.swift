@@ -49,7 +49,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IngestStoreTests",
-            dependencies: ["IngestStore"]
+            dependencies: ["IngestStore", .product(name: "GRDB", package: "GRDB.swift")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -52,7 +52,7 @@ public final class ObjectContext {
     var pendingDidChange = ObjectsDidChange()
     var mergeObserverToken: UUID?
 
-    /// Makes a context. A `.main` context must be made on the main thread.
+    /// Makes a context. A `.main` context must be made on the main queue (the main actor).
     public init(_ kind: Kind = .privateQueue, coordinator: PersistentStoreCoordinator, name: String? = nil) {
         self.kind = kind
         self.coordinator = coordinator
@@ -61,7 +61,8 @@ public final class ObjectContext {
             self.name = name ?? "private"
             queue = DispatchQueue(label: "ingest.context.\(self.name)")
         case .main:
-            precondition(Thread.isMainThread, "a main context must be made on the main thread")
+            Self.markMainQueue()
+            precondition(Self.isOnMainQueue, "a main context must be made on the main queue (the main actor)")
             self.name = name ?? "main"
             queue = .main
         }
@@ -115,10 +116,25 @@ public final class ObjectContext {
 
     private var isOnQueue: Bool {
         switch kind {
-        case .main: Thread.isMainThread
+        case .main: Self.isOnMainQueue
         case .privateQueue: activeThread.load(ordering: .relaxed) == UInt(pthread_self())
         }
     }
+
+    /// On Linux, once the main queue runs under dispatch_main(), its blocks run on
+    /// worker threads: "on the main queue" is a queue-specific value, not a thread.
+    private static let mainQueueKey = DispatchSpecificKey<Bool>()
+    private static let mainQueueMarked = Mutex(false)
+
+    private static func markMainQueue() {
+        mainQueueMarked.withLock { marked in
+            guard !marked else { return }
+            DispatchQueue.main.setSpecific(key: mainQueueKey, value: true)
+            marked = true
+        }
+    }
+
+    static var isOnMainQueue: Bool { DispatchQueue.getSpecific(key: mainQueueKey) == true }
 
     /// Traps unless called from inside one of this context's `perform` blocks.
     func checkAccess(_ function: StaticString = #function) {

@@ -1,0 +1,168 @@
+import Foundation
+import Testing
+@testable import IngestStore
+
+/// Many contexts on many queues at once; the final store is checked exactly.
+@Suite struct ConcurrencyTests {
+    /// Counts what the main context hears from merges; touched on the main queue only.
+    @MainActor final class MergeLog {
+        var insertedTotal = 0
+        var inserted = Set<ObjectID>()
+        var notices = 0
+    }
+
+    @Test func eightWorkersAndAnAutoMergingMainContext() async throws {
+        let (coordinator, directory) = try TestModel.store()
+        _ = directory
+        let log = await MergeLog()
+        let main = await MainActor.run {
+            let main = ObjectContext(.main, coordinator: coordinator, name: "main")
+            main.automaticallyMergesChangesFromCoordinator = true
+            main.onObjectsDidChange = { change in
+                MainActor.assumeIsolated {
+                    log.insertedTotal += change.inserted.count
+                    log.inserted.formUnion(change.inserted)
+                    log.notices += 1
+                }
+            }
+            return UncheckedBox(main)
+        }
+        let sequences = try await withThrowingTaskGroup(of: [Int].self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    let context = ObjectContext(coordinator: coordinator, name: "worker-\(worker)")
+                    let token = UUID()
+                    _ = token
+                    return try await context.perform { context in
+                        var sequences: [Int] = []
+                        let observer = coordinator.addSaveObserver { notice in
+                            if notice.contextName == "worker-\(worker)" { _ = notice.sequence }
+                        }
+                        defer { coordinator.removeSaveObserver(observer) }
+                        for batch in 0..<20 {
+                            for i in 0..<500 {
+                                let photo = context.insert("Photo")
+                                photo.id = .string("w\(worker)-\(batch * 500 + i)")
+                                photo.views = .int(Int64(i))
+                            }
+                            try context.save()
+                            #expect(context.registeredObjectCount == 500)
+                            context.reset()
+                            #expect(context.registeredObjectCount == 0)
+                            sequences.append(batch)
+                        }
+                        return sequences
+                    }
+                }
+            }
+            var all: [[Int]] = []
+            for try await result in group { all.append(result) }
+            return all
+        }
+        #expect(sequences.count == 8 && sequences.allSatisfy { $0.count == 20 })
+        // The main queue runs the merges in order; a block queued after them sees them all.
+        let (fetched, total, unique, notices) = try await MainActor.run {
+            try main.value.perform {
+                (try main.value.fetch("Photo").count, log.insertedTotal, log.inserted.count, log.notices)
+            }
+        }
+        #expect(total == 80_000)
+        #expect(unique == 80_000)
+        #expect(notices == 160)
+        #expect(fetched == 80_000)
+        #expect(try coordinator.count("Photo") == 80_000)
+        let reader = ObjectContext(coordinator: coordinator)
+        try reader.perform {
+            let photos = try reader.fetch("Photo")
+            #expect(Set(photos.map(\.objectID)).count == 80_000)
+            #expect(Set(photos.compactMap { $0.id?.stringValue }).count == 80_000)
+        }
+    }
+
+    @Test func saveNoticesArriveAsAnAsyncSequenceInOrder() async throws {
+        let (coordinator, directory) = try TestModel.store()
+        _ = directory
+        let notices = coordinator.saveNotices()
+        let context = ObjectContext(coordinator: coordinator, name: "writer")
+        try await context.perform { context in
+            for i in 0..<3 {
+                insertPhoto(context, id: "p\(i)")
+                try context.save()
+            }
+        }
+        var seen: [SaveNotice] = []
+        for await notice in notices {
+            seen.append(notice)
+            if seen.count == 3 { break }
+        }
+        #expect(seen.map(\.sequence) == [1, 2, 3])
+        #expect(seen.allSatisfy { $0.inserted.count == 1 && $0.contextName == "writer" })
+    }
+
+    @Test func mergeRefreshesUpdatedObjectsAndDropsDeletedOnes() throws {
+        let (coordinator, directory) = try TestModel.store()
+        _ = directory
+        let writer = ObjectContext(coordinator: coordinator, name: "writer")
+        let reader = ObjectContext(coordinator: coordinator, name: "reader")
+        let ids: [ObjectID] = try writer.perform {
+            let photos = [insertPhoto(writer, id: "a", title: "old"), insertPhoto(writer, id: "b", title: "old"),
+                          insertPhoto(writer, id: "c", title: "old")]
+            try writer.save()
+            return photos.map(\.objectID)
+        }
+        let notice: SaveNotice = try {
+            var captured: SaveNotice?
+            let token = coordinator.addSaveObserver { _ in }
+            defer { coordinator.removeSaveObserver(token) }
+            try reader.perform {
+                let a = try reader.existingObject(with: ids[0])
+                let b = try reader.existingObject(with: ids[1])
+                b.views = 99
+                _ = try reader.existingObject(with: ids[2]).title
+                #expect(a.title == "old")
+            }
+            let stream = Mutex2<SaveNotice?>(nil)
+            let observer = coordinator.addSaveObserver { stream.set($0) }
+            try writer.perform {
+                try writer.existingObject(with: ids[0]).title = "new"
+                try writer.existingObject(with: ids[1]).title = "new"
+                writer.delete(try writer.existingObject(with: ids[2]))
+                try writer.save()
+            }
+            coordinator.removeSaveObserver(observer)
+            captured = stream.get()
+            return try #require(captured)
+        }()
+        #expect(notice.updated == [ids[0], ids[1]])
+        #expect(notice.deleted == [ids[2]])
+        reader.perform {
+            var heard: ObjectsDidChange?
+            reader.onObjectsDidChange = { heard = $0 }
+            reader.mergeChanges(fromDidSave: notice)
+            #expect(heard?.refreshed == [ids[0], ids[1]])
+            #expect(heard?.deleted == [ids[2]])
+            let a = reader.object(with: ids[0])
+            #expect(a.isFault)
+            #expect(a.title == "new")
+            let b = reader.object(with: ids[1])
+            #expect(b.title == "new")
+            #expect(b.views == 99)
+            #expect(reader.registeredObjectCount == 2)
+        }
+    }
+}
+
+/// Carries a main-actor-bound value across an await; used only on the main actor.
+struct UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
+
+/// A tiny lock for a value shared with a save observer.
+final class Mutex2<T>: @unchecked Sendable {
+    private var value: T
+    private let lock = NSLock()
+    init(_ value: T) { self.value = value }
+    func set(_ new: T) { lock.lock(); value = new; lock.unlock() }
+    func get() -> T { lock.lock(); defer { lock.unlock() }; return value }
+}

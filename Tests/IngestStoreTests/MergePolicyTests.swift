@@ -1,0 +1,124 @@
+import Foundation
+import Testing
+@testable import IngestStore
+
+/// Two contexts insert the same unique key and save, one after the other.
+@Suite struct MergePolicyTests {
+    /// Saves photo "p1" from context A (title "first", 10 views, by "ana"), then from
+    /// context B (title "second", no views set, by "bo") under `policy`.
+    func race(_ policy: MergePolicy) throws -> (PersistentStoreCoordinator, TemporaryDirectory, ObjectContext, ManagedObject, ObjectID, Result<Void, any Error>) {
+        let (coordinator, directory) = try TestModel.store()
+        let first = ObjectContext(coordinator: coordinator, name: "A")
+        let firstID: ObjectID = try first.perform {
+            let photo = insertPhoto(first, id: "p1", title: "first")
+            photo.views = 10
+            let ana = first.insert("Photographer"); ana.id = "ana"
+            photo.setObject(ana, forKey: "whoTook")
+            try first.save()
+            return photo.objectID
+        }
+        let second = ObjectContext(coordinator: coordinator, name: "B")
+        second.mergePolicy = policy
+        let (photo, result): (ManagedObject, Result<Void, any Error>) = second.perform {
+            let photo = insertPhoto(second, id: "p1", title: "second")
+            photo.views = nil
+            let bo = second.insert("Photographer"); bo.id = "bo"
+            photo.setObject(bo, forKey: "whoTook")
+            return (photo, Result { try second.save() })
+        }
+        return (coordinator, directory, second, photo, firstID, result)
+    }
+
+    func stored(_ coordinator: PersistentStoreCoordinator) throws -> [String] {
+        let reader = ObjectContext(coordinator: coordinator)
+        return try reader.perform {
+            try reader.fetch("Photo").map { photo in
+                let by = photo.object(forKey: "whoTook")?.id?.stringValue ?? "-"
+                return "\(photo.id!.stringValue!) \(photo.title?.stringValue ?? "-") \(photo.views.map(\.description) ?? "-") \(by)"
+            }
+        }
+    }
+
+    @Test func errorPolicyThrowsNamingTheObjectAndKeyAndWritesNothing() throws {
+        let (coordinator, directory, context, photo, _, result) = try race(.error)
+        _ = directory
+        let error = try #require(throws: StoreError.self) { try result.get() }
+        let id = context.perform { photo.objectID }
+        #expect(error.description == "the save conflicts with uniqueness constraints: \(id) has id = \"p1\", as the stored Photo row 1 does")
+        #expect(try stored(coordinator) == ["p1 first 10 ana"])
+        #expect(try coordinator.count("Photographer") == 1)
+        context.perform { #expect(context.hasChanges) }
+    }
+
+    @Test func objectTrumpWritesTheSavingContextsValuesOntoTheExistingRow() throws {
+        let (coordinator, directory, context, photo, firstID, result) = try race(.objectTrump)
+        _ = directory
+        try result.get()
+        context.perform { #expect(photo.objectID == firstID) }
+        #expect(try stored(coordinator) == ["p1 second - bo"])
+        #expect(try coordinator.count("Photo") == 1)
+    }
+
+    @Test func storeTrumpKeepsTheStoredValues() throws {
+        let (coordinator, directory, context, photo, firstID, result) = try race(.storeTrump)
+        _ = directory
+        try result.get()
+        context.perform {
+            #expect(photo.objectID == firstID)
+            #expect(photo.title == "first")
+        }
+        #expect(try stored(coordinator) == ["p1 first 10 ana"])
+        #expect(try coordinator.count("Photographer") == 2)
+    }
+
+    @Test func rollbackDropsTheConflictingObjectsChanges() throws {
+        let (coordinator, directory, context, photo, firstID, result) = try race(.rollback)
+        _ = directory
+        try result.get()
+        context.perform {
+            #expect(photo.objectID == firstID)
+            #expect(photo.views == 10)
+            #expect(photo.object(forKey: "whoTook")?.id == "ana")
+        }
+        #expect(try stored(coordinator) == ["p1 first 10 ana"])
+    }
+
+    @Test func duplicatesInsideOneSaveConflictToo() throws {
+        let (coordinator, directory) = try TestModel.store()
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator)
+        try context.perform {
+            let a = insertPhoto(context, id: "same", title: "a")
+            insertPhoto(context, id: "same", title: "b")
+            let error = #expect(throws: StoreError.self) { try context.save() }
+            #expect(error?.description.contains("as \(a.objectID), inserted in the same save does") == true)
+            context.mergePolicy = .objectTrump
+            try context.save()
+        }
+        #expect(try stored(coordinator) == ["same b 0 -"])
+    }
+
+    @Test func concurrentInsertsOfOneKeyLeaveOneRow() async throws {
+        let (coordinator, directory) = try TestModel.store()
+        _ = directory
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<6 {
+                group.addTask {
+                    let context = ObjectContext(coordinator: coordinator, name: "w\(worker)")
+                    try await context.perform { context in
+                        context.mergePolicy = .objectTrump
+                        for round in 0..<20 {
+                            let photographer = context.insert("Photographer")
+                            photographer.id = "shared"
+                            photographer.name = .string("w\(worker) r\(round)")
+                            try context.save()
+                            context.reset()
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try coordinator.count("Photographer") == 1)
+    }
+}
