@@ -40,6 +40,7 @@ let package = Package(
             dependencies: [
                 "IngestJSON",
                 "IngestStore",
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

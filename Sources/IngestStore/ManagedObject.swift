@@ -36,7 +36,8 @@ struct ToManyState {
 public final class ManagedObject {
     public internal(set) var objectID: ObjectID
     let info: EntityInfo
-    private weak var owner: ObjectContext?
+    /// Unowned, not weak: read on every access, and an object must not outlive its context.
+    private unowned let owner: ObjectContext
 
     /// Whether the row has not been loaded yet.
     public internal(set) var isFault: Bool
@@ -47,8 +48,8 @@ public final class ManagedObject {
     var pendingRow: RowData?
     /// The row as loaded, kept once the object changes, for rollback and merges.
     var committed: RowData?
-    var changedAttributes: Set<Int> = []
-    var changedToOne: Set<Int> = []
+    var changedAttributes = ChangeMask()
+    var changedToOne = ChangeMask()
     public internal(set) var isInserted = false
     public internal(set) var isDeleted = false
 
@@ -63,10 +64,7 @@ public final class ManagedObject {
     }
 
     /// The context this object lives in.
-    public var context: ObjectContext {
-        guard let owner else { preconditionFailure("\(objectID) outlived its context") }
-        return owner
-    }
+    public var context: ObjectContext { owner }
 
     public var entityName: String { info.name }
 
@@ -87,6 +85,11 @@ public final class ManagedObject {
             let index = attributeIndex(key)
             context.checkAccess()
             fireFault()
+            if isInserted {
+                // A new object's row is written whole: no need to track which keys changed.
+                values[index] = newValue
+                return
+            }
             guard values[index] != newValue else { return }
             noteChange()
             values[index] = newValue
@@ -105,7 +108,7 @@ public final class ManagedObject {
     }
 
     private func attributeIndex(_ key: String) -> Int {
-        guard let index = info.attributeIndex[key] else {
+        guard let index = info.attributePosition(key) else {
             preconditionFailure("entity \(info.name) has no attribute '\(key)'"
                 + (info.relationshipIndex[key] != nil ? " ('\(key)' is a relationship: use object(forKey:) or objects(forKey:))" : ""))
         }

@@ -110,6 +110,8 @@ extension ObjectContext {
 
     private func writeChanges(_ db: Database, policy: MergePolicy) throws -> SavePlan {
         var plan = SavePlan()
+        plan.mapping.reserveCapacity(insertedList.count)
+        plan.inserted.reserveCapacity(insertedList.count)
         var conflicts: [String] = []
         var seen: [UniqueKey: ManagedObject] = [:]
         var fresh: [ManagedObject] = []
@@ -151,8 +153,9 @@ extension ObjectContext {
         if !conflicts.isEmpty { throw StoreError.uniquenessConflict(conflicts) }
 
         // 2. Keys for the new rows.
-        for (entity, group) in Dictionary(grouping: fresh.filter(\.objectID.isTemporary), by: { $0.info.name }) {
-            let first = try coordinator.reserveKeys(group.count, for: entityInfo(entity), db)
+        for group in Dictionary(grouping: fresh.filter(\.objectID.isTemporary), by: { ObjectIdentifier($0.info) }).values {
+            let entity = group[0].info.name
+            let first = try coordinator.reserveKeys(group.count, for: group[0].info, db)
             for (offset, object) in group.enumerated() {
                 plan.mapping[object.objectID] = ObjectID(storeID: coordinator.storeID, entityName: entity,
                                                          key: .permanent(first + Int64(offset)))
@@ -173,12 +176,20 @@ extension ObjectContext {
         }
 
         // 3. Rows.
+        var insertStatements: [ObjectIdentifier: SQLiteStatement] = [:]
         for object in fresh {
-            let statement = try db.cachedStatement(sql: object.info.insertSQL).sqliteStatement
-            SQLiteValues.bind(key(object.objectID), to: statement, at: 1)
+            let statement: SQLiteStatement
+            if let cached = insertStatements[ObjectIdentifier(object.info)] {
+                statement = cached
+            } else {
+                statement = try db.cachedStatement(sql: object.info.insertSQL).sqliteStatement
+                insertStatements[ObjectIdentifier(object.info)] = statement
+            }
+            let id = plan.mapping[object.objectID] ?? object.objectID
+            SQLiteValues.bind(id.primaryKey, to: statement, at: 1)
             bindRow(object, statement, from: 2, key: key)
             try SQLiteValues.stepToEnd(statement, db)
-            plan.inserted.insert(plan.mapping[object.objectID] ?? object.objectID)
+            plan.inserted.insert(id)
         }
         for (object, policy) in plan.merged {
             let pk = key(object.objectID)!
@@ -283,27 +294,33 @@ extension ObjectContext {
     // MARK: - After the commit
 
     private func finishSave(_ plan: SavePlan) {
-        for (object, policy) in plan.merged {
-            let target = plan.mapping[object.objectID]!
-            registered[object.objectID] = nil
-            object.objectID = target
-            object.isInserted = false
-            if registered[target] == nil { registered[target] = object }
-            if policy != .objectTrump { object.turnIntoFault() }
-        }
-        for object in insertedList {
-            object.isInserted = false
-        }
-        rekey(plan.mapping)
+        let merged = Set(plan.merged.map { ObjectIdentifier($0.object) })
+        // One pass over the registry: new IDs, references to them, change tracking cleared.
+        var next: [ObjectID: ManagedObject] = [:]
+        next.reserveCapacity(registered.count)
+        let mapping = plan.mapping
+        let fixReferences = !mapping.isEmpty
         for object in registered.values {
-            object.changedAttributes = []
-            object.changedToOne = []
+            if let new = mapping[object.objectID] { object.objectID = new }
+            object.isInserted = false
+            if fixReferences && !object.info.relationships.isEmpty {
+                for index in object.toOne.indices {
+                    if let id = object.toOne[index], let new = mapping[id] { object.toOne[index] = new }
+                }
+            }
+            if !object.changedAttributes.isEmpty { object.changedAttributes = [] }
+            if !object.changedToOne.isEmpty { object.changedToOne = [] }
             object.committed = nil
             for index in object.toMany.indices { object.toMany[index] = ToManyState() }
+            // An object merged onto a row that this context already holds yields to it.
+            if merged.contains(ObjectIdentifier(object)), next[object.objectID] != nil { continue }
+            next[object.objectID] = object
         }
+        registered = next
+        for (object, policy) in plan.merged where policy != .objectTrump { object.turnIntoFault() }
         for id in plan.deleted { registered[id] = nil }
-        insertedList = []
-        updatedSet = []
+        insertedList.removeAll(keepingCapacity: true)
+        updatedSet.removeAll(keepingCapacity: true)
         deletedSet = [:]
         joinChanges = [:]
         stagedMetadata = [:]

@@ -51,6 +51,7 @@ public final class ObjectContext {
     var stagedMetadata: [String: String] = [:]
     var pendingDidChange = ObjectsDidChange()
     var mergeObserverToken: UUID?
+    private var lastEntity: EntityInfo?
 
     /// Makes a context. A `.main` context must be made on the main queue (the main actor).
     public init(_ kind: Kind = .privateQueue, coordinator: PersistentStoreCoordinator, name: String? = nil) {
@@ -146,7 +147,10 @@ public final class ObjectContext {
     // MARK: - Objects
 
     func entityInfo(_ name: String) -> EntityInfo {
+        // Workers insert one entity many times in a row: remember the last one.
+        if let last = lastEntity, last.name == name { return last }
         guard let info = coordinator.schema.entity(name) else { preconditionFailure("the model has no entity '\(name)'") }
+        lastEntity = info
         return info
     }
 
@@ -154,7 +158,7 @@ public final class ObjectContext {
     public func insert(_ entity: String) -> ManagedObject {
         checkAccess()
         let info = entityInfo(entity)
-        let id = ObjectID(storeID: coordinator.storeID, entityName: entity, key: .temporary(UUID()))
+        let id = ObjectID.temporary(storeID: coordinator.storeID, entityName: entity)
         let object = ManagedObject(id: id, info: info, context: self, fault: false)
         for (index, attribute) in info.attributes.enumerated() { object.values[index] = attribute.defaultValue }
         for index in info.relationships.indices where info.relationships[index].isToMany {
@@ -163,7 +167,7 @@ public final class ObjectContext {
         object.isInserted = true
         registered[id] = object
         insertedList.append(object)
-        pendingDidChange.inserted.insert(id)
+        if onObjectsDidChange != nil { pendingDidChange.inserted.insert(id) }
         return object
     }
 
@@ -202,18 +206,20 @@ public final class ObjectContext {
             registered[object.objectID] = nil
             object.isInserted = false
             object.isDeleted = true
-            pendingDidChange.inserted.remove(object.objectID)
+            if onObjectsDidChange != nil { pendingDidChange.inserted.remove(object.objectID) }
             return
         }
         object.isDeleted = true
         deletedSet[object.objectID] = object
         updatedSet.remove(object.objectID)
-        pendingDidChange.deleted.insert(object.objectID)
+        if onObjectsDidChange != nil { pendingDidChange.deleted.insert(object.objectID) }
     }
 
     func noteUpdated(_ object: ManagedObject) {
         guard !object.isInserted, !object.isDeleted else { return }
-        if updatedSet.insert(object.objectID).inserted { pendingDidChange.updated.insert(object.objectID) }
+        if updatedSet.insert(object.objectID).inserted, onObjectsDidChange != nil {
+            pendingDidChange.updated.insert(object.objectID)
+        }
     }
 
     // MARK: - State
@@ -239,11 +245,13 @@ public final class ObjectContext {
     }
 
     /// Drops every registered object and every unsaved change: memory returns.
+    /// (The tables keep their capacity, so a worker that resets after every save does
+    /// not grow them again each time.)
     public func reset() {
         checkAccess()
-        registered = [:]
-        insertedList = []
-        updatedSet = []
+        registered.removeAll(keepingCapacity: true)
+        insertedList.removeAll(keepingCapacity: true)
+        updatedSet.removeAll(keepingCapacity: true)
         deletedSet = [:]
         joinChanges = [:]
         stagedMetadata = [:]
@@ -309,8 +317,9 @@ public final class ObjectContext {
         checkAccess()
         let temporary = objects.filter { $0.objectID.isTemporary }
         var mapping: [ObjectID: ObjectID] = [:]
-        for (entity, group) in Dictionary(grouping: temporary, by: { $0.info.name }) {
-            let first = try coordinator.reserveKeys(group.count, for: entityInfo(entity))
+        for group in Dictionary(grouping: temporary, by: { ObjectIdentifier($0.info) }).values {
+            let entity = group[0].info.name
+            let first = try coordinator.reserveKeys(group.count, for: group[0].info)
             for (offset, object) in group.enumerated() {
                 mapping[object.objectID] = ObjectID(storeID: coordinator.storeID, entityName: entity,
                                                     key: .permanent(first + Int64(offset)))
@@ -325,6 +334,7 @@ public final class ObjectContext {
         var moved: [ManagedObject] = []
         for object in registered.values {
             if mapping[object.objectID] != nil { moved.append(object) }
+            guard !object.info.relationships.isEmpty else { continue }
             for index in object.toOne.indices {
                 if let id = object.toOne[index], let new = mapping[id] { object.toOne[index] = new }
             }

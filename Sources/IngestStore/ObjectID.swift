@@ -1,9 +1,10 @@
 import Foundation
+import Synchronization
 
 /// Names one object of one store, across contexts and queues: Sendable, Hashable, and
 /// Codable as a URI string, `ingest://<store-uuid>/<Entity>/<key>`. A new object's ID
-/// is temporary (key `t<uuid>`) until its first save; after it, permanent (key: the
-/// row's number).
+/// is temporary (key `t<n>`, unique in this process) until its first save; after it,
+/// permanent (key: the row's number).
 public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     public let storeID: UUID
     public let entityName: String
@@ -11,7 +12,24 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
 
     enum Key: Sendable, Hashable {
         case permanent(Int64)
-        case temporary(UUID)
+        case temporary(UInt64)
+    }
+
+    private static let temporaryCounter = Atomic<UInt64>(0)
+
+    /// A temporary ID no other object of this process has.
+    static func temporary(storeID: UUID, entityName: String) -> ObjectID {
+        let n = temporaryCounter.add(1, ordering: .relaxed).newValue
+        return ObjectID(storeID: storeID, entityName: entityName, key: .temporary(n))
+    }
+
+    /// Hashes the key alone: contexts keep thousands of IDs in dictionaries, and the
+    /// entity name and store ID rarely tell two IDs apart (equality still compares them).
+    public func hash(into hasher: inout Hasher) {
+        switch key {
+        case .permanent(let pk): hasher.combine(pk)
+        case .temporary(let n): hasher.combine(~n)
+        }
     }
 
     init(storeID: UUID, entityName: String, key: Key) {
@@ -29,7 +47,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         let entity = entityName.addingPercentEncoding(withAllowedCharacters: Self.segmentCharacters) ?? entityName
         switch key {
         case .permanent(let pk): return "ingest://\(storeID.uuidString)/\(entity)/\(pk)"
-        case .temporary(let id): return "ingest://\(storeID.uuidString)/\(entity)/t\(id.uuidString)"
+        case .temporary(let n): return "ingest://\(storeID.uuidString)/\(entity)/t\(n)"
         }
     }
 
@@ -40,8 +58,8 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         guard parts.count == 3, let store = UUID(uuidString: String(parts[0])),
               let entity = String(parts[1]).removingPercentEncoding, !entity.isEmpty else { return nil }
         let keyText = parts[2]
-        if keyText.hasPrefix("t"), let id = UUID(uuidString: String(keyText.dropFirst())) {
-            self.init(storeID: store, entityName: entity, key: .temporary(id))
+        if keyText.hasPrefix("t"), let n = UInt64(keyText.dropFirst()) {
+            self.init(storeID: store, entityName: entity, key: .temporary(n))
         } else if let pk = Int64(keyText), pk > 0 {
             self.init(storeID: store, entityName: entity, key: .permanent(pk))
         } else {

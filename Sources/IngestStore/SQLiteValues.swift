@@ -24,8 +24,7 @@ enum SQLiteValues {
         case .binary(let bytes):
             _ = bytes.withUnsafeBytes { sqlite3_bind_blob(statement, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), SQLITE_TRANSIENT) }
         case .uuid(let uuid):
-            var text = uuid.uuidString
-            _ = text.withUTF8 { sqlite3_bind_text(statement, index, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT) }
+            _ = withUUIDText(uuid) { sqlite3_bind_text(statement, index, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT) }
         }
     }
 
@@ -72,5 +71,28 @@ enum SQLiteValues {
                                 sql: sqlite3_sql(statement).map { String(cString: $0) })
         }
         sqlite3_reset(statement)
+    }
+}
+
+/// `uuid.uuidString`'s text (uppercase, hyphenated) written into a stack buffer:
+/// Foundation formats it with sprintf, which costs more than the insert it is for.
+public func withUUIDText<R>(_ uuid: UUID, _ body: (UnsafeBufferPointer<CChar>) -> R) -> R {
+    let digits: StaticString = "0123456789ABCDEF"
+    return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 36) { text in
+        withUnsafeBytes(of: uuid.uuid) { bytes in
+            digits.withUTF8Buffer { hex in
+                var position = 0
+                for (index, byte) in bytes.enumerated() {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        text[position] = 0x2D
+                        position += 1
+                    }
+                    text[position] = CChar(bitPattern: hex[Int(byte >> 4)])
+                    text[position + 1] = CChar(bitPattern: hex[Int(byte & 0x0F)])
+                    position += 2
+                }
+            }
+        }
+        return body(UnsafeBufferPointer(text))
     }
 }

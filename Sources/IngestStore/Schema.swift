@@ -42,6 +42,17 @@ final class EntityInfo: Sendable {
 
     var name: String { entity.name }
 
+    /// The attribute's position. Short names of a small entity compare faster one by
+    /// one than they hash, and this runs for every value set.
+    @inline(__always)
+    func attributePosition(_ name: String) -> Int? {
+        if attributes.count <= 16 {
+            for (index, attribute) in attributes.enumerated() where attribute.name == name { return index }
+            return nil
+        }
+        return attributeIndex[name]
+    }
+
     init(_ entity: Entity, model: Model) {
         self.entity = entity
         table = quoted(entity.name)
