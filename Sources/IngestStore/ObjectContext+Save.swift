@@ -27,7 +27,14 @@ extension ObjectContext {
         try validate()
         let policy = mergePolicy
         nonisolated(unsafe) let context = self
-        let plan = try coordinator.write { db in try context.writeChanges(db, policy: policy) }
+        let plan: SavePlan
+        do {
+            plan = try coordinator.write { db in try context.writeChanges(db, policy: policy) }
+        } catch {
+            // The transaction rolled back: the keys it handed out were never used.
+            for object in insertedList { object.savedID = nil }
+            throw error
+        }
         finishSave(plan)
     }
 
@@ -82,13 +89,16 @@ extension ObjectContext {
         var problems: [String] = []
         let candidates = insertedList + updatedSet.compactMap { registered[$0] }.filter { !$0.isFault && !$0.isDeleted }
         for object in candidates {
-            for (index, attribute) in object.info.attributes.enumerated() {
-                if let value = object.values[index] {
-                    if !attribute.type.accepts(value) {
-                        problems.append("\(object.info.name).\(attribute.name) of \(object.objectID): \(value) is not a valid \(attribute.type.rawValue)")
+            let info = object.info
+            object.values.withUnsafeBufferPointer { values in
+                for index in values.indices {
+                    if let value = values[index] {
+                        if !info.attributeTypes[index].accepts(value) {
+                            problems.append("\(info.name).\(info.attributeNames[index]) of \(object.objectID): \(value) is not a valid \(info.attributeTypes[index].rawValue)")
+                        }
+                    } else if info.attributeRequired[index] {
+                        problems.append("\(info.name).\(info.attributeNames[index]) of \(object.objectID) is required")
                     }
-                } else if !attribute.isOptional {
-                    problems.append("\(object.info.name).\(attribute.name) of \(object.objectID) is required")
                 }
             }
         }
@@ -110,8 +120,9 @@ extension ObjectContext {
 
     private func writeChanges(_ db: Database, policy: MergePolicy) throws -> SavePlan {
         var plan = SavePlan()
-        plan.mapping.reserveCapacity(insertedList.count)
-        plan.inserted.reserveCapacity(insertedList.count)
+        // The temporary → permanent table is needed only where IDs are referred to:
+        // relationships, or objects merged onto rows by the merge policy.
+        let needsMapping = coordinator.schema.hasRelationships
         var conflicts: [String] = []
         var seen: [UniqueKey: ManagedObject] = [:]
         var fresh: [ManagedObject] = []
@@ -121,7 +132,7 @@ extension ObjectContext {
         for object in insertedList {
             var target: Target?
             var description = ""
-            for (constraintIndex, constraint) in object.info.entity.uniquenessConstraints.enumerated() {
+            for (constraintIndex, constraint) in object.info.uniquenessConstraints.enumerated() {
                 let values = constraint.compactMap { object.values[object.info.attributeIndex[$0]!] }
                 guard values.count == constraint.count else { continue }
                 let key = UniqueKey(entity: object.info.name, constraint: constraintIndex, values: values)
@@ -157,22 +168,27 @@ extension ObjectContext {
             let entity = group[0].info.name
             let first = try coordinator.reserveKeys(group.count, for: group[0].info, db)
             for (offset, object) in group.enumerated() {
-                plan.mapping[object.objectID] = ObjectID(storeID: coordinator.storeID, entityName: entity,
-                                                         key: .permanent(first + Int64(offset)))
+                let id = ObjectID(storeID: coordinator.storeID, entityName: entity, key: .permanent(first + Int64(offset)))
+                object.savedID = id
+                if needsMapping { plan.mapping[object.objectID] = id }
             }
         }
         for (object, target) in mergedTargets {
             switch target {
             case .row(let pk):
-                plan.mapping[object.objectID] = ObjectID(storeID: coordinator.storeID, entityName: object.info.name, key: .permanent(pk))
+                object.savedID = ObjectID(storeID: coordinator.storeID, entityName: object.info.name, key: .permanent(pk))
             case .object(let earlier):
-                plan.mapping[object.objectID] = plan.mapping[earlier.objectID]
+                object.savedID = earlier.savedID ?? earlier.objectID
             }
+            plan.mapping[object.objectID] = object.savedID
             plan.merged.append((object, policy))
         }
+        // A constant copy: a nested function capturing `plan` itself would box it, and
+        // every access after that would go through the box.
+        let mapping = plan.mapping
         func key(_ id: ObjectID?) -> Int64? {
             guard let id else { return nil }
-            return id.primaryKey ?? plan.mapping[id]?.primaryKey
+            return id.primaryKey ?? mapping[id]?.primaryKey
         }
 
         // 3. Rows.
@@ -185,14 +201,14 @@ extension ObjectContext {
                 statement = try db.cachedStatement(sql: object.info.insertSQL).sqliteStatement
                 insertStatements[ObjectIdentifier(object.info)] = statement
             }
-            let id = plan.mapping[object.objectID] ?? object.objectID
+            let id = object.savedID ?? object.objectID
             SQLiteValues.bind(id.primaryKey, to: statement, at: 1)
             bindRow(object, statement, from: 2, key: key)
             try SQLiteValues.stepToEnd(statement, db)
-            plan.inserted.insert(id)
         }
         for (object, policy) in plan.merged {
-            let pk = key(object.objectID)!
+            let finalID = object.savedID!
+            let pk = finalID.primaryKey!
             switch policy {
             case .objectTrump:
                 try update(object, pk: pk, db, key: key)
@@ -205,7 +221,7 @@ extension ObjectContext {
             case .rollback, .error:
                 break
             }
-            plan.updated.insert(plan.mapping[object.objectID]!)
+            plan.updated.insert(finalID)
         }
         for id in updatedSet {
             guard let object = registered[id], !object.isDeleted else { continue }
@@ -252,9 +268,11 @@ extension ObjectContext {
 
     private func bindRow(_ object: ManagedObject, _ statement: SQLiteStatement, from first: Int32, key: (ObjectID?) -> Int64?) {
         var index = first
-        for value in object.values {
-            SQLiteValues.bind(value, to: statement, at: index)
-            index += 1
+        object.values.withUnsafeBufferPointer { values in
+            for value in values {
+                SQLiteValues.bind(value, to: statement, at: index)
+                index += 1
+            }
         }
         for (relationship, _) in object.info.toOneColumns {
             SQLiteValues.bind(key(object.toOne[relationship]), to: statement, at: index)
@@ -294,14 +312,23 @@ extension ObjectContext {
     // MARK: - After the commit
 
     private func finishSave(_ plan: SavePlan) {
+        var plan = plan
         let merged = Set(plan.merged.map { ObjectIdentifier($0.object) })
         // One pass over the registry: new IDs, references to them, change tracking cleared.
         var next: [ObjectID: ManagedObject] = [:]
         next.reserveCapacity(registered.count)
         let mapping = plan.mapping
         let fixReferences = !mapping.isEmpty
+        let observed = coordinator.hasSaveObservers
+        if observed { plan.inserted.reserveCapacity(insertedList.count) }
+        for object in insertedList where observed && !merged.contains(ObjectIdentifier(object)) {
+            plan.inserted.insert(object.savedID ?? object.objectID)
+        }
         for object in registered.values {
-            if let new = mapping[object.objectID] { object.objectID = new }
+            if let saved = object.savedID {
+                object.objectID = saved
+                object.savedID = nil
+            }
             object.isInserted = false
             if fixReferences && !object.info.relationships.isEmpty {
                 for index in object.toOne.indices {
@@ -325,6 +352,7 @@ extension ObjectContext {
         joinChanges = [:]
         stagedMetadata = [:]
         processPendingChanges()
+        guard observed else { return }
         coordinator.post(SaveNotice(inserted: plan.inserted, updated: plan.updated, deleted: plan.deleted,
                                     sequence: plan.sequence, contextName: name, contextIdentity: ObjectIdentifier(self)))
     }

@@ -43,15 +43,16 @@ public final class ObjectContext {
     /// The thread running one of this context's `perform` blocks, or 0.
     private let activeThread = Atomic<UInt>(0)
 
-    var registered: [ObjectID: ManagedObject] = [:]
-    var insertedList: [ManagedObject] = []
-    var updatedSet: Set<ObjectID> = []
-    var deletedSet: [ObjectID: ManagedObject] = [:]
-    var joinChanges: [JoinChange: Bool] = [:]
-    var stagedMetadata: [String: String] = [:]
-    var pendingDidChange = ObjectsDidChange()
+    // Confined to the queue like the objects (see ManagedObject): no runtime exclusivity checks.
+    @exclusivity(unchecked) var registered: [ObjectID: ManagedObject] = [:]
+    @exclusivity(unchecked) var insertedList: [ManagedObject] = []
+    @exclusivity(unchecked) var updatedSet: Set<ObjectID> = []
+    @exclusivity(unchecked) var deletedSet: [ObjectID: ManagedObject] = [:]
+    @exclusivity(unchecked) var joinChanges: [JoinChange: Bool] = [:]
+    @exclusivity(unchecked) var stagedMetadata: [String: String] = [:]
+    @exclusivity(unchecked) var pendingDidChange = ObjectsDidChange()
     var mergeObserverToken: UUID?
-    private var lastEntity: EntityInfo?
+    @exclusivity(unchecked) private var lastEntity: EntityInfo?
 
     /// Makes a context. A `.main` context must be made on the main queue (the main actor).
     public init(_ kind: Kind = .privateQueue, coordinator: PersistentStoreCoordinator, name: String? = nil) {
@@ -160,9 +161,10 @@ public final class ObjectContext {
         let info = entityInfo(entity)
         let id = ObjectID.temporary(storeID: coordinator.storeID, entityName: entity)
         let object = ManagedObject(id: id, info: info, context: self, fault: false)
-        for (index, attribute) in info.attributes.enumerated() { object.values[index] = attribute.defaultValue }
-        for index in info.relationships.indices where info.relationships[index].isToMany {
-            object.toMany[index].committed = []
+        if !info.relationships.isEmpty {
+            for index in info.relationships.indices where info.relationships[index].isToMany {
+                object.toMany[index].committed = []
+            }
         }
         object.isInserted = true
         registered[id] = object

@@ -114,6 +114,8 @@ public final class PersistentStoreCoordinator: Sendable {
         return stream
     }
 
+    var hasSaveObservers: Bool { observers.withLock { !$0.isEmpty } }
+
     func nextSaveSequence() -> Int { saveSequence.withLock { $0 += 1; return $0 } }
 
     func post(_ notice: SaveNotice) {

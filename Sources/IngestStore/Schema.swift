@@ -28,6 +28,16 @@ final class EntityInfo: Sendable {
     let table: String
     let attributes: [Attribute]
     let attributeIndex: [String: Int]
+    /// The attributes' names, types, whether required, and defaults, as flat arrays:
+    /// the per-object paths read these without copying whole `Attribute`s.
+    let attributeNames: [String]
+    let attributeTypes: [AttributeType]
+    let attributeRequired: [Bool]
+    let attributeDefaults: [Value?]
+    let hasDefaults: Bool
+    /// Each name's UTF-8 length and first byte, to rule most names out at a glance.
+    let attributeNameKeys: [(count: Int, first: UInt8?)]
+    let uniquenessConstraints: [[String]]
     let relationships: [RelationshipInfo]
     let relationshipIndex: [String: Int]
     /// To-one relationships with a column, in column order after the attributes.
@@ -46,9 +56,20 @@ final class EntityInfo: Sendable {
     /// one than they hash, and this runs for every value set.
     @inline(__always)
     func attributePosition(_ name: String) -> Int? {
-        if attributes.count <= 16 {
-            for (index, attribute) in attributes.enumerated() where attribute.name == name { return index }
-            return nil
+        if attributeNames.count <= 16 {
+            // Most names differ in length or first byte, which are cheap to read; the full
+            // comparison runs for the rest only.
+            let count = name.utf8.count
+            let first = name.utf8.first
+            return attributeNames.withUnsafeBufferPointer { names in
+                attributeNameKeys.withUnsafeBufferPointer { keys in
+                    for index in names.indices where keys[index].count == count && keys[index].first == first
+                        && names[index] == name {
+                        return index
+                    }
+                    return nil
+                }
+            }
         }
         return attributeIndex[name]
     }
@@ -58,6 +79,13 @@ final class EntityInfo: Sendable {
         table = quoted(entity.name)
         attributes = entity.attributes
         attributeIndex = Dictionary(uniqueKeysWithValues: entity.attributes.enumerated().map { ($1.name, $0) })
+        attributeNames = entity.attributes.map(\.name)
+        attributeTypes = entity.attributes.map(\.type)
+        attributeRequired = entity.attributes.map { !$0.isOptional }
+        attributeDefaults = entity.attributes.map(\.defaultValue)
+        hasDefaults = entity.attributes.contains { $0.defaultValue != nil }
+        attributeNameKeys = entity.attributes.map { ($0.name.utf8.count, $0.name.utf8.first) }
+        uniquenessConstraints = entity.uniquenessConstraints
         var relationships: [RelationshipInfo] = []
         var toOne: [(Int, String)] = []
         for (index, relationship) in entity.relationships.enumerated() {
@@ -128,10 +156,12 @@ final class EntityInfo: Sendable {
 struct Schema: Sendable {
     let model: Model
     let entities: [String: EntityInfo]
+    let hasRelationships: Bool
 
     init(_ model: Model) {
         self.model = model
         entities = Dictionary(uniqueKeysWithValues: model.entities.map { ($0.name, EntityInfo($0, model: model)) })
+        hasRelationships = model.entities.contains { !$0.relationships.isEmpty }
     }
 
     func entity(_ name: String) -> EntityInfo? { entities[name] }
