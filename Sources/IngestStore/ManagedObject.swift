@@ -46,7 +46,7 @@ public final class ManagedObject {
     @exclusivity(unchecked) public internal(set) var isFault: Bool
     /// The permanent ID a save in progress gives this object, until the save commits.
     @exclusivity(unchecked) var savedID: ObjectID?
-    @exclusivity(unchecked) var values: [Value?]
+    let values: ValueSlots
     @exclusivity(unchecked) var toOne: [ObjectID?]
     @exclusivity(unchecked) var toMany: [ToManyState]
     /// A row a fetch already read, used when the fault fires instead of reading again.
@@ -63,11 +63,17 @@ public final class ManagedObject {
         self.info = info
         owner = context
         isFault = fault
-        // A new array of nils costs less than copying the shared defaults on first write.
-        values = info.hasDefaults ? info.attributeDefaults : Array(repeating: nil, count: info.attributes.count)
-        toOne = Array(repeating: nil, count: info.relationships.count)
-        toMany = Array(repeating: ToManyState(), count: info.relationships.count)
+        values = ValueSlots(count: info.attributes.count, defaults: info.hasDefaults ? info.attributeDefaults : nil)
+        if info.relationships.isEmpty {
+            toOne = []
+            toMany = []
+        } else {
+            toOne = Array(repeating: nil, count: info.relationships.count)
+            toMany = Array(repeating: ToManyState(), count: info.relationships.count)
+        }
     }
+
+    deinit { values.free() }
 
     /// The context this object lives in.
     public var context: ObjectContext { owner }
@@ -149,7 +155,7 @@ public final class ManagedObject {
 
     /// Takes a row's values, keeping local changes to the keys changed in this context.
     func apply(_ row: RowData) {
-        for index in values.indices where !changedAttributes.contains(index) { values[index] = row.values[index] }
+        for index in 0..<values.count where !changedAttributes.contains(index) { values[index] = row.values[index] }
         for index in toOne.indices where !changedToOne.contains(index) { toOne[index] = row.toOne[index] }
         if hasChanges { committed = row }
         isFault = false
@@ -162,7 +168,7 @@ public final class ManagedObject {
         committed = nil
         changedAttributes = []
         changedToOne = []
-        values = Array(repeating: nil, count: info.attributes.count)
+        values.clear()
         for index in toOne.indices { toOne[index] = nil }
         for index in toMany.indices { toMany[index] = ToManyState() }
     }
@@ -170,7 +176,7 @@ public final class ManagedObject {
     /// Records the object as changed, keeping its loaded state for rollback.
     func noteChange() {
         guard !isInserted else { return }
-        if committed == nil { committed = RowData(values: values, toOne: toOne) }
+        if committed == nil { committed = RowData(values: values.array, toOne: toOne) }
         context.noteUpdated(self)
     }
 }

@@ -269,8 +269,8 @@ extension ObjectContext {
     private func bindRow(_ object: ManagedObject, _ statement: SQLiteStatement, from first: Int32, key: (ObjectID?) -> Int64?) {
         var index = first
         object.values.withUnsafeBufferPointer { values in
-            for value in values {
-                SQLiteValues.bind(value, to: statement, at: index)
+            for position in values.indices {
+                SQLiteValues.bind(values[position], to: statement, at: index)
                 index += 1
             }
         }

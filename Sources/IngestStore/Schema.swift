@@ -35,8 +35,8 @@ final class EntityInfo: Sendable {
     let attributeRequired: [Bool]
     let attributeDefaults: [Value?]
     let hasDefaults: Bool
-    /// Each name's UTF-8 length and first byte, to rule most names out at a glance.
-    let attributeNameKeys: [(count: Int, first: UInt8?)]
+    /// Each name's two machine words (see `attributePosition`).
+    let attributeNameBits: [(UInt64, UInt64)]
     let uniquenessConstraints: [[String]]
     let relationships: [RelationshipInfo]
     let relationshipIndex: [String: Int]
@@ -52,26 +52,20 @@ final class EntityInfo: Sendable {
 
     var name: String { entity.name }
 
-    /// The attribute's position. Short names of a small entity compare faster one by
-    /// one than they hash, and this runs for every value set.
+    /// The attribute's position; runs for every value set, so it avoids hashing.
+    ///
+    /// Two strings with the same two machine words are the same string, and a short
+    /// ASCII name (up to 15 bytes) is always stored inline, so for the names people
+    /// use a comparison of two words finds the attribute. Anything else (a long name,
+    /// a name built at run time) falls back to the dictionary.
     @inline(__always)
     func attributePosition(_ name: String) -> Int? {
-        if attributeNames.count <= 16 {
-            // Most names differ in length or first byte, which are cheap to read; the full
-            // comparison runs for the rest only.
-            let count = name.utf8.count
-            let first = name.utf8.first
-            return attributeNames.withUnsafeBufferPointer { names in
-                attributeNameKeys.withUnsafeBufferPointer { keys in
-                    for index in names.indices where keys[index].count == count && keys[index].first == first
-                        && names[index] == name {
-                        return index
-                    }
-                    return nil
-                }
-            }
+        let bits = unsafeBitCast(name, to: (UInt64, UInt64).self)
+        let found: Int? = attributeNameBits.withUnsafeBufferPointer { table in
+            for index in table.indices where table[index].0 == bits.0 && table[index].1 == bits.1 { return index }
+            return nil
         }
-        return attributeIndex[name]
+        return found ?? attributeIndex[name]
     }
 
     init(_ entity: Entity, model: Model) {
@@ -84,7 +78,7 @@ final class EntityInfo: Sendable {
         attributeRequired = entity.attributes.map { !$0.isOptional }
         attributeDefaults = entity.attributes.map(\.defaultValue)
         hasDefaults = entity.attributes.contains { $0.defaultValue != nil }
-        attributeNameKeys = entity.attributes.map { ($0.name.utf8.count, $0.name.utf8.first) }
+        attributeNameBits = entity.attributes.map { unsafeBitCast($0.name, to: (UInt64, UInt64).self) }
         uniquenessConstraints = entity.uniquenessConstraints
         var relationships: [RelationshipInfo] = []
         var toOne: [(Int, String)] = []
