@@ -14,7 +14,7 @@ import Testing
     @Test func eightWorkersAndAnAutoMergingMainContext() async throws {
         let (coordinator, directory) = try TestModel.store()
         _ = directory
-        let log = await MergeLog()
+        let log = await MainActor.run { MergeLog() }
         let main = await MainActor.run {
             let main = ObjectContext(.main, coordinator: coordinator, name: "main")
             main.automaticallyMergesChangesFromCoordinator = true
@@ -31,14 +31,8 @@ import Testing
             for worker in 0..<8 {
                 group.addTask {
                     let context = ObjectContext(coordinator: coordinator, name: "worker-\(worker)")
-                    let token = UUID()
-                    _ = token
                     return try await context.perform { context in
                         var sequences: [Int] = []
-                        let observer = coordinator.addSaveObserver { notice in
-                            if notice.contextName == "worker-\(worker)" { _ = notice.sequence }
-                        }
-                        defer { coordinator.removeSaveObserver(observer) }
                         for batch in 0..<20 {
                             for i in 0..<500 {
                                 let photo = context.insert("Photo")
@@ -165,4 +159,41 @@ final class Mutex2<T>: @unchecked Sendable {
     init(_ value: T) { self.value = value }
     func set(_ new: T) { lock.lock(); value = new; lock.unlock() }
     func get() -> T { lock.lock(); defer { lock.unlock() }; return value }
+}
+
+@Suite struct ReaderTests {
+    /// WAL: a reader gets the last committed state at once while a save is mid-transaction.
+    @Test func readersDoNotWaitForAWriteInProgress() throws {
+        let (coordinator, directory) = try TestModel.store()
+        _ = directory
+        let writer = ObjectContext(coordinator: coordinator, name: "writer")
+        try writer.perform {
+            insertPhoto(writer, id: "committed")
+            try writer.save()
+        }
+        let inTransaction = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        coordinator.beforeCommit.withLock { $0 = { inTransaction.signal(); release.wait() } }
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex2<Result<Void, any Error>?>(nil)
+        DispatchQueue.global().async {
+            // A context is not Sendable (the compiler refuses to send `writer` here):
+            // the background writer makes its own.
+            let background = ObjectContext(coordinator: coordinator, name: "background")
+            result.set(Result { try background.perform { insertPhoto(background, id: "pending"); try background.save() } })
+            done.signal()
+        }
+        inTransaction.wait()
+        let reader = ObjectContext(coordinator: coordinator, name: "reader")
+        let clock = ContinuousClock()
+        let start = clock.now
+        let seen = try reader.perform { try reader.fetch("Photo").compactMap { $0.id?.stringValue } }
+        #expect(seen == ["committed"])
+        #expect(clock.now - start < .seconds(5), "the read waited for the writer")
+        coordinator.beforeCommit.withLock { $0 = nil }
+        release.signal()
+        done.wait()
+        try result.get()?.get()
+        #expect(try coordinator.count("Photo") == 2)
+    }
 }
