@@ -16,22 +16,30 @@ final class FeedParser {
 
     private var handle: yajl_handle!
     private let callbacks: UnsafeMutablePointer<yajl_callbacks>
+    /// Shared with the C callbacks, which keep `depth` while inside a record.
+    private let state: UnsafeMutablePointer<cyajl_feed_state>
     private var buffer = UnsafeRawBufferPointer(start: nil, count: 0)
     private var bufferBase = 0
     private var tracker = PositionTracker()
 
     /// Open arrays and objects above the current token.
-    private var depth = 0
+    private var depth: Int {
+        get { Int(state.pointee.depth) }
+        set { state.pointee.depth = Int32(newValue) }
+    }
     /// The depth at which records are values: inside the records array, or 0 for NDJSON.
     private let recordsDepth: Int
-    private var inRecords: Bool
+    /// Outside the records array the C callbacks forward every event here.
+    private var inRecords: Bool {
+        didSet { state.pointee.watch = inRecords ? 0 : 1 }
+    }
     private let keyPath: [String]?
     /// The current key of every open object (nil for arrays) while outside the records.
     private var keyStack: [String?] = []
     private var expectingRecords = false
     private var recordsFound = false
     private var topLevelKeys: [String] = []
-    private var sawValue = false
+    private var sawValue: Bool { state.pointee.saw_value != 0 }
 
     /// Where the bytes after the previous record begin.
     private var gapStart = 0
@@ -56,12 +64,18 @@ final class FeedParser {
             inRecords = true
             keyPath = nil
         }
-        callbacks = .allocate(capacity: 1)
-        callbacks.initialize(to: Self.callbackTable)
         // Keys matter only on the way to a key path; without the callback yajl skips
         // decoding them, and a records array of objects has many.
-        if keyPath == nil { callbacks.pointee.yajl_map_key = nil }
-        handle = yajl_alloc(callbacks, nil, Unmanaged.passUnretained(self).toOpaque())
+        callbacks = .allocate(capacity: 1)
+        callbacks.initialize(to: cyajl_feed_callbacks(keyPath == nil ? 0 : 1))
+        state = .allocate(capacity: 1)
+        state.initialize(to: cyajl_feed_state(
+            depth: 0, records_depth: Int32(recordsDepth), max_depth: Int32(options.maxDepth),
+            watch: inRecords ? 0 : 1, saw_value: 0, swift: nil, on_event: nil, on_key: nil))
+        state.pointee.swift = Unmanaged.passUnretained(self).toOpaque()
+        state.pointee.on_event = { swift, event in FeedParser.with(swift) { $0.event(event) } }
+        state.pointee.on_key = { swift, key, length in FeedParser.with(swift) { $0.mapKey(key, length) } }
+        handle = yajl_alloc(callbacks, nil, state)
         if options.shape == .ndjson {
             _ = cyajl_config(handle, yajl_allow_multiple_values, 1)
         }
@@ -71,6 +85,8 @@ final class FeedParser {
         yajl_free(handle)
         callbacks.deinitialize(count: 1)
         callbacks.deallocate()
+        state.deinitialize(count: 1)
+        state.deallocate()
     }
 
     // MARK: - Driving the parse
@@ -237,8 +253,21 @@ final class FeedParser {
 
     // MARK: - Events
 
+    /// An event the C callbacks passed on (see shim.h for which).
+    private func event(_ code: Int32) -> Bool {
+        switch Int(code) {
+        case Int(CYAJL_NULL): return scalar("null")
+        case Int(CYAJL_BOOLEAN): return scalar("a boolean")
+        case Int(CYAJL_NUMBER): return scalar("a number")
+        case Int(CYAJL_STRING): return scalar("a string")
+        case Int(CYAJL_START_MAP): return startContainer(isObject: true)
+        case Int(CYAJL_END_MAP): return endContainer(isObject: true)
+        case Int(CYAJL_START_ARRAY): return startContainer(isObject: false)
+        default: return endContainer(isObject: false)
+        }
+    }
+
     private func scalar(_ kind: String) -> Bool {
-        sawValue = true
         if expectingRecords {
             return fail(.keyPathNotAnArray, "the value at key path '\(keyPathText)' is \(kind), not an array of records")
         }
@@ -256,7 +285,6 @@ final class FeedParser {
     }
 
     private func startContainer(isObject: Bool) -> Bool {
-        sawValue = true
         let bracket = max(currentIndex - 1, 0)
         let kind = isObject ? "an object" : "an array"
         if expectingRecords {
@@ -340,26 +368,12 @@ final class FeedParser {
         return FeedError(kind, message, at: position, excerpt: excerpt.text, caret: excerpt.caret, source: name)
     }
 
-    // MARK: - The C callback table
+    // MARK: - Calls from C
 
     /// Calls into the parser without retaining it: the parser owns the yajl handle, so
-    /// it outlives every callback, and this runs for every token of the feed.
+    /// it outlives every callback.
     @inline(__always)
     private static func with(_ context: UnsafeMutableRawPointer?, _ body: (FeedParser) -> Bool) -> Int32 {
         Unmanaged<FeedParser>.fromOpaque(context!)._withUnsafeGuaranteedRef(body) ? 1 : 0
     }
-
-    private static let callbackTable = yajl_callbacks(
-        yajl_null: { with($0) { $0.scalar("null") } },
-        yajl_boolean: { context, _ in with(context) { $0.scalar("a boolean") } },
-        yajl_integer: nil,
-        yajl_double: nil,
-        yajl_number: { context, _, _ in with(context) { $0.scalar("a number") } },
-        yajl_string: { context, _, _ in with(context) { $0.scalar("a string") } },
-        yajl_start_map: { with($0) { $0.startContainer(isObject: true) } },
-        yajl_map_key: { context, key, length in with(context) { $0.mapKey(key, length) } },
-        yajl_end_map: { with($0) { $0.endContainer(isObject: true) } },
-        yajl_start_array: { with($0) { $0.startContainer(isObject: false) } },
-        yajl_end_array: { with($0) { $0.endContainer(isObject: false) } }
-    )
 }
