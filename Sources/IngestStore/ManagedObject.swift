@@ -41,6 +41,7 @@ public final class ManagedObject {
     let info: EntityInfo
     /// Unowned, not weak: read on every access, and an object must not outlive its context.
     private unowned let owner: ObjectContext
+    private let confinement: QueueConfinement
 
     /// Whether the row has not been loaded yet.
     @exclusivity(unchecked) public internal(set) var isFault: Bool
@@ -62,6 +63,7 @@ public final class ManagedObject {
         objectID = id
         self.info = info
         owner = context
+        confinement = context.confinement
         isFault = fault
         values = ValueSlots(count: info.attributes.count, defaults: info.hasDefaults ? info.attributeDefaults : nil)
         if info.relationships.isEmpty {
@@ -89,13 +91,13 @@ public final class ManagedObject {
     public subscript(key: String) -> Value? {
         get {
             let index = attributeIndex(key)
-            context.checkAccess()
+            confinement.check()
             fireFault()
             return values[index]
         }
         set {
             let index = attributeIndex(key)
-            context.checkAccess()
+            confinement.check()
             fireFault()
             if isInserted {
                 // A new object's row is written whole: no need to track which keys changed.

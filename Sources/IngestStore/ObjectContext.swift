@@ -40,8 +40,7 @@ public final class ObjectContext {
     public var onObjectsDidChange: ((ObjectsDidChange) -> Void)?
 
     let queue: DispatchQueue
-    /// The thread running one of this context's `perform` blocks, or 0.
-    private let activeThread = Atomic<UInt>(0)
+    let confinement: QueueConfinement
 
     // Confined to the queue like the objects (see ManagedObject): no runtime exclusivity checks.
     @exclusivity(unchecked) var registered: [ObjectID: ManagedObject] = [:]
@@ -63,11 +62,12 @@ public final class ObjectContext {
             self.name = name ?? "private"
             queue = DispatchQueue(label: "ingest.context.\(self.name)")
         case .main:
-            Self.markMainQueue()
-            precondition(Self.isOnMainQueue, "a main context must be made on the main queue (the main actor)")
+            QueueConfinement.markMainQueue()
+            precondition(QueueConfinement.isOnMainQueue, "a main context must be made on the main queue (the main actor)")
             self.name = name ?? "main"
             queue = .main
         }
+        confinement = QueueConfinement(name: self.name, isMain: kind == .main)
     }
 
     deinit {
@@ -107,42 +107,19 @@ public final class ObjectContext {
         body()
     }
 
-    private func enter() {
-        if kind == .privateQueue { activeThread.store(UInt(pthread_self()), ordering: .relaxed) }
-    }
+    private func enter() { confinement.enter() }
 
     private func leave() {
         processPendingChanges()
-        if kind == .privateQueue { activeThread.store(0, ordering: .relaxed) }
+        confinement.leave()
     }
 
-    private var isOnQueue: Bool {
-        switch kind {
-        case .main: Self.isOnMainQueue
-        case .privateQueue: activeThread.load(ordering: .relaxed) == UInt(pthread_self())
-        }
-    }
-
-    /// On Linux, once the main queue runs under dispatch_main(), its blocks run on
-    /// worker threads: "on the main queue" is a queue-specific value, not a thread.
-    private static let mainQueueKey = DispatchSpecificKey<Bool>()
-    private static let mainQueueMarked = Mutex(false)
-
-    private static func markMainQueue() {
-        mainQueueMarked.withLock { marked in
-            guard !marked else { return }
-            DispatchQueue.main.setSpecific(key: mainQueueKey, value: true)
-            marked = true
-        }
-    }
-
-    static var isOnMainQueue: Bool { DispatchQueue.getSpecific(key: mainQueueKey) == true }
+    private var isOnQueue: Bool { confinement.isCurrent }
 
     /// Traps unless called from inside one of this context's `perform` blocks.
+    @inline(__always)
     func checkAccess(_ function: StaticString = #function) {
-        guard isOnQueue else {
-            preconditionFailure("ObjectContext '\(name)' used off its queue (\(function)): wrap the call in \(name).perform { }")
-        }
+        confinement.check(function)
     }
 
     // MARK: - Objects

@@ -1,0 +1,61 @@
+import Dispatch
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Which thread may use a context and its objects right now, and the trap for any other.
+///
+/// Shared by a context and each of its objects, so an object checks its confinement
+/// without going through its (unowned) context on every property access.
+final class QueueConfinement: Sendable {
+    let name: String
+    let isMain: Bool
+    /// The thread running one of the context's `perform` blocks, or 0.
+    private let activeThread = Atomic<UInt>(0)
+
+    init(name: String, isMain: Bool) {
+        self.name = name
+        self.isMain = isMain
+    }
+
+    func enter() {
+        if !isMain { activeThread.store(UInt(pthread_self()), ordering: .relaxed) }
+    }
+
+    func leave() {
+        if !isMain { activeThread.store(0, ordering: .relaxed) }
+    }
+
+    var isCurrent: Bool {
+        isMain ? Self.isOnMainQueue : activeThread.load(ordering: .relaxed) == UInt(pthread_self())
+    }
+
+    /// Traps unless called from inside one of the context's `perform` blocks.
+    @inline(__always)
+    func check(_ function: StaticString = #function) {
+        guard isCurrent else { offQueue(function) }
+    }
+
+    private func offQueue(_ function: StaticString) -> Never {
+        preconditionFailure("ObjectContext '\(name)' used off its queue (\(function)): wrap the call in \(name).perform { }")
+    }
+
+    // MARK: - The main queue
+
+    /// On Linux, once the main queue runs under dispatch_main(), its blocks run on
+    /// worker threads: "on the main queue" is a queue-specific value, not a thread.
+    private static let mainQueueKey = DispatchSpecificKey<Bool>()
+    private static let mainQueueMarked = Mutex(false)
+
+    static func markMainQueue() {
+        mainQueueMarked.withLock { marked in
+            guard !marked else { return }
+            DispatchQueue.main.setSpecific(key: mainQueueKey, value: true)
+            marked = true
+        }
+    }
+
+    static var isOnMainQueue: Bool { DispatchQueue.getSpecific(key: mainQueueKey) == true }
+}
