@@ -144,6 +144,7 @@ public final class Splitter {
         let chunkSize = options.chunkSize
         let total = reader.totalBytes
         var bytesRead = 0
+        var recordsSeen = 0
 
         func endChunk(_ records: Int) throws {
             committer.write(block)
@@ -158,7 +159,7 @@ public final class Splitter {
                 copy.append(contentsOf: buffer)
                 committer.hashFeed(copy)
                 bytesRead += buffer.count
-                onProgress?(SplitProgress(bytesRead: bytesRead, totalBytes: total, records: reader.recordCount))
+                onProgress?(SplitProgress(bytesRead: bytesRead, totalBytes: total, records: recordsSeen))
             }, onRecord: { record in
                 if inChunk == 0 {
                     if cancellation.isCancelled || chunkIndex == stopAfterChunks {
@@ -174,6 +175,7 @@ public final class Splitter {
                 }
                 block.append(UInt8(ascii: "\n"))
                 inChunk += 1
+                recordsSeen += 1
                 if inChunk == chunkSize {
                     try endChunk(inChunk)
                     inChunk = 0

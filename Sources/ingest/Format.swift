@@ -1,4 +1,4 @@
-/// Number formats for people: 1,000,000 records, 1.52 s, 243.5 MB/s.
+/// Number formats for people: 1,000,000 records, 1.52 s, 243.5 MiB/s.
 enum Format {
     static func count(_ value: Int) -> String {
         let digits = String(value.magnitude)

@@ -27,7 +27,7 @@ final class ProgressReporter {
         guard now - lastDraw >= interval else { return }
         lastDraw = now
         let elapsed = max((now - start).seconds, 1e-9)
-        let rate = "\(Format.count(Int(Double(records) / elapsed))) records/s, \(Format.rate(Double(bytes) / 1e6 / elapsed)) MB/s"
+        let rate = "\(Format.count(Int(Double(records) / elapsed))) records/s, \(Format.rate(Double(bytes) / 1_048_576 / elapsed)) MiB/s"
         var line = "\(label): "
         if let total, total > 0 {
             let fraction = min(1, Double(bytes) / Double(total))

@@ -69,7 +69,7 @@ struct SplitRun {
         } else {
             lines.append("  \(manifest.chunks.count) chunk(s) of up to \(Format.count(manifest.chunkSize)) records in \(directory)/"
                 + " (\(report.chunksWritten) written, \(report.chunksReused) kept from an earlier run)")
-            lines.append("  \(Format.seconds(seconds)), \(Format.rate(Double(bytes) / 1_000_000 / seconds)) MB/s, "
+            lines.append("  \(Format.seconds(seconds)), \(Format.rate(Double(bytes) / 1_048_576 / seconds)) MiB/s, "
                 + "\(Format.count(Int(Double(manifest.totalRecords) / max(seconds, 1e-9)))) records/s")
         }
         lines.append("  manifest: \(directory)/\(SplitManifest.fileName)")
