@@ -284,3 +284,48 @@ import Testing
         #expect(try coordinator.metadata(forKey: "marker", as: [String: Int].self) == ["chunk-000001": 2])
     }
 }
+
+@Suite struct DeleteCleanupTests {
+    @Test func deletingOneSideOfAManyToManyRemovesItsJoinRows() throws {
+        let (coordinator, directory) = try TestModel.store()
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator)
+        let (photo, red): (ObjectID, ObjectID) = try context.perform {
+            let photo = insertPhoto(context, id: "p")
+            let other = insertPhoto(context, id: "q")
+            let red = context.insert("Tag"); red.name = "red"
+            let blue = context.insert("Tag"); blue.name = "blue"
+            photo.addObject(red, toKey: "tags")
+            photo.addObject(blue, toKey: "tags")
+            other.addObject(red, toKey: "tags")
+            try context.save()
+            return (photo.objectID, red.objectID)
+        }
+        let second = ObjectContext(coordinator: coordinator)
+        try second.perform {
+            second.delete(second.object(with: red))
+            try second.save()
+        }
+        let third = ObjectContext(coordinator: coordinator)
+        try third.perform {
+            let stored = try third.existingObject(with: photo)
+            #expect(stored.objects(forKey: "tags").map { $0.name } == ["blue"])
+            let q = try #require(try third.fetch("Photo", where: "id", equals: "q").first)
+            #expect(q.objects(forKey: "tags").isEmpty)
+        }
+    }
+
+    @Test func deletingAnInsertedObjectBeforeSavingLeavesNoTrace() throws {
+        let (coordinator, directory) = try TestModel.store()
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator)
+        try context.perform {
+            let photo = insertPhoto(context, id: "gone")
+            context.delete(photo)
+            #expect(photo.isDeleted)
+            #expect(!context.hasChanges)
+            try context.save()
+        }
+        #expect(try coordinator.count("Photo") == 0)
+    }
+}
