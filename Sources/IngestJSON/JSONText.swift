@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Byte-level helpers for JSON text that is already known to be well formed.
 public enum JSONText {
     /// Removes whitespace outside strings, so a record written across several lines
@@ -35,9 +41,3 @@ public enum JSONText {
         return memchr(base, 0x0A, bytes.count) != nil || memchr(base, 0x0D, bytes.count) != nil
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif

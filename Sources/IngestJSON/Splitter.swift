@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 import Synchronization
 
 /// Asks a running split to stop at the next chunk boundary; safe from any thread
@@ -281,5 +282,3 @@ public final class Splitter {
         return Array(try encoder.encode(value)) + [UInt8(ascii: "\n")]
     }
 }
-
-import Foundation

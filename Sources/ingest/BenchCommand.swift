@@ -1,3 +1,4 @@
+import Foundation
 import ArgumentParser
 import IngestJSON
 
@@ -130,4 +131,3 @@ extension FileOpsCLI {
     }
 }
 
-import Foundation

@@ -1,3 +1,4 @@
+import Foundation
 import ArgumentParser
 import IngestJSON
 
@@ -44,7 +45,6 @@ extension Ingest {
     }
 }
 
-import Foundation
 
 enum FileOpsCLI {
     static func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ArgumentParser
 import IngestJSON
 
@@ -33,6 +36,3 @@ extension Ingest {
     }
 }
 
-#if canImport(Glibc)
-import Glibc
-#endif
