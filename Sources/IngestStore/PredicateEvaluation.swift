@@ -1,0 +1,258 @@
+import Foundation
+
+extension QueryPredicate {
+    /// Whether `object` satisfies the predicate, evaluated in memory (against the
+    /// object's current, possibly unsaved, values). Call inside the object's context's `perform`.
+    /// - Throws: `QueryPredicateError` for a key path the object's entity does not have, or a
+    ///   to-many key path compared without ANY, ALL or NONE.
+    public func evaluate(with object: ManagedObject) throws -> Bool {
+        switch self {
+        case .constant(let flag): return flag
+        case .not(let p): return try !p.evaluate(with: object)
+        case .and(let ps):
+            for p in ps where try !p.evaluate(with: object) { return false }
+            return true
+        case .or(let ps):
+            for p in ps where try p.evaluate(with: object) { return true }
+            return false
+        case .comparison(let c): return try c.evaluate(with: object)
+        }
+    }
+}
+
+extension Comparison {
+    func evaluate(with object: ManagedObject) throws -> Bool {
+        let right = try Self.resolve(right, object, allowMany: false)
+        let left = try Self.resolve(left, object, allowMany: true)
+        switch left {
+        case .single(let value):
+            // A quantifier over a to-one path treats it as a collection of one.
+            return quantifier == .notAny ? try !test(value, right) : try test(value, right)
+        case .list:
+            throw QueryPredicateError("the left side of a comparison must be a key path or a value, not a list", column: 0)
+        case .many(let values):
+            guard let quantifier else {
+                throw QueryPredicateError("a to-many key path is compared without ANY, ALL or NONE", column: 0)
+            }
+            switch quantifier {
+            case .any: return try values.contains { try test($0, right) }
+            case .all: return try values.allSatisfy { try test($0, right) }
+            case .notAny: return try !values.contains { try test($0, right) }
+            }
+        }
+    }
+
+    private func test(_ value: Value?, _ right: Resolved) throws -> Bool {
+        switch (op, right) {
+        case (.in, .list(let items)):
+            return items.contains { ValueComparison.equal(value, $0, options) }
+        case (.between, .list(let bounds)) where bounds.count == 2:
+            guard let low = ValueComparison.order(value, bounds[0], options),
+                  let high = ValueComparison.order(value, bounds[1], options) else { return false }
+            return low != .orderedAscending && high != .orderedDescending
+        case (.in, _), (.between, _):
+            throw QueryPredicateError("\(op.rawValue) needs a list on its right", column: 0)
+        case (_, .list):
+            throw QueryPredicateError("\(op.rawValue) cannot compare with a list", column: 0)
+        case (_, .many):
+            throw QueryPredicateError("the right side of a comparison cannot be a to-many key path", column: 0)
+        case (_, .single(let other)):
+            return try ValueComparison.test(value, op, other, options)
+        }
+    }
+
+    enum Resolved {
+        case single(Value?)
+        case many([Value?])
+        case list([Value?])
+    }
+
+    static func resolve(_ expression: Expression, _ object: ManagedObject, allowMany: Bool) throws -> Resolved {
+        switch expression {
+        case .value(let v): return .single(v)
+        case .list(let items): return .list(items)
+        case .variable(let name): throw QueryPredicateError("$\(name) has no value: call substituting(_:) first", column: 0)
+        case .keyPath(let path):
+            let (values, many) = try walk(path, from: object)
+            if many {
+                guard allowMany else { throw QueryPredicateError("the right side of a comparison cannot be a to-many key path", column: 0) }
+                return .many(values)
+            }
+            return .single(values.first ?? nil)
+        case .aggregate(let function, let relationship, let attribute):
+            let (members, many) = try objects(relationship, from: object)
+            guard many else {
+                throw QueryPredicateError("@\(function.rawValue) needs a to-many key path, and \(relationship.joined(separator: ".")) is not one", column: 0)
+            }
+            if function == .count { return .single(.int(Int64(members.count))) }
+            var values: [Value] = []
+            for member in members {
+                let (found, _) = try walk(attribute, from: member)
+                values += found.compactMap { $0 }
+            }
+            return .single(ValueComparison.aggregate(function, values))
+        }
+    }
+
+    /// The values at the end of `path`, and whether the path went through a to-many.
+    private static func walk(_ path: [String], from object: ManagedObject) throws -> ([Value?], Bool) {
+        guard let last = path.last else { return ([], false) }
+        let (owners, many) = try objects(Array(path.dropLast()), from: object)
+        var values: [Value?] = []
+        for owner in owners {
+            if owner.info.attributeIndex[last] != nil {
+                values.append(owner[last])
+            } else if let index = owner.info.relationshipIndex[last] {
+                guard !owner.info.relationships[index].isToMany else {
+                    throw QueryPredicateError("'\(last)' is a to-many relationship: compare its members' attributes, or use @count", column: 0)
+                }
+                // A to-one compared with nil: is it set?
+                values.append(owner.object(forKey: last).map { _ in .bool(true) })
+            } else {
+                throw QueryPredicateError("entity \(owner.info.name) has no key '\(last)'", column: 0)
+            }
+        }
+        return (values, many)
+    }
+
+    /// The objects reached by following `path` (relationships only) from `object`.
+    private static func objects(_ path: [String], from object: ManagedObject) throws -> ([ManagedObject], Bool) {
+        var current = [object]
+        var many = false
+        for key in path {
+            var next: [ManagedObject] = []
+            for owner in current {
+                guard let index = owner.info.relationshipIndex[key] else {
+                    throw QueryPredicateError("entity \(owner.info.name) has no relationship '\(key)'", column: 0)
+                }
+                if owner.info.relationships[index].isToMany {
+                    many = true
+                    next += owner.objects(forKey: key)
+                } else if let target = owner.object(forKey: key) {
+                    next.append(target)
+                }
+            }
+            current = next
+        }
+        return (current, many)
+    }
+}
+
+/// How two values compare in a predicate; the SQL a predicate compiles to must agree.
+enum ValueComparison {
+    static func test(_ lhs: Value?, _ op: Comparison.Operator, _ rhs: Value?, _ options: Comparison.Options) throws -> Bool {
+        switch op {
+        case .equal: return equal(lhs, rhs, options)
+        case .notEqual: return !equal(lhs, rhs, options)
+        case .less: return order(lhs, rhs, options) == .orderedAscending
+        case .lessOrEqual: return [.orderedAscending, .orderedSame].contains(order(lhs, rhs, options))
+        case .greater: return order(lhs, rhs, options) == .orderedDescending
+        case .greaterOrEqual: return [.orderedDescending, .orderedSame].contains(order(lhs, rhs, options))
+        case .beginsWith, .endsWith, .contains, .like, .matches:
+            guard case .string(let text)? = lhs, case .string(let pattern)? = rhs else { return false }
+            let t = fold(text, options)
+            let p = fold(pattern, options)
+            switch op {
+            case .beginsWith: return t.hasPrefix(p)
+            case .endsWith: return t.hasSuffix(p)
+            case .contains: return p.isEmpty || t.contains(p)
+            case .like: return like(Array(t.unicodeScalars), Array(p.unicodeScalars))
+            default:
+                do {
+                    let regex = try NSRegularExpression(pattern: "^(?:" + p + ")$", options: [.dotMatchesLineSeparators])
+                    return regex.firstMatch(in: t, range: NSRange(t.startIndex..., in: t)) != nil
+                } catch {
+                    throw QueryPredicateError("MATCHES needs a regular expression; '\(pattern)' is not one", column: 0)
+                }
+            }
+        case .in, .between:
+            throw QueryPredicateError("\(op.rawValue) needs a list on its right", column: 0)
+        }
+    }
+
+    static func equal(_ lhs: Value?, _ rhs: Value?, _ options: Comparison.Options) -> Bool {
+        switch (lhs, rhs) {
+        case (nil, nil): return true
+        case (nil, _), (_, nil): return false
+        case (.string(let a)?, .string(let b)?): return fold(a, options) == fold(b, options)
+        default: return order(lhs, rhs, options) == .orderedSame
+        }
+    }
+
+    /// The order of two values of comparable kinds (numbers with numbers, strings with
+    /// strings, …); nil when either is nil or they are of kinds that do not compare.
+    static func order(_ lhs: Value?, _ rhs: Value?, _ options: Comparison.Options) -> ComparisonResult? {
+        func compare<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
+            a < b ? .orderedAscending : a > b ? .orderedDescending : .orderedSame
+        }
+        switch (lhs, rhs) {
+        case (.int(let a)?, .int(let b)?): return compare(a, b)
+        case (.int(let a)?, .double(let b)?): return compare(Double(a), b)
+        case (.double(let a)?, .int(let b)?): return compare(a, Double(b))
+        case (.double(let a)?, .double(let b)?): return compare(a, b)
+        case (.string(let a)?, .string(let b)?):
+            // Binary order of the (folded) UTF-8, as SQLite compares text.
+            let x = Array(fold(a, options).utf8)
+            let y = Array(fold(b, options).utf8)
+            return x == y ? .orderedSame : x.lexicographicallyPrecedes(y) ? .orderedAscending : .orderedDescending
+        case (.date(let a)?, .date(let b)?): return compare(a, b)
+        case (.bool(let a)?, .bool(let b)?): return compare(a ? 1 : 0, b ? 1 : 0)
+        case (.decimal(let a)?, .decimal(let b)?): return compare(Decimal(string: a) ?? 0, Decimal(string: b) ?? 0)
+        case (.uuid(let a)?, .uuid(let b)?): return compare(a.uuidString, b.uuidString)
+        case (.binary(let a)?, .binary(let b)?):
+            return a == b ? .orderedSame : a.lexicographicallyPrecedes(b) ? .orderedAscending : .orderedDescending
+        default: return nil
+        }
+    }
+
+    static func fold(_ text: String, _ options: Comparison.Options) -> String {
+        var fold: String.CompareOptions = []
+        if options.contains(.caseInsensitive) { fold.insert(.caseInsensitive) }
+        if options.contains(.diacriticInsensitive) { fold.insert(.diacriticInsensitive) }
+        return fold.isEmpty ? text : text.folding(options: fold, locale: nil)
+    }
+
+    /// LIKE: `*` any run of characters, `?` one character, `\` takes the next literally.
+    static func like(_ text: [Unicode.Scalar], _ pattern: [Unicode.Scalar]) -> Bool {
+        func match(_ t: Int, _ p: Int) -> Bool {
+            if p == pattern.count { return t == text.count }
+            switch pattern[p] {
+            case "*":
+                var k = t
+                while true {
+                    if match(k, p + 1) { return true }
+                    if k == text.count { return false }
+                    k += 1
+                }
+            case "?":
+                return t < text.count && match(t + 1, p + 1)
+            case "\\" where p + 1 < pattern.count:
+                return t < text.count && text[t] == pattern[p + 1] && match(t + 1, p + 2)
+            default:
+                return t < text.count && text[t] == pattern[p] && match(t + 1, p + 1)
+            }
+        }
+        return match(0, 0)
+    }
+
+    static func aggregate(_ function: AggregateFunction, _ values: [Value]) -> Value? {
+        switch function {
+        case .count: return .int(Int64(values.count))
+        case .sum, .avg:
+            var integer: Int64 = 0
+            var real = 0.0
+            var allIntegers = true
+            for value in values {
+                switch value {
+                case .int(let i): integer &+= i; real += Double(i)
+                case .double(let d): allIntegers = false; real += d
+                default: continue
+                }
+            }
+            if function == .sum { return allIntegers ? .int(integer) : .double(real) }
+            return values.isEmpty ? nil : .double(real / Double(values.count))
+        case .min: return values.min { order($0, $1, []) == .orderedAscending }
+        case .max: return values.max { order($0, $1, []) == .orderedAscending }
+        }
+    }
+}

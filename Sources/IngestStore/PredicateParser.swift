@@ -1,0 +1,367 @@
+import Foundation
+
+extension QueryPredicate {
+    /// Parses NSPredicate's format syntax. Arguments fill `%@` (a value or a list),
+    /// `%K` (a key path, given as a string), `%d %i %ld %lld` and `%f`, in order.
+    ///
+    /// `QueryPredicate(format: "whoTook.name = %@ AND views > %d", "Ana", 100)`
+    /// - Throws: `QueryPredicateError` saying what was expected, at which column.
+    public init(format: String, _ arguments: PredicateArgument...) throws {
+        try self.init(format: format, arguments: arguments)
+    }
+
+    /// The same, with the arguments as an array.
+    /// - Throws: `QueryPredicateError`.
+    public init(format: String, arguments: [PredicateArgument]) throws {
+        var parser = PredicateParser(tokens: try PredicateTokenizer.tokens(format), arguments: arguments,
+                                     end: format.count + 1)
+        self = try parser.parse()
+    }
+}
+
+struct PredicateToken: Equatable {
+    enum Kind: Equatable {
+        case word(String)          // identifiers and keywords
+        case aggregate(String)     // @count, @sum …
+        case string(String)
+        case number(String)
+        case symbol(String)        // = == != <> < <= > >= && || ! ( ) { } , .
+        case options(Comparison.Options)
+        case format(String)        // @ K d i ld lld f
+        case variable(String)
+    }
+    var kind: Kind
+    var column: Int
+}
+
+enum PredicateTokenizer {
+    static func tokens(_ text: String) throws -> [PredicateToken] {
+        let chars = Array(text)
+        var tokens: [PredicateToken] = []
+        var i = 0
+        func isWordStart(_ c: Character) -> Bool { c.isLetter || c == "_" }
+        func isWord(_ c: Character) -> Bool { c.isLetter || c.isNumber || c == "_" }
+        while i < chars.count {
+            let c = chars[i]
+            let column = i + 1
+            if c.isWhitespace { i += 1; continue }
+            if isWordStart(c) {
+                var j = i
+                while j < chars.count, isWord(chars[j]) { j += 1 }
+                tokens.append(.init(kind: .word(String(chars[i..<j])), column: column))
+                i = j
+            } else if c == "@" {
+                var j = i + 1
+                while j < chars.count, isWord(chars[j]) { j += 1 }
+                guard j > i + 1 else { throw QueryPredicateError("expected an aggregate name after '@'", column: column) }
+                tokens.append(.init(kind: .aggregate(String(chars[(i + 1)..<j]).lowercased()), column: column))
+                i = j
+            } else if c == "$" {
+                var j = i + 1
+                while j < chars.count, isWord(chars[j]) { j += 1 }
+                guard j > i + 1 else { throw QueryPredicateError("expected a variable name after '$'", column: column) }
+                tokens.append(.init(kind: .variable(String(chars[(i + 1)..<j])), column: column))
+                i = j
+            } else if c == "\"" || c == "'" {
+                var value = ""
+                var j = i + 1
+                var closed = false
+                while j < chars.count {
+                    let d = chars[j]
+                    if d == c { closed = true; j += 1; break }
+                    if d == "\\" {
+                        guard j + 1 < chars.count else { break }
+                        let e = chars[j + 1]
+                        switch e {
+                        case "n": value.append("\n")
+                        case "t": value.append("\t")
+                        case "r": value.append("\r")
+                        case "u":
+                            guard j + 5 < chars.count, let code = UInt32(String(chars[(j + 2)...(j + 5)]), radix: 16),
+                                  let scalar = Unicode.Scalar(code) else {
+                                throw QueryPredicateError("expected four hex digits after \\u", column: j + 1)
+                            }
+                            value.unicodeScalars.append(scalar)
+                            j += 4
+                        default: value.append(e)
+                        }
+                        j += 2
+                        continue
+                    }
+                    value.append(d)
+                    j += 1
+                }
+                guard closed else { throw QueryPredicateError("unterminated string", column: column) }
+                tokens.append(.init(kind: .string(value), column: column))
+                i = j
+            } else if c.isNumber || (c == "-" && i + 1 < chars.count && chars[i + 1].isNumber) {
+                var j = i + 1
+                while j < chars.count, chars[j].isNumber || chars[j] == "." || chars[j] == "e" || chars[j] == "E"
+                    || ((chars[j] == "-" || chars[j] == "+") && (chars[j - 1] == "e" || chars[j - 1] == "E")) {
+                    j += 1
+                }
+                tokens.append(.init(kind: .number(String(chars[i..<j])), column: column))
+                i = j
+            } else if c == "%" {
+                let rest = String(chars[(i + 1)..<min(chars.count, i + 4)])
+                let spec = ["lld", "ld", "@", "K", "d", "i", "f"].first { rest.hasPrefix($0) }
+                guard let spec else { throw QueryPredicateError("unknown format specifier '%\(rest.prefix(1))'", column: column) }
+                tokens.append(.init(kind: .format(spec), column: column))
+                i += 1 + spec.count
+            } else if c == "[" {
+                guard let close = chars[i...].firstIndex(of: "]") else { throw QueryPredicateError("unclosed '['", column: column) }
+                var options: Comparison.Options = []
+                for flag in chars[(i + 1)..<close] {
+                    switch flag {
+                    case "c": options.insert(.caseInsensitive)
+                    case "d": options.insert(.diacriticInsensitive)
+                    case "n": break  // normalized: accepted, as NSPredicate does
+                    default: throw QueryPredicateError("unknown comparison option '\(flag)' (expected c, d or cd)", column: column)
+                    }
+                }
+                tokens.append(.init(kind: .options(options), column: column))
+                i = close + 1
+            } else {
+                let two = i + 1 < chars.count ? String(chars[i...(i + 1)]) : ""
+                if ["==", "!=", "<>", "<=", ">=", "=<", "=>", "&&", "||"].contains(two) {
+                    let normalized = ["=<": "<=", "=>": ">=", "<>": "!="][two] ?? two
+                    tokens.append(.init(kind: .symbol(normalized), column: column))
+                    i += 2
+                } else if "=<>!(){},.".contains(c) {
+                    tokens.append(.init(kind: .symbol(String(c)), column: column))
+                    i += 1
+                } else {
+                    throw QueryPredicateError("unexpected character '\(c)'", column: column)
+                }
+            }
+        }
+        return tokens
+    }
+}
+
+/// Recursive descent over the tokens: OR binds loosest, then AND, then NOT.
+struct PredicateParser {
+    let tokens: [PredicateToken]
+    var arguments: [PredicateArgument]
+    let end: Int
+    var position = 0
+    var nextArgument = 0
+
+    init(tokens: [PredicateToken], arguments: [PredicateArgument], end: Int) {
+        self.tokens = tokens
+        self.arguments = arguments
+        self.end = end
+    }
+
+    mutating func parse() throws -> QueryPredicate {
+        guard !tokens.isEmpty else { throw QueryPredicateError("empty predicate", column: 1) }
+        let predicate = try parseOr()
+        if position < tokens.count {
+            throw QueryPredicateError("expected AND, OR or the end of the predicate, found \(describe(tokens[position]))", column: tokens[position].column)
+        }
+        if nextArgument < arguments.count {
+            throw QueryPredicateError("\(arguments.count) arguments given but the format uses \(nextArgument)", column: 0)
+        }
+        return predicate
+    }
+
+    // MARK: - Grammar
+
+    private mutating func parseOr() throws -> QueryPredicate {
+        var terms = [try parseAnd()]
+        while acceptWord("OR") || acceptSymbol("||") { terms.append(try parseAnd()) }
+        return terms.count == 1 ? terms[0] : .or(terms)
+    }
+
+    private mutating func parseAnd() throws -> QueryPredicate {
+        var terms = [try parseNot()]
+        while acceptWord("AND") || acceptSymbol("&&") { terms.append(try parseNot()) }
+        return terms.count == 1 ? terms[0] : .and(terms)
+    }
+
+    private mutating func parseNot() throws -> QueryPredicate {
+        if acceptWord("NOT") || acceptSymbol("!") { return .not(try parseNot()) }
+        return try parsePrimary()
+    }
+
+    private mutating func parsePrimary() throws -> QueryPredicate {
+        if acceptSymbol("(") {
+            let inner = try parseOr()
+            try expectSymbol(")", "')' to close the parenthesis")
+            return inner
+        }
+        if acceptWord("TRUEPREDICATE") { return .constant(true) }
+        if acceptWord("FALSEPREDICATE") { return .constant(false) }
+        var quantifier: Comparison.Quantifier?
+        if acceptWord("ANY") || acceptWord("SOME") { quantifier = .any }
+        else if acceptWord("ALL") { quantifier = .all }
+        else if acceptWord("NONE") { quantifier = .notAny }
+        let left = try parseExpression()
+        let (op, column) = try parseOperator()
+        var options: Comparison.Options = []
+        if case .options(let o)? = peek?.kind {
+            options = o
+            position += 1
+        }
+        let right = try parseExpression(forList: op == .in || op == .between)
+        if op == .between {
+            guard case .list(let bounds) = right, bounds.count == 2 else {
+                throw QueryPredicateError("BETWEEN needs two bounds, as {low, high}", column: column)
+            }
+        }
+        return .comparison(Comparison(left, op, right, options: options, quantifier: quantifier))
+    }
+
+    private mutating func parseOperator() throws -> (Comparison.Operator, Int) {
+        guard let token = peek else { throw QueryPredicateError("expected a comparison operator, found the end", column: end) }
+        let column = token.column
+        switch token.kind {
+        case .symbol(let s):
+            let map: [String: Comparison.Operator] = ["=": .equal, "==": .equal, "!=": .notEqual, "<": .less,
+                                                     "<=": .lessOrEqual, ">": .greater, ">=": .greaterOrEqual]
+            if let op = map[s] { position += 1; return (op, column) }
+        case .word(let w):
+            let map: [String: Comparison.Operator] = ["BETWEEN": .between, "IN": .in, "BEGINSWITH": .beginsWith,
+                                                     "ENDSWITH": .endsWith, "CONTAINS": .contains, "LIKE": .like,
+                                                     "MATCHES": .matches]
+            if let op = map[w.uppercased()] { position += 1; return (op, column) }
+        default:
+            break
+        }
+        throw QueryPredicateError("expected a comparison operator (=, !=, <, <=, >, >=, BETWEEN, IN, BEGINSWITH, ENDSWITH, CONTAINS, LIKE, MATCHES), found \(describe(token))", column: column)
+    }
+
+    private mutating func parseExpression(forList: Bool = false) throws -> Expression {
+        guard let token = peek else { throw QueryPredicateError("expected a key path or a value, found the end", column: end) }
+        position += 1
+        switch token.kind {
+        case .string(let s): return .value(.string(s))
+        case .number(let n):
+            if let i = Int64(n) { return .value(.int(i)) }
+            if let d = Double(n) { return .value(.double(d)) }
+            throw QueryPredicateError("'\(n)' is not a number", column: token.column)
+        case .variable(let name): return .variable(name)
+        case .format(let spec): return try argument(spec, column: token.column)
+        case .symbol("{"):
+            var items: [Value?] = []
+            if !acceptSymbol("}") {
+                repeat {
+                    guard case .value(let v) = try parseExpression() else {
+                        throw QueryPredicateError("a list holds values only", column: tokens[position - 1].column)
+                    }
+                    items.append(v)
+                } while acceptSymbol(",")
+                try expectSymbol("}", "'}' to close the list")
+            }
+            return .list(items)
+        case .word(let w):
+            switch w.uppercased() {
+            case "NIL", "NULL": return .value(nil)
+            case "TRUE", "YES": return .value(.bool(true))
+            case "FALSE", "NO": return .value(.bool(false))
+            default:
+                position -= 1
+                return try parseKeyPath(first: try expectKey())
+            }
+        default:
+            throw QueryPredicateError("expected a key path or a value, found \(describe(token))", column: token.column)
+        }
+    }
+
+    /// `name`, `whoTook.name`, `photos.@count`, `photos.@sum.views`.
+    private mutating func parseKeyPath(first: String) throws -> Expression {
+        var path = [first]
+        while acceptSymbol(".") {
+            if case .aggregate(let name)? = peek?.kind {
+                let column = peek!.column
+                position += 1
+                guard let function = AggregateFunction(rawValue: name == "average" ? "avg" : name) else {
+                    throw QueryPredicateError("unknown aggregate '@\(name)' (expected @count, @sum, @avg, @min, @max)", column: column)
+                }
+                var attribute: [String] = []
+                while acceptSymbol(".") { attribute.append(try expectKey()) }
+                if function != .count && attribute.isEmpty {
+                    throw QueryPredicateError("@\(name) needs an attribute after it, as in photos.@\(name).views", column: column)
+                }
+                return .aggregate(function, relationship: path, attribute: attribute)
+            }
+            path.append(try expectKey())
+        }
+        return .keyPath(path)
+    }
+
+    private mutating func argument(_ spec: String, column: Int) throws -> Expression {
+        guard nextArgument < arguments.count else {
+            throw QueryPredicateError("the format uses more arguments than the \(arguments.count) given", column: column)
+        }
+        let argument = arguments[nextArgument]
+        nextArgument += 1
+        switch (spec, argument) {
+        case ("K", .value(.string(let path)?)):
+            return .keyPath(path.split(separator: ".").map(String.init))
+        case ("K", _):
+            throw QueryPredicateError("%K needs a key path string", column: column)
+        case ("@", .value(let v)): return .value(v)
+        case ("@", .list(let items)): return .list(items)
+        case ("d", .value(.int)), ("i", .value(.int)), ("ld", .value(.int)), ("lld", .value(.int)):
+            if case .value(let v) = argument { return .value(v) }
+        case ("f", .value(.double)), ("f", .value(.int)):
+            if case .value(.int(let i)) = argument { return .value(.double(Double(i))) }
+            if case .value(let v) = argument { return .value(v) }
+        default:
+            break
+        }
+        throw QueryPredicateError("argument \(nextArgument) does not fit %\(spec)", column: column)
+    }
+
+    // MARK: - Tokens
+
+    private var peek: PredicateToken? { position < tokens.count ? tokens[position] : nil }
+
+    private mutating func acceptWord(_ word: String) -> Bool {
+        if case .word(let w)? = peek?.kind, w.uppercased() == word {
+            position += 1
+            return true
+        }
+        return false
+    }
+
+    private mutating func acceptSymbol(_ symbol: String) -> Bool {
+        if case .symbol(let s)? = peek?.kind, s == symbol {
+            position += 1
+            return true
+        }
+        return false
+    }
+
+    private mutating func expectSymbol(_ symbol: String, _ what: String) throws {
+        guard acceptSymbol(symbol) else {
+            throw QueryPredicateError("expected \(what), found \(peek.map(describe) ?? "the end")", column: peek?.column ?? end)
+        }
+    }
+
+    private static let keywords: Set<String> = ["AND", "OR", "NOT", "ANY", "SOME", "ALL", "NONE", "IN", "BETWEEN",
+                                                "BEGINSWITH", "ENDSWITH", "CONTAINS", "LIKE", "MATCHES",
+                                                "TRUEPREDICATE", "FALSEPREDICATE"]
+
+    private mutating func expectKey() throws -> String {
+        guard let token = peek, case .word(let w) = token.kind, !Self.keywords.contains(w.uppercased()) else {
+            throw QueryPredicateError("expected a key, found \(peek.map(describe) ?? "the end")", column: peek?.column ?? end)
+        }
+        position += 1
+        return w
+    }
+
+    private func describe(_ token: PredicateToken) -> String {
+        switch token.kind {
+        case .word(let w): "'\(w)'"
+        case .aggregate(let a): "'@\(a)'"
+        case .string(let s): "the string \"\(s)\""
+        case .number(let n): "the number \(n)"
+        case .symbol(let s): "'\(s)'"
+        case .options: "comparison options"
+        case .format(let f): "'%\(f)'"
+        case .variable(let v): "'$\(v)'"
+        }
+    }
+}
