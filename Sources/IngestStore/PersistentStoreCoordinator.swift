@@ -38,6 +38,7 @@ public final class PersistentStoreCoordinator: Sendable {
         configuration.busyMode = .timeout(30)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            PredicateFunctions.register(db)
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)

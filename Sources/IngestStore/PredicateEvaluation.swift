@@ -81,6 +81,9 @@ extension Comparison {
             return .single(values.first ?? nil)
         case .aggregate(let function, let relationship, let attribute):
             let (members, many) = try objects(relationship, from: object)
+            if try toManyCount(relationship, from: object.info, schema: object.context.coordinator.schema) > 1 {
+                throw QueryPredicateError("@\(function.rawValue)'s key path \(relationship.joined(separator: ".")) crosses more than one to-many relationship", column: 0)
+            }
             guard many else {
                 throw QueryPredicateError("@\(function.rawValue) needs a to-many key path, and \(relationship.joined(separator: ".")) is not one", column: 0)
             }
@@ -92,6 +95,18 @@ extension Comparison {
             }
             return .single(ValueComparison.aggregate(function, values))
         }
+    }
+
+    private static func toManyCount(_ path: [String], from start: EntityInfo, schema: Schema) throws -> Int {
+        var entity = start
+        var count = 0
+        for key in path {
+            guard let index = entity.relationshipIndex[key] else { break }
+            let relationship = entity.relationships[index]
+            if relationship.isToMany { count += 1 }
+            entity = schema.entity(relationship.destination)!
+        }
+        return count
     }
 
     /// The values at the end of `path`, and whether the path went through a to-many.

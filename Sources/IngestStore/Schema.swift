@@ -45,6 +45,8 @@ final class EntityInfo: Sendable {
     let insertSQL: String
     let updateSQL: String
     let selectColumns: String
+    /// `_pk`, the attributes and the to-one key columns, quoted, in row order.
+    let selectColumnList: [String]
     let deleteSQL: String
     let selectByKeySQL: String
     /// One lookup per uniqueness constraint: the row holding these values, if any.
@@ -114,6 +116,7 @@ final class EntityInfo: Sendable {
             ? "SELECT 1"
             : "UPDATE \(table) SET \(columns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE \"_pk\" = ?"
         selectColumns = allColumns.joined(separator: ", ")
+        selectColumnList = allColumns
         deleteSQL = "DELETE FROM \(table) WHERE \"_pk\" = ?"
         selectByKeySQL = "SELECT \(allColumns.joined(separator: ", ")) FROM \(table) WHERE \"_pk\" = ?"
         uniqueLookupSQL = entity.uniquenessConstraints.map { constraint in

@@ -1,0 +1,197 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// How to order fetched objects: by an attribute, possibly through to-one relationships.
+public struct SortDescriptor: Sendable, Hashable {
+    public enum Comparison: Sendable, Hashable {
+        /// Binary order (numbers numerically, text by its UTF-8 bytes).
+        case binary
+        /// Text ignoring case.
+        case caseInsensitive
+    }
+
+    public var keyPath: String
+    public var ascending: Bool
+    public var comparison: Comparison
+
+    public init(_ keyPath: String, ascending: Bool = true, comparison: Comparison = .binary) {
+        self.keyPath = keyPath
+        self.ascending = ascending
+        self.comparison = comparison
+    }
+}
+
+/// What to fetch: objects of one entity, filtered by a predicate, in an order, a window of them.
+public struct FetchRequest: Sendable, Hashable {
+    public var entityName: String
+    public var predicate: QueryPredicate?
+    public var sortDescriptors: [SortDescriptor]
+    public var fetchLimit: Int?
+    public var fetchOffset: Int
+    /// Whether the context's unsaved inserts, changes and deletes count (Core Data's default: yes).
+    public var includesPendingChanges: Bool
+
+    public init(_ entityName: String, predicate: QueryPredicate? = nil, sortDescriptors: [SortDescriptor] = [],
+                fetchLimit: Int? = nil, fetchOffset: Int = 0, includesPendingChanges: Bool = true) {
+        self.entityName = entityName
+        self.predicate = predicate
+        self.sortDescriptors = sortDescriptors
+        self.fetchLimit = fetchLimit
+        self.fetchOffset = fetchOffset
+        self.includesPendingChanges = includesPendingChanges
+    }
+}
+
+extension ObjectContext {
+    /// The objects the request describes, as faults whose rows are already read.
+    /// - Throws: `QueryPredicateError` for a predicate or sort key that does not fit the
+    ///   entity; `StoreError` when the store cannot be read.
+    public func fetch(_ request: FetchRequest) throws -> [ManagedObject] {
+        checkAccess()
+        let info = entityInfo(request.entityName)
+        let pending = request.includesPendingChanges && hasPendingChanges(for: info)
+        // With unsaved changes in play the window is cut in memory, after they are merged in.
+        let query = try selectQuery(request, info, columns: info.selectColumnList.map { "t0.\($0)" }.joined(separator: ", "),
+                                    window: !pending)
+        let rows: [(Int64, RowData)] = try coordinator.read { db in
+            let statement = try db.cachedStatement(sql: query.sql).sqliteStatement
+            defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
+            for (index, value) in query.arguments.enumerated() { SQLiteValues.bind(value, to: statement, at: Int32(index + 1)) }
+            var rows: [(Int64, RowData)] = []
+            while true {
+                let code = sqlite3_step(statement)
+                if code == SQLITE_DONE { break }
+                guard code == SQLITE_ROW else { throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection))) }
+                rows.append((sqlite3_column_int64(statement, 0), readRow(statement, info, from: 1)))
+            }
+            return rows
+        }
+        var result: [ManagedObject] = []
+        for (pk, row) in rows {
+            let id = ObjectID(storeID: coordinator.storeID, entityName: info.name, key: .permanent(pk))
+            let object = object(with: id)
+            if object.isFault && object.pendingRow == nil { object.pendingRow = row }
+            result.append(object)
+        }
+        guard pending else { return result }
+        return try applyPendingChanges(to: result, request, info)
+    }
+
+    /// How many objects `fetch(request)` would return, counted by SQLite where no
+    /// unsaved change is involved.
+    /// - Throws: as `fetch(_:)`.
+    public func count(for request: FetchRequest) throws -> Int {
+        checkAccess()
+        let info = entityInfo(request.entityName)
+        if request.includesPendingChanges && hasPendingChanges(for: info) { return try fetch(request).count }
+        let query = try selectQuery(request, info, columns: "count(*)", window: false, countOnly: true)
+        var count = try coordinator.read { db in
+            try Int.fetchOne(db, sql: query.sql, arguments: StatementArguments(query.arguments.map(Self.databaseValue)))
+        } ?? 0
+        count = max(0, count - request.fetchOffset)
+        if let limit = request.fetchLimit { count = min(count, limit) }
+        return count
+    }
+
+    private func hasPendingChanges(for info: EntityInfo) -> Bool {
+        insertedList.contains { $0.info === info } || deletedSet.values.contains { $0.info === info }
+            || updatedSet.contains { $0.entityName == info.name }
+    }
+
+    struct SelectQuery {
+        var sql: String
+        var arguments: [Value?]
+    }
+
+    func selectQuery(_ request: FetchRequest, _ info: EntityInfo, columns: String, window: Bool,
+                     countOnly: Bool = false) throws -> SelectQuery {
+        var compiler = PredicateCompiler(schema: coordinator.schema)
+        let condition = try request.predicate.map { try compiler.condition($0, entity: info) }
+        var order: [String] = []
+        if !countOnly {
+            for descriptor in request.sortDescriptors {
+                let column = try compiler.sortColumn(descriptor.keyPath.split(separator: ".").map(String.init), entity: info)
+                let collate = descriptor.comparison == .caseInsensitive ? "ingest_fold(\(column), 1)" : column
+                order.append("\(collate) \(descriptor.ascending ? "ASC" : "DESC")")
+            }
+            order.append("t0.\"_pk\"")
+        }
+        var sql = "SELECT \(countOnly ? "count(*)" : columns) FROM \(info.table) t0 \(compiler.joins.joined(separator: " "))"
+        if let condition { sql += " WHERE \(condition)" }
+        if !order.isEmpty { sql += " ORDER BY " + order.joined(separator: ", ") }
+        if window && (request.fetchLimit != nil || request.fetchOffset > 0) {
+            let limit = compiler.bind(.int(Int64(request.fetchLimit ?? -1)))
+            let offset = compiler.bind(.int(Int64(request.fetchOffset)))
+            sql += " LIMIT \(limit) OFFSET \(offset)"
+        }
+        let arguments = compiler.arguments
+        if countOnly && condition == nil { sql = "SELECT count(*) FROM \(info.table) t0" }
+        return SelectQuery(sql: sql, arguments: arguments)
+    }
+
+    /// Merges the context's unsaved changes into stored results, then sorts and cuts the window.
+    private func applyPendingChanges(to stored: [ManagedObject], _ request: FetchRequest, _ info: EntityInfo) throws -> [ManagedObject] {
+        var seen = Set<ObjectIdentifier>()
+        var result: [ManagedObject] = []
+        func matches(_ object: ManagedObject) throws -> Bool {
+            try request.predicate.map { try $0.evaluate(with: object) } ?? true
+        }
+        for object in stored where !object.isDeleted {
+            if object.hasChanges, try !matches(object) { continue }
+            result.append(object)
+            seen.insert(ObjectIdentifier(object))
+        }
+        for object in insertedList where object.info === info && !seen.contains(ObjectIdentifier(object)) {
+            if try matches(object) { result.append(object); seen.insert(ObjectIdentifier(object)) }
+        }
+        for id in updatedSet {
+            guard let object = registered[id], object.info === info, !object.isDeleted,
+                  !seen.contains(ObjectIdentifier(object)) else { continue }
+            if try matches(object) { result.append(object) }
+        }
+        if !request.sortDescriptors.isEmpty {
+            let keys = request.sortDescriptors.map { ($0, Expression.keyPath($0.keyPath.split(separator: ".").map(String.init))) }
+            var decorated: [(ManagedObject, [Value?])] = []
+            for object in result {
+                var values: [Value?] = []
+                for (_, key) in keys {
+                    if case .single(let v) = try Comparison.resolve(key, object, allowMany: false) { values.append(v) } else { values.append(nil) }
+                }
+                decorated.append((object, values))
+            }
+            decorated.sort { a, b in
+                for (index, (descriptor, _)) in keys.enumerated() {
+                    let options: Comparison.Options = descriptor.comparison == .caseInsensitive ? .caseInsensitive : []
+                    // SQLite sorts NULL first ascending; so do we.
+                    let order: ComparisonResult
+                    switch (a.1[index], b.1[index]) {
+                    case (nil, nil): order = .orderedSame
+                    case (nil, _): order = .orderedAscending
+                    case (_, nil): order = .orderedDescending
+                    default: order = ValueComparison.order(a.1[index], b.1[index], options) ?? .orderedSame
+                    }
+                    if order != .orderedSame { return descriptor.ascending ? order == .orderedAscending : order == .orderedDescending }
+                }
+                return (a.0.objectID.primaryKey ?? .max) < (b.0.objectID.primaryKey ?? .max)
+            }
+            result = decorated.map(\.0)
+        }
+        let start = min(request.fetchOffset, result.count)
+        let end = request.fetchLimit.map { min(result.count, start + $0) } ?? result.count
+        return Array(result[start..<end])
+    }
+
+    static func databaseValue(_ value: Value?) -> (any DatabaseValueConvertible)? {
+        switch value {
+        case nil: nil
+        case .string(let s)?, .decimal(let s)?: s
+        case .int(let i)?: i
+        case .double(let d)?: d
+        case .bool(let b)?: b ? 1 : 0
+        case .date(let d)?: d.timeIntervalSinceReferenceDate
+        case .binary(let b)?: Data(b)
+        case .uuid(let u)?: u.uuidString
+        }
+    }
+}

@@ -1,0 +1,345 @@
+import Foundation
+import GRDB
+
+/// Compiles a predicate into a SQL condition over an entity's table (alias `t0`), with
+/// every value bound, never spliced. The SQL means what `evaluate(with:)` means on
+/// every row: NULLs are handled as the in-memory rules handle nil, and the string
+/// operators call the same folding, LIKE and regular-expression code through SQL
+/// functions registered on every connection (`PredicateFunctions`).
+struct PredicateCompiler {
+    let schema: Schema
+    private(set) var arguments: [Value?] = []
+    /// LEFT JOINs for to-one key paths of the outer query, in order.
+    private(set) var joins: [String] = []
+    private var joinAliases: [String: String] = [:]
+    private var aliasCounter = 0
+
+    init(schema: Schema) { self.schema = schema }
+
+    /// A condition that is 1 for the rows that satisfy `predicate`, 0 otherwise (never NULL).
+    mutating func condition(_ predicate: QueryPredicate, entity: EntityInfo) throws -> String {
+        var scope = Scope(alias: "t0", entity: entity, isOuter: true)
+        return try compile(predicate, &scope)
+    }
+
+    /// The column a sort key names (an attribute, possibly through to-one relationships).
+    mutating func sortColumn(_ path: [String], entity: EntityInfo) throws -> String {
+        var scope = Scope(alias: "t0", entity: entity, isOuter: true)
+        if try splitAtToMany(path, entity) != nil {
+            throw QueryPredicateError("cannot sort by the to-many key path \(path.joined(separator: "."))", column: 0)
+        }
+        return try column(path, &scope).sql
+    }
+
+    /// Where a key path resolves: the root table of the query, or a subquery's.
+    struct Scope {
+        var alias: String
+        var entity: EntityInfo
+        var isOuter: Bool
+        var localJoins: [String] = []
+        var localAliases: [String: String] = [:]
+    }
+
+    private mutating func compile(_ predicate: QueryPredicate, _ scope: inout Scope) throws -> String {
+        switch predicate {
+        case .constant(let flag): return flag ? "1" : "0"
+        case .not(let inner): return "NOT (\(try compile(inner, &scope)))"
+        case .and(let terms): return "(" + (try terms.map { try compile($0, &scope) }).joined(separator: " AND ") + ")"
+        case .or(let terms): return "(" + (try terms.map { try compile($0, &scope) }).joined(separator: " OR ") + ")"
+        case .comparison(let comparison): return try compile(comparison, &scope)
+        }
+    }
+
+    // MARK: - Comparisons
+
+    private mutating func compile(_ c: Comparison, _ scope: inout Scope) throws -> String {
+        guard case .keyPath(let path) = c.left, let split = try splitAtToMany(path, scope.entity) else {
+            // No to-many on the left: a plain comparison (a quantifier over a to-one path
+            // treats it as a collection of one, as evaluate does).
+            let test = try comparison(c, left: try operand(c.left, &scope), &scope)
+            return c.quantifier == .notAny ? "NOT (\(test))" : test
+        }
+        guard let quantifier = c.quantifier else {
+            throw QueryPredicateError("a to-many key path is compared without ANY, ALL or NONE", column: 0)
+        }
+        var inner = c
+        inner.left = .keyPath(split.rest)
+        // A further to-many inside flattens, as in memory: ALL stays ALL, ANY and NONE look for any.
+        inner.quantifier = quantifier == .all ? .all : .any
+        let (from, link, child) = try subquery(from: &scope, through: split.prefix)
+        var childScope = child
+        let test = try compile(.comparison(inner), &childScope)
+        let joins = childScope.localJoins.joined(separator: " ")
+        let body = "SELECT 1 FROM \(from) \(joins) WHERE \(link)"
+        switch quantifier {
+        case .any: return "EXISTS (\(body) AND \(test))"
+        case .notAny: return "NOT EXISTS (\(body) AND \(test))"
+        case .all: return "NOT EXISTS (\(body) AND NOT (\(test)))"
+        }
+    }
+
+    /// The test itself, 0 or 1 for every row (NULLs folded to 0 where SQL would leave NULL).
+    private mutating func comparison(_ c: Comparison, left: Operand, _ scope: inout Scope) throws -> String {
+        let folded = !c.options.isEmpty
+        func fold(_ sql: String) -> String { folded ? "ingest_fold(\(sql), \(c.options.rawValue))" : sql }
+        switch (c.op, c.right) {
+        case (.in, .list(let items)), (.between, .list(let items)):
+            let present = items.compactMap { $0 }
+            if c.op == .between {
+                guard items.count == 2, let low = items[0], let high = items[1] else { return "0" }
+                try checkType(left, low)
+                try checkType(left, high)
+                return "coalesce(\(fold(left.sql)) BETWEEN \(fold(bind(low))) AND \(fold(bind(high))), 0)"
+            }
+            for value in present { try checkType(left, value) }
+            var parts: [String] = []
+            if !present.isEmpty {
+                parts.append("coalesce(\(fold(left.sql)) IN (\(present.map { fold(bind($0)) }.joined(separator: ", "))), 0)")
+            }
+            if present.count < items.count { parts.append("\(left.sql) IS NULL") }
+            return parts.isEmpty ? "0" : "(" + parts.joined(separator: " OR ") + ")"
+        case (.in, _), (.between, _):
+            throw QueryPredicateError("\(c.op.rawValue) needs a list on its right", column: 0)
+        case (_, .list):
+            throw QueryPredicateError("\(c.op.rawValue) cannot compare with a list", column: 0)
+        default:
+            break
+        }
+        let right = try operand(c.right, &scope)
+        if case .value(let value?, _) = right { try checkType(left, value) }
+        switch c.op {
+        case .equal, .notEqual:
+            let isNull = right.isNil
+            let sql: String
+            if isNull {
+                sql = "\(left.sql) IS NULL"
+            } else if left.isText && folded {
+                sql = "coalesce(\(fold(left.sql)) = \(fold(right.sql)), 0)"
+            } else {
+                sql = "coalesce(\(left.sql) = \(right.sql), 0)"
+            }
+            return c.op == .equal ? sql : "NOT (\(sql))"
+        case .less, .lessOrEqual, .greater, .greaterOrEqual:
+            let symbol = c.op.rawValue
+            if right.isNil { return "0" }
+            return "coalesce(\(fold(left.sql)) \(symbol) \(fold(right.sql)), 0)"
+        case .beginsWith:
+            return "coalesce(instr(\(fold(left.sql)), \(fold(right.sql))) = 1, 0)"
+        case .endsWith:
+            let l = fold(left.sql), r = fold(right.sql)
+            return "coalesce(length(\(r)) = 0 AND \(l) IS NOT NULL OR substr(\(l), -length(\(r))) = \(r), 0)"
+        case .contains:
+            return "coalesce(instr(\(fold(left.sql)), \(fold(right.sql))) > 0, 0)"
+        case .like:
+            return "coalesce(ingest_like(\(fold(left.sql)), \(fold(right.sql))), 0)"
+        case .matches:
+            return "coalesce(ingest_matches(\(left.sql), \(right.sql), \(c.options.rawValue)), 0)"
+        case .in, .between:
+            throw QueryPredicateError("\(c.op.rawValue) needs a list on its right", column: 0)
+        }
+    }
+
+    // MARK: - Operands
+
+    enum Operand {
+        case column(String, AttributeType?)
+        case value(Value?, String)
+        case expression(String)
+
+        var sql: String {
+            switch self {
+            case .column(let sql, _), .value(_, let sql), .expression(let sql): sql
+            }
+        }
+        var isNil: Bool { if case .value(nil, _) = self { true } else { false } }
+        var isText: Bool {
+            switch self {
+            case .column(_, let type): type == .string || type == .uuid || type == .decimal
+            case .value(let v, _): v?.stringValue != nil
+            case .expression: false
+            }
+        }
+        var type: AttributeType? { if case .column(_, let t) = self { t } else { nil } }
+    }
+
+    private mutating func operand(_ expression: Expression, _ scope: inout Scope) throws -> Operand {
+        switch expression {
+        case .value(let value): return .value(value, value == nil ? "NULL" : bind(value))
+        case .list: throw QueryPredicateError("a list can only stand on the right of IN or BETWEEN", column: 0)
+        case .variable(let name): throw QueryPredicateError("$\(name) has no value: call substituting(_:) first", column: 0)
+        case .keyPath(let path):
+            if try splitAtToMany(path, scope.entity) != nil {
+                throw QueryPredicateError("the right side of a comparison cannot be a to-many key path", column: 0)
+            }
+            return try column(path, &scope)
+        case .aggregate(let function, let relationship, let attribute):
+            guard let split = try splitAtToMany(relationship, scope.entity) else {
+                throw QueryPredicateError("@\(function.rawValue) needs a to-many key path, and \(relationship.joined(separator: ".")) is not one", column: 0)
+            }
+            guard split.rest.isEmpty else {
+                throw QueryPredicateError("@\(function.rawValue)'s key path \(relationship.joined(separator: ".")) crosses more than one to-many relationship", column: 0)
+            }
+            let (from, link, child) = try subquery(from: &scope, through: split.prefix)
+            var childScope = child
+            if function == .count {
+                return .expression("(SELECT count(*) FROM \(from) WHERE \(link))")
+            }
+            let value = try column(attribute, &childScope)
+            let joins = childScope.localJoins.joined(separator: " ")
+            let aggregate = switch function {
+            case .sum: value.type == .double ? "total(\(value.sql))" : "coalesce(sum(\(value.sql)), 0)"
+            case .avg: "avg(\(value.sql))"
+            case .min: "min(\(value.sql))"
+            case .max: "max(\(value.sql))"
+            case .count: "count(*)"
+            }
+            return .expression("(SELECT \(aggregate) FROM \(from) \(joins) WHERE \(link))")
+        }
+    }
+
+    /// A column at the end of a path of to-one relationships, joining tables as needed.
+    private mutating func column(_ path: [String], _ scope: inout Scope) throws -> Operand {
+        var entity = scope.entity
+        var alias = scope.alias
+        for (depth, key) in path.enumerated() {
+            let isLast = depth == path.count - 1
+            if isLast, let index = entity.attributeIndex[key] {
+                return .column("\(alias).\(quoted(key))", entity.attributes[index].type)
+            }
+            guard let index = entity.relationshipIndex[key] else {
+                throw QueryPredicateError("entity \(entity.name) has no key '\(key)'", column: 0)
+            }
+            let relationship = entity.relationships[index]
+            guard case .column(let fk) = relationship.storage else {
+                throw QueryPredicateError("'\(key)' is a to-many relationship: compare its members' attributes, or use @count", column: 0)
+            }
+            if isLast { return .column("\(alias).\(quoted(fk))", nil) }
+            let destination = schema.entity(relationship.destination)!
+            let prefix = alias + "." + key
+            if let existing = scope.isOuter ? joinAliases[prefix] : scope.localAliases[prefix] {
+                alias = existing
+            } else {
+                aliasCounter += 1
+                let next = "j\(aliasCounter)"
+                let join = "LEFT JOIN \(destination.table) \(next) ON \(next).\"_pk\" = \(alias).\(quoted(fk))"
+                if scope.isOuter {
+                    joins.append(join)
+                    joinAliases[prefix] = next
+                } else {
+                    scope.localJoins.append(join)
+                    scope.localAliases[prefix] = next
+                }
+                alias = next
+            }
+            entity = destination
+        }
+        throw QueryPredicateError("an empty key path", column: 0)
+    }
+
+    /// The first to-many relationship on a path: the path up to and including it, and the rest.
+    private func splitAtToMany(_ path: [String], _ start: EntityInfo) throws -> (prefix: [String], rest: [String])? {
+        var entity = start
+        for (index, key) in path.enumerated() {
+            guard let r = entity.relationshipIndex[key] else {
+                if entity.attributeIndex[key] != nil { return nil }
+                throw QueryPredicateError("entity \(entity.name) has no key '\(key)'", column: 0)
+            }
+            let relationship = entity.relationships[r]
+            if relationship.isToMany { return (Array(path[...index]), Array(path[(index + 1)...])) }
+            entity = schema.entity(relationship.destination)!
+        }
+        return nil
+    }
+
+    /// FROM and WHERE for a correlated subquery over the members of the to-many at the
+    /// end of `path` (to-ones before it are joined inside the subquery).
+    private mutating func subquery(from scope: inout Scope, through path: [String]) throws -> (String, String, Scope) {
+        var ownerColumn = "\(scope.alias).\"_pk\""
+        var entity = scope.entity
+        if path.count > 1 {
+            let owner = try ownerKey(Array(path.dropLast()), &scope)
+            ownerColumn = owner.column
+            entity = owner.entity
+        }
+        let key = path.last!
+        let relationship = entity.relationships[entity.relationshipIndex[key]!]
+        let destination = schema.entity(relationship.destination)!
+        aliasCounter += 1
+        let alias = "s\(aliasCounter)"
+        let child = Scope(alias: alias, entity: destination, isOuter: false)
+        switch relationship.storage {
+        case .inverseColumn(let fk):
+            return ("\(destination.table) \(alias)", "\(alias).\(quoted(fk)) = \(ownerColumn)", child)
+        case .joinTable(let table, let source, let other):
+            aliasCounter += 1
+            let join = "m\(aliasCounter)"
+            return ("\(quoted(table)) \(join) JOIN \(destination.table) \(alias) ON \(alias).\"_pk\" = \(join).\(quoted(other))",
+                    "\(join).\(quoted(source)) = \(ownerColumn)", child)
+        case .column:
+            throw QueryPredicateError("'\(key)' is not a to-many relationship", column: 0)
+        }
+    }
+
+    /// The `_pk` column of the object reached through `path` (to-ones), joined as needed.
+    private mutating func ownerKey(_ path: [String], _ scope: inout Scope) throws -> (column: String, entity: EntityInfo) {
+        var entity = scope.entity
+        var alias = scope.alias
+        for key in path {
+            let relationship = entity.relationships[entity.relationshipIndex[key]!]
+            guard case .column(let fk) = relationship.storage else {
+                throw QueryPredicateError("only one to-many relationship may stand in a key path", column: 0)
+            }
+            let destination = schema.entity(relationship.destination)!
+            aliasCounter += 1
+            let next = "j\(aliasCounter)"
+            let join = "LEFT JOIN \(destination.table) \(next) ON \(next).\"_pk\" = \(alias).\(quoted(fk))"
+            if scope.isOuter { joins.append(join) } else { scope.localJoins.append(join) }
+            alias = next
+            entity = destination
+        }
+        return ("\(alias).\"_pk\"", entity)
+    }
+
+    /// A numbered parameter (`?3`): an operand may appear more than once in the SQL
+    /// (ENDSWITH uses its pattern three times) and must stay one bound value.
+    mutating func bind(_ value: Value?) -> String {
+        arguments.append(value)
+        return "?\(arguments.count)"
+    }
+
+    /// Comparing a column with a value of another kind is almost always a mistake, and
+    /// SQLite's type affinity would give answers the in-memory rules do not.
+    private func checkType(_ operand: Operand, _ value: Value) throws {
+        guard case .column(let sql, let type?) = operand else { return }
+        let fits: Bool = switch (type, value) {
+        case (.string, .string), (.uuid, .uuid), (.uuid, .string), (.decimal, .decimal), (.decimal, .string),
+             (.bool, .bool), (.date, .date), (.binary, .binary): true
+        case (.int16, .int), (.int32, .int), (.int64, .int), (.int16, .double), (.int32, .double), (.int64, .double),
+             (.double, .int), (.double, .double): true
+        default: false
+        }
+        guard fits else {
+            throw QueryPredicateError("\(sql.split(separator: ".").last ?? "") is \(type.rawValue); it cannot be compared with \(value)", column: 0)
+        }
+    }
+}
+
+/// The SQL functions compiled predicates call, registered on every connection, so that
+/// SQL and in-memory evaluation share one definition of folding, LIKE and MATCHES.
+enum PredicateFunctions {
+    static func register(_ db: Database) {
+        db.add(function: DatabaseFunction("ingest_fold", argumentCount: 2, pure: true) { values in
+            guard let text = String.fromDatabaseValue(values[0]), let flags = Int.fromDatabaseValue(values[1]) else { return nil }
+            return ValueComparison.fold(text, Comparison.Options(rawValue: flags))
+        })
+        db.add(function: DatabaseFunction("ingest_like", argumentCount: 2, pure: true) { values in
+            guard let text = String.fromDatabaseValue(values[0]), let pattern = String.fromDatabaseValue(values[1]) else { return nil }
+            return ValueComparison.like(Array(text.unicodeScalars), Array(pattern.unicodeScalars))
+        })
+        db.add(function: DatabaseFunction("ingest_matches", argumentCount: 3, pure: true) { values in
+            guard let text = String.fromDatabaseValue(values[0]), let pattern = String.fromDatabaseValue(values[1]),
+                  let flags = Int.fromDatabaseValue(values[2]) else { return nil }
+            return try ValueComparison.test(.string(text), .matches, .string(pattern), Comparison.Options(rawValue: flags))
+        })
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import Testing
+@testable import IngestStore
+
+/// Every predicate compiled to SQL must select exactly the rows `evaluate(with:)`
+/// accepts, on every fixture row.
+@Suite struct PredicateAgreementTests {
+    static func fixture() throws -> (PersistentStoreCoordinator, TemporaryDirectory) {
+        let (coordinator, directory) = try TestModel.store()
+        let context = ObjectContext(coordinator: coordinator, name: "fixture")
+        try context.perform {
+            var people: [ManagedObject] = []
+            for (id, name) in [("ana", "Ana Silva"), ("bo", "Bo Öberg"), ("cy", nil), ("dee", "dee"), ("eve", "ÉVE")] as [(String, String?)] {
+                let p = context.insert("Photographer"); p.id = .string(id)
+                if let name { p.name = .string(name) }
+                people.append(p)
+            }
+            let tags = ["red", "Blue", "grün", "100%_off", "a*b\\c"].map { name -> ManagedObject in
+                let tag = context.insert("Tag"); tag.name = .string(name); return tag
+            }
+            let titles: [String?] = ["Harbour at dusk", "Café terrace", "CAFE 50%_off*\\", nil, "café", "Zebra",
+                                     "o'clock \"quoted\"", "", "日本の夏", "harbour", "Ünïcode Ümlaut", "x?y*z"]
+            for (i, title) in titles.enumerated() {
+                let photo = insertPhoto(context, id: String(format: "p%02d", i), title: title)
+                photo.views = i % 4 == 3 ? nil : .int(Int64(i * 37 % 101))
+                if i % 5 != 4 { photo.setObject(people[i % 5], forKey: "whoTook") }
+                for (k, tag) in tags.enumerated() where (i + k) % 3 == 0 { photo.addObject(tag, toKey: "tags") }
+            }
+            try context.save()
+        }
+        return (coordinator, directory)
+    }
+
+    static let photoPredicates: [String] = [
+        "views > 40", "views >= 37", "views < 10", "views <= 0", "views == 74", "views != 74", "views = nil", "views != nil",
+        "views BETWEEN {10, 80}", "views IN {0, 74, 999}", "views IN {0, nil}", "NOT views > 40", "views > 40 OR title = nil",
+        "title = 'café'", "title ==[c] 'CAFÉ'", "title ==[cd] 'cafe'", "title !=[cd] 'cafe'", "title < 'c'", "title >=[c] 'h'",
+        "title BEGINSWITH 'Caf'", "title BEGINSWITH[c] 'caf'", "title BEGINSWITH[cd] 'cafe'", "title BEGINSWITH ''",
+        "title ENDSWITH 'dusk'", "title ENDSWITH[cd] 'LAUT'", "title ENDSWITH ''", "title CONTAINS 'a'", "title CONTAINS[c] 'A'",
+        "title CONTAINS[d] 'u'", "title CONTAINS '%_'", "title CONTAINS '*\\\\'", "title CONTAINS \"'\"", "title CONTAINS '\\\"'",
+        "title LIKE '*a*'", "title LIKE[c] 'h*'", "title LIKE '?a*'", "title LIKE 'x\\\\?y*'", "title LIKE[cd] 'cafe'",
+        "title MATCHES '[A-Z].*'", "title MATCHES[c] 'h.*r'", "title IN {'Zebra', 'harbour', nil}", "title IN[c] {'zebra'}",
+        "whoTook.name = 'Ana Silva'", "whoTook.name BEGINSWITH[cd] 'bo o'", "whoTook.name = nil", "whoTook = nil", "whoTook != nil",
+        "whoTook.id IN {'ana', 'dee'} AND views > 20", "ANY tags.name = 'red'", "ANY tags.name BEGINSWITH[c] 'b'",
+        "ALL tags.name CONTAINS 'r'", "NONE tags.name = 'red'", "ANY tags.name LIKE '*\\\\*'", "tags.@count == 0",
+        "tags.@count >= 2", "NOT (ANY tags.name = 'red' OR views < 20)", "TRUEPREDICATE", "FALSEPREDICATE",
+        "ANY whoTook.name = 'Ana Silva'", "NONE whoTook.id = 'ana'",
+    ]
+
+    static let photographerPredicates: [String] = [
+        "photos.@count > 2", "photos.@count == 0", "photos.@sum.views > 100", "photos.@sum.views == 0", "photos.@avg.views > 40",
+        "photos.@min.views < 10", "photos.@max.views >= 74", "ANY photos.views > 90", "ALL photos.views > 10",
+        "NONE photos.title CONTAINS[c] 'caf'", "ANY photos.tags.name = 'grün'", "ALL photos.tags.name != 'red'", "NONE photos.tags.name BEGINSWITH 'a'",
+        "name ==[cd] 'eve'", "name = nil", "ANY photos.title = nil", "ALL photos.title != nil",
+    ]
+
+    func agree(_ coordinator: PersistentStoreCoordinator, entity: String, _ format: String) throws {
+        let predicate = try QueryPredicate(format: format)
+        let context = ObjectContext(coordinator: coordinator, name: "check")
+        let (viaSQL, inMemory, total): ([String], [String], Int) = try context.perform {
+            let sql = try context.fetch(FetchRequest(entity, predicate: predicate)).map(\.objectID.uri)
+            let all = try context.fetch(entity)
+            let memory = try all.filter { try predicate.evaluate(with: $0) }.map(\.objectID.uri)
+            let counted = try context.count(for: FetchRequest(entity, predicate: predicate))
+            #expect(counted == sql.count, "count(for:) of \(format)")
+            return (sql, memory, all.count)
+        }
+        #expect(viaSQL == inMemory, "\(entity): \(format)")
+        #expect(total > 0)
+    }
+
+    @Test func photoPredicatesAgreeInSQLAndInMemory() throws {
+        let (coordinator, directory) = try Self.fixture()
+        _ = directory
+        for format in Self.photoPredicates {
+            do { try agree(coordinator, entity: "Photo", format) } catch { Issue.record("\(format): \(error)") }
+        }
+    }
+
+    @Test func photographerPredicatesAgreeInSQLAndInMemory() throws {
+        let (coordinator, directory) = try Self.fixture()
+        _ = directory
+        for format in Self.photographerPredicates {
+            do { try agree(coordinator, entity: "Photographer", format) } catch { Issue.record("\(format): \(error)") }
+        }
+    }
+
+    @Test func argumentsAreBoundNeverSpliced() throws {
+        let (coordinator, directory) = try Self.fixture()
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator)
+        try context.perform {
+            for hostile in ["x' OR 1=1 --", "%", "_", "*", "\\", "\"", "'); DROP TABLE \"Photo\"; --"] {
+                let request = FetchRequest("Photo", predicate: try QueryPredicate(format: "title = %@ OR title CONTAINS %@", .value(.string(hostile)), .value(.string(hostile))))
+                let expected = try context.fetch("Photo").filter { photo in
+                    guard let title = photo.title?.stringValue else { return false }
+                    return title == hostile || title.contains(hostile)
+                }
+                #expect(Set(try context.fetch(request)) == Set(expected), "\(hostile)")
+            }
+        }
+        #expect(try coordinator.count("Photo") == 12)
+    }
+}
+
+@Suite struct FetchRequestTests {
+    @Test func sortLimitOffsetAndCount() throws {
+        let (coordinator, directory) = try PredicateAgreementTests.fixture()
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator)
+        try context.perform {
+            let byViews = FetchRequest("Photo", predicate: try QueryPredicate(format: "views != nil"),
+                                       sortDescriptors: [SortDescriptor("views", ascending: false)])
+            let views = try context.fetch(byViews).compactMap { $0.views?.intValue }
+            #expect(views == views.sorted(by: >))
+            #expect(views.count == 9)
+            var window = byViews
+            window.fetchOffset = 2
+            window.fetchLimit = 3
+            #expect(try context.fetch(window).compactMap { $0.views?.intValue } == Array(views[2..<5]))
+            #expect(try context.count(for: window) == 3)
+            let byName = FetchRequest("Photo", predicate: try QueryPredicate(format: "whoTook != nil"),
+                                      sortDescriptors: [SortDescriptor("whoTook.name", comparison: .caseInsensitive),
+                                                        SortDescriptor("id", ascending: false)])
+            let names = try context.fetch(byName).map { $0.object(forKey: "whoTook")?.name?.stringValue ?? "-" }
+            #expect(names.first == "-" || names.first == "Ana Silva")
+        }
+    }
+
+    @Test func pendingChangesAreIncluded() throws {
+        let (coordinator, directory) = try PredicateAgreementTests.fixture()
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator)
+        try context.perform {
+            let request = FetchRequest("Photo", predicate: try QueryPredicate(format: "title BEGINSWITH[c] 'harbour'"),
+                                       sortDescriptors: [SortDescriptor("id")])
+            #expect(try context.fetch(request).map { $0.id } == ["p00", "p09"])
+            insertPhoto(context, id: "new", title: "HARBOUR lights")
+            let p09 = try #require(try context.fetch("Photo", where: "id", equals: "p09").first)
+            p09.title = "renamed"
+            #expect(try context.fetch(request).map { $0.id } == ["new", "p00"])
+            #expect(try context.count(for: request) == 2)
+            var excluding = request
+            excluding.includesPendingChanges = false
+            #expect(try context.fetch(excluding).count == 2)
+        }
+    }
+}
