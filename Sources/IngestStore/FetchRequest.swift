@@ -94,7 +94,7 @@ extension ObjectContext {
         return count
     }
 
-    private func hasPendingChanges(for info: EntityInfo) -> Bool {
+    func hasPendingChanges(for info: EntityInfo) -> Bool {
         insertedList.contains { $0.info === info } || deletedSet.values.contains { $0.info === info }
             || updatedSet.contains { $0.entityName == info.name }
     }

@@ -13,6 +13,8 @@ struct PredicateCompiler {
     private(set) var joins: [String] = []
     private var joinAliases: [String: String] = [:]
     private var aliasCounter = 0
+    /// Named expressions of a dictionary fetch (`total` for `sum(views)`), usable in HAVING.
+    var expressionAliases: [String: String] = [:]
 
     init(schema: Schema) { self.schema = schema }
 
@@ -24,11 +26,19 @@ struct PredicateCompiler {
 
     /// The column a sort key names (an attribute, possibly through to-one relationships).
     mutating func sortColumn(_ path: [String], entity: EntityInfo) throws -> String {
+        try columnWithType(path, entity: entity).sql
+    }
+
+    /// The SQL for a key path of attributes through to-ones, and the attribute's type
+    /// (nil for a relationship, whose column holds the row number).
+    mutating func columnWithType(_ path: [String], entity: EntityInfo) throws -> (sql: String, type: AttributeType?) {
+        if path.count == 1, let alias = expressionAliases[path[0]] { return (alias, nil) }
         var scope = Scope(alias: "t0", entity: entity, isOuter: true)
         if try splitAtToMany(path, entity) != nil {
-            throw QueryPredicateError("cannot sort by the to-many key path \(path.joined(separator: "."))", column: 0)
+            throw QueryPredicateError("the to-many key path \(path.joined(separator: ".")) cannot stand here", column: 0)
         }
-        return try column(path, &scope).sql
+        let operand = try column(path, &scope)
+        return (operand.sql, operand.type)
     }
 
     /// Where a key path resolves: the root table of the query, or a subquery's.
@@ -199,6 +209,9 @@ struct PredicateCompiler {
 
     /// A column at the end of a path of to-one relationships, joining tables as needed.
     private mutating func column(_ path: [String], _ scope: inout Scope) throws -> Operand {
+        if path.count == 1, scope.isOuter, let alias = expressionAliases[path[0]] {
+            return .expression(alias)
+        }
         var entity = scope.entity
         var alias = scope.alias
         for (depth, key) in path.enumerated() {
@@ -238,6 +251,7 @@ struct PredicateCompiler {
 
     /// The first to-many relationship on a path: the path up to and including it, and the rest.
     private func splitAtToMany(_ path: [String], _ start: EntityInfo) throws -> (prefix: [String], rest: [String])? {
+        if path.count == 1, expressionAliases[path[0]] != nil { return nil }
         var entity = start
         for (index, key) in path.enumerated() {
             guard let r = entity.relationshipIndex[key] else {

@@ -146,3 +146,63 @@ import Testing
         }
     }
 }
+
+@Suite struct DictionaryFetchTests {
+    @Test func propertiesThroughToOneAndObjectIDs() throws {
+        let (coordinator, directory) = try PredicateAgreementTests.fixture()
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator)
+        try context.perform {
+            let request = FetchRequest("Photo", predicate: try QueryPredicate(format: "id IN {'p00', 'p01'}"),
+                                       sortDescriptors: [SortDescriptor("id")])
+            let rows = try context.fetchDictionaries(DictionaryFetch(request, properties: [.keyPath("id"), .keyPath("whoTook.name"), .keyPath("views")]))
+            #expect(rows.count == 2)
+            #expect(rows[0]["id"] == .string("p00") && rows[0]["whoTook.name"] == .string("Ana Silva") && rows[0]["views"] == .int(0))
+            #expect(rows[1]["id"] == .string("p01") && rows[1]["whoTook.name"] == .string("Bo Öberg") && rows[1]["views"] == .int(37))
+            #expect(try context.fetchObjectIDs(request) == (try context.fetch(request)).map(\.objectID))
+        }
+    }
+
+    @Test func aggregatesGroupedWithHaving() throws {
+        let (coordinator, directory) = try PredicateAgreementTests.fixture()
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator)
+        try context.perform {
+            // The expected figures, computed from the objects themselves.
+            var expected: [String: (count: Int, sum: Int64, min: Int64?, max: Int64?)] = [:]
+            for photo in try context.fetch("Photo") {
+                let who = photo.object(forKey: "whoTook")?.id?.stringValue ?? "-"
+                var entry = expected[who] ?? (0, 0, nil, nil)
+                entry.count += 1
+                if let views = photo.views?.intValue {
+                    entry.sum += views
+                    entry.min = Swift.min(entry.min ?? views, views)
+                    entry.max = Swift.max(entry.max ?? views, views)
+                }
+                expected[who] = entry
+            }
+            let fetch = DictionaryFetch(
+                FetchRequest("Photo", sortDescriptors: [SortDescriptor("whoTook.id")]),
+                properties: [.keyPath("whoTook.id"), .aggregate(name: "n", function: .count, keyPath: nil),
+                             .aggregate(name: "total", function: .sum, keyPath: "views"),
+                             .aggregate(name: "least", function: .min, keyPath: "views"),
+                             .aggregate(name: "most", function: .max, keyPath: "views"),
+                             .aggregate(name: "mean", function: .avg, keyPath: "views")],
+                groupBy: ["whoTook.id"])
+            let rows = try context.fetchDictionaries(fetch)
+            #expect(rows.count == expected.count)
+            for row in rows {
+                let who = row["whoTook.id"]??.stringValue ?? "-"
+                let e = try #require(expected[who])
+                #expect(row["n"] == .int(Int64(e.count)), "\(who)")
+                #expect(row["total"] == .int(e.sum), "\(who)")
+                #expect(row["least"] == e.min.map(Value.int), "\(who)")
+                #expect(row["most"] == e.max.map(Value.int), "\(who)")
+            }
+            var having = fetch
+            having.having = try QueryPredicate(format: "total > 100 AND n >= 2")
+            let filtered = try context.fetchDictionaries(having).compactMap { $0["whoTook.id"]??.stringValue }
+            #expect(filtered == expected.filter { $0.key != "-" && $0.value.sum > 100 && $0.value.count >= 2 }.keys.sorted())
+        }
+    }
+}
