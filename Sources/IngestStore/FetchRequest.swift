@@ -3,7 +3,7 @@ import GRDB
 import GRDBSQLite
 
 /// How to order fetched objects: by an attribute, possibly through to-one relationships.
-public struct SortDescriptor: Sendable, Hashable {
+public struct FetchSortDescriptor: Sendable, Hashable {
     public enum Comparison: Sendable, Hashable {
         /// Binary order (numbers numerically, text by its UTF-8 bytes).
         case binary
@@ -26,13 +26,13 @@ public struct SortDescriptor: Sendable, Hashable {
 public struct FetchRequest: Sendable, Hashable {
     public var entityName: String
     public var predicate: QueryPredicate?
-    public var sortDescriptors: [SortDescriptor]
+    public var sortDescriptors: [FetchSortDescriptor]
     public var fetchLimit: Int?
     public var fetchOffset: Int
     /// Whether the context's unsaved inserts, changes and deletes count (Core Data's default: yes).
     public var includesPendingChanges: Bool
 
-    public init(_ entityName: String, predicate: QueryPredicate? = nil, sortDescriptors: [SortDescriptor] = [],
+    public init(_ entityName: String, predicate: QueryPredicate? = nil, sortDescriptors: [FetchSortDescriptor] = [],
                 fetchLimit: Int? = nil, fetchOffset: Int = 0, includesPendingChanges: Bool = true) {
         self.entityName = entityName
         self.predicate = predicate

@@ -104,3 +104,33 @@ extension PersistentStoreCoordinator {
         for statement in statements { try db.execute(sql: statement) }
     }
 }
+
+extension PersistentStoreCoordinator {
+    /// Opens an existing store with the model it was made with (kept in its metadata),
+    /// for tools that read any store: `ingest query`, `ingest status`.
+    /// - Throws: `StoreError.notAStore` when there is no file, or it is not an Ingest store.
+    public convenience init(existingStoreAt path: String) throws {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw StoreError.notAStore(path: path, reason: "there is no file there")
+        }
+        let model: Model
+        do {
+            var configuration = Configuration()
+            configuration.readonly = true
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            let text = try queue.read { db -> String? in
+                guard try db.tableExists(PersistentStoreCoordinator.metadataTable) else { return nil }
+                return try String.fetchOne(db, sql: "SELECT value FROM \(quoted(PersistentStoreCoordinator.metadataTable)) WHERE key = '_model'")
+            }
+            guard let text, let decoded = try? JSONDecoder().decode(Model.self, from: Data(text.utf8)) else {
+                throw StoreError.notAStore(path: path, reason: "it has no Ingest model in its metadata")
+            }
+            model = decoded
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
+            throw StoreError.notAStore(path: path, reason: "the file is not a SQLite database")
+        } catch let error as DatabaseError {
+            throw StoreError.database(error.message ?? "\(error)")
+        }
+        try self.init(model: model, path: path)
+    }
+}

@@ -110,7 +110,7 @@ import Testing
         let context = ObjectContext(coordinator: coordinator)
         try context.perform {
             let byViews = FetchRequest("Photo", predicate: try QueryPredicate(format: "views != nil"),
-                                       sortDescriptors: [SortDescriptor("views", ascending: false)])
+                                       sortDescriptors: [FetchSortDescriptor("views", ascending: false)])
             let views = try context.fetch(byViews).compactMap { $0.views?.intValue }
             #expect(views == views.sorted(by: >))
             #expect(views.count == 9)
@@ -120,8 +120,8 @@ import Testing
             #expect(try context.fetch(window).compactMap { $0.views?.intValue } == Array(views[2..<5]))
             #expect(try context.count(for: window) == 3)
             let byName = FetchRequest("Photo", predicate: try QueryPredicate(format: "whoTook != nil"),
-                                      sortDescriptors: [SortDescriptor("whoTook.name", comparison: .caseInsensitive),
-                                                        SortDescriptor("id", ascending: false)])
+                                      sortDescriptors: [FetchSortDescriptor("whoTook.name", comparison: .caseInsensitive),
+                                                        FetchSortDescriptor("id", ascending: false)])
             let names = try context.fetch(byName).map { $0.object(forKey: "whoTook")?.name?.stringValue ?? "-" }
             #expect(names.first == "-" || names.first == "Ana Silva")
         }
@@ -133,7 +133,7 @@ import Testing
         let context = ObjectContext(coordinator: coordinator)
         try context.perform {
             let request = FetchRequest("Photo", predicate: try QueryPredicate(format: "title BEGINSWITH[c] 'harbour'"),
-                                       sortDescriptors: [SortDescriptor("id")])
+                                       sortDescriptors: [FetchSortDescriptor("id")])
             #expect(try context.fetch(request).map { $0.id } == ["p00", "p09"])
             insertPhoto(context, id: "new", title: "HARBOUR lights")
             let p09 = try #require(try context.fetch("Photo", where: "id", equals: "p09").first)
@@ -154,7 +154,7 @@ import Testing
         let context = ObjectContext(coordinator: coordinator)
         try context.perform {
             let request = FetchRequest("Photo", predicate: try QueryPredicate(format: "id IN {'p00', 'p01'}"),
-                                       sortDescriptors: [SortDescriptor("id")])
+                                       sortDescriptors: [FetchSortDescriptor("id")])
             let rows = try context.fetchDictionaries(DictionaryFetch(request, properties: [.keyPath("id"), .keyPath("whoTook.name"), .keyPath("views")]))
             #expect(rows.count == 2)
             #expect(rows[0]["id"] == .string("p00") && rows[0]["whoTook.name"] == .string("Ana Silva") && rows[0]["views"] == .int(0))
@@ -182,7 +182,7 @@ import Testing
                 expected[who] = entry
             }
             let fetch = DictionaryFetch(
-                FetchRequest("Photo", sortDescriptors: [SortDescriptor("whoTook.id")]),
+                FetchRequest("Photo", sortDescriptors: [FetchSortDescriptor("whoTook.id")]),
                 properties: [.keyPath("whoTook.id"), .aggregate(name: "n", function: .count, keyPath: nil),
                              .aggregate(name: "total", function: .sum, keyPath: "views"),
                              .aggregate(name: "least", function: .min, keyPath: "views"),

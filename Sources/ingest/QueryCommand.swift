@@ -1,0 +1,136 @@
+import ArgumentParser
+import Foundation
+import IngestStore
+
+extension Ingest {
+    struct Query: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Query any store Ingest writes (the store records its model).",
+            discussion: """
+            Examples:
+              ingest query photos.sqlite Photo --where "views > 100 AND whoTook.name BEGINSWITH[c] 'a'" --sort views:desc --limit 10
+              ingest query photos.sqlite Photographer --where "photos.@count > 5" --count
+              ingest query photos.sqlite Photo --fields id,title,whoTook.name --format json
+            """
+        )
+
+        @Argument(help: "The store file.")
+        var store: String
+
+        @Argument(help: "The entity to query.")
+        var entity: String
+
+        @Option(name: .customLong("where"), help: "A predicate in NSPredicate's format.")
+        var predicate: String?
+
+        @Option(help: ArgumentHelp("Sort key, ascending, or KEY:desc; repeat for more keys.", valueName: "key[:desc]"))
+        var sort: [String] = []
+
+        @Option(help: "At most this many rows.")
+        var limit: Int?
+
+        @Option(help: "Skip this many rows first.")
+        var offset = 0
+
+        @Flag(help: "Print how many objects match, and nothing else.")
+        var count = false
+
+        @Option(help: ArgumentHelp("Comma-separated key paths (default: every attribute).", valueName: "a,b,whoTook.name"))
+        var fields: String?
+
+        @Option(help: "table, json or csv.")
+        var format: OutputFormat = .table
+
+        enum OutputFormat: String, ExpressibleByArgument, CaseIterable { case table, json, csv }
+
+        func validate() throws {
+            if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
+            if offset < 0 { throw ValidationError("--offset must be 0 or more") }
+        }
+
+        func run() throws {
+            let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
+            guard let entityModel = coordinator.model.entity(entity) else {
+                throw CommandFailure("\(store) has no entity '\(entity)' (it has: \(coordinator.model.entities.map(\.name).joined(separator: ", ")))")
+            }
+            let sortDescriptors = sort.map { key -> FetchSortDescriptor in
+                let parts = key.split(separator: ":", maxSplits: 1).map(String.init)
+                return FetchSortDescriptor(parts[0], ascending: parts.count < 2 || parts[1].lowercased() != "desc")
+            }
+            let request = FetchRequest(entity, predicate: try predicate.map { try QueryPredicate(format: $0) },
+                                       sortDescriptors: sortDescriptors, fetchLimit: limit, fetchOffset: offset)
+            let context = ObjectContext(coordinator: coordinator, name: "query")
+            if count {
+                print(try context.perform { try context.count(for: request) })
+                return
+            }
+            let keys = fields.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+                ?? entityModel.attributes.map(\.name)
+            let rows = try context.perform {
+                try context.fetchDictionaries(DictionaryFetch(request, properties: keys.map(FetchProperty.keyPath)))
+            }
+            print(Self.render(rows, keys: keys, as: format))
+        }
+
+        static func render(_ rows: [[String: Value?]], keys: [String], as format: OutputFormat) -> String {
+            switch format {
+            case .json:
+                let objects = rows.map { row in
+                    "{" + keys.map { key in jsonString(key) + ":" + json(row[key] ?? nil) }.joined(separator: ",") + "}"
+                }
+                return "[" + objects.joined(separator: ",\n ") + "]"
+            case .csv:
+                let lines = [keys.map(csv)] + rows.map { row in keys.map { csv(plain(row[$0] ?? nil, null: "")) } }
+                return lines.map { $0.joined(separator: ",") }.joined(separator: "\r\n")
+            case .table:
+                let body = rows.map { row in keys.map { plain(row[$0] ?? nil, null: "NULL").replacingOccurrences(of: "\n", with: "\\n") } }
+                return Table.render(header: keys, rows: body) + "\n(\(rows.count) row\(rows.count == 1 ? "" : "s"))"
+            }
+        }
+
+        static func plain(_ value: Value?, null: String) -> String {
+            switch value {
+            case nil: null
+            case .string(let s)?, .decimal(let s)?: s
+            case .int(let i)?: String(i)
+            case .double(let d)?: String(d)
+            case .bool(let b)?: String(b)
+            case .date(let d)?: d.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+            case .binary(let b)?: Data(b).base64EncodedString()
+            case .uuid(let u)?: u.uuidString
+            }
+        }
+
+        static func json(_ value: Value?) -> String {
+            switch value {
+            case nil: return "null"
+            case .int(let i)?: return String(i)
+            case .double(let d)?: return d.isFinite ? String(d) : "null"
+            case .bool(let b)?: return String(b)
+            case .decimal(let s)?: return Decimal(string: s) != nil ? s : jsonString(s)
+            default: return jsonString(plain(value, null: ""))
+            }
+        }
+
+        static func jsonString(_ text: String) -> String {
+            var out = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case "\u{00}"..."\u{1F}": out += String(format: "\\u%04x", scalar.value)
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+
+        static func csv(_ field: String) -> String {
+            guard field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return field }
+            return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        }
+    }
+}

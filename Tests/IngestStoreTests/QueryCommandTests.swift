@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+@testable import IngestStore
+
+/// `ingest query` against a store made by the tests, run as a user would.
+@Suite struct QueryCommandTests {
+    static var binary: String {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var directory = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        if directory.lastPathComponent.hasSuffix(".xctest") { directory.deleteLastPathComponent() }
+        return directory.appendingPathComponent("ingest").path
+    }
+
+    func ingest(_ arguments: String...) throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    }
+
+    @Test func queryPrintsJSONTableCSVAndCounts() throws {
+        let (coordinator, directory) = try PredicateAgreementTests.fixture()
+        _ = coordinator
+        let store = directory.file("store.sqlite")
+        let json = try ingest("query", store, "Photo", "--where", "whoTook.id = 'ana' AND views != nil",
+                              "--sort", "views:desc", "--fields", "id,views,whoTook.name", "--format", "json")
+        #expect(json.status == 0, "\(json.stderr)")
+        let decoded = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]]
+        #expect(decoded?.map { $0["id"] as? String } == ["p05", "p10", "p00"])
+        #expect(decoded?.first?["whoTook.name"] as? String == "Ana Silva")
+        #expect(decoded?.first?["views"] as? Int == 84)
+
+        let count = try ingest("query", store, "Photographer", "--where", "photos.@count > 2", "--count")
+        #expect(count.stdout == "2\n")
+
+        let csv = try ingest("query", store, "Photo", "--where", "title CONTAINS '\"'", "--fields", "id,title", "--format", "csv")
+        #expect(csv.stdout == "id,title\r\np06,\"o'clock \"\"quoted\"\"\"\n")
+
+        let table = try ingest("query", store, "Tag", "--sort", "name", "--fields", "name", "--limit", "2")
+        #expect(table.stdout.hasSuffix("(2 rows)\n"))
+        #expect(table.stdout.contains("| 100%_off |"))
+    }
+
+    @Test func badQueriesExitOneWithOneReadableLine() throws {
+        let (_, directory) = try PredicateAgreementTests.fixture()
+        let store = directory.file("store.sqlite")
+        let badPredicate = try ingest("query", store, "Photo", "--where", "views >")
+        #expect(badPredicate.status == 1)
+        #expect(badPredicate.stderr == "ingest: expected a key path or a value, found the end at column 8\n")
+        let badEntity = try ingest("query", store, "Nope")
+        #expect(badEntity.status == 1)
+        #expect(badEntity.stderr.contains("has no entity 'Nope' (it has: Photo, Photographer, Tag, Album, Folder, Everything)"))
+        let badKey = try ingest("query", store, "Photo", "--fields", "id,nope")
+        #expect(badKey.stderr == "ingest: entity Photo has no key 'nope'\n")
+        let noStore = try ingest("query", directory.file("missing.sqlite"), "Photo")
+        #expect(noStore.stderr == "ingest: \(directory.file("missing.sqlite")) is not an Ingest store: there is no file there\n")
+    }
+}
