@@ -31,6 +31,11 @@ public struct FetchRequest: Sendable, Hashable {
     public var fetchOffset: Int
     /// Whether the context's unsaved inserts, changes and deletes count (Core Data's default: yes).
     public var includesPendingChanges: Bool
+    /// Rows read per batch by `ObjectContext.fetchResults(_:)`; 0 reads them all at once.
+    public var fetchBatchSize: Int = 0
+    /// Relationship key paths (`whoTook`, `photos.tags`) whose objects `fetch(_:)` reads
+    /// along with the results: one query per relationship, not one per object.
+    public var relationshipKeyPathsForPrefetching: [String] = []
 
     public init(_ entityName: String, predicate: QueryPredicate? = nil, sortDescriptors: [FetchSortDescriptor] = [],
                 fetchLimit: Int? = nil, fetchOffset: Int = 0, includesPendingChanges: Bool = true) {
@@ -68,14 +73,19 @@ extension ObjectContext {
             return rows
         }
         var result: [ManagedObject] = []
+        result.reserveCapacity(rows.count)
         for (pk, row) in rows {
             let id = ObjectID(storeID: coordinator.storeID, entityName: info.name, key: .permanent(pk))
             let object = object(with: id)
             if object.isFault && object.pendingRow == nil { object.pendingRow = row }
             result.append(object)
         }
-        guard pending else { return result }
-        return try applyPendingChanges(to: result, request, info)
+        rowQueries += 1
+        if pending { result = try applyPendingChanges(to: result, request, info) }
+        for keyPath in request.relationshipKeyPathsForPrefetching {
+            try prefetch(keyPath.split(separator: ".").map(String.init), for: result)
+        }
+        return result
     }
 
     /// How many objects `fetch(request)` would return, counted by SQLite where no

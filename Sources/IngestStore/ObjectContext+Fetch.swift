@@ -109,6 +109,7 @@ extension ObjectContext {
 
     func loadRowOrThrow(_ id: ObjectID, _ info: EntityInfo) throws -> RowData? {
         guard let pk = id.primaryKey else { return nil }
+        rowQueries += 1
         return try coordinator.read { db in
             let statement = try db.cachedStatement(sql: info.selectByKeySQL).sqliteStatement
             defer { sqlite3_reset(statement) }
@@ -138,6 +139,7 @@ extension ObjectContext {
         case .column: preconditionFailure("a to-one relationship has no members")
         }
         do {
+            rowQueries += 1
             let keys = try coordinator.read { db in try Int64.fetchAll(db, sql: sql, arguments: [pk]) }
             return Set(keys.map { ObjectID(storeID: coordinator.storeID, entityName: relationship.destination, key: .permanent($0)) })
         } catch {

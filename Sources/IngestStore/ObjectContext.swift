@@ -52,6 +52,8 @@ public final class ObjectContext {
     @exclusivity(unchecked) var pendingDidChange = ObjectsDidChange()
     var mergeObserverToken: UUID?
     @exclusivity(unchecked) private var lastEntity: EntityInfo?
+    /// Queries that read rows (fetches, batches, prefetches, faults firing): tests count them.
+    @exclusivity(unchecked) var rowQueries = 0
 
     /// Makes a context. A `.main` context must be made on the main queue (the main actor).
     public init(_ kind: Kind = .privateQueue, coordinator: PersistentStoreCoordinator, name: String? = nil) {

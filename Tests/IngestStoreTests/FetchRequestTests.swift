@@ -206,3 +206,72 @@ import Testing
         }
     }
 }
+
+@Suite struct BatchingAndPrefetchingTests {
+    func store(photos: Int) throws -> (PersistentStoreCoordinator, TemporaryDirectory) {
+        let (coordinator, directory) = try TestModel.store()
+        let context = ObjectContext(coordinator: coordinator)
+        try context.perform {
+            let people = (0..<10).map { i -> ManagedObject in
+                let p = context.insert("Photographer"); p.id = .string("ph\(i)"); p.name = .string("Name \(i)"); return p
+            }
+            for i in 0..<photos {
+                let photo = insertPhoto(context, id: String(format: "p%04d", i), title: "t\(i)")
+                photo.setObject(people[i % 10], forKey: "whoTook")
+            }
+            try context.save()
+        }
+        return (coordinator, directory)
+    }
+
+    @Test func aBatchedFetchReadsOnlyTheBatchesTouched() throws {
+        let (coordinator, directory) = try store(photos: 100)
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator)
+        try context.perform {
+            var request = FetchRequest("Photo", sortDescriptors: [FetchSortDescriptor("id")])
+            request.fetchBatchSize = 10
+            let results = try context.fetchResults(request)
+            #expect(results.count == 100)
+            let before = context.rowQueries
+            #expect(results.loadedBatchCount == 0)
+            #expect(results[0].id == "p0000")
+            #expect(results[5].title == "t5")
+            #expect(results[55].id == "p0055")
+            #expect(results.loadedBatchCount == 2)
+            #expect(context.rowQueries - before == 2)
+            #expect(results.last?.id == "p0099")
+            #expect(context.rowQueries - before == 3)
+        }
+    }
+
+    @Test func prefetchingIssuesOneQueryPerKeyPath() throws {
+        let (coordinator, directory) = try store(photos: 60)
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator)
+        try context.perform {
+            var request = FetchRequest("Photo")
+            request.relationshipKeyPathsForPrefetching = ["whoTook"]
+            let before = context.rowQueries
+            let photos = try context.fetch(request)
+            let names = Set(photos.compactMap { $0.object(forKey: "whoTook")?.name?.stringValue })
+            #expect(names.count == 10)
+            #expect(context.rowQueries - before == 2, "one for the photos, one for their photographers")
+
+            context.reset()
+            var people = FetchRequest("Photographer")
+            people.relationshipKeyPathsForPrefetching = ["photos"]
+            let start = context.rowQueries
+            let photographers = try context.fetch(people)
+            let titles = photographers.flatMap { $0.objects(forKey: "photos").compactMap { $0.title?.stringValue } }
+            #expect(titles.count == 60)
+            #expect(context.rowQueries - start == 2, "one for the photographers, one for all their photos")
+
+            context.reset()
+            let withoutPrefetch = context.rowQueries
+            let plain = try context.fetch(FetchRequest("Photographer"))
+            _ = plain.flatMap { $0.objects(forKey: "photos").compactMap { $0.title } }
+            #expect(context.rowQueries - withoutPrefetch == 1 + 10 + 60, "without prefetching: one per photographer and per photo")
+        }
+    }
+}
