@@ -37,6 +37,7 @@ extension ObjectContext {
         pendingDidChange.deleted.formUnion(change.deleted)
         pendingDidChange.refreshed.formUnion(change.refreshed)
         processPendingChanges()
+        for listener in changeListeners.values { listener(notice) }
     }
 
     /// When true, every save of another context on this coordinator is merged into this

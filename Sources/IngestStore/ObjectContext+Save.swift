@@ -319,7 +319,7 @@ extension ObjectContext {
         next.reserveCapacity(registered.count)
         let mapping = plan.mapping
         let fixReferences = !mapping.isEmpty
-        let observed = coordinator.hasSaveObservers
+        let observed = coordinator.hasSaveObservers || !changeListeners.isEmpty
         if observed { plan.inserted.reserveCapacity(insertedList.count) }
         for object in insertedList where observed && !merged.contains(ObjectIdentifier(object)) {
             plan.inserted.insert(object.savedID ?? object.objectID)
@@ -353,7 +353,9 @@ extension ObjectContext {
         stagedMetadata = [:]
         processPendingChanges()
         guard observed else { return }
-        coordinator.post(SaveNotice(inserted: plan.inserted, updated: plan.updated, deleted: plan.deleted,
-                                    sequence: plan.sequence, contextName: name, contextIdentity: ObjectIdentifier(self)))
+        let notice = SaveNotice(inserted: plan.inserted, updated: plan.updated, deleted: plan.deleted,
+                                sequence: plan.sequence, contextName: name, contextIdentity: ObjectIdentifier(self))
+        for listener in changeListeners.values { listener(notice) }
+        coordinator.post(notice)
     }
 }

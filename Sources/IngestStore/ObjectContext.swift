@@ -52,6 +52,9 @@ public final class ObjectContext {
     @exclusivity(unchecked) var pendingDidChange = ObjectsDidChange()
     var mergeObserverToken: UUID?
     @exclusivity(unchecked) private var lastEntity: EntityInfo?
+    /// Called on the queue after each save of this context and each merge into it
+    /// (fetched results controllers listen here), keyed by the listener's identity.
+    @exclusivity(unchecked) var changeListeners: [ObjectIdentifier: (SaveNotice) -> Void] = [:]
     /// Queries that read rows (fetches, batches, prefetches, faults firing): tests count them.
     @exclusivity(unchecked) var rowQueries = 0
 
