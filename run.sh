@@ -8,7 +8,8 @@ cd "$(dirname "$0")"
 need=()
 pkg-config --exists yajl 2>/dev/null || need+=(libyajl-dev)
 [ -f /usr/include/sqlite3.h ] || need+=(libsqlite3-dev)
-command -v json_verify >/dev/null 2>&1 || need+=(yajl-tools)   # the benchmark's reference parser
+command -v json_verify >/dev/null 2>&1 || need+=(yajl-tools)   # bench split's reference parser
+command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)           # bench fetch's reference shell
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "run.sh: installing ${need[*]}" >&2
@@ -17,7 +18,7 @@ if [ ${#need[@]} -gt 0 ]; then
     apt-get install -y -qq "${need[@]}" >/dev/null
   else
     echo "run.sh: missing system packages; run as root: apt-get install -y ${need[*]}" >&2
-    for p in "${need[@]}"; do [ "$p" = yajl-tools ] || exit 1; done
+    for p in "${need[@]}"; do [ "$p" = yajl-tools ] || [ "$p" = sqlite3 ] || exit 1; done
   fi
 fi
 

@@ -57,28 +57,13 @@ extension ObjectContext {
         let info = entityInfo(request.entityName)
         let pending = request.includesPendingChanges && hasPendingChanges(for: info)
         // With unsaved changes in play the window is cut in memory, after they are merged in.
-        let query = try selectQuery(request, info, columns: info.selectColumnList.map { "t0.\($0)" }.joined(separator: ", "),
+        let query = try selectQuery(request, info, columns: info.aliasedSelectColumns,
                                     window: !pending)
-        let rows: [(Int64, RowData)] = try coordinator.read { db in
+        var result: [ManagedObject] = try coordinator.read { db in
             let statement = try db.cachedStatement(sql: query.sql).sqliteStatement
             defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
             for (index, value) in query.arguments.enumerated() { SQLiteValues.bind(value, to: statement, at: Int32(index + 1)) }
-            var rows: [(Int64, RowData)] = []
-            while true {
-                let code = sqlite3_step(statement)
-                if code == SQLITE_DONE { break }
-                guard code == SQLITE_ROW else { throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection))) }
-                rows.append((sqlite3_column_int64(statement, 0), readRow(statement, info, from: 1)))
-            }
-            return rows
-        }
-        var result: [ManagedObject] = []
-        result.reserveCapacity(rows.count)
-        for (pk, row) in rows {
-            let id = ObjectID(storeID: coordinator.storeID, entityName: info.name, key: .permanent(pk))
-            let object = object(with: id)
-            if object.isFault && object.pendingRow == nil { object.pendingRow = row }
-            result.append(object)
+            return try materialize(statement, info, db)
         }
         rowQueries += 1
         if pending { result = try applyPendingChanges(to: result, request, info) }
@@ -97,8 +82,14 @@ extension ObjectContext {
         if request.includesPendingChanges && hasPendingChanges(for: info) { return try fetch(request).count }
         let query = try selectQuery(request, info, columns: "count(*)", window: false, countOnly: true)
         var count = try coordinator.read { db in
-            try Int.fetchOne(db, sql: query.sql, arguments: StatementArguments(query.arguments.map(Self.databaseValue)))
-        } ?? 0
+            let statement = try db.cachedStatement(sql: query.sql).sqliteStatement
+            defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
+            for (index, value) in query.arguments.enumerated() { SQLiteValues.bind(value, to: statement, at: Int32(index + 1)) }
+            guard sqlite3_step(statement) == SQLITE_ROW else {
+                throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection)))
+            }
+            return Int(sqlite3_column_int64(statement, 0))
+        }
         count = max(0, count - request.fetchOffset)
         if let limit = request.fetchLimit { count = min(count, limit) }
         return count
@@ -109,14 +100,36 @@ extension ObjectContext {
             || updatedSet.contains { $0.entityName == info.name }
     }
 
-    struct SelectQuery {
+    struct SelectQuery: Sendable {
         var sql: String
         var arguments: [Value?]
     }
 
+    struct QueryCacheKey: Hashable, Sendable {
+        var request: FetchRequest
+        var columns: String
+        var window: Bool
+        var countOnly: Bool
+    }
+
+    /// The query for a request, compiled once per distinct request and shape and then
+    /// taken from the coordinator's cache (compiling a predicate costs more than running
+    /// an indexed count).
     func selectQuery(_ request: FetchRequest, _ info: EntityInfo, columns: String, window: Bool,
                      countOnly: Bool = false) throws -> SelectQuery {
-        var compiler = PredicateCompiler(schema: coordinator.schema)
+        let key = QueryCacheKey(request: request, columns: columns, window: window, countOnly: countOnly)
+        if let cached = coordinator.queryCache.withLock({ $0[key] }) { return cached }
+        let query = try Self.selectQuery(request, info, schema: coordinator.schema, columns: columns, window: window, countOnly: countOnly)
+        coordinator.queryCache.withLock { cache in
+            if cache.count > 256 { cache.removeAll() }
+            cache[key] = query
+        }
+        return query
+    }
+
+    static func selectQuery(_ request: FetchRequest, _ info: EntityInfo, schema: Schema, columns: String, window: Bool,
+                            countOnly: Bool = false) throws -> SelectQuery {
+        var compiler = PredicateCompiler(schema: schema)
         let condition = try request.predicate.map { try compiler.condition($0, entity: info) }
         var order: [String] = []
         if !countOnly {
@@ -203,5 +216,18 @@ extension ObjectContext {
         case .binary(let b)?: Data(b)
         case .uuid(let u)?: u.uuidString
         }
+    }
+}
+
+extension PersistentStoreCoordinator {
+    /// The SQL a fetch (or, with `countOnly`, a count) of `request` runs against the
+    /// store, with its numbered parameters' values: to explain a query, or run it elsewhere.
+    /// - Throws: `QueryPredicateError` for a predicate or sort key that does not fit the entity.
+    public func sql(for request: FetchRequest, countOnly: Bool = false) throws -> (sql: String, arguments: [Value?]) {
+        guard let info = schema.entity(request.entityName) else { throw StoreError.unknownEntity(request.entityName) }
+        let query = try ObjectContext.selectQuery(request, info, schema: schema,
+                                                  columns: info.aliasedSelectColumns,
+                                                  window: !countOnly, countOnly: countOnly)
+        return (query.sql, query.arguments)
     }
 }

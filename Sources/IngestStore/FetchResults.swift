@@ -64,27 +64,19 @@ extension ObjectContext {
     func preloadRows(_ ids: [ObjectID], _ info: EntityInfo) throws {
         let wanted = ids.filter { id in
             guard let object = registered[id] else { return id.primaryKey != nil }
-            return object.isFault && object.pendingRow == nil && id.primaryKey != nil
+            return object.isFault && !object.preloaded && id.primaryKey != nil
         }
         guard !wanted.isEmpty else { return }
         for start in stride(from: 0, to: wanted.count, by: 500) {
             let part = wanted[start..<min(wanted.count, start + 500)]
             let sql = "SELECT \(info.selectColumns) FROM \(info.table) WHERE \"_pk\" IN (\(part.map { _ in "?" }.joined(separator: ",")))"
-            let rows: [(Int64, RowData)] = try coordinator.read { db in
+            _ = try coordinator.read { db in
                 let statement = try db.cachedStatement(sql: sql).sqliteStatement
                 defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
                 for (index, id) in part.enumerated() { sqlite3_bind_int64(statement, Int32(index + 1), id.primaryKey!) }
-                var rows: [(Int64, RowData)] = []
-                while sqlite3_step(statement) == SQLITE_ROW {
-                    rows.append((sqlite3_column_int64(statement, 0), readRow(statement, info, from: 1)))
-                }
-                return rows
+                return try materialize(statement, info, db)
             }
             rowQueries += 1
-            for (pk, row) in rows {
-                let object = object(with: ObjectID(storeID: coordinator.storeID, entityName: info.name, key: .permanent(pk)))
-                if object.isFault && object.pendingRow == nil { object.pendingRow = row }
-            }
         }
     }
 
@@ -113,25 +105,19 @@ extension ObjectContext {
                 for start in stride(from: 0, to: keys.count, by: 500) {
                     let part = Array(keys[start..<min(keys.count, start + 500)])
                     let sql = "SELECT \(destination.selectColumns), \(quoted(column)) FROM \(destination.table) WHERE \(quoted(column)) IN (\(part.map { _ in "?" }.joined(separator: ",")))"
-                    let rows: [(Int64, Int64, RowData)] = try coordinator.read { db in
+                    let ownerColumn = Int32(destination.selectColumnList.count)
+                    var owned: [(Int64, ObjectID)] = []
+                    let fetched = try coordinator.read { db in
                         let statement = try db.cachedStatement(sql: sql).sqliteStatement
                         defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
                         for (i, pk) in part.enumerated() { sqlite3_bind_int64(statement, Int32(i + 1), pk) }
-                        let ownerColumn = Int32(destination.selectColumnList.count)
-                        var rows: [(Int64, Int64, RowData)] = []
-                        while sqlite3_step(statement) == SQLITE_ROW {
-                            rows.append((sqlite3_column_int64(statement, 0), sqlite3_column_int64(statement, ownerColumn),
-                                         readRow(statement, destination, from: 1)))
+                        return try materialize(statement, destination, db) { member, row in
+                            owned.append((sqlite3_column_int64(row, ownerColumn), member.objectID))
                         }
-                        return rows
                     }
                     rowQueries += 1
-                    for (pk, owner, row) in rows {
-                        let member = object(with: ObjectID(storeID: coordinator.storeID, entityName: destination.name, key: .permanent(pk)))
-                        if member.isFault && member.pendingRow == nil { member.pendingRow = row }
-                        members[owner, default: []].insert(member.objectID)
-                        next.append(member)
-                    }
+                    for (owner, member) in owned { members[owner, default: []].insert(member) }
+                    next += fetched
                 }
                 for owner in owners where owner.toMany[index].committed == nil {
                     if let pk = owner.objectID.primaryKey { owner.toMany[index].committed = members[pk] ?? [] }

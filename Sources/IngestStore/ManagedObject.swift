@@ -50,8 +50,9 @@ public final class ManagedObject {
     let values: ValueSlots
     @exclusivity(unchecked) var toOne: [ObjectID?]
     @exclusivity(unchecked) var toMany: [ToManyState]
-    /// A row a fetch already read, used when the fault fires instead of reading again.
-    @exclusivity(unchecked) var pendingRow: RowData?
+    /// The fault's values and to-one keys were already filled in by a fetch: firing it
+    /// reads nothing.
+    @exclusivity(unchecked) var preloaded = false
     /// The row as loaded, kept once the object changes, for rollback and merges.
     @exclusivity(unchecked) var committed: RowData?
     @exclusivity(unchecked) var changedAttributes = ChangeMask()
@@ -142,15 +143,13 @@ public final class ManagedObject {
 
     func fireFault() {
         guard isFault else { return }
-        let row: RowData
-        if let pendingRow {
-            row = pendingRow
-            self.pendingRow = nil
-        } else {
-            guard let loaded = context.loadRow(objectID, info) else {
-                preconditionFailure("\(objectID) was deleted from the store: its fault cannot be fulfilled")
-            }
-            row = loaded
+        if preloaded {
+            preloaded = false
+            isFault = false
+            return
+        }
+        guard let row = context.loadRow(objectID, info) else {
+            preconditionFailure("\(objectID) was deleted from the store: its fault cannot be fulfilled")
         }
         apply(row)
     }
@@ -166,7 +165,7 @@ public final class ManagedObject {
     /// Turns the object back into a fault, dropping its values (and changes).
     func turnIntoFault() {
         isFault = true
-        pendingRow = nil
+        preloaded = false
         committed = nil
         changedAttributes = []
         changedToOne = []

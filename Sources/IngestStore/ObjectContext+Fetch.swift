@@ -38,27 +38,18 @@ extension ObjectContext {
             sql += filter.value == nil ? " WHERE \(column) IS NULL" : " WHERE \(column) = ?"
         }
         sql += " ORDER BY \"_pk\""
-        let rows: [(Int64, RowData)] = try coordinator.read { db in
+        let fetched: [ManagedObject] = try coordinator.read { db in
             let statement = try db.cachedStatement(sql: sql).sqliteStatement
-            defer { sqlite3_reset(statement) }
+            defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
             if let value = filter?.value { SQLiteValues.bind(value, to: statement, at: 1) }
-            var rows: [(Int64, RowData)] = []
-            while true {
-                let code = sqlite3_step(statement)
-                if code == SQLITE_DONE { break }
-                guard code == SQLITE_ROW else { throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection))) }
-                rows.append((sqlite3_column_int64(statement, 0), readRow(statement, info, from: 1)))
-            }
-            sqlite3_clear_bindings(statement)
-            return rows
+            return try materialize(statement, info, db)
         }
+        rowQueries += 1
         var result: [ManagedObject] = []
         var seen = Set<ObjectID>()
-        for (pk, row) in rows {
-            let id = ObjectID(storeID: coordinator.storeID, entityName: entity, key: .permanent(pk))
+        for object in fetched {
+            let id = object.objectID
             if deletedSet[id] != nil { continue }
-            let object = self.object(with: id)
-            if object.isFault && object.pendingRow == nil { object.pendingRow = row }
             if let filter, object.hasChanges, !object.isFault, object.values[filter.index] != filter.value { continue }
             result.append(object)
             seen.insert(id)
@@ -78,6 +69,47 @@ extension ObjectContext {
     }
 
     // MARK: - Rows
+
+    /// Steps a statement whose columns are `_pk` then the entity's row, and returns one
+    /// object per row: the registered one, or a new fault with the row filled in (firing
+    /// it later reads nothing). Runs inside `coordinator.read`, on the reader's thread,
+    /// while this context's queue waits for it: hence no queue check here.
+    func materialize(_ statement: SQLiteStatement, _ info: EntityInfo, _ db: Database,
+                     eachRow: ((ManagedObject, SQLiteStatement) -> Void)? = nil) throws -> [ManagedObject] {
+        var objects: [ManagedObject] = []
+        while true {
+            let code = sqlite3_step(statement)
+            if code == SQLITE_DONE { break }
+            guard code == SQLITE_ROW else { throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection))) }
+            let id = ObjectID(storeID: coordinator.storeID, entityName: info.name, key: .permanent(sqlite3_column_int64(statement, 0)))
+            let object: ManagedObject
+            if let registeredObject = registered[id] {
+                object = registeredObject
+            } else {
+                object = ManagedObject(id: id, info: info, context: self, fault: true)
+                registered[id] = object
+            }
+            if object.isFault && !object.preloaded { fill(object, statement, from: 1) }
+            eachRow?(object, statement)
+            objects.append(object)
+        }
+        return objects
+    }
+
+    /// Writes a row's columns into a fault's values and to-one keys.
+    private func fill(_ object: ManagedObject, _ statement: SQLiteStatement, from first: Int32) {
+        let info = object.info
+        for index in 0..<info.attributeTypes.count {
+            object.values[index] = SQLiteValues.read(info.attributeTypes[index], from: statement, at: first + Int32(index))
+        }
+        let base = first + Int32(info.attributes.count)
+        for (offset, column) in info.toOneColumns.enumerated() {
+            object.toOne[column.relationship] = SQLiteValues.readKey(from: statement, at: base + Int32(offset)).map {
+                ObjectID(storeID: coordinator.storeID, entityName: info.relationships[column.relationship].destination, key: .permanent($0))
+            }
+        }
+        object.preloaded = true
+    }
 
     func readRow(_ statement: SQLiteStatement, _ info: EntityInfo, from first: Int32) -> RowData {
         var values: [Value?] = []

@@ -76,7 +76,6 @@ extension ObjectContext {
                         } else if other.toOne[inverse] == object.objectID {
                             other.toOne[inverse] = nil
                         }
-                        other.pendingRow?.toOne[inverse] = nil
                         other.committed?.toOne[inverse] = nil
                     }
                 }

@@ -16,6 +16,8 @@ public final class PersistentStoreCoordinator: Sendable {
     let pool: DatabasePool
     private let saveSequence = Mutex(0)
     private let observers = Mutex<[UUID: @Sendable (SaveNotice) -> Void]>([:])
+    /// Compiled fetch queries, by request (see `ObjectContext.selectQuery`).
+    let queryCache = Mutex<[ObjectContext.QueryCacheKey: ObjectContext.SelectQuery]>([:])
     /// Tests put a failure or a crash here, between a save's rows and its commit.
     let beforeCommit = Mutex<(@Sendable () throws -> Void)?>(nil)
 

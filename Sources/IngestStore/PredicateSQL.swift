@@ -9,10 +9,24 @@ import GRDB
 struct PredicateCompiler {
     let schema: Schema
     private(set) var arguments: [Value?] = []
-    /// LEFT JOINs for to-one key paths of the outer query, in order.
-    private(set) var joins: [String] = []
+    /// Joins for to-one key paths of the outer query, in order. A join is LEFT unless
+    /// every use of it rejects NULL (a positive comparison that a missing object can
+    /// only fail); then it is an inner join, which lets SQLite start from the other
+    /// table's index (`owner.name IN …` → the owners first, then their items).
+    var joins: [String] {
+        joinList.map { (joinInner[$0.alias] == true ? "JOIN " : "LEFT JOIN ") + $0.clause }
+    }
+    private var joinList: [(alias: String, clause: String)] = []
+    private var joinInner: [String: Bool] = [:]
     private var joinAliases: [String: String] = [:]
+    /// Whether the key path being resolved now is used in a NULL-rejecting way.
+    private var useRejectsNull = false
+    private var inDisjunction = false
     private var aliasCounter = 0
+    /// Whether the condition being compiled stands under a NOT. SQL's NULL is "false"
+    /// where the result is used directly, which lets plain comparisons use indexes; only
+    /// under a NOT must a NULL comparison be turned into 0 first (`guarded`).
+    private var negated = false
     /// Named expressions of a dictionary fetch (`total` for `sum(views)`), usable in HAVING.
     var expressionAliases: [String: String] = [:]
 
@@ -53,9 +67,16 @@ struct PredicateCompiler {
     private mutating func compile(_ predicate: QueryPredicate, _ scope: inout Scope) throws -> String {
         switch predicate {
         case .constant(let flag): return flag ? "1" : "0"
-        case .not(let inner): return "NOT (\(try compile(inner, &scope)))"
+        case .not(let inner):
+            negated.toggle()
+            defer { negated.toggle() }
+            return "NOT (\(try compile(inner, &scope)))"
         case .and(let terms): return "(" + (try terms.map { try compile($0, &scope) }).joined(separator: " AND ") + ")"
-        case .or(let terms): return "(" + (try terms.map { try compile($0, &scope) }).joined(separator: " OR ") + ")"
+        case .or(let terms):
+            let outer = inDisjunction
+            inDisjunction = true
+            defer { inDisjunction = outer }
+            return "(" + (try terms.map { try compile($0, &scope) }).joined(separator: " OR ") + ")"
         case .comparison(let comparison): return try compile(comparison, &scope)
         }
     }
@@ -66,8 +87,15 @@ struct PredicateCompiler {
         guard case .keyPath(let path) = c.left, let split = try splitAtToMany(path, scope.entity) else {
             // No to-many on the left: a plain comparison (a quantifier over a to-one path
             // treats it as a collection of one, as evaluate does).
-            let test = try comparison(c, left: try operand(c.left, &scope), &scope)
-            return c.quantifier == .notAny ? "NOT (\(test))" : test
+            if c.quantifier == .notAny {
+                negated.toggle()
+                defer { negated.toggle() }
+                useRejectsNull = false
+                return "NOT (\(try comparison(c, left: try operand(c.left, &scope), &scope)))"
+            }
+            useRejectsNull = !negated && !inDisjunction && Self.rejectsNull(c)
+            defer { useRejectsNull = false }
+            return try comparison(c, left: try operand(c.left, &scope), &scope)
         }
         guard let quantifier = c.quantifier else {
             throw QueryPredicateError("a to-many key path is compared without ANY, ALL or NONE", column: 0)
@@ -78,7 +106,11 @@ struct PredicateCompiler {
         inner.quantifier = quantifier == .all ? .all : .any
         let (from, link, child) = try subquery(from: &scope, through: split.prefix)
         var childScope = child
+        // EXISTS is never NULL: inside it only ALL's NOT (test) stands negated.
+        let outerPolarity = negated
+        negated = quantifier == .all
         let test = try compile(.comparison(inner), &childScope)
+        negated = outerPolarity
         let joins = childScope.localJoins.joined(separator: " ")
         let body = "SELECT 1 FROM \(from) \(joins) WHERE \(link)"
         switch quantifier {
@@ -88,7 +120,19 @@ struct PredicateCompiler {
         }
     }
 
-    /// The test itself, 0 or 1 for every row (NULLs folded to 0 where SQL would leave NULL).
+    private func guarded(_ sql: String) -> String { negated ? "coalesce(\(sql), 0)" : sql }
+
+    /// Whether the comparison is false whenever its left side is NULL.
+    private static func rejectsNull(_ c: Comparison) -> Bool {
+        switch (c.op, c.right) {
+        case (.notEqual, _), (.equal, .value(nil)): return false
+        case (.in, .list(let items)): return !items.contains(nil)
+        default: return true
+        }
+    }
+
+    /// The test itself: true exactly where `evaluate` is (NULL standing for false, or
+    /// turned into 0 under a NOT).
     private mutating func comparison(_ c: Comparison, left: Operand, _ scope: inout Scope) throws -> String {
         let folded = !c.options.isEmpty
         func fold(_ sql: String) -> String { folded ? "ingest_fold(\(sql), \(c.options.rawValue))" : sql }
@@ -99,12 +143,12 @@ struct PredicateCompiler {
                 guard items.count == 2, let low = items[0], let high = items[1] else { return "0" }
                 try checkType(left, low)
                 try checkType(left, high)
-                return "coalesce(\(fold(left.sql)) BETWEEN \(fold(bind(low))) AND \(fold(bind(high))), 0)"
+                return "\(guarded("\(fold(left.sql)) BETWEEN \(fold(bind(low))) AND \(fold(bind(high)))"))"
             }
             for value in present { try checkType(left, value) }
             var parts: [String] = []
             if !present.isEmpty {
-                parts.append("coalesce(\(fold(left.sql)) IN (\(present.map { fold(bind($0)) }.joined(separator: ", "))), 0)")
+                parts.append("\(guarded("\(fold(left.sql)) IN (\(present.map { fold(bind($0)) }.joined(separator: ", ")))"))")
             }
             if present.count < items.count { parts.append("\(left.sql) IS NULL") }
             return parts.isEmpty ? "0" : "(" + parts.joined(separator: " OR ") + ")"
@@ -119,31 +163,34 @@ struct PredicateCompiler {
         if case .value(let value?, _) = right { try checkType(left, value) }
         switch c.op {
         case .equal, .notEqual:
+            // `a != b` is NOT (a = b): the equality stands negated.
+            if c.op == .notEqual { negated.toggle() }
+            defer { if c.op == .notEqual { negated.toggle() } }
             let isNull = right.isNil
             let sql: String
             if isNull {
                 sql = "\(left.sql) IS NULL"
             } else if left.isText && folded {
-                sql = "coalesce(\(fold(left.sql)) = \(fold(right.sql)), 0)"
+                sql = "\(guarded("\(fold(left.sql)) = \(fold(right.sql))"))"
             } else {
-                sql = "coalesce(\(left.sql) = \(right.sql), 0)"
+                sql = "\(guarded("\(left.sql) = \(right.sql)"))"
             }
             return c.op == .equal ? sql : "NOT (\(sql))"
         case .less, .lessOrEqual, .greater, .greaterOrEqual:
             let symbol = c.op.rawValue
             if right.isNil { return "0" }
-            return "coalesce(\(fold(left.sql)) \(symbol) \(fold(right.sql)), 0)"
+            return "\(guarded("\(fold(left.sql)) \(symbol) \(fold(right.sql))"))"
         case .beginsWith:
-            return "coalesce(instr(\(fold(left.sql)), \(fold(right.sql))) = 1, 0)"
+            return "\(guarded("instr(\(fold(left.sql)), \(fold(right.sql))) = 1"))"
         case .endsWith:
             let l = fold(left.sql), r = fold(right.sql)
-            return "coalesce(length(\(r)) = 0 AND \(l) IS NOT NULL OR substr(\(l), -length(\(r))) = \(r), 0)"
+            return "\(guarded("length(\(r)) = 0 AND \(l) IS NOT NULL OR substr(\(l), -length(\(r))) = \(r)"))"
         case .contains:
-            return "coalesce(instr(\(fold(left.sql)), \(fold(right.sql))) > 0, 0)"
+            return "\(guarded("instr(\(fold(left.sql)), \(fold(right.sql))) > 0"))"
         case .like:
-            return "coalesce(ingest_like(\(fold(left.sql)), \(fold(right.sql))), 0)"
+            return "\(guarded("ingest_like(\(fold(left.sql)), \(fold(right.sql)))"))"
         case .matches:
-            return "coalesce(ingest_matches(\(left.sql), \(right.sql), \(c.options.rawValue)), 0)"
+            return "\(guarded("ingest_matches(\(left.sql), \(right.sql), \(c.options.rawValue))"))"
         case .in, .between:
             throw QueryPredicateError("\(c.op.rawValue) needs a list on its right", column: 0)
         }
@@ -234,16 +281,17 @@ struct PredicateCompiler {
             } else {
                 aliasCounter += 1
                 let next = "j\(aliasCounter)"
-                let join = "LEFT JOIN \(destination.table) \(next) ON \(next).\"_pk\" = \(alias).\(quoted(fk))"
+                let on = "\(destination.table) \(next) ON \(next).\"_pk\" = \(alias).\(quoted(fk))"
                 if scope.isOuter {
-                    joins.append(join)
+                    joinList.append((next, on))
                     joinAliases[prefix] = next
                 } else {
-                    scope.localJoins.append(join)
+                    scope.localJoins.append("LEFT JOIN " + on)
                     scope.localAliases[prefix] = next
                 }
                 alias = next
             }
+            if scope.isOuter { joinInner[alias] = (joinInner[alias] ?? true) && useRejectsNull }
             entity = destination
         }
         throw QueryPredicateError("an empty key path", column: 0)
@@ -306,8 +354,13 @@ struct PredicateCompiler {
             let destination = schema.entity(relationship.destination)!
             aliasCounter += 1
             let next = "j\(aliasCounter)"
-            let join = "LEFT JOIN \(destination.table) \(next) ON \(next).\"_pk\" = \(alias).\(quoted(fk))"
-            if scope.isOuter { joins.append(join) } else { scope.localJoins.append(join) }
+            let on = "\(destination.table) \(next) ON \(next).\"_pk\" = \(alias).\(quoted(fk))"
+            if scope.isOuter {
+                joinList.append((next, on))
+                joinInner[next] = false
+            } else {
+                scope.localJoins.append("LEFT JOIN " + on)
+            }
             alias = next
             entity = destination
         }

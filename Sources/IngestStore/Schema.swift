@@ -47,6 +47,8 @@ final class EntityInfo: Sendable {
     let selectColumns: String
     /// `_pk`, the attributes and the to-one key columns, quoted, in row order.
     let selectColumnList: [String]
+    /// The same, prefixed with the fetch's table alias `t0`.
+    let aliasedSelectColumns: String
     let deleteSQL: String
     let selectByKeySQL: String
     /// One lookup per uniqueness constraint: the row holding these values, if any.
@@ -117,6 +119,7 @@ final class EntityInfo: Sendable {
             : "UPDATE \(table) SET \(columns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE \"_pk\" = ?"
         selectColumns = allColumns.joined(separator: ", ")
         selectColumnList = allColumns
+        aliasedSelectColumns = allColumns.map { "t0." + $0 }.joined(separator: ", ")
         deleteSQL = "DELETE FROM \(table) WHERE \"_pk\" = ?"
         selectByKeySQL = "SELECT \(allColumns.joined(separator: ", ")) FROM \(table) WHERE \"_pk\" = ?"
         uniqueLookupSQL = entity.uniquenessConstraints.map { constraint in

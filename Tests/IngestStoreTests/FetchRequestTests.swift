@@ -45,6 +45,8 @@ import Testing
         "ALL tags.name CONTAINS 'r'", "NONE tags.name = 'red'", "ANY tags.name LIKE '*\\\\*'", "tags.@count == 0",
         "tags.@count >= 2", "NOT (ANY tags.name = 'red' OR views < 20)", "TRUEPREDICATE", "FALSEPREDICATE",
         "ANY whoTook.name = 'Ana Silva'", "NONE whoTook.id = 'ana'",
+        "whoTook.name = 'Ana Silva' OR views > 40", "NOT whoTook.name = 'Ana Silva'", "whoTook.name != 'Ana Silva'",
+        "whoTook.name IN {'Ana Silva', nil}", "whoTook.name = 'Ana Silva' AND whoTook.name != nil", "whoTook.name > 'B' AND NOT (whoTook.id = 'bo')",
     ]
 
     static let photographerPredicates: [String] = [
