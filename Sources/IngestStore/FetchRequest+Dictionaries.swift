@@ -73,8 +73,7 @@ extension ObjectContext {
         let having = try fetch.having.map { try compiler.condition($0, entity: info) }
         var order: [String] = []
         for descriptor in fetch.request.sortDescriptors {
-            let column = try compiler.sortColumn(descriptor.keyPath.split(separator: ".").map(String.init), entity: info)
-            order.append("\(descriptor.comparison == .caseInsensitive ? "ingest_fold(\(column), 1)" : column) \(descriptor.ascending ? "ASC" : "DESC")")
+            order.append(descriptor.sqlTerm(try compiler.sortColumn(descriptor.path, entity: info)))
         }
         var sql = "SELECT \(columns.map(\.sql).joined(separator: ", ")) FROM \(info.table) t0 \(compiler.joins.joined(separator: " "))"
         if let condition { sql += " WHERE \(condition)" }

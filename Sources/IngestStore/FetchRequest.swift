@@ -2,26 +2,6 @@ import Foundation
 import GRDB
 import GRDBSQLite
 
-/// How to order fetched objects: by an attribute, possibly through to-one relationships.
-public struct FetchSortDescriptor: Sendable, Hashable {
-    public enum Comparison: Sendable, Hashable {
-        /// Binary order (numbers numerically, text by its UTF-8 bytes).
-        case binary
-        /// Text ignoring case.
-        case caseInsensitive
-    }
-
-    public var keyPath: String
-    public var ascending: Bool
-    public var comparison: Comparison
-
-    public init(_ keyPath: String, ascending: Bool = true, comparison: Comparison = .binary) {
-        self.keyPath = keyPath
-        self.ascending = ascending
-        self.comparison = comparison
-    }
-}
-
 /// What to fetch: objects of one entity, filtered by a predicate, in an order, a window of them.
 public struct FetchRequest: Sendable, Hashable {
     public var entityName: String
@@ -134,9 +114,7 @@ extension ObjectContext {
         var order: [String] = []
         if !countOnly {
             for descriptor in request.sortDescriptors {
-                let column = try compiler.sortColumn(descriptor.keyPath.split(separator: ".").map(String.init), entity: info)
-                let collate = descriptor.comparison == .caseInsensitive ? "ingest_fold(\(column), 1)" : column
-                order.append("\(collate) \(descriptor.ascending ? "ASC" : "DESC")")
+                order.append(descriptor.sqlTerm(try compiler.sortColumn(descriptor.path, entity: info)))
             }
             order.append("t0.\"_pk\"")
         }
@@ -174,31 +152,7 @@ extension ObjectContext {
             if try matches(object) { result.append(object) }
         }
         if !request.sortDescriptors.isEmpty {
-            let keys = request.sortDescriptors.map { ($0, Expression.keyPath($0.keyPath.split(separator: ".").map(String.init))) }
-            var decorated: [(ManagedObject, [Value?])] = []
-            for object in result {
-                var values: [Value?] = []
-                for (_, key) in keys {
-                    if case .single(let v) = try Comparison.resolve(key, object, allowMany: false) { values.append(v) } else { values.append(nil) }
-                }
-                decorated.append((object, values))
-            }
-            decorated.sort { a, b in
-                for (index, (descriptor, _)) in keys.enumerated() {
-                    let options: Comparison.Options = descriptor.comparison == .caseInsensitive ? .caseInsensitive : []
-                    // SQLite sorts NULL first ascending; so do we.
-                    let order: ComparisonResult
-                    switch (a.1[index], b.1[index]) {
-                    case (nil, nil): order = .orderedSame
-                    case (nil, _): order = .orderedAscending
-                    case (_, nil): order = .orderedDescending
-                    default: order = ValueComparison.order(a.1[index], b.1[index], options) ?? .orderedSame
-                    }
-                    if order != .orderedSame { return descriptor.ascending ? order == .orderedAscending : order == .orderedDescending }
-                }
-                return (a.0.objectID.primaryKey ?? .max) < (b.0.objectID.primaryKey ?? .max)
-            }
-            result = decorated.map(\.0)
+            result.sort { FetchSortDescriptor.ordered($0, before: $1, by: request.sortDescriptors) }
         }
         let start = min(request.fetchOffset, result.count)
         let end = request.fetchLimit.map { min(result.count, start + $0) } ?? result.count

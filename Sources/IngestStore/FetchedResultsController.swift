@@ -165,21 +165,7 @@ public final class FetchedResultsController {
     }
 
     private func ordered(_ a: ManagedObject, before b: ManagedObject) -> Bool {
-        for descriptor in request.sortDescriptors {
-            let key = Expression.keyPath(descriptor.keyPath.split(separator: ".").map(String.init))
-            let x = (try? Comparison.resolve(key, a, allowMany: false)).flatMap { if case .single(let v) = $0 { v } else { nil } }
-            let y = (try? Comparison.resolve(key, b, allowMany: false)).flatMap { if case .single(let v) = $0 { v } else { nil } }
-            let options: Comparison.Options = descriptor.comparison == .caseInsensitive ? .caseInsensitive : []
-            let order: ComparisonResult
-            switch (x, y) {
-            case (nil, nil): order = .orderedSame
-            case (nil, _): order = .orderedAscending
-            case (_, nil): order = .orderedDescending
-            default: order = ValueComparison.order(x, y, options) ?? .orderedSame
-            }
-            if order != .orderedSame { return descriptor.ascending ? order == .orderedAscending : order == .orderedDescending }
-        }
-        return (a.objectID.primaryKey ?? .max) < (b.objectID.primaryKey ?? .max)
+        FetchSortDescriptor.ordered(a, before: b, by: request.sortDescriptors)
     }
 
     /// The changes that turn `old` into `new`: objects whose section changed, or that

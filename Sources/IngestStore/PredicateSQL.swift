@@ -395,6 +395,7 @@ struct PredicateCompiler {
 /// SQL and in-memory evaluation share one definition of folding, LIKE and MATCHES.
 enum PredicateFunctions {
     static func register(_ db: Database) {
+        db.add(collation: DatabaseCollation("ingest_localized") { a, b in a.localizedStandardCompare(b) })
         db.add(function: DatabaseFunction("ingest_fold", argumentCount: 2, pure: true) { values in
             guard let text = String.fromDatabaseValue(values[0]), let flags = Int.fromDatabaseValue(values[1]) else { return nil }
             return ValueComparison.fold(text, Comparison.Options(rawValue: flags))

@@ -171,13 +171,14 @@ import Testing
         let context = ObjectContext(coordinator: coordinator)
         try context.perform {
             // The expected figures, computed from the objects themselves.
-            var expected: [String: (count: Int, sum: Int64, min: Int64?, max: Int64?)] = [:]
+            var expected: [String: (count: Int, sum: Int64, min: Int64?, max: Int64?, valued: Int)] = [:]
             for photo in try context.fetch("Photo") {
                 let who = photo.object(forKey: "whoTook")?.id?.stringValue ?? "-"
-                var entry = expected[who] ?? (0, 0, nil, nil)
+                var entry = expected[who] ?? (0, 0, nil, nil, 0)
                 entry.count += 1
                 if let views = photo.views?.intValue {
                     entry.sum += views
+                    entry.valued += 1
                     entry.min = Swift.min(entry.min ?? views, views)
                     entry.max = Swift.max(entry.max ?? views, views)
                 }
@@ -200,6 +201,7 @@ import Testing
                 #expect(row["total"] == .int(e.sum), "\(who)")
                 #expect(row["least"] == e.min.map(Value.int), "\(who)")
                 #expect(row["most"] == e.max.map(Value.int), "\(who)")
+                #expect(row["mean"] == (e.valued == 0 ? nil : .double(Double(e.sum) / Double(e.valued))), "\(who)")
             }
             var having = fetch
             having.having = try QueryPredicate(format: "total > 100 AND n >= 2")
@@ -274,6 +276,31 @@ import Testing
             let plain = try context.fetch(FetchRequest("Photographer"))
             _ = plain.flatMap { $0.objects(forKey: "photos").compactMap { $0.title } }
             #expect(context.rowQueries - withoutPrefetch == 1 + 10 + 60, "without prefetching: one per photographer and per photo")
+        }
+    }
+}
+
+@Suite struct SortAgreementTests {
+    @Test(arguments: [FetchSortDescriptor.Comparison.binary, .caseInsensitive, .localizedStandard], [true, false])
+    func sqlAndInMemoryOrdersAgree(_ comparison: FetchSortDescriptor.Comparison, _ ascending: Bool) throws {
+        let (coordinator, directory) = try TestModel.store()
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator)
+        try context.perform {
+            for (i, title) in (["file 10", "file 2", "File 1", "éclair", "Eclair", "zebra", "Zebra", "b", nil, "10", "9"] as [String?]).enumerated() {
+                insertPhoto(context, id: "p\(i)", title: title)
+            }
+            try context.save()
+            context.reset()
+            let descriptors = [FetchSortDescriptor("title", ascending: ascending, comparison: comparison)]
+            let viaSQL = try context.fetch(FetchRequest("Photo", sortDescriptors: descriptors)).map(\.objectID)
+            let inMemory = try context.fetch("Photo").sorted { FetchSortDescriptor.ordered($0, before: $1, by: descriptors) }.map(\.objectID)
+            #expect(viaSQL == inMemory)
+            if comparison == .localizedStandard && ascending {
+                let titles = try context.fetch(FetchRequest("Photo", sortDescriptors: descriptors)).map { $0.title?.stringValue ?? "nil" }
+                #expect(titles.firstIndex(of: "file 2")! < titles.firstIndex(of: "file 10")!)
+                #expect(titles.first == "nil")
+            }
         }
     }
 }
