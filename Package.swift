@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "ingest", targets: ["ingest"]),
         .library(name: "IngestJSON", targets: ["IngestJSON"]),
         .library(name: "IngestStore", targets: ["IngestStore"]),
+        .library(name: "IngestPipeline", targets: ["IngestPipeline"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -35,6 +36,10 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        .target(
+            name: "IngestPipeline",
+            dependencies: ["IngestJSON", "IngestStore"]
+        ),
         .executableTarget(
             name: "ingest",
             dependencies: [
@@ -47,6 +52,10 @@ let package = Package(
         .testTarget(
             name: "IngestJSONTests",
             dependencies: ["IngestJSON"]
+        ),
+        .testTarget(
+            name: "IngestPipelineTests",
+            dependencies: ["IngestPipeline", "IngestJSON", "IngestStore"]
         ),
         .testTarget(
             name: "IngestStoreTests",

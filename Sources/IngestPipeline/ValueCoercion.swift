@@ -1,0 +1,172 @@
+import Foundation
+import IngestJSON
+import IngestStore
+
+/// Why a record's value cannot become an attribute's value. The message goes to the
+/// rejects file as is.
+public struct CoercionError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// How dates arrive in a feed.
+public enum DateFormat: Sendable, Hashable, Codable {
+    /// ISO 8601, with or without fractional seconds, `Z` or an offset.
+    case iso8601
+    /// Seconds since 1970 (a number or a numeric string).
+    case unixSeconds
+    /// Milliseconds since 1970.
+    case unixMilliseconds
+    /// A `DateFormatter` pattern, read in UTC with the POSIX locale: `"yyyy-MM-dd HH:mm"`.
+    case pattern(String)
+}
+
+/// Turns JSON values into attribute values, converting where the JSON type differs
+/// (the seeds' safeSetValuesForKeysWithDictionary, stricter): numbers ↔ strings,
+/// "true"/"false"/"yes"/"no"/0/1 → bool, numeric strings → numbers, date strings and
+/// epoch numbers → dates. What cannot convert exactly is an error saying why.
+public enum ValueCoercion {
+    /// The attribute value for `json` (nil when the record has none or it is null).
+    /// - Throws: `CoercionError` with the reason.
+    public static func value(_ json: JSONValue?, for type: AttributeType, dates: [DateFormat] = [.iso8601]) throws -> Value? {
+        guard let json, json != .null else { return nil }
+        switch type {
+        case .string:
+            switch json {
+            case .string(let s): return .string(s)
+            case .number(let n): return .string(n)
+            case .bool(let b): return .string(b ? "true" : "false")
+            default: throw mismatch(json, "a string")
+            }
+        case .int16, .int32, .int64:
+            let text: String
+            switch json {
+            case .number(let n): text = n
+            case .string(let s): text = s.trimmingCharacters(in: .whitespaces)
+            default: throw mismatch(json, "an integer")
+            }
+            guard let integer = integer(text) else {
+                if case .string = json { throw CoercionError("\"\(text)\" is not an integer") }
+                throw CoercionError("\(text) is not an integer")
+            }
+            let fits = switch type {
+            case .int16: Int16(exactly: integer) != nil
+            case .int32: Int32(exactly: integer) != nil
+            default: true
+            }
+            guard fits else { throw CoercionError("\(text) is out of range for \(type.rawValue)") }
+            return .int(integer)
+        case .double:
+            let text: String
+            switch json {
+            case .number(let n): text = n
+            case .string(let s): text = s.trimmingCharacters(in: .whitespaces)
+            default: throw mismatch(json, "a number")
+            }
+            guard let double = Double(text) else { throw CoercionError("\"\(text)\" is not a number") }
+            guard double.isFinite else { throw CoercionError("\(text) is out of range for double") }
+            return .double(double)
+        case .bool:
+            switch json {
+            case .bool(let b): return .bool(b)
+            case .number("0"): return .bool(false)
+            case .number("1"): return .bool(true)
+            case .string(let s):
+                switch s.trimmingCharacters(in: .whitespaces).lowercased() {
+                case "true", "yes", "1": return .bool(true)
+                case "false", "no", "0": return .bool(false)
+                default: throw CoercionError("\"\(s)\" is not a boolean (true/false, yes/no, 1/0)")
+                }
+            case .number(let n): throw CoercionError("\(n) is not a boolean (only 0 and 1 are)")
+            default: throw mismatch(json, "a boolean")
+            }
+        case .date:
+            return .date(try date(json, formats: dates))
+        case .uuid:
+            guard case .string(let s) = json else { throw mismatch(json, "a UUID string") }
+            guard let uuid = UUID(uuidString: s) else { throw CoercionError("\"\(s)\" is not a UUID") }
+            return .uuid(uuid)
+        case .binary:
+            guard case .string(let s) = json else { throw mismatch(json, "base64 text") }
+            guard let data = Data(base64Encoded: s) else { throw CoercionError("\"\(s.prefix(40))\" is not base64") }
+            return .binary(Array(data))
+        case .decimal:
+            let text: String
+            switch json {
+            case .number(let n): text = n
+            case .string(let s): text = s.trimmingCharacters(in: .whitespaces)
+            default: throw mismatch(json, "a decimal number")
+            }
+            guard Decimal(string: text) != nil, text.allSatisfy({ $0.isNumber || "+-.eE".contains($0) }) else {
+                throw CoercionError("\"\(text)\" is not a decimal number")
+            }
+            return .decimal(text)
+        }
+    }
+
+    /// An Int64 from integer text, or from a number that is whole and in range ("1e3", "10.0").
+    static func integer(_ text: String) -> Int64? {
+        if let exact = Int64(text) { return exact }
+        guard let double = Double(text), double.rounded() == double, abs(double) < 9.2e18 else { return nil }
+        return Int64(double)
+    }
+
+    static func date(_ json: JSONValue, formats: [DateFormat]) throws -> Date {
+        for format in formats {
+            switch (format, json) {
+            case (.iso8601, .string(let s)):
+                if let date = iso8601(s) { return date }
+            case (.unixSeconds, .number(let n)), (.unixSeconds, .string(let n)):
+                if let seconds = Double(n), seconds.isFinite { return Date(timeIntervalSince1970: seconds) }
+            case (.unixMilliseconds, .number(let n)), (.unixMilliseconds, .string(let n)):
+                if let millis = Double(n), millis.isFinite { return Date(timeIntervalSince1970: millis / 1000) }
+            case (.pattern(let pattern), .string(let s)):
+                let formatter = DateFormatter()
+                formatter.locale = Locale(identifier: "en_US_POSIX")
+                formatter.timeZone = TimeZone(identifier: "UTC")
+                formatter.dateFormat = pattern
+                if let date = formatter.date(from: s) { return date }
+            default:
+                continue
+            }
+        }
+        let expected = formats.map { format -> String in
+            switch format {
+            case .iso8601: "ISO 8601"
+            case .unixSeconds: "Unix seconds"
+            case .unixMilliseconds: "Unix milliseconds"
+            case .pattern(let p): "'\(p)'"
+            }
+        }.joined(separator: " or ")
+        switch json {
+        case .string(let s): throw CoercionError("\"\(s)\" is not a date (expected \(expected))")
+        case .number(let n): throw CoercionError("\(n) is not a date (expected \(expected))")
+        default: throw mismatch(json, "a date")
+        }
+    }
+
+    /// ISO 8601 as feeds write it: `2024-03-05T12:34:56Z`, `…56.123Z`, `…56+02:00`, `…56.123456+0200`.
+    static func iso8601(_ text: String) -> Date? {
+        let styles: [Date.ISO8601FormatStyle] = [
+            .iso8601,
+            Date.ISO8601FormatStyle(includingFractionalSeconds: true),
+        ]
+        for style in styles {
+            if let date = try? style.parse(text) { return date }
+        }
+        return nil
+    }
+
+    private static func mismatch(_ json: JSONValue, _ expected: String) -> CoercionError {
+        let found = switch json {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+        return CoercionError("expected \(expected), found \(found)")
+    }
+}
