@@ -38,7 +38,7 @@ let package = Package(
         ),
         .target(
             name: "IngestPipeline",
-            dependencies: ["IngestJSON", "IngestStore"]
+            dependencies: ["IngestJSON", "IngestStore", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .executableTarget(
             name: "ingest",

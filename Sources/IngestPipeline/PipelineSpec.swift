@@ -1,0 +1,274 @@
+import Crypto
+import Foundation
+import IngestJSON
+import IngestStore
+
+/// A pipeline file: the model, the feed's shape, which entity a record becomes, how
+/// record keys map onto attributes and relationships, and import defaults.
+///
+/// ```json
+/// { "model": { "entities": [ … ] },
+///   "feed": { "recordsAt": "features" },
+///   "record": "Photo",
+///   "mappings": {
+///     "Photo": { "attributes": { "id": "id", "views": { "from": "views", "default": 0 } },
+///                "relationships": { "whoTook": { "from": "photographer" } } },
+///     "Photographer": { "attributes": { "id": "id", "name": "name" } } },
+///   "import": { "chunkSize": 5000, "workers": 2, "saveEvery": 1000 } }
+/// ```
+public struct PipelineSpec: Sendable {
+    public var model: Model
+    public var feed: FeedShape
+    /// The entity each record becomes.
+    public var recordEntity: String
+    public var mappings: [String: EntityMapping]
+    public var chunkSize: Int
+    public var workers: Int?
+    public var saveEvery: Int
+    /// SHA-256 of the spec as parsed (compact JSON), kept in the import marker.
+    public var hash: String
+
+    /// How one entity is filled from a JSON object.
+    public struct EntityMapping: Sendable, Equatable {
+        public var entity: String
+        /// The attributes that identify an object of this entity for find-or-create
+        /// (default: the entity's first uniqueness constraint).
+        public var key: [String]
+        public var attributes: [AttributeMapping]
+        public var relationships: [RelationshipMapping]
+    }
+
+    public struct AttributeMapping: Sendable, Equatable {
+        public var attribute: String
+        /// Where the value is in the record: a key or a dotted key path.
+        public var from: [String]
+        public var dates: [DateFormat]
+        public var defaultValue: Value?
+        public var required: Bool
+        /// Store the JSON text of the value (an array of tags, say) in a string attribute.
+        public var asJSON: Bool
+    }
+
+    public struct RelationshipMapping: Sendable, Equatable {
+        public var relationship: String
+        public var from: [String]
+    }
+
+    /// Reads and checks a pipeline file.
+    /// - Throws: `PipelineError` naming the file, the place in it and the problem.
+    public static func load(path: String) throws -> PipelineSpec {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw PipelineError("\(path): cannot read the pipeline file (\(error.localizedDescription))")
+        }
+        do {
+            return try parse(Array(data))
+        } catch let error as PipelineError {
+            throw PipelineError("\(path): \(error.message)")
+        }
+    }
+
+    /// Parses a pipeline from its JSON text.
+    /// - Throws: `PipelineError`.
+    public static func parse(_ bytes: [UInt8]) throws -> PipelineSpec {
+        let root: JSONValue
+        do {
+            root = try JSONValue.parse(bytes)
+        } catch let error as FeedError {
+            throw PipelineError("not valid JSON: \(error.message) at \(error.position)")
+        }
+        let top = try Fields(root, at: "pipeline", allowed: ["model", "feed", "record", "mappings", "import"])
+        let model: Model
+        do {
+            model = try Model.load(json: Data(try top.required("model").description.utf8))
+        } catch let error as ModelError {
+            throw PipelineError("pipeline.model: \(error.message)")
+        } catch let error as PipelineError {
+            throw error
+        } catch {
+            throw PipelineError("pipeline.model: \(error)")
+        }
+
+        var shape = FeedShape.array
+        if let feedValue = top.optional("feed") {
+            let feed = try Fields(feedValue, at: "pipeline.feed", allowed: ["recordsAt", "ndjson"])
+            let recordsAt = try feed.optional("recordsAt").map { try Fields.string($0, at: "pipeline.feed.recordsAt") }
+            let ndjson = try feed.optional("ndjson").map { try Fields.bool($0, at: "pipeline.feed.ndjson") } ?? false
+            if recordsAt != nil && ndjson { throw PipelineError("pipeline.feed: recordsAt and ndjson exclude each other") }
+            if let recordsAt {
+                guard let path = FeedShape.recordsAt(recordsAt) else { throw PipelineError("pipeline.feed.recordsAt: '\(recordsAt)' is not a key path") }
+                shape = path
+            } else if ndjson {
+                shape = .ndjson
+            }
+        }
+
+        let recordEntity = try Fields.string(try top.required("record"), at: "pipeline.record")
+        guard model.entity(recordEntity) != nil else {
+            throw PipelineError("pipeline.record: the model has no entity '\(recordEntity)'")
+        }
+        let mappingsValue = try top.required("mappings")
+        guard case .object(let members) = mappingsValue else { throw PipelineError("pipeline.mappings: expected an object of entity mappings") }
+        var mappings: [String: EntityMapping] = [:]
+        for member in members {
+            mappings[member.key] = try entityMapping(member.key, member.value, model: model)
+        }
+        guard mappings[recordEntity] != nil else { throw PipelineError("pipeline.mappings: no mapping for the record entity '\(recordEntity)'") }
+        for mapping in mappings.values {
+            let entity = model.entity(mapping.entity)!
+            for relationship in mapping.relationships {
+                let destination = entity.relationship(relationship.relationship)!.destination
+                guard let target = mappings[destination] else {
+                    throw PipelineError("pipeline.mappings.\(mapping.entity).relationships.\(relationship.relationship): \(destination) has no mapping")
+                }
+                guard !target.key.isEmpty else {
+                    throw PipelineError("pipeline.mappings.\(destination): related objects are found or created by key, and \(destination) has none (add \"key\" or a uniqueness constraint)")
+                }
+            }
+        }
+
+        var chunkSize = SplitOptions.defaultChunkSize
+        var workers: Int?
+        var saveEvery = 1_000
+        if let importValue = top.optional("import") {
+            let options = try Fields(importValue, at: "pipeline.import", allowed: ["chunkSize", "workers", "saveEvery"])
+            chunkSize = try options.optional("chunkSize").map { try Fields.positive($0, at: "pipeline.import.chunkSize") } ?? chunkSize
+            workers = try options.optional("workers").map { try Fields.positive($0, at: "pipeline.import.workers") }
+            saveEvery = try options.optional("saveEvery").map { try Fields.positive($0, at: "pipeline.import.saveEvery") } ?? saveEvery
+        }
+        let hash = SHA256.hash(data: Data(root.description.utf8)).map { String(format: "%02x", $0) }.joined()
+        return PipelineSpec(model: model, feed: shape, recordEntity: recordEntity, mappings: mappings,
+                            chunkSize: chunkSize, workers: workers, saveEvery: saveEvery, hash: hash)
+    }
+
+    private static func entityMapping(_ name: String, _ value: JSONValue, model: Model) throws -> EntityMapping {
+        let at = "pipeline.mappings.\(name)"
+        guard let entity = model.entity(name) else { throw PipelineError("\(at): the model has no entity '\(name)'") }
+        let fields = try Fields(value, at: at, allowed: ["key", "attributes", "relationships"])
+        var key = entity.uniquenessConstraints.first ?? []
+        if let keyValue = fields.optional("key") {
+            guard case .array(let items) = keyValue else { throw PipelineError("\(at).key: expected an array of attribute names") }
+            key = try items.map { try Fields.string($0, at: "\(at).key") }
+            for attribute in key where entity.attribute(attribute) == nil {
+                throw PipelineError("\(at).key: \(name) has no attribute '\(attribute)'")
+            }
+        }
+        var attributes: [AttributeMapping] = []
+        if case .object(let members)? = fields.optional("attributes") {
+            for member in members {
+                let place = "\(at).attributes.\(member.key)"
+                guard let attribute = entity.attribute(member.key) else {
+                    throw PipelineError("\(place): \(name) has no attribute '\(member.key)'")
+                }
+                attributes.append(try attributeMapping(attribute, member.value, at: place))
+            }
+        } else if fields.optional("attributes") != nil {
+            throw PipelineError("\(at).attributes: expected an object")
+        }
+        var relationships: [RelationshipMapping] = []
+        if case .object(let members)? = fields.optional("relationships") {
+            for member in members {
+                let place = "\(at).relationships.\(member.key)"
+                guard entity.relationship(member.key) != nil else {
+                    throw PipelineError("\(place): \(name) has no relationship '\(member.key)'")
+                }
+                let from: String
+                if case .string(let path) = member.value {
+                    from = path
+                } else {
+                    let details = try Fields(member.value, at: place, allowed: ["from"])
+                    from = try Fields.string(try details.required("from"), at: "\(place).from")
+                }
+                relationships.append(RelationshipMapping(relationship: member.key, from: from.split(separator: ".").map(String.init)))
+            }
+        }
+        return EntityMapping(entity: name, key: key, attributes: attributes, relationships: relationships)
+    }
+
+    private static func attributeMapping(_ attribute: Attribute, _ value: JSONValue, at place: String) throws -> AttributeMapping {
+        if case .string(let path) = value {
+            return AttributeMapping(attribute: attribute.name, from: path.split(separator: ".").map(String.init),
+                                    dates: [.iso8601], defaultValue: attribute.defaultValue, required: !attribute.isOptional, asJSON: false)
+        }
+        let fields = try Fields(value, at: place, allowed: ["from", "dates", "default", "required", "json"])
+        let from = try Fields.string(try fields.required("from"), at: "\(place).from")
+        var dates: [DateFormat] = [.iso8601]
+        if let datesValue = fields.optional("dates") {
+            guard case .array(let items) = datesValue, !items.isEmpty else { throw PipelineError("\(place).dates: expected a list of date formats") }
+            dates = try items.map { item in
+                let text = try Fields.string(item, at: "\(place).dates")
+                switch text {
+                case "iso8601": return .iso8601
+                case "unix": return .unixSeconds
+                case "unixMillis": return .unixMilliseconds
+                default:
+                    guard text.hasPrefix("pattern:"), text.count > 8 else {
+                        throw PipelineError("\(place).dates: unknown date format '\(text)' (expected iso8601, unix, unixMillis or pattern:…)")
+                    }
+                    return .pattern(String(text.dropFirst(8)))
+                }
+            }
+        }
+        var defaultValue = attribute.defaultValue
+        if let given = fields.optional("default") {
+            do {
+                defaultValue = try ValueCoercion.value(given, for: attribute.type, dates: dates)
+            } catch let error as CoercionError {
+                throw PipelineError("\(place).default: \(error.message) for \(attribute.type.rawValue)")
+            }
+        }
+        let required = try fields.optional("required").map { try Fields.bool($0, at: "\(place).required") } ?? !attribute.isOptional
+        let asJSON = try fields.optional("json").map { try Fields.bool($0, at: "\(place).json") } ?? false
+        if asJSON && attribute.type != .string { throw PipelineError("\(place).json: only a string attribute can hold JSON text") }
+        return AttributeMapping(attribute: attribute.name, from: from.split(separator: ".").map(String.init), dates: dates,
+                                defaultValue: defaultValue, required: required, asJSON: asJSON)
+    }
+}
+
+/// A pipeline file that cannot be used, with the place in it.
+public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// An object's fields, checked against the names allowed at its place in the file.
+struct Fields {
+    let members: [String: JSONValue]
+    let at: String
+
+    init(_ value: JSONValue, at: String, allowed: Set<String>) throws {
+        guard case .object(let list) = value else { throw PipelineError("\(at): expected an object") }
+        for member in list where !allowed.contains(member.key) {
+            throw PipelineError("\(at): unknown field '\(member.key)' (expected \(allowed.sorted().joined(separator: ", ")))")
+        }
+        members = Dictionary(list.map { ($0.key, $0.value) }, uniquingKeysWith: { $1 })
+        self.at = at
+    }
+
+    func optional(_ name: String) -> JSONValue? { members[name] }
+
+    func required(_ name: String) throws -> JSONValue {
+        guard let value = members[name] else { throw PipelineError("\(at): missing field '\(name)'") }
+        return value
+    }
+
+    static func string(_ value: JSONValue, at: String) throws -> String {
+        guard case .string(let text) = value else { throw PipelineError("\(at): expected a string") }
+        return text
+    }
+
+    static func bool(_ value: JSONValue, at: String) throws -> Bool {
+        guard case .bool(let flag) = value else { throw PipelineError("\(at): expected true or false") }
+        return flag
+    }
+
+    static func positive(_ value: JSONValue, at: String) throws -> Int {
+        guard case .number(let text) = value, let number = Int(text), number > 0 else {
+            throw PipelineError("\(at): expected a whole number greater than 0")
+        }
+        return number
+    }
+}

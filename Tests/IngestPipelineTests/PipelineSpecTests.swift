@@ -1,0 +1,71 @@
+import Foundation
+import IngestJSON
+import IngestStore
+import Testing
+@testable import IngestPipeline
+
+@Suite struct PipelineSpecTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    @Test func theDemoPipelineLoads() throws {
+        let spec = try PipelineSpec.load(path: Self.root.appendingPathComponent("Pipelines/photos.json").path)
+        #expect(spec.recordEntity == "Photo")
+        #expect(spec.feed == .array)
+        #expect(spec.chunkSize == 5000 && spec.saveEvery == 1000 && spec.workers == nil)
+        let photo = try #require(spec.mappings["Photo"])
+        #expect(photo.key == ["id"])
+        #expect(photo.attributes.first { $0.attribute == "uploadDate" }?.dates == [.iso8601, .unixSeconds])
+        #expect(photo.attributes.first { $0.attribute == "views" }?.defaultValue == .int(0))
+        #expect(photo.attributes.first { $0.attribute == "tags" }?.asJSON == true)
+        #expect(photo.relationships == [.init(relationship: "whoTook", from: ["photographer"])])
+        #expect(spec.mappings["Photographer"]?.key == ["id"])
+        #expect(spec.hash.count == 64)
+    }
+
+    func error(_ json: String) -> String? {
+        do {
+            _ = try PipelineSpec.parse(Array(json.utf8))
+            return nil
+        } catch let error as PipelineError {
+            return error.message
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    static let model = #"{"entities": [{"name": "Photo", "attributes": [{"name": "id", "type": "string"}, {"name": "views", "type": "int64"}], "relationships": [{"name": "whoTook", "destination": "Person", "inverse": "photos"}], "unique": [["id"]]}, {"name": "Person", "attributes": [{"name": "name", "type": "string"}], "relationships": [{"name": "photos", "destination": "Photo", "inverse": "whoTook", "toMany": true}]}]}"#
+
+    @Test func mistakesAreNamedWithTheirPlace() {
+        let m = Self.model
+        #expect(error("{") == "not valid JSON: malformed JSON: premature EOF at line 1, column 2 (byte 1)")
+        #expect(error(#"{"model": \#(m), "record": "Photo", "mappings": {"Photo": {}}, "extra": 1}"#)
+            == "pipeline: unknown field 'extra' (expected feed, import, mappings, model, record)")
+        #expect(error(#"{"model": \#(m), "mappings": {}}"#) == "pipeline: missing field 'record'")
+        #expect(error(#"{"model": \#(m), "record": "Nope", "mappings": {}}"#) == "pipeline.record: the model has no entity 'Nope'")
+        #expect(error(#"{"model": \#(m), "record": "Photo", "mappings": {"Photo": {"attributes": {"views": {"form": "views"}}}}}"#)
+            == "pipeline.mappings.Photo.attributes.views: unknown field 'form' (expected dates, default, from, json, required)")
+        #expect(error(#"{"model": \#(m), "record": "Photo", "mappings": {"Photo": {"attributes": {"view": "views"}}}}"#)
+            == "pipeline.mappings.Photo.attributes.view: Photo has no attribute 'view'")
+        #expect(error(#"{"model": \#(m), "record": "Photo", "mappings": {"Photo": {"attributes": {"views": {"from": "v", "default": "many"}}}}}"#)
+            == "pipeline.mappings.Photo.attributes.views.default: \"many\" is not an integer for int64")
+        #expect(error(#"{"model": \#(m), "record": "Photo", "mappings": {"Photo": {"attributes": {"views": {"from": "v", "dates": ["julian"]}}}}}"#)
+            == "pipeline.mappings.Photo.attributes.views.dates: unknown date format 'julian' (expected iso8601, unix, unixMillis or pattern:…)")
+        #expect(error(#"{"model": \#(m), "record": "Photo", "mappings": {"Photo": {"relationships": {"whoTook": "person"}}}}"#)
+            == "pipeline.mappings.Photo.relationships.whoTook: Person has no mapping")
+        #expect(error(#"{"model": \#(m), "record": "Photo", "mappings": {"Photo": {"relationships": {"whoTook": "person"}}, "Person": {}}}"#)
+            == "pipeline.mappings.Person: related objects are found or created by key, and Person has none (add \"key\" or a uniqueness constraint)")
+        #expect(error(#"{"model": \#(m), "record": "Photo", "mappings": {"Photo": {}}, "import": {"workers": 0}}"#)
+            == "pipeline.import.workers: expected a whole number greater than 0")
+        #expect(error(#"{"model": {"entities": []}, "record": "Photo", "mappings": {}}"#)
+            == "pipeline.model: the model has no entities")
+        #expect(error(#"{"model": \#(m), "feed": {"recordsAt": "a", "ndjson": true}, "record": "Photo", "mappings": {"Photo": {}}}"#)
+            == "pipeline.feed: recordsAt and ndjson exclude each other")
+    }
+
+    @Test func keysCanBeGivenForEntitiesWithoutConstraints() throws {
+        let m = Self.model
+        let spec = try PipelineSpec.parse(Array(#"{"model": \#(m), "feed": {"recordsAt": "data.items"}, "record": "Photo", "mappings": {"Photo": {"relationships": {"whoTook": "person"}}, "Person": {"key": ["name"], "attributes": {"name": "name"}}}}"#.utf8))
+        #expect(spec.mappings["Person"]?.key == ["name"])
+        #expect(spec.feed == .keyPath(["data", "items"]))
+    }
+}
