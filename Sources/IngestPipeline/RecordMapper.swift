@@ -28,7 +28,7 @@ public struct RecordMapper: Sendable {
 
     private func map(_ object: JSONValue, as entity: String, at prefix: String) throws -> MappedObject {
         guard case .object = object else {
-            throw CoercionError("\(prefix.isEmpty ? "the record" : prefix) is \(kind(object)), not an object")
+            throw CoercionError("\(prefix.isEmpty ? "the record" : prefix) is \(object.kindDescription), not an object")
         }
         let mapping = spec.mappings[entity]!
         let model = spec.model.entity(entity)!
@@ -102,16 +102,5 @@ public struct RecordMapper: Sendable {
         var current: JSONValue? = object
         for key in path { current = current?[key] }
         return current
-    }
-
-    private func kind(_ json: JSONValue) -> String {
-        switch json {
-        case .null: "null"
-        case .bool: "a boolean"
-        case .number: "a number"
-        case .string: "a string"
-        case .array: "an array"
-        case .object: "an object"
-        }
     }
 }

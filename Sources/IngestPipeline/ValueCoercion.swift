@@ -159,7 +159,14 @@ public enum ValueCoercion {
     }
 
     private static func mismatch(_ json: JSONValue, _ expected: String) -> CoercionError {
-        let found = switch json {
+        CoercionError("expected \(expected), found \(json.kindDescription)")
+    }
+}
+
+extension JSONValue {
+    /// "a string", "an array", … for messages.
+    var kindDescription: String {
+        switch self {
         case .null: "null"
         case .bool: "a boolean"
         case .number: "a number"
@@ -167,6 +174,5 @@ public enum ValueCoercion {
         case .array: "an array"
         case .object: "an object"
         }
-        return CoercionError("expected \(expected), found \(found)")
     }
 }

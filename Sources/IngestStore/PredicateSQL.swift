@@ -275,23 +275,7 @@ struct PredicateCompiler {
             }
             if isLast { return .column("\(alias).\(quoted(fk))", nil) }
             let destination = schema.entity(relationship.destination)!
-            let prefix = alias + "." + key
-            if let existing = scope.isOuter ? joinAliases[prefix] : scope.localAliases[prefix] {
-                alias = existing
-            } else {
-                aliasCounter += 1
-                let next = "j\(aliasCounter)"
-                let on = "\(destination.table) \(next) ON \(next).\"_pk\" = \(alias).\(quoted(fk))"
-                if scope.isOuter {
-                    joinList.append((next, on))
-                    joinAliases[prefix] = next
-                } else {
-                    scope.localJoins.append("LEFT JOIN " + on)
-                    scope.localAliases[prefix] = next
-                }
-                alias = next
-            }
-            if scope.isOuter { joinInner[alias] = (joinInner[alias] ?? true) && useRejectsNull }
+            alias = join(destination, from: alias, through: fk, key: key, &scope, rejectsNull: useRejectsNull)
             entity = destination
         }
         throw QueryPredicateError("an empty key path", column: 0)
@@ -352,19 +336,34 @@ struct PredicateCompiler {
                 throw QueryPredicateError("only one to-many relationship may stand in a key path", column: 0)
             }
             let destination = schema.entity(relationship.destination)!
-            aliasCounter += 1
-            let next = "j\(aliasCounter)"
-            let on = "\(destination.table) \(next) ON \(next).\"_pk\" = \(alias).\(quoted(fk))"
-            if scope.isOuter {
-                joinList.append((next, on))
-                joinInner[next] = false
-            } else {
-                scope.localJoins.append("LEFT JOIN " + on)
-            }
-            alias = next
+            alias = join(destination, from: alias, through: fk, key: key, &scope, rejectsNull: false)
             entity = destination
         }
         return ("\(alias).\"_pk\"", entity)
+    }
+
+    /// The alias of `destination` joined to `alias` through its to-one column `fk`:
+    /// one join per path prefix and scope, inner only while every use rejects NULL.
+    private mutating func join(_ destination: EntityInfo, from alias: String, through fk: String, key: String,
+                               _ scope: inout Scope, rejectsNull: Bool) -> String {
+        let prefix = alias + "." + key
+        let next: String
+        if let existing = scope.isOuter ? joinAliases[prefix] : scope.localAliases[prefix] {
+            next = existing
+        } else {
+            aliasCounter += 1
+            next = "j\(aliasCounter)"
+            let on = "\(destination.table) \(next) ON \(next).\"_pk\" = \(alias).\(quoted(fk))"
+            if scope.isOuter {
+                joinList.append((next, on))
+                joinAliases[prefix] = next
+            } else {
+                scope.localJoins.append("LEFT JOIN " + on)
+                scope.localAliases[prefix] = next
+            }
+        }
+        if scope.isOuter { joinInner[next] = (joinInner[next] ?? true) && rejectsNull }
+        return next
     }
 
     /// A numbered parameter (`?3`): an operand may appear more than once in the SQL

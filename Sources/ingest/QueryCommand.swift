@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import IngestJSON
 import IngestStore
 
 extension Ingest {
@@ -112,21 +113,7 @@ extension Ingest {
             }
         }
 
-        static func jsonString(_ text: String) -> String {
-            var out = "\""
-            for scalar in text.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case "\r": out += "\\r"
-                case "\t": out += "\\t"
-                case "\u{00}"..."\u{1F}": out += String(format: "\\u%04x", scalar.value)
-                default: out.unicodeScalars.append(scalar)
-                }
-            }
-            return out + "\""
-        }
+        static func jsonString(_ text: String) -> String { JSONValue.string(text).description }
 
         static func csv(_ field: String) -> String {
             guard field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return field }
