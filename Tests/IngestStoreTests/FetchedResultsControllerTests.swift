@@ -115,3 +115,34 @@ import Testing
         func controller(_ controller: FetchedResultsController, didChange change: ResultsChange) { body(change) }
     }
 }
+
+@Suite struct ResultsControllerOwnSaveTests {
+    @Test func aSaveOfItsOwnContextIsReportedToo() async throws {
+        let (coordinator, directory) = try TestModel.store()
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator, name: "own")
+        let (controller, first): (FetchedResultsController, ObjectID) = try context.perform {
+            let first = insertPhoto(context, id: "b", title: "B")
+            try context.save()
+            let controller = try FetchedResultsController(
+                request: FetchRequest("Photo", sortDescriptors: [FetchSortDescriptor("title")]), context: context,
+                sectionNameKeyPath: "title")
+            try controller.performFetch()
+            return (controller, first.objectID)
+        }
+        var iterator = controller.changes.makeAsyncIterator()
+        let inserted: ObjectID = try context.perform {
+            let photo = insertPhoto(context, id: "a", title: "A")
+            try context.save()
+            return photo.objectID
+        }
+        let change = try #require(await iterator.next())
+        #expect(change.insertedSections.map(\.name) == ["A"])
+        #expect(change.inserted.map(\.id) == [inserted])
+        #expect(change.inserted.map(\.at) == [ResultPosition(item: 0, section: 0)])
+        context.perform {
+            #expect(controller.sections.map(\.name) == ["A", "B"])
+            #expect(controller.object(at: ResultPosition(item: 0, section: 1)).objectID == first)
+        }
+    }
+}
