@@ -144,3 +144,17 @@ public final class PersistentStoreCoordinator: Sendable {
         try write { db in try reserveKeys(count, for: entity, db) }
     }
 }
+
+extension PersistentStoreCoordinator {
+    /// Every metadata entry whose key starts with `prefix`, as JSON text by key.
+    /// - Throws: `StoreError.database` when the store cannot be read.
+    public func metadata(withPrefix prefix: String) throws -> [String: String] {
+        try read { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM \(quoted(Self.metadataTable)) WHERE substr(key, 1, ?) = ?",
+                                        arguments: [prefix.count, prefix])
+            var result: [String: String] = [:]
+            for row in rows { result[row["key"]] = row["value"] }
+            return result
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import IngestJSON
+import IngestStore
+
+/// The resume marker, in store metadata: which feed and pipeline the store is being
+/// filled from, and per chunk how many of its records are done. Each worker's save
+/// writes its chunk's count in the same transaction as the rows it covers, so after a
+/// crash the marker says exactly what the store holds.
+enum ImportMarker {
+    static let identityKey = "ingest.import"
+    static let chunkPrefix = "ingest.chunk."
+    static let rejectPrefix = "ingest.reject."
+
+    struct Identity: Codable, Equatable {
+        var feedByteSize: Int
+        var feedSHA256: String
+        var pipelineSHA256: String
+        var chunks: Int
+        var chunkSize: Int
+    }
+
+    /// A rejected record, kept in the store until the rejects file is written.
+    struct Reject: Codable, Equatable {
+        var chunk: Int
+        var index: Int
+        var record: Int
+        var reason: String
+        var text: String
+    }
+
+    static func chunkKey(_ chunk: Int) -> String { chunkPrefix + ChunkInfo.fileName(for: chunk) }
+
+    static func rejectKey(chunk: Int, index: Int) -> String {
+        rejectPrefix + ChunkInfo.fileName(for: chunk) + "." + String(repeating: "0", count: max(0, 6 - String(index).count)) + String(index)
+    }
+
+    /// Records done per chunk, from the store.
+    static func progress(_ coordinator: PersistentStoreCoordinator) throws -> [Int: Int] {
+        var done: [Int: Int] = [:]
+        for (key, value) in try coordinator.metadata(withPrefix: chunkPrefix) {
+            guard let chunk = ChunkInfo.index(inFileName: String(key.dropFirst(chunkPrefix.count))),
+                  let count = Int(value) else { continue }
+            done[chunk] = count
+        }
+        return done
+    }
+
+    static func rejects(_ coordinator: PersistentStoreCoordinator) throws -> [Reject] {
+        let decoder = JSONDecoder()
+        return try coordinator.metadata(withPrefix: rejectPrefix).sorted { $0.key < $1.key }.map {
+            try decoder.decode(Reject.self, from: Data($0.value.utf8))
+        }
+    }
+}
+
+/// Why an import cannot start or go on.
+public struct ImportError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

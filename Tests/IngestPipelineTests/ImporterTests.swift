@@ -1,0 +1,121 @@
+import Foundation
+import IngestJSON
+import IngestStore
+import Testing
+@testable import IngestPipeline
+
+@Suite struct ImporterTests {
+    final class Directory {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-import-\(UUID().uuidString)").path
+        init() throws { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+        deinit { try? FileManager.default.removeItem(atPath: path) }
+        func file(_ name: String) -> String { path + "/" + name }
+    }
+
+    static var spec: PipelineSpec { RecordMapperTests.spec }
+
+    /// (photo id, photographer id) for every photo, and the photographer ids.
+    func contents(_ store: String) throws -> (photos: [String: String], photographers: Set<String>) {
+        let coordinator = try PersistentStoreCoordinator(model: Self.spec.model, path: store)
+        let context = ObjectContext(coordinator: coordinator)
+        return try context.perform {
+            var photos: [String: String] = [:]
+            var request = FetchRequest("Photo")
+            request.relationshipKeyPathsForPrefetching = ["whoTook"]
+            for photo in try context.fetch(request) {
+                photos[photo.id!.stringValue!] = photo.object(forKey: "whoTook")?.id?.stringValue ?? "-"
+            }
+            let photographers = Set(try context.fetch("Photographer").compactMap { $0.id?.stringValue })
+            return (photos, photographers)
+        }
+    }
+
+    /// What the feed says: photo id → photographer id.
+    func expected(_ feed: String) throws -> [String: String] {
+        var result: [String: String] = [:]
+        try FeedReader(path: feed).read { record in
+            let value = try JSONValue.parse(record.bytes)
+            result[value["id"]!.stringValue!] = value["photographer"]?["id"]?.stringValue ?? "-"
+        }
+        return result
+    }
+
+    func importer(_ dir: Directory, feed: String, store: String = "store.sqlite", workers: Int = 2) -> Importer {
+        Importer(spec: Self.spec, options: .init(feed: feed, store: dir.file(store), workers: workers, saveEvery: 40, chunkSize: 100))
+    }
+
+    @Test func aFeedImportsCompletelyWithRelatedObjectsUniqued() throws {
+        let dir = try Directory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 600).write(to: feed)
+        let report = try importer(dir, feed: feed).run()
+        #expect(report.records == 600 && report.imported == 600 && report.rejected == 0)
+        let want = try expected(feed)
+        let (photos, photographers) = try contents(dir.file("store.sqlite"))
+        #expect(photos == want)
+        #expect(photographers == Set(want.values))
+        #expect(report.counts == ["Photo": 600, "Photographer": Set(want.values).count])
+    }
+
+    @Test(arguments: [1, 4, 9])
+    func aRunStoppedAtASaveResumesToTheCleanResult(stopAfter: Int) throws {
+        let dir = try Directory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 600, seed: 5).write(to: feed)
+        _ = try importer(dir, feed: feed, store: "clean.sqlite").run()
+        let clean = try contents(dir.file("clean.sqlite"))
+
+        let first = importer(dir, feed: feed, workers: 3)
+        first.stopAfterSaves.store(stopAfter, ordering: .relaxed)
+        #expect(throws: ImportError.self) { try first.run() }
+        let partial = try contents(dir.file("store.sqlite"))
+        #expect(partial.photos.count < 600)
+        let second = try importer(dir, feed: feed, workers: 3).run()
+        #expect(second.imported == 600 - partial.photos.count, "a resumed run imports only what was left")
+        let resumed = try contents(dir.file("store.sqlite"))
+        #expect(resumed.photos == clean.photos)
+        #expect(resumed.photographers == clean.photographers)
+    }
+
+    @Test func rejectsAreWrittenOnceWithTheirPlaceAndReason() throws {
+        let dir = try Directory()
+        var lines = String(decoding: FeedGenerator(records: 150, seed: 9, ndjson: true).bytes(), as: UTF8.self)
+            .split(separator: "\n").map(String.init)
+        lines.insert(#"{"title":"no id"}"#, at: 0)
+        lines.insert(#"{"id":"x57","views":1.5}"#, at: 57)
+        lines.insert(#"{"id":"x120","uploadDate":"someday","photographer":{"id":"p1"}}"#, at: 120)
+        let feed = dir.file("feed.json")
+        try Data(("[\n" + lines.joined(separator: ",\n") + "\n]\n").utf8).write(to: URL(fileURLWithPath: feed))
+        // Stopped after the first save, then resumed: each reject is written once.
+        let first = importer(dir, feed: feed)
+        first.stopAfterSaves.store(2, ordering: .relaxed)
+        _ = try? first.run()
+        let report = try importer(dir, feed: feed).run()
+        #expect(report.rejected == 3)
+        #expect(report.counts["Photo"] == 150)
+        let text = try String(contentsOfFile: report.rejectsFile, encoding: .utf8)
+        #expect(text == """
+            {"chunk":1,"index":0,"record":0,"reason":"id: missing required value (from 'id')","text":"{\\"title\\":\\"no id\\"}"}
+            {"chunk":1,"index":57,"record":57,"reason":"views: 1.5 is not an integer","text":"{\\"id\\":\\"x57\\",\\"views\\":1.5}"}
+            {"chunk":2,"index":20,"record":120,"reason":"uploadDate: \\"someday\\" is not a date (expected ISO 8601 or Unix seconds)","text":"{\\"id\\":\\"x120\\",\\"uploadDate\\":\\"someday\\",\\"photographer\\":{\\"id\\":\\"p1\\"}}"}
+
+            """)
+    }
+
+    @Test func anotherFeedOrPipelineIsRefusedUnlessRestarting() throws {
+        let dir = try Directory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 120).write(to: feed)
+        _ = try importer(dir, feed: feed).run()
+        let other = dir.file("other.json")
+        try FeedGenerator(records: 130).write(to: other)
+        let options = Importer.Options(feed: other, store: dir.file("store.sqlite"), chunks: dir.file("other-chunks"),
+                                       workers: 2, saveEvery: 40, chunkSize: 100)
+        let error = #expect(throws: ImportError.self) { try Importer(spec: Self.spec, options: options).run() }
+        #expect(error?.message.contains("is being filled from another import: the feed differs") == true)
+        #expect(error?.message.hasSuffix("pass --restart to start over") == true)
+        var restart = options
+        restart.restart = true
+        #expect(try Importer(spec: Self.spec, options: restart).run().counts["Photo"] == 130)
+    }
+}
