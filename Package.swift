@@ -45,6 +45,7 @@ let package = Package(
             dependencies: [
                 "IngestJSON",
                 "IngestStore",
+                "IngestPipeline",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

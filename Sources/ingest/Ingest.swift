@@ -1,5 +1,6 @@
 import ArgumentParser
 import IngestJSON
+import IngestPipeline
 import IngestStore
 #if canImport(Glibc)
 import Glibc
@@ -13,7 +14,7 @@ struct Ingest: ParsableCommand {
         commandName: "ingest",
         abstract: "Stream huge JSON feeds into numbered chunks and a SQLite object graph.",
         discussion: "With no subcommand, `./run.sh` runs `ingest demo`.",
-        subcommands: [Demo.self, Generate.self, Split.self, Query.self, Bench.self]
+        subcommands: [Demo.self, Generate.self, Split.self, Import.self, Query.self, Bench.self]
     )
 
     static func main() {
@@ -28,7 +29,7 @@ struct Ingest: ParsableCommand {
     /// Prints one readable message for `error` and returns the process exit code.
     static func report(_ error: any Error) -> Int32 {
         switch error {
-        case is FeedError, is SplitError, is IOError, is CommandFailure, is StoreError, is QueryPredicateError, is ModelError:
+        case is FeedError, is SplitError, is IOError, is CommandFailure, is StoreError, is QueryPredicateError, is ModelError, is PipelineError, is ImportError:
             Console.error("ingest: \(error)\n")
             return 1
         default:
