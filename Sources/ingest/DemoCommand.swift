@@ -1,30 +1,35 @@
 import Foundation
 import ArgumentParser
 import IngestJSON
+import IngestPipeline
+import IngestStore
 
 extension Ingest {
     struct Demo: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Generate a demo feed and split it (what `./run.sh` runs with no arguments)."
+            abstract: "Generate a demo feed, import it with Pipelines/photos.json, query it (what `./run.sh` runs)."
         )
 
         @Option(help: "Records in the demo feed.")
-        var records = 20_000
+        var records = 200_000
 
-        @Option(name: .customLong("dir"), help: "Directory for the demo feed and its chunks.")
+        @Option(name: .customLong("dir"), help: "Directory for the demo feed, its chunks and its store.")
         var directory = "demo"
 
-        @Option(name: .customLong("chunk-size"), help: "Records per chunk file.")
-        var chunkSize = SplitOptions.defaultChunkSize
+        @Option(help: ArgumentHelp("The pipeline file.", valueName: "file"))
+        var pipeline = "Pipelines/photos.json"
+
+        @Option(help: "Worker contexts.")
+        var workers = 2
 
         func validate() throws {
-            if records < 0 { throw ValidationError("--records must be 0 or more") }
-            if chunkSize < 1 { throw ValidationError("--chunk-size must be at least 1") }
+            if records < 1 { throw ValidationError("--records must be at least 1") }
+            if workers < 1 { throw ValidationError("--workers must be at least 1") }
         }
 
         func run() throws {
             let feed = directory + "/photos-\(records).json"
-            let chunks = directory + "/chunks"
+            let store = directory + "/photos.sqlite"
             print("Ingest demo")
             if FileOpsCLI.exists(feed) {
                 print("1. feed: \(feed) (already generated)")
@@ -34,17 +39,26 @@ extension Ingest {
                 print("1. feed: generated \(Format.count(records)) Flickr-like photo records into \(feed)"
                     + " (\(Format.count(FeedGenerator.photographerPool(records: records))) photographers)")
             }
-            let summary = try SplitRun(feed: feed, directory: chunks,
-                                       options: SplitOptions(chunkSize: chunkSize, force: true), quiet: true).run()
-            print("2. split: " + summary.replacingOccurrences(of: "\n  ", with: "\n   "))
-            print("""
-            Next: look at \(chunks)/chunk-000001.ndjson and \(chunks)/manifest.json, or split a feed of your own:
-               ./run.sh split FEED --out DIR [--records-at KEY | --ndjson] [--chunk-size N]
-            """)
+            let spec = try PipelineSpec.load(path: pipeline)
+            let report = try Importer(spec: spec, options: .init(feed: feed, store: store, workers: workers, restart: true)).run()
+            print("2. import with \(pipeline), \(workers) workers: \(Format.count(report.records)) records in \(report.chunks) chunks → \(store)")
+            print("   " + report.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", ")
+                + "; \(Format.count(report.rejected)) rejected; \(Format.seconds(report.seconds)), "
+                + "\(Format.count(Int(Double(report.imported) / max(report.seconds, 1e-9)))) records/s")
+            let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
+            let context = ObjectContext(coordinator: coordinator, name: "demo")
+            let top = FetchRequest("Photo", predicate: try QueryPredicate(format: "whoTook.name BEGINSWITH[c] %@", "ana"),
+                                   sortDescriptors: [FetchSortDescriptor("views", ascending: false)], fetchLimit: 3)
+            let rows = try context.perform {
+                try context.fetchDictionaries(DictionaryFetch(top, properties: [.keyPath("title"), .keyPath("views"), .keyPath("whoTook.name")]))
+            }
+            print("3. the most viewed photos by photographers named Ana:")
+            print("   ./run.sh query \(store) Photo --where \"whoTook.name BEGINSWITH[c] 'ana'\" --sort views:desc --limit 3 --fields title,views,whoTook.name")
+            let table = Ingest.Query.render(rows, keys: ["title", "views", "whoTook.name"], as: .table)
+            print(table.split(separator: "\n").map { "   " + $0 }.joined(separator: "\n"))
         }
     }
 }
-
 
 enum FileOpsCLI {
     static func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
