@@ -8,6 +8,8 @@ import IngestStore
 /// crash the marker says exactly what the store holds.
 enum ImportMarker {
     static let identityKey = "ingest.import"
+    /// Where the import's inputs are, for `ingest resume` (informative: moving them is allowed).
+    static let runKey = "ingest.run"
     static let chunkPrefix = "ingest.chunk."
     static let rejectPrefix = "ingest.reject."
 
@@ -17,6 +19,13 @@ enum ImportMarker {
         var pipelineSHA256: String
         var chunks: Int
         var chunkSize: Int
+    }
+
+    struct Run: Codable, Equatable {
+        var feed: String
+        var pipeline: String?
+        var chunks: String
+        var saveEvery: Int?
     }
 
     /// A rejected record, kept in the store until the rejects file is written.

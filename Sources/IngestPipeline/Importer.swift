@@ -37,9 +37,11 @@ public final class Importer: Sendable {
         public var chunkSize: Int?
         /// Start over: a store filled from another feed or pipeline is emptied first.
         public var restart: Bool
+        /// The pipeline file's path, recorded for `ingest resume`.
+        public var pipelinePath: String?
 
         public init(feed: String, store: String, chunks: String? = nil, workers: Int? = nil, saveEvery: Int? = nil,
-                    chunkSize: Int? = nil, restart: Bool = false) {
+                    chunkSize: Int? = nil, restart: Bool = false, pipelinePath: String? = nil) {
             self.feed = feed
             self.store = store
             self.chunks = chunks
@@ -47,8 +49,13 @@ public final class Importer: Sendable {
             self.saveEvery = saveEvery
             self.chunkSize = chunkSize
             self.restart = restart
+            self.pipelinePath = pipelinePath
         }
     }
+
+    /// Set it (from a signal handler's queue, say) to stop at the next save boundary;
+    /// `run()` then throws `ImportInterrupted`.
+    public let cancellation = Atomic<Bool>(false)
 
     public let spec: PipelineSpec
     public let options: Options
@@ -98,6 +105,7 @@ public final class Importer: Sendable {
                             if saves.add(1, ordering: .relaxed).newValue >= stopAfterSaves.load(ordering: .relaxed) {
                                 throw ImportError("stopped after \(saves.load(ordering: .relaxed)) saves")
                             }
+                            if cancellation.load(ordering: .relaxed) { throw ImportInterrupted() }
                         }
                         imported.add(result.imported, ordering: .relaxed)
                     }
@@ -134,8 +142,15 @@ public final class Importer: Sendable {
         let context = ObjectContext(coordinator: coordinator, name: "marker")
         try context.perform {
             try context.setMetadata(identity, forKey: ImportMarker.identityKey)
+            try context.setMetadata(ImportMarker.Run(feed: absolute(options.feed), pipeline: options.pipelinePath.map(absolute),
+                                                     chunks: absolute(chunksDirectory), saveEvery: options.saveEvery),
+                                    forKey: ImportMarker.runKey)
             try context.save()
         }
+    }
+
+    private func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
     }
 
     private func writeRejects(_ rejects: [ImportMarker.Reject]) throws {
@@ -155,6 +170,9 @@ public final class Importer: Sendable {
         }
     }
 }
+
+/// The run stopped at a save boundary because it was asked to (SIGINT, SIGTERM).
+public struct ImportInterrupted: Error, Sendable {}
 
 extension Duration {
     var seconds: Double {

@@ -3,6 +3,10 @@ import Foundation
 import IngestJSON
 import IngestPipeline
 import IngestStore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension Ingest {
     struct Import: ParsableCommand {
@@ -51,13 +55,82 @@ extension Ingest {
         func run() throws {
             let spec = try PipelineSpec.load(path: pipeline)
             let importer = Importer(spec: spec, options: .init(feed: feed, store: store, chunks: chunks, workers: workers,
-                                                              saveEvery: saveEvery, chunkSize: chunkSize, restart: restart))
-            let report = try importer.run()
+                                                              saveEvery: saveEvery, chunkSize: chunkSize, restart: restart,
+                                                              pipelinePath: pipeline))
+            try Self.run(importer, store: store, quiet: quiet)
+        }
+
+        /// Runs an import with SIGINT and SIGTERM stopping it at the next save boundary.
+        static func run(_ importer: Importer, store: String, quiet: Bool) throws {
+            let received = Atomic<Int32>(0)
+            var sources: [any DispatchSourceSignal] = []
+            for signalNumber in [SIGINT, SIGTERM] {
+                signal(signalNumber, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+                source.setEventHandler {
+                    received.store(signalNumber, ordering: .relaxed)
+                    importer.cancellation.store(true, ordering: .relaxed)
+                }
+                source.resume()
+                sources.append(source)
+            }
+            defer { sources.forEach { $0.cancel() } }
+            let report: ImportReport
+            do {
+                report = try importer.run()
+            } catch is ImportInterrupted {
+                let signalNumber = received.load(ordering: .relaxed)
+                Console.error("ingest: stopped at a save boundary (\(signalNumber == SIGTERM ? "SIGTERM" : "SIGINT")); continue with: ingest resume \(store)\n")
+                Glibc.exit(signalNumber == SIGTERM ? 143 : 130)
+            }
             guard !quiet else { return }
-            print("\(feed) → \(store): \(Format.count(report.records)) records in \(report.chunks) chunk(s)")
+            print("\(importer.options.feed) → \(store): \(Format.count(report.records)) records in \(report.chunks) chunk(s)")
             print("  imported \(Format.count(report.imported)) this run, \(Format.count(report.rejected)) rejected in all (\(report.rejectsFile))")
             print("  " + report.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
             print("  \(Format.seconds(report.seconds)), \(Format.count(Int(Double(report.imported) / max(report.seconds, 1e-9)))) records/s")
+        }
+    }
+
+    struct Resume: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Continue a stopped import, with the feed, pipeline and chunks the store records."
+        )
+
+        @Argument(help: "The store file.")
+        var store: String
+
+        @Option(help: "Worker contexts.")
+        var workers: Int?
+
+        @Flag(help: "Print nothing but errors.")
+        var quiet = false
+
+        func run() throws {
+            let status = try ImportStatus.read(store: store)
+            guard let feed = status.feed, let pipeline = status.pipeline else {
+                throw CommandFailure("\(store) does not record its feed and pipeline paths; run ingest import again instead")
+            }
+            let spec = try PipelineSpec.load(path: pipeline)
+            let importer = Importer(spec: spec, options: .init(feed: feed, store: store, chunks: status.chunks, workers: workers,
+                                                              saveEvery: status.saveEvery, chunkSize: status.chunkSize,
+                                                              pipelinePath: pipeline))
+            try Import.run(importer, store: store, quiet: quiet)
+        }
+    }
+
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Where an import into a store stands (works while it runs).")
+
+        @Argument(help: "The store file.")
+        var store: String
+
+        func run() throws {
+            let status = try ImportStatus.read(store: store)
+            print("\(store): \(status.finished ? "import finished" : "import not finished")")
+            print("  chunks: \(status.chunksComplete) of \(status.chunkCount) complete; records done: \(Format.count(status.recordsDone)); rejected: \(Format.count(status.rejected))")
+            print("  " + status.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
+            if let feed = status.feed { print("  feed: \(feed)") }
+            if let pipeline = status.pipeline { print("  pipeline: \(pipeline)") }
         }
     }
 }

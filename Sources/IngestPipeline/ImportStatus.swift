@@ -1,0 +1,48 @@
+import Foundation
+import IngestJSON
+import IngestStore
+
+/// Where an import into a store stands, read from the store alone (works while the
+/// import runs: readers never wait for its writer).
+public struct ImportStatus: Sendable {
+    public var feed: String?
+    public var pipeline: String?
+    public var chunks: String?
+    public var chunkCount: Int
+    /// Records per chunk and per save, as the import was started with.
+    public var chunkSize: Int
+    public var saveEvery: Int?
+    public var chunksComplete: Int
+    public var recordsDone: Int
+    public var rejected: Int
+    public var counts: [String: Int]
+    public var finished: Bool
+
+    /// - Throws: `StoreError` for a file that is not an Ingest store; `ImportError` for a
+    ///   store that no import has written to.
+    public static func read(store: String) throws -> ImportStatus {
+        let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
+        guard let identity = try coordinator.metadata(forKey: ImportMarker.identityKey, as: ImportMarker.Identity.self) else {
+            throw ImportError("\(store) is an Ingest store, but no import has written to it")
+        }
+        let run = try coordinator.metadata(forKey: ImportMarker.runKey, as: ImportMarker.Run.self)
+        let progress = try ImportMarker.progress(coordinator)
+        var counts: [String: Int] = [:]
+        for entity in coordinator.model.entities { counts[entity.name] = try coordinator.count(entity.name) }
+        // A chunk is complete when its count reaches the manifest's; without the manifest
+        // at hand, every chunk but the last holds chunkSize records.
+        var complete = 0
+        var manifestChunks: [Int: Int] = [:]
+        if let directory = run?.chunks,
+           let data = try? Data(contentsOf: URL(fileURLWithPath: directory + "/" + SplitManifest.fileName)),
+           let manifest = try? JSONDecoder().decode(SplitManifest.self, from: data) {
+            for chunk in manifest.chunks { manifestChunks[chunk.index] = chunk.records }
+        }
+        for (chunk, done) in progress where done >= (manifestChunks[chunk] ?? identity.chunkSize) { complete += 1 }
+        let rejected = try coordinator.metadata(withPrefix: ImportMarker.rejectPrefix).count
+        return ImportStatus(feed: run?.feed, pipeline: run?.pipeline, chunks: run?.chunks, chunkCount: identity.chunks,
+                            chunkSize: identity.chunkSize, saveEvery: run?.saveEvery,
+                            chunksComplete: complete, recordsDone: progress.values.reduce(0, +), rejected: rejected,
+                            counts: counts, finished: complete == identity.chunks)
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import IngestJSON
+import IngestStore
+import Testing
+@testable import IngestPipeline
+
+/// `ingest import`, `resume` and `status` as a user runs them, signals included.
+@Suite struct ImportCommandTests {
+    static var binary: String {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var directory = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        if directory.lastPathComponent.hasSuffix(".xctest") { directory.deleteLastPathComponent() }
+        return directory.appendingPathComponent("ingest").path
+    }
+
+    func start(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        return (process, out, err)
+    }
+
+    func finish(_ started: (Process, Pipe, Pipe)) -> (status: Int32, stdout: String, stderr: String) {
+        let stdout = started.1.fileHandleForReading.readDataToEndOfFile()
+        let stderr = started.2.fileHandleForReading.readDataToEndOfFile()
+        started.0.waitUntilExit()
+        return (started.0.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    }
+
+    @Test(arguments: [(SIGINT, Int32(130), "SIGINT"), (SIGTERM, Int32(143), "SIGTERM")])
+    func aSignalStopsAtASaveAndResumeFinishes(_ signalNumber: Int32, _ exitCode: Int32, _ name: String) throws {
+        let dir = try ImporterTests.Directory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 20_000).write(to: feed)
+        let pipeline = PipelineSpecTests.root.appendingPathComponent("Pipelines/photos.json").path
+        let store = dir.file("photos.sqlite")
+        let running = try start(["import", feed, "--pipeline", pipeline, "--store", store, "--workers", "2",
+                                 "--save-every", "200", "--chunk-size", "1000"])
+        Thread.sleep(forTimeInterval: 1.0)
+        kill(running.0.processIdentifier, signalNumber)
+        let stopped = finish(running)
+        #expect(stopped.status == exitCode, "\(stopped.stderr)")
+        #expect(stopped.stderr == "ingest: stopped at a save boundary (\(name)); continue with: ingest resume \(store)\n")
+
+        let midway = finish(try start(["status", store]))
+        #expect(midway.status == 0)
+        #expect(midway.stdout.hasPrefix("\(store): import not finished\n"))
+        #expect(midway.stdout.contains("feed: \(feed)"))
+
+        let resumed = finish(try start(["resume", store, "--quiet"]))
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let done = finish(try start(["status", store]))
+        #expect(done.stdout.hasPrefix("\(store): import finished\n  chunks: 20 of 20 complete; records done: 20,000; rejected: 0\n  Photo: 20,000, Photographer: 1,000\n"))
+    }
+}
