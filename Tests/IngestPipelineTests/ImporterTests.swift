@@ -119,3 +119,29 @@ import Testing
         #expect(try Importer(spec: Self.spec, options: restart).run().counts["Photo"] == 130)
     }
 }
+
+@Suite struct ConcurrentUniquingTests {
+    /// Every chunk names every photographer: four workers race to create each of them,
+    /// and each must end as exactly one row, with every photo linked to it.
+    @Test func fourWorkersCreateEachPhotographerOnce() throws {
+        let dir = try ImporterTests.Directory()
+        var lines: [String] = []
+        for i in 0..<800 {
+            let photographer = i % 20
+            lines.append(#"{"id":"p\#(i)","views":\#(i),"photographer":{"id":"ph\#(photographer)","name":"Name \#(photographer)"}}"#)
+        }
+        let feed = dir.file("feed.json")
+        try Data(("[" + lines.joined(separator: ",\n") + "]").utf8).write(to: URL(fileURLWithPath: feed))
+        let report = try Importer(spec: ImporterTests.spec, options: .init(feed: feed, store: dir.file("store.sqlite"),
+                                                                          workers: 4, saveEvery: 10, chunkSize: 40)).run()
+        #expect(report.counts == ["Photo": 800, "Photographer": 20])
+        let coordinator = try PersistentStoreCoordinator(model: ImporterTests.spec.model, path: dir.file("store.sqlite"))
+        let context = ObjectContext(coordinator: coordinator)
+        try context.perform {
+            for photographer in try context.fetch("Photographer") {
+                #expect(photographer.objects(forKey: "photos").count == 40, "\(photographer.id?.stringValue ?? "?")")
+            }
+            #expect(try context.count(for: FetchRequest("Photo", predicate: try QueryPredicate(format: "whoTook = nil"))) == 0)
+        }
+    }
+}
