@@ -58,3 +58,40 @@ import Testing
         #expect(done.stdout.hasPrefix("\(store): import finished\n  chunks: 20 of 20 complete; records done: 20,000; rejected: 0\n  Photo: 20,000, Photographer: 1,000\n"))
     }
 }
+
+@Suite struct ImportKillTests {
+    /// SIGKILL at twenty random moments (splitting, mapping, saving, committing), resuming
+    /// after each; the store ends exactly as a clean import leaves it.
+    @Test func killedTwentyTimesTheStoreEndsAsACleanImport() throws {
+        let dir = try ImporterTests.Directory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 20_000, seed: 11).write(to: feed)
+        let pipeline = PipelineSpecTests.root.appendingPathComponent("Pipelines/photos.json").path
+        let command = ImportCommandTests()
+        let clean = command.finish(try command.start(["import", feed, "--pipeline", pipeline, "--store", dir.file("clean.sqlite"),
+                                                      "--workers", "2", "--save-every", "100", "--chunk-size", "500", "--quiet"]))
+        #expect(clean.status == 0, "\(clean.stderr)")
+        var seed: UInt64 = 99
+        var killedMidway = 0
+        for _ in 0..<20 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let delay = 0.02 + Double(seed >> 40) / Double(1 << 24) * 0.2
+            let running = try command.start(["import", feed, "--pipeline", pipeline, "--store", dir.file("store.sqlite"),
+                                             "--workers", "2", "--save-every", "100", "--chunk-size", "500", "--quiet"])
+            Thread.sleep(forTimeInterval: delay)
+            kill(running.0.processIdentifier, SIGKILL)
+            let outcome = command.finish(running)
+            if outcome.status != 0 { killedMidway += 1 }
+        }
+        let last = command.finish(try command.start(["resume", dir.file("store.sqlite"), "--quiet"]))
+        #expect(last.status == 0, "\(last.stderr)")
+        #expect(killedMidway >= 10, "most kills should land while the import runs")
+        let expected = try ImporterTests().contents(dir.file("clean.sqlite"))
+        let actual = try ImporterTests().contents(dir.file("store.sqlite"))
+        #expect(actual.photos == expected.photos)
+        #expect(actual.photographers == expected.photographers)
+        let coordinator = try PersistentStoreCoordinator(model: ImporterTests.spec.model, path: dir.file("store.sqlite"))
+        #expect(try coordinator.count("Photo") == 20_000)
+        #expect(try coordinator.count("Photographer") == expected.photographers.count)
+    }
+}
