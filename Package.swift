@@ -50,17 +50,22 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Helpers the test targets share: temporary directories, running the built binary.
+        .target(
+            name: "IngestTestSupport",
+            path: "Tests/IngestTestSupport"
+        ),
         .testTarget(
             name: "IngestJSONTests",
-            dependencies: ["IngestJSON"]
+            dependencies: ["IngestJSON", "IngestTestSupport"]
         ),
         .testTarget(
             name: "IngestPipelineTests",
-            dependencies: ["IngestPipeline", "IngestJSON", "IngestStore"]
+            dependencies: ["IngestPipeline", "IngestJSON", "IngestStore", "IngestTestSupport"]
         ),
         .testTarget(
             name: "IngestStoreTests",
-            dependencies: ["IngestStore", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["IngestStore", "IngestTestSupport", .product(name: "GRDB", package: "GRDB.swift")]
         ),
     ],
     swiftLanguageModes: [.v6]

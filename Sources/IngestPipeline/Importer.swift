@@ -173,10 +173,3 @@ public final class Importer: Sendable {
 
 /// The run stopped at a save boundary because it was asked to (SIGINT, SIGTERM).
 public struct ImportInterrupted: Error, Sendable {}
-
-extension Duration {
-    var seconds: Double {
-        let (whole, attoseconds) = components
-        return Double(whole) + Double(attoseconds) / 1e18
-    }
-}

@@ -158,19 +158,6 @@ extension ObjectContext {
         let end = request.fetchLimit.map { min(result.count, start + $0) } ?? result.count
         return Array(result[start..<end])
     }
-
-    static func databaseValue(_ value: Value?) -> (any DatabaseValueConvertible)? {
-        switch value {
-        case nil: nil
-        case .string(let s)?, .decimal(let s)?: s
-        case .int(let i)?: i
-        case .double(let d)?: d
-        case .bool(let b)?: b ? 1 : 0
-        case .date(let d)?: d.timeIntervalSinceReferenceDate
-        case .binary(let b)?: Data(b)
-        case .uuid(let u)?: u.uuidString
-        }
-    }
 }
 
 extension PersistentStoreCoordinator {

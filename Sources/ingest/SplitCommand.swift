@@ -76,10 +76,3 @@ struct SplitRun {
         return lines.joined(separator: "\n")
     }
 }
-
-extension Duration {
-    var seconds: Double {
-        let (whole, attoseconds) = components
-        return Double(whole) + Double(attoseconds) / 1e18
-    }
-}

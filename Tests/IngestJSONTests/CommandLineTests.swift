@@ -1,51 +1,12 @@
 import Foundation
+import IngestTestSupport
 import Testing
 @testable import IngestJSON
 
 /// The `ingest` binary, run as a user would: output, exit codes, stdin, SIGKILL.
 @Suite struct CommandLineTests {
-    struct Outcome {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
-    static var binary: String {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var directory = URL(fileURLWithPath: exe).deletingLastPathComponent()
-        // On Linux the test runner sits beside the package's executables.
-        if directory.lastPathComponent.hasSuffix(".xctest") { directory.deleteLastPathComponent() }
-        return directory.appendingPathComponent("ingest").path
-    }
-
-    func start(_ arguments: [String], stdin: [UInt8]? = nil) throws -> (Process, Pipe, Pipe) {
-        #expect(FileManager.default.isExecutableFile(atPath: Self.binary), "build the ingest product first: \(Self.binary)")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        if let stdin {
-            let input = Pipe()
-            process.standardInput = input
-            try process.run()
-            input.fileHandleForWriting.write(Data(stdin))
-            try input.fileHandleForWriting.close()
-        } else {
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-        }
-        return (process, out, err)
-    }
-
-    func ingest(_ arguments: String..., stdin: [UInt8]? = nil) throws -> Outcome {
-        let (process, out, err) = try start(arguments, stdin: stdin)
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Outcome(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                       stderr: String(decoding: stderr, as: UTF8.self))
+    func ingest(_ arguments: String..., stdin: [UInt8]? = nil) throws -> IngestBinary.Outcome {
+        try IngestBinary.run(arguments, stdin: stdin)
     }
 
     @Test func malformedFeedExitsOneWithALocatedMessage() throws {
@@ -102,10 +63,10 @@ import Testing
         var interrupted = 0
         for (attempt, delay) in [0.03, 0.1, 0.25].enumerated() {
             let directory = temp.file("killed-\(attempt)")
-            let (process, _, _) = try start(["split", feed, "--out", directory, "--chunk-size", "500", "--quiet"])
+            let running = try IngestBinary.start(["split", feed, "--out", directory, "--chunk-size", "500", "--quiet"])
             Thread.sleep(forTimeInterval: delay)
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            kill(running.process.processIdentifier, SIGKILL)
+            _ = IngestBinary.finish(running)
             if FileOps.fileSize(directory + "/manifest.json") == nil { interrupted += 1 }
             let resumed = try ingest("split", feed, "--out", directory, "--chunk-size", "500", "--quiet")
             #expect(resumed.status == 0, "\(resumed.stderr)")

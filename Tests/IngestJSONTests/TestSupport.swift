@@ -1,4 +1,5 @@
 import Foundation
+import IngestTestSupport
 import Testing
 @testable import IngestJSON
 
@@ -11,27 +12,6 @@ enum Fixtures {
     static func path(_ name: String) -> String { root + "/" + name }
 
     static func bytes(_ name: String) throws -> [UInt8] { try FileOps.readFile(path(name)) }
-}
-
-/// A fresh directory per test, removed when the test ends.
-final class TemporaryDirectory {
-    let path: String
-
-    init() throws {
-        path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("ingest-tests-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-
-    func file(_ name: String) -> String { path + "/" + name }
-
-    func write(_ name: String, _ bytes: [UInt8]) throws -> String {
-        let target = file(name)
-        try Data(bytes).write(to: URL(fileURLWithPath: target))
-        return target
-    }
 }
 
 /// A record as the tests compare it: its text and where it started.

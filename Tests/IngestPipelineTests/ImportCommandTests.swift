@@ -1,40 +1,18 @@
 import Foundation
 import IngestJSON
 import IngestStore
+import IngestTestSupport
 import Testing
 @testable import IngestPipeline
 
 /// `ingest import`, `resume` and `status` as a user runs them, signals included.
 @Suite struct ImportCommandTests {
-    static var binary: String {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var directory = URL(fileURLWithPath: exe).deletingLastPathComponent()
-        if directory.lastPathComponent.hasSuffix(".xctest") { directory.deleteLastPathComponent() }
-        return directory.appendingPathComponent("ingest").path
-    }
-
-    func start(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return (process, out, err)
-    }
-
-    func finish(_ started: (Process, Pipe, Pipe)) -> (status: Int32, stdout: String, stderr: String) {
-        let stdout = started.1.fileHandleForReading.readDataToEndOfFile()
-        let stderr = started.2.fileHandleForReading.readDataToEndOfFile()
-        started.0.waitUntilExit()
-        return (started.0.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
-    }
+    func start(_ arguments: [String]) throws -> IngestBinary.Running { try IngestBinary.start(arguments) }
+    func finish(_ running: IngestBinary.Running) -> IngestBinary.Outcome { IngestBinary.finish(running) }
 
     @Test(arguments: [(SIGINT, Int32(130), "SIGINT"), (SIGTERM, Int32(143), "SIGTERM")])
     func aSignalStopsAtASaveAndResumeFinishes(_ signalNumber: Int32, _ exitCode: Int32, _ name: String) throws {
-        let dir = try ImporterTests.Directory()
+        let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 20_000).write(to: feed)
         let pipeline = PipelineSpecTests.root.appendingPathComponent("Pipelines/photos.json").path
@@ -42,7 +20,7 @@ import Testing
         let running = try start(["import", feed, "--pipeline", pipeline, "--store", store, "--workers", "2",
                                  "--save-every", "200", "--chunk-size", "1000"])
         Thread.sleep(forTimeInterval: 1.0)
-        kill(running.0.processIdentifier, signalNumber)
+        kill(running.process.processIdentifier, signalNumber)
         let stopped = finish(running)
         #expect(stopped.status == exitCode, "\(stopped.stderr)")
         #expect(stopped.stderr == "ingest: stopped at a save boundary (\(name)); continue with: ingest resume \(store)\n")
@@ -63,7 +41,7 @@ import Testing
     /// SIGKILL at twenty random moments (splitting, mapping, saving, committing), resuming
     /// after each; the store ends exactly as a clean import leaves it.
     @Test func killedTwentyTimesTheStoreEndsAsACleanImport() throws {
-        let dir = try ImporterTests.Directory()
+        let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 20_000, seed: 11).write(to: feed)
         let pipeline = PipelineSpecTests.root.appendingPathComponent("Pipelines/photos.json").path
@@ -79,7 +57,7 @@ import Testing
             let running = try command.start(["import", feed, "--pipeline", pipeline, "--store", dir.file("store.sqlite"),
                                              "--workers", "2", "--save-every", "100", "--chunk-size", "500", "--quiet"])
             Thread.sleep(forTimeInterval: delay)
-            kill(running.0.processIdentifier, SIGKILL)
+            kill(running.process.processIdentifier, SIGKILL)
             let outcome = command.finish(running)
             if outcome.status != 0 { killedMidway += 1 }
         }

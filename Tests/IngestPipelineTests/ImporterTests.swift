@@ -1,17 +1,11 @@
 import Foundation
 import IngestJSON
 import IngestStore
+import IngestTestSupport
 import Testing
 @testable import IngestPipeline
 
 @Suite struct ImporterTests {
-    final class Directory {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-import-\(UUID().uuidString)").path
-        init() throws { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
-        deinit { try? FileManager.default.removeItem(atPath: path) }
-        func file(_ name: String) -> String { path + "/" + name }
-    }
-
     static var spec: PipelineSpec { RecordMapperTests.spec }
 
     /// (photo id, photographer id) for every photo, and the photographer ids.
@@ -40,12 +34,12 @@ import Testing
         return result
     }
 
-    func importer(_ dir: Directory, feed: String, store: String = "store.sqlite", workers: Int = 2) -> Importer {
+    func importer(_ dir: TemporaryDirectory, feed: String, store: String = "store.sqlite", workers: Int = 2) -> Importer {
         Importer(spec: Self.spec, options: .init(feed: feed, store: dir.file(store), workers: workers, saveEvery: 40, chunkSize: 100))
     }
 
     @Test func aFeedImportsCompletelyWithRelatedObjectsUniqued() throws {
-        let dir = try Directory()
+        let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 600).write(to: feed)
         let report = try importer(dir, feed: feed).run()
@@ -59,7 +53,7 @@ import Testing
 
     @Test(arguments: [1, 4, 9])
     func aRunStoppedAtASaveResumesToTheCleanResult(stopAfter: Int) throws {
-        let dir = try Directory()
+        let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 600, seed: 5).write(to: feed)
         _ = try importer(dir, feed: feed, store: "clean.sqlite").run()
@@ -78,7 +72,7 @@ import Testing
     }
 
     @Test func rejectsAreWrittenOnceWithTheirPlaceAndReason() throws {
-        let dir = try Directory()
+        let dir = try TemporaryDirectory()
         var lines = String(decoding: FeedGenerator(records: 150, seed: 9, ndjson: true).bytes(), as: UTF8.self)
             .split(separator: "\n").map(String.init)
         lines.insert(#"{"title":"no id"}"#, at: 0)
@@ -103,7 +97,7 @@ import Testing
     }
 
     @Test func anotherFeedOrPipelineIsRefusedUnlessRestarting() throws {
-        let dir = try Directory()
+        let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 120).write(to: feed)
         _ = try importer(dir, feed: feed).run()
@@ -124,7 +118,7 @@ import Testing
     /// Every chunk names every photographer: four workers race to create each of them,
     /// and each must end as exactly one row, with every photo linked to it.
     @Test func fourWorkersCreateEachPhotographerOnce() throws {
-        let dir = try ImporterTests.Directory()
+        let dir = try TemporaryDirectory()
         var lines: [String] = []
         for i in 0..<800 {
             let photographer = i % 20

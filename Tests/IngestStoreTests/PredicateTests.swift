@@ -1,3 +1,4 @@
+import IngestTestSupport
 import Foundation
 import Testing
 @testable import IngestStore

@@ -1,29 +1,12 @@
 import Foundation
+import IngestTestSupport
 import Testing
 @testable import IngestStore
 
 /// `ingest query` against a store made by the tests, run as a user would.
 @Suite struct QueryCommandTests {
-    static var binary: String {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var directory = URL(fileURLWithPath: exe).deletingLastPathComponent()
-        if directory.lastPathComponent.hasSuffix(".xctest") { directory.deleteLastPathComponent() }
-        return directory.appendingPathComponent("ingest").path
-    }
-
-    func ingest(_ arguments: String...) throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    func ingest(_ arguments: String...) throws -> IngestBinary.Outcome {
+        try IngestBinary.run(arguments)
     }
 
     @Test func queryPrintsJSONTableCSVAndCounts() throws {

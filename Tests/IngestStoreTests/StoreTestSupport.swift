@@ -1,20 +1,7 @@
 import Foundation
+import IngestTestSupport
 import Testing
 @testable import IngestStore
-
-/// A fresh directory per test, removed when the test ends.
-final class TemporaryDirectory {
-    let path: String
-
-    init() throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-store-tests-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-
-    func file(_ name: String) -> String { path + "/" + name }
-}
 
 /// The model the tests share: photos, photographers, tags, albums (deny) and
 /// folders (cascade), and an entity with one attribute of every type.
