@@ -1,5 +1,5 @@
 import Foundation
-import IngestJSON
+@testable import IngestJSON
 import IngestStore
 import Testing
 @testable import IngestPipeline
@@ -123,7 +123,7 @@ import Testing
         var samples = ["2024-03-05T12:34:56Z", "2024-02-29T23:59:59Z", "1970-01-01T00:00:00Z", "1969-12-31T23:59:59Z",
                        "2000-02-29T12:00:00+05:30", "2024-03-05T12:34:56-0800", "2024-03-05T12:34:56.123Z",
                        "2038-01-19T03:14:08.5+00:00", "1899-12-31T00:00:00Z"]
-        var rng = SplitMix(seed: 7)
+        var rng = SplitMix64(seed: 7)
         for _ in 0..<300 {
             let year = 1900 + Int(rng.next() % 200), month = 1 + Int(rng.next() % 12), day = 1 + Int(rng.next() % 28)
             let h = Int(rng.next() % 24), m = Int(rng.next() % 60), s = Int(rng.next() % 60)
@@ -141,16 +141,5 @@ import Testing
             #expect(ValueCoercion.fastISO8601(bad) == nil, "\(bad)")
         }
     }
-
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 }
+
