@@ -6,7 +6,7 @@ import Darwin
 import Foundation
 
 /// The few file operations the splitter needs, with errors that name the file.
-enum FileOps {
+public enum FileOps {
     static func openForWriting(_ path: String, append: Bool = false) throws -> Int32 {
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
         let fd = open(path, flags, 0o644)
@@ -62,7 +62,8 @@ enum FileOps {
         try sync(fd, path: directory)
     }
 
-    static func fileSize(_ path: String) -> Int? {
+    /// The size of the file at `path`, or nil when there is none.
+    public static func fileSize(_ path: String) -> Int? {
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return Int(info.st_size)

@@ -257,7 +257,9 @@ public final class Splitter {
         try hash(path, limit: headSize)
     }
 
-    static func fullHash(_ path: String) throws -> String {
+    /// The SHA-256 of the whole file, in hex.
+    /// - Throws: `IOError` when it cannot be read.
+    public static func fullHash(_ path: String) throws -> String {
         try hash(path, limit: .max)
     }
 

@@ -7,25 +7,11 @@ import Synchronization
 import Glibc
 #endif
 
-/// What an import run did.
-public struct ImportReport: Sendable {
-    /// Records in the feed.
-    public var records: Int
-    /// Records this run imported (a resumed run counts only its own).
-    public var imported: Int
-    /// Records rejected so far, by this run and earlier ones.
-    public var rejected: Int
-    /// Objects per entity in the store at the end.
-    public var counts: [String: Int]
-    public var chunks: Int
-    public var seconds: Double
-    public var rejectsFile: String
-}
-
-/// Imports a feed into a store with a pipeline: splits it into chunks, then workers,
-/// each with its own private context, import the chunks in order, saving every K
-/// records with the resume marker in the same transaction. Running it again with the
-/// same feed, pipeline and store continues where the last run stopped.
+/// Imports a feed into a store with a pipeline. The splitter writes chunk files on one
+/// thread while W workers, each with its own private context, import finished chunks
+/// in order, saving every K records with the resume marker in the same transaction. A
+/// main context merges every save by object ID and reports progress. Running it again
+/// with the same feed, pipeline and store continues where the last run stopped.
 public final class Importer: Sendable {
     public struct Options: Sendable {
         public var feed: String
@@ -35,13 +21,15 @@ public final class Importer: Sendable {
         public var workers: Int?
         public var saveEvery: Int?
         public var chunkSize: Int?
-        /// Start over: a store filled from another feed or pipeline is emptied first.
+        /// Start over, even in a store filled from another feed or pipeline.
         public var restart: Bool
+        /// Stop (resumably) once more than this many records have been rejected in all.
+        public var maxRejects: Int?
         /// The pipeline file's path, recorded for `ingest resume`.
         public var pipelinePath: String?
 
         public init(feed: String, store: String, chunks: String? = nil, workers: Int? = nil, saveEvery: Int? = nil,
-                    chunkSize: Int? = nil, restart: Bool = false, pipelinePath: String? = nil) {
+                    chunkSize: Int? = nil, restart: Bool = false, maxRejects: Int? = nil, pipelinePath: String? = nil) {
             self.feed = feed
             self.store = store
             self.chunks = chunks
@@ -49,6 +37,7 @@ public final class Importer: Sendable {
             self.saveEvery = saveEvery
             self.chunkSize = chunkSize
             self.restart = restart
+            self.maxRejects = maxRejects
             self.pipelinePath = pipelinePath
         }
     }
@@ -62,6 +51,7 @@ public final class Importer: Sendable {
     /// Tests stop the run after this many saves (in all workers together), as a crash would.
     let stopAfterSaves = Atomic<Int>(Int.max)
     private let saves = Atomic<Int>(0)
+    private let listeners = Mutex<[UUID: @Sendable (ImportProgress) -> Void]>([:])
 
     public init(spec: PipelineSpec, options: Options) {
         self.spec = spec
@@ -69,82 +59,214 @@ public final class Importer: Sendable {
     }
 
     public var rejectsPath: String { options.store + ".rejects.ndjson" }
+    public var reportPath: String { options.store + ".report.json" }
     private var chunksDirectory: String { options.chunks ?? options.store + ".chunks" }
+
+    /// Calls `handler` with every progress event of `run()` (on the main context's
+    /// queue, in order). Keep the token to stop with `removeProgressObserver`.
+    @discardableResult
+    public func addProgressObserver(_ handler: @escaping @Sendable (ImportProgress) -> Void) -> UUID {
+        let token = UUID()
+        listeners.withLock { $0[token] = handler }
+        return token
+    }
+
+    public func removeProgressObserver(_ token: UUID) {
+        _ = listeners.withLock { $0.removeValue(forKey: token) }
+    }
+
+    /// The progress events of `run()` as an async sequence; it finishes after the final
+    /// event (or when the reading task is cancelled). Ask for it before calling `run()`.
+    public func progressEvents() -> AsyncStream<ImportProgress> {
+        let (stream, continuation) = AsyncStream<ImportProgress>.makeStream()
+        let token = addProgressObserver { event in
+            continuation.yield(event)
+            if event.isFinal { continuation.finish() }
+        }
+        continuation.onTermination = { [weak self] _ in self?.removeProgressObserver(token) }
+        return stream
+    }
 
     /// Runs (or continues) the import.
     /// - Throws: `ImportError` when the store belongs to another feed or pipeline (unless
-    ///   `restart`); `FeedError`, `SplitError`, `IOError`, `StoreError` from the stages.
+    ///   `restart`) or more records were rejected than `maxRejects`; `ImportInterrupted`
+    ///   after `cancellation`; `FeedError`, `SplitError`, `IOError`, `StoreError` from the stages.
     public func run() throws -> ImportReport {
-        let clock = ContinuousClock()
-        let start = clock.now
+        let started = StageTimes.now()
         if options.restart {
-            for suffix in ["", "-wal", "-shm", ".rejects.ndjson"] { try? FileManager.default.removeItem(atPath: options.store + suffix) }
+            for suffix in ["", "-wal", "-shm", ".rejects.ndjson", ".report.json"] {
+                try? FileManager.default.removeItem(atPath: options.store + suffix)
+            }
         }
-        let splitOptions = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: options.chunkSize ?? spec.chunkSize,
-                                        force: options.restart)
-        let manifest = try Splitter(feedPath: options.feed, directory: chunksDirectory, options: splitOptions).run().manifest
         let coordinator = try PersistentStoreCoordinator(model: spec.model, path: options.store)
-        try checkIdentity(coordinator, manifest)
-
+        let chunkSize = options.chunkSize ?? spec.chunkSize
+        let recorded = try checkIdentity(coordinator, chunkSize: chunkSize)
         let done = try ImportMarker.progress(coordinator)
-        let pending = manifest.chunks.filter { (done[$0.index] ?? 0) < $0.records }
-        let queue = Mutex(pending[...])
-        let failure = Mutex<(any Error)?>(nil)
-        let imported = Atomic<Int>(0)
-        let workerCount = max(1, min(options.workers ?? spec.workers ?? ProcessInfo.processInfo.activeProcessorCount, max(1, pending.count)))
+        let rejectedBefore = try coordinator.metadata(withPrefix: ImportMarker.rejectPrefix).count
+        let workerCount = max(1, options.workers ?? spec.workers ?? ProcessInfo.processInfo.activeProcessorCount)
         let saveEvery = options.saveEvery ?? spec.saveEvery
         let directory = chunksDirectory
+        let state = RunState(rejected: rejectedBefore)
+
+        // The main context: starts from the store's counts and merges every worker's save.
+        let main = ObjectContext(coordinator: coordinator, name: "main")
+        var counts: [String: Int] = [:]
+        for entity in spec.model.entities { counts[entity.name] = try coordinator.count(entity.name) }
+        main.perform {
+            main.onDidMerge = { [self] notice in
+                for id in notice.inserted { counts[id.entityName, default: 0] += 1 }
+                for id in notice.deleted { counts[id.entityName, default: 0] -= 1 }
+                publish(state.progress(counts: counts, elapsed: StageTimes.now() - started, isFinal: false))
+            }
+            main.automaticallyMergesChangesFromCoordinator = true
+        }
+
+        let queue = ChunkQueue(consumers: workerCount)
+        let splitOptions = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, force: options.restart)
+        let splitCancellation = Mutex<SplitCancellation?>(nil)
+        let splitDone = DispatchSemaphore(value: 0)
+        let manifest = Mutex<SplitManifest?>(nil)
+        let splitSeconds = Atomic<Int>(0)
+        Thread.detachNewThread { [self] in
+            defer { splitDone.signal() }
+            let splitter = Splitter(feedPath: options.feed, directory: directory, options: splitOptions)
+            splitCancellation.withLock { $0 = splitter.cancellation }
+            if state.failed { splitter.cancellation.cancel() }
+            @Sendable func offer(_ chunk: ChunkInfo) {
+                state.chunkSplit()
+                if (done[chunk.index] ?? 0) < chunk.records { queue.push(chunk) } else { state.chunkFinished() }
+            }
+            splitter.onChunk = { offer($0) }
+            do {
+                let report = try splitter.run()
+                try checkFeedHash(report.manifest, recorded: recorded)
+                if report.alreadyComplete { report.manifest.chunks.forEach(offer) }
+                state.setTotal(report.manifest.chunks.count)
+                try recordFeedHash(coordinator, report.manifest, recorded: recorded)
+                manifest.withLock { $0 = report.manifest }
+            } catch {
+                state.fail(error)
+            }
+            splitSeconds.store(Int((StageTimes.now() - started) * 1e6), ordering: .relaxed)
+            queue.close()
+        }
+
+        let maxRejects = options.maxRejects
+        let workerTimes = Mutex(StageTimes())
         DispatchQueue.concurrentPerform(iterations: workerCount) { number in
             let context = ObjectContext(coordinator: coordinator, name: "worker-\(number + 1)")
             do {
                 try context.perform {
                     let worker = ImportWorker(context: context, spec: spec)
-                    while failure.withLock({ $0 == nil }), let chunk = queue.withLock({ $0.popFirst() }) {
-                        let result = try worker.importChunk(chunk, directory: directory, skip: done[chunk.index] ?? 0,
-                                                            saveEvery: saveEvery) {
+                    defer { workerTimes.withLock { $0 = $0 + worker.times } }
+                    while !state.failed, let chunk = queue.pop() {
+                        _ = try worker.importChunk(chunk, directory: directory, skip: done[chunk.index] ?? 0,
+                                                   saveEvery: saveEvery) { saved in
+                            let rejected = state.saved(saved)
                             if saves.add(1, ordering: .relaxed).newValue >= stopAfterSaves.load(ordering: .relaxed) {
                                 throw ImportError("stopped after \(saves.load(ordering: .relaxed)) saves")
                             }
                             if cancellation.load(ordering: .relaxed) { throw ImportInterrupted() }
+                            if let maxRejects, rejected > maxRejects {
+                                throw ImportError("stopped: \(rejected) records rejected, more than --max-rejects \(maxRejects) (see \(rejectsPath)); raise it and run ingest resume \(options.store) to go on")
+                            }
                         }
-                        imported.add(result.imported, ordering: .relaxed)
+                        state.chunkFinished()
                     }
                 }
             } catch {
-                failure.withLock { if $0 == nil { $0 = error } }
+                state.fail(error)
+                splitCancellation.withLock { $0?.cancel() }
+                queue.close()
             }
         }
-        if let error = failure.withLock({ $0 }) { throw error }
+        splitDone.wait()
+        // Every save's merge was queued before its save returned: this drains them.
+        let finalCounts = main.perform {
+            main.automaticallyMergesChangesFromCoordinator = false
+            main.onDidMerge = nil
+            return counts
+        }
 
         let rejects = try ImportMarker.rejects(coordinator)
         try writeRejects(rejects)
-        var counts: [String: Int] = [:]
-        for entity in spec.model.entities { counts[entity.name] = try coordinator.count(entity.name) }
-        return ImportReport(records: manifest.totalRecords, imported: imported.load(ordering: .relaxed), rejected: rejects.count,
-                            counts: counts, chunks: manifest.chunks.count, seconds: (clock.now - start).seconds,
-                            rejectsFile: rejectsPath)
+        if let error = state.failure { throw error }
+        guard let manifest = manifest.withLock({ $0 }) else { throw ImportError("the split ended without a manifest") }
+        var storeCounts: [String: Int] = [:]
+        for entity in spec.model.entities { storeCounts[entity.name] = try coordinator.count(entity.name) }
+        let seconds = StageTimes.now() - started
+        publish(state.progress(counts: finalCounts, elapsed: seconds, isFinal: true))
+        var stages = workerTimes.withLock { $0 }
+        stages.split = Double(splitSeconds.load(ordering: .relaxed)) / 1e6
+        let imported = state.imported
+        let importedBytes = Double(manifest.feed.byteSize ?? 0) * Double(imported.imported + imported.rejected)
+            / Double(max(1, manifest.totalRecords))
+        let report = ImportReport(feed: options.feed, store: options.store, records: manifest.totalRecords,
+                                  feedBytes: manifest.feed.byteSize ?? 0, imported: imported.imported,
+                                  rejectedThisRun: imported.rejected, rejected: rejects.count, counts: storeCounts,
+                                  chunks: manifest.chunks.count, workers: workerCount, seconds: seconds,
+                                  recordsPerSecond: Double(imported.imported + imported.rejected) / max(seconds, 1e-9),
+                                  megabytesPerSecond: importedBytes / 1e6 / max(seconds, 1e-9),
+                                  peakRSSBytes: ImportReport.peakRSS(), stages: stages, rejectsFile: rejectsPath)
+        try report.write(to: reportPath)
+        return report
+    }
+
+    private func publish(_ event: ImportProgress) {
+        for handler in listeners.withLock({ Array($0.values) }) { handler(event) }
     }
 
     /// A store records the feed and pipeline it is filled from; another pair is refused.
-    private func checkIdentity(_ coordinator: PersistentStoreCoordinator, _ manifest: SplitManifest) throws {
-        let identity = ImportMarker.Identity(feedByteSize: manifest.feed.byteSize ?? 0, feedSHA256: manifest.feed.sha256 ?? "",
-                                             pipelineSHA256: spec.hash, chunks: manifest.chunks.count, chunkSize: manifest.chunkSize)
+    /// Returns the recorded identity (written now for a new store, its feed hash to come).
+    private func checkIdentity(_ coordinator: PersistentStoreCoordinator, chunkSize: Int) throws -> ImportMarker.Identity {
+        let feedSize = FileOps.fileSize(options.feed) ?? -1
         if let recorded = try coordinator.metadata(forKey: ImportMarker.identityKey, as: ImportMarker.Identity.self) {
-            guard recorded == identity else {
-                var reasons: [String] = []
-                if recorded.feedSHA256 != identity.feedSHA256 { reasons.append("the feed differs (\(recorded.feedByteSize) bytes then, \(identity.feedByteSize) now)") }
-                if recorded.pipelineSHA256 != identity.pipelineSHA256 { reasons.append("the pipeline differs") }
-                if recorded.chunkSize != identity.chunkSize { reasons.append("the chunk size differs (\(recorded.chunkSize) then, \(identity.chunkSize) now)") }
-                throw ImportError("\(options.store) is being filled from another import: \(reasons.joined(separator: "; ")); pass --restart to start over")
+            var reasons: [String] = []
+            if recorded.feedByteSize != feedSize { reasons.append("the feed differs (\(recorded.feedByteSize) bytes then, \(feedSize) now)") }
+            if recorded.pipelineSHA256 != spec.hash { reasons.append("the pipeline differs") }
+            if recorded.chunkSize != chunkSize { reasons.append("the chunk size differs (\(recorded.chunkSize) then, \(chunkSize) now)") }
+            if reasons.isEmpty, !recorded.feedSHA256.isEmpty,
+               FileOps.fileSize(chunksDirectory + "/" + SplitManifest.fileName) == nil,
+               try Splitter.fullHash(options.feed) != recorded.feedSHA256 {
+                // Without a finished split to compare with, the feed's hash is checked before any chunk is imported.
+                reasons.append("the feed differs (same size, other content)")
             }
-            return
+            guard reasons.isEmpty else { throw mismatch(reasons) }
+            return recorded
         }
+        let identity = ImportMarker.Identity(feedByteSize: feedSize, feedSHA256: "", pipelineSHA256: spec.hash,
+                                             chunks: 0, chunkSize: chunkSize)
         let context = ObjectContext(coordinator: coordinator, name: "marker")
         try context.perform {
             try context.setMetadata(identity, forKey: ImportMarker.identityKey)
             try context.setMetadata(ImportMarker.Run(feed: absolute(options.feed), pipeline: options.pipelinePath.map(absolute),
                                                      chunks: absolute(chunksDirectory), saveEvery: options.saveEvery),
                                     forKey: ImportMarker.runKey)
+            try context.save()
+        }
+        return identity
+    }
+
+    private func mismatch(_ reasons: [String]) -> ImportError {
+        ImportError("\(options.store) is being filled from another import: \(reasons.joined(separator: "; ")); pass --restart to start over")
+    }
+
+    /// A finished split's feed hash must be the one the store recorded, if any.
+    private func checkFeedHash(_ manifest: SplitManifest, recorded: ImportMarker.Identity) throws {
+        if !recorded.feedSHA256.isEmpty, let sha = manifest.feed.sha256, sha != recorded.feedSHA256 {
+            throw mismatch(["the feed differs (same size, other content)"])
+        }
+    }
+
+    private func recordFeedHash(_ coordinator: PersistentStoreCoordinator, _ manifest: SplitManifest,
+                                recorded: ImportMarker.Identity) throws {
+        guard recorded.feedSHA256.isEmpty || recorded.chunks != manifest.chunks.count else { return }
+        var identity = recorded
+        identity.feedSHA256 = manifest.feed.sha256 ?? ""
+        identity.chunks = manifest.chunks.count
+        let context = ObjectContext(coordinator: coordinator, name: "marker")
+        try context.perform {
+            try context.setMetadata(identity, forKey: ImportMarker.identityKey)
             try context.save()
         }
     }
@@ -173,3 +295,48 @@ public final class Importer: Sendable {
 
 /// The run stopped at a save boundary because it was asked to (SIGINT, SIGTERM).
 public struct ImportInterrupted: Error, Sendable {}
+
+/// What the workers and the splitter share during a run.
+private final class RunState: Sendable {
+    private struct Counts {
+        var chunksSplit = 0
+        var chunksTotal: Int?
+        var chunksDone = 0
+        var imported = 0
+        var rejectedThisRun = 0
+        var rejectedBefore = 0
+        var failure: (any Error)?
+    }
+
+    private let counts: Mutex<Counts>
+
+    init(rejected: Int) {
+        counts = Mutex(Counts(rejectedBefore: rejected))
+    }
+
+    func chunkSplit() { counts.withLock { $0.chunksSplit += 1 } }
+    func chunkFinished() { counts.withLock { $0.chunksDone += 1 } }
+    func setTotal(_ total: Int) { counts.withLock { $0.chunksTotal = total } }
+
+    /// Counts a save; returns the rejects in all so far.
+    func saved(_ result: ImportWorker.ChunkResult) -> Int {
+        counts.withLock {
+            $0.imported += result.imported
+            $0.rejectedThisRun += result.rejected
+            return $0.rejectedBefore + $0.rejectedThisRun
+        }
+    }
+
+    func fail(_ error: any Error) { counts.withLock { if $0.failure == nil { $0.failure = error } } }
+    var failed: Bool { counts.withLock { $0.failure != nil } }
+    var failure: (any Error)? { counts.withLock { $0.failure } }
+    var imported: (imported: Int, rejected: Int) { counts.withLock { ($0.imported, $0.rejectedThisRun) } }
+
+    func progress(counts entityCounts: [String: Int], elapsed: Double, isFinal: Bool) -> ImportProgress {
+        counts.withLock {
+            ImportProgress(chunksTotal: $0.chunksTotal, chunksSplit: $0.chunksSplit, chunksDone: $0.chunksDone,
+                           recordsThisRun: $0.imported + $0.rejectedThisRun, rejected: $0.rejectedBefore + $0.rejectedThisRun,
+                           counts: entityCounts, elapsed: elapsed, isFinal: isFinal)
+        }
+    }
+}

@@ -5,97 +5,203 @@ import IngestStore
 /// and for each relationship the related objects to find or create by key.
 public struct MappedObject: Sendable, Equatable {
     public var entity: String
-    /// Attribute values by name, for every mapped attribute (nil where the record has none).
-    public var values: [String: Value?]
+    /// The mapped attributes' names, in the mapping's order.
+    public var names: [String]
+    /// Their values, `slots[i]` for `names[i]` (nil where the record has none).
+    public var slots: [Value?]
+    /// Where each attribute sits in the entity (`Entity.attributes`), for the importer.
+    var positions: [Int]
     /// The values of the entity's key attributes, in key order (find-or-create by these).
     public var key: [Value]
-    public var related: [String: [MappedObject]]
+    /// Related objects by relationship, in the mapping's order.
+    public var relations: [(relationship: String, objects: [MappedObject])]
+
+    /// A mapped object from attribute values by name (sorted by name).
+    public init(entity: String, values: [String: Value?], key: [Value], related: [String: [MappedObject]]) {
+        self.entity = entity
+        let sorted = values.sorted { $0.key < $1.key }
+        names = sorted.map(\.key)
+        slots = sorted.map(\.value)
+        positions = []
+        self.key = key
+        relations = related.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+
+    init(entity: String, names: [String], slots: [Value?], positions: [Int], key: [Value],
+         relations: [(relationship: String, objects: [MappedObject])]) {
+        self.entity = entity
+        self.names = names
+        self.slots = slots
+        self.positions = positions
+        self.key = key
+        self.relations = relations
+    }
+
+    /// Attribute values by name.
+    public var values: [String: Value?] { Dictionary(uniqueKeysWithValues: zip(names, slots)) }
+    /// Related objects by relationship name.
+    public var related: [String: [MappedObject]] { Dictionary(uniqueKeysWithValues: relations.map { ($0.relationship, $0.objects) }) }
+
+    public static func == (lhs: MappedObject, rhs: MappedObject) -> Bool {
+        lhs.entity == rhs.entity && lhs.values == rhs.values && lhs.key == rhs.key && lhs.related == rhs.related
+    }
 }
 
 /// Maps records with a pipeline's mappings. Pure: it reads no store, so workers run it
-/// freely and tests pin every rule down.
+/// freely and tests pin every rule down. The mappings are compiled once (types,
+/// positions, key slots) so a record costs lookups and conversions only.
 public struct RecordMapper: Sendable {
     public let spec: PipelineSpec
+    /// The parts of a record the mappings read: parse records with
+    /// `JSONValue.parse(_:keeping:)` and the rest is never built.
+    public let selection: JSONSelection
+    private let plans: [String: EntityPlan]
 
-    public init(spec: PipelineSpec) { self.spec = spec }
+    struct AttributePlan: Sendable {
+        var mapping: PipelineSpec.AttributeMapping
+        var type: AttributeType
+        var position: Int
+        var required: Bool
+    }
+
+    struct RelationshipPlan: Sendable {
+        var name: String
+        var from: [String]
+        var destination: String
+        var isToMany: Bool
+    }
+
+    struct EntityPlan: Sendable {
+        var entity: String
+        var names: [String]
+        var positions: [Int]
+        var attributes: [AttributePlan]
+        /// Indices into `attributes` of the key attributes, in key order.
+        var keySlots: [Int?]
+        var key: [String]
+        /// The key attributes' types and positions, mapped or not (an id alone names an object).
+        var keyAttributes: [(type: AttributeType, position: Int)]
+        var relationships: [RelationshipPlan]
+    }
+
+    public init(spec: PipelineSpec) {
+        self.spec = spec
+        var plans: [String: EntityPlan] = [:]
+        for (name, mapping) in spec.mappings {
+            let entity = spec.model.entity(name)!
+            let attributes = mapping.attributes.map { attribute in
+                let modelAttribute = entity.attribute(attribute.attribute)!
+                return AttributePlan(mapping: attribute, type: modelAttribute.type,
+                                     position: entity.attributes.firstIndex { $0.name == attribute.attribute }!,
+                                     required: attribute.required)
+            }
+            let relationships = mapping.relationships.map { relationship in
+                let modelRelationship = entity.relationship(relationship.relationship)!
+                return RelationshipPlan(name: relationship.relationship, from: relationship.from,
+                                        destination: modelRelationship.destination, isToMany: modelRelationship.isToMany)
+            }
+            plans[name] = EntityPlan(entity: name, names: attributes.map(\.mapping.attribute), positions: attributes.map(\.position),
+                                     attributes: attributes,
+                                     keySlots: mapping.key.map { key in attributes.firstIndex { $0.mapping.attribute == key } },
+                                     key: mapping.key,
+                                     keyAttributes: mapping.key.map { key in
+                                         (entity.attribute(key)!.type, entity.attributes.firstIndex { $0.name == key }!)
+                                     },
+                                     relationships: relationships)
+        }
+        self.plans = plans
+        selection = Self.selection(for: spec.recordEntity, plans: plans, depth: 0)
+    }
+
+    /// What mapping an object of `entity` reads; nested objects past a few levels are kept whole.
+    private static func selection(for entity: String, plans: [String: EntityPlan], depth: Int) -> JSONSelection {
+        guard depth < 4, let plan = plans[entity] else { return .all }
+        var selection = JSONSelection.none
+        for attribute in plan.attributes { selection.keep(attribute.mapping.from) }
+        for relationship in plan.relationships {
+            selection.keep(relationship.from, inside: Self.selection(for: relationship.destination, plans: plans, depth: depth + 1))
+        }
+        return selection
+    }
 
     /// The record as the pipeline's record entity.
     /// - Throws: `CoercionError` with the reason the record is rejected (it names the
     ///   attribute or relationship).
     public func map(_ record: JSONValue) throws -> MappedObject {
-        try map(record, as: spec.recordEntity, at: "")
+        try map(record, as: plans[spec.recordEntity]!, at: "")
     }
 
-    private func map(_ object: JSONValue, as entity: String, at prefix: String) throws -> MappedObject {
+    private func map(_ object: JSONValue, as plan: EntityPlan, at prefix: String) throws -> MappedObject {
         guard case .object = object else {
             throw CoercionError("\(prefix.isEmpty ? "the record" : prefix) is \(object.kindDescription), not an object")
         }
-        let mapping = spec.mappings[entity]!
-        let model = spec.model.entity(entity)!
-        var values: [String: Value?] = [:]
-        for attribute in mapping.attributes {
-            let place = prefix + attribute.attribute
-            let json = lookup(object, attribute.from)
+        var slots: [Value?] = []
+        slots.reserveCapacity(plan.attributes.count)
+        for attribute in plan.attributes {
+            let json = lookup(object, attribute.mapping.from)
             var value: Value?
             do {
-                if attribute.asJSON, let json, json != .null {
+                if attribute.mapping.asJSON, let json, json != .null {
                     value = .string(json.description)
                 } else {
-                    value = try ValueCoercion.value(json, for: model.attribute(attribute.attribute)!.type, dates: attribute.dates)
+                    value = try ValueCoercion.value(json, for: attribute.type, dates: attribute.mapping.dates)
                 }
             } catch let error as CoercionError {
-                throw CoercionError("\(place): \(error.message)")
+                throw CoercionError("\(prefix + attribute.mapping.attribute): \(error.message)")
             }
-            if value == nil { value = attribute.defaultValue }
+            if value == nil { value = attribute.mapping.defaultValue }
             if value == nil && attribute.required {
-                throw CoercionError("\(place): missing required value (from '\(attribute.from.joined(separator: "."))')")
+                throw CoercionError("\(prefix + attribute.mapping.attribute): missing required value (from '\(attribute.mapping.from.joined(separator: "."))')")
             }
-            values[attribute.attribute] = value
+            slots.append(value)
         }
         var key: [Value] = []
-        for name in mapping.key {
-            guard let value = values[name] ?? nil else {
-                throw CoercionError("\(prefix + name): missing key value, so the \(entity) cannot be found or created")
+        key.reserveCapacity(plan.keySlots.count)
+        for (name, slot) in zip(plan.key, plan.keySlots) {
+            guard let slot, let value = slots[slot] else {
+                throw CoercionError("\(prefix + name): missing key value, so the \(plan.entity) cannot be found or created")
             }
             key.append(value)
         }
-        var related: [String: [MappedObject]] = [:]
-        for relationship in mapping.relationships {
-            let place = prefix + relationship.relationship
-            let destination = model.relationship(relationship.relationship)!.destination
+        var relations: [(relationship: String, objects: [MappedObject])] = []
+        for relationship in plan.relationships {
             guard let json = lookup(object, relationship.from), json != .null else { continue }
+            let place = prefix + relationship.name
             let targets: [JSONValue]
             if case .array(let items) = json {
-                guard model.relationship(relationship.relationship)!.isToMany else {
-                    throw CoercionError("\(place): a list, but \(entity).\(relationship.relationship) is to-one")
+                guard relationship.isToMany else {
+                    throw CoercionError("\(place): a list, but \(plan.entity).\(relationship.name) is to-one")
                 }
                 targets = items
             } else {
                 targets = [json]
             }
-            related[relationship.relationship] = try targets.enumerated().map { index, target in
-                let at = targets.count > 1 || model.relationship(relationship.relationship)!.isToMany ? "\(place)[\(index)]" : place
-                return try relatedObject(target, as: destination, at: at)
+            let objects = try targets.enumerated().map { index, target in
+                let at = targets.count > 1 || relationship.isToMany ? "\(place)[\(index)]" : place
+                return try relatedObject(target, as: relationship.destination, at: at)
             }
+            relations.append((relationship.name, objects))
         }
-        return MappedObject(entity: entity, values: values, key: key, related: related)
+        return MappedObject(entity: plan.entity, names: plan.names, slots: slots, positions: plan.positions, key: key,
+                            relations: relations)
     }
 
     /// A related object given whole (a nested object) or by its key alone (an id).
     private func relatedObject(_ json: JSONValue, as entity: String, at place: String) throws -> MappedObject {
-        if case .object = json { return try map(json, as: entity, at: place + ".") }
-        let mapping = spec.mappings[entity]!
-        guard mapping.key.count == 1, let keyAttribute = spec.model.entity(entity)!.attribute(mapping.key[0]) else {
-            throw CoercionError("\(place): \(entity) needs a nested object, its key has \(mapping.key.count) attributes")
+        let plan = plans[entity]!
+        if case .object = json { return try map(json, as: plan, at: place + ".") }
+        guard plan.key.count == 1 else {
+            throw CoercionError("\(place): \(entity) needs a nested object, its key has \(plan.key.count) attributes")
         }
         let value: Value?
         do {
-            value = try ValueCoercion.value(json, for: keyAttribute.type)
+            value = try ValueCoercion.value(json, for: plan.keyAttributes[0].type)
         } catch let error as CoercionError {
             throw CoercionError("\(place): \(error.message)")
         }
         guard let value else { throw CoercionError("\(place): missing key value") }
-        return MappedObject(entity: entity, values: [keyAttribute.name: value], key: [value], related: [:])
+        return MappedObject(entity: entity, names: [plan.key[0]], slots: [value], positions: [plan.keyAttributes[0].position],
+                            key: [value], relations: [])
     }
 
     private func lookup(_ object: JSONValue, _ path: [String]) -> JSONValue? {

@@ -96,20 +96,24 @@ public final class ManagedObject {
             fireFault()
             return values[index]
         }
-        set {
-            let index = attributeIndex(key)
-            confinement.check()
-            fireFault()
-            if isInserted {
-                // A new object's row is written whole: no need to track which keys changed.
-                values[index] = newValue
-                return
-            }
-            guard values[index] != newValue else { return }
-            noteChange()
+        set { setValue(newValue, forAttributeAt: attributeIndex(key)) }
+    }
+
+    /// Sets the attribute at `index` in the entity's `attributes`: for importers that
+    /// resolve names once, not per record.
+    public func setValue(_ newValue: Value?, forAttributeAt index: Int) {
+        precondition(index >= 0 && index < values.count, "entity \(info.name) has no attribute at position \(index)")
+        confinement.check()
+        fireFault()
+        if isInserted {
+            // A new object's row is written whole: no need to track which keys changed.
             values[index] = newValue
-            changedAttributes.insert(index)
+            return
         }
+        guard values[index] != newValue else { return }
+        noteChange()
+        values[index] = newValue
+        changedAttributes.insert(index)
     }
 
     public subscript(dynamicMember key: String) -> Value? {

@@ -38,6 +38,7 @@ extension ObjectContext {
         pendingDidChange.refreshed.formUnion(change.refreshed)
         processPendingChanges()
         for listener in changeListeners.values { listener(notice) }
+        onDidMerge?(notice)
     }
 
     /// When true, every save of another context on this coordinator is merged into this

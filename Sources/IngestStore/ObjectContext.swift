@@ -38,6 +38,9 @@ public final class ObjectContext {
     /// Called (on the context's queue) after its objects change: at the end of each
     /// `perform`, after a save, after a merge.
     public var onObjectsDidChange: ((ObjectsDidChange) -> Void)?
+    /// Called on the context's queue after each `mergeChanges(fromDidSave:)`, with the
+    /// merged notice (for views that keep counts by object ID).
+    public var onDidMerge: ((SaveNotice) -> Void)?
 
     let queue: DispatchQueue
     let confinement: QueueConfinement

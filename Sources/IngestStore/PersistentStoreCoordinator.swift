@@ -22,6 +22,8 @@ public final class PersistentStoreCoordinator: Sendable {
     let beforeCommit = Mutex<(@Sendable () throws -> Void)?>(nil)
 
     static let formatVersion = 1
+    /// The writer connection's page cache (readers keep SQLite's 2 MiB).
+    static let writerCacheKiB = 32 * 1024
     static let metadataTable = "_ingest_metadata"
     static let sequenceTable = "_ingest_sequence"
 
@@ -40,6 +42,11 @@ public final class PersistentStoreCoordinator: Sendable {
         configuration.busyMode = .timeout(30)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            if !db.configuration.readonly {
+                // Index pages of a growing store are dirtied all over by every save; a
+                // writer cache that holds them saves re-reading them each time.
+                try db.execute(sql: "PRAGMA cache_size = -\(Self.writerCacheKiB)")
+            }
             PredicateFunctions.register(db)
         }
         do {

@@ -6,7 +6,7 @@ extension Ingest {
     struct Bench: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Measure throughput and memory (build with -c release first: ./run.sh does).",
-            subcommands: [BenchSplit.self, BenchStore.self, BenchFetch.self, BenchStoreRun.self]
+            subcommands: [BenchSplit.self, BenchStore.self, BenchFetch.self, BenchImport.self, BenchStoreRun.self]
         )
     }
 

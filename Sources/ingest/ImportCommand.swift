@@ -43,6 +43,9 @@ extension Ingest {
         @Flag(help: "Start over, even in a store filled from another feed or pipeline.")
         var restart = false
 
+        @Option(name: .customLong("max-rejects"), help: "Stop (resumably) once more than this many records are rejected.")
+        var maxRejects: Int?
+
         @Flag(help: "Print nothing but errors.")
         var quiet = false
 
@@ -50,13 +53,14 @@ extension Ingest {
             for (name, value) in [("--workers", workers), ("--save-every", saveEvery), ("--chunk-size", chunkSize)] {
                 if let value, value < 1 { throw ValidationError("\(name) must be at least 1") }
             }
+            if let maxRejects, maxRejects < 0 { throw ValidationError("--max-rejects must be 0 or more") }
         }
 
         func run() throws {
             let spec = try PipelineSpec.load(path: pipeline)
             let importer = Importer(spec: spec, options: .init(feed: feed, store: store, chunks: chunks, workers: workers,
                                                               saveEvery: saveEvery, chunkSize: chunkSize, restart: restart,
-                                                              pipelinePath: pipeline))
+                                                              maxRejects: maxRejects, pipelinePath: pipeline))
             try Self.run(importer, store: store, quiet: quiet)
         }
 
@@ -75,19 +79,33 @@ extension Ingest {
                 sources.append(source)
             }
             defer { sources.forEach { $0.cancel() } }
+            let view = ImportProgressView()
+            if !quiet { importer.addProgressObserver { view.show($0) } }
             let report: ImportReport
             do {
                 report = try importer.run()
+                view.finish()
             } catch is ImportInterrupted {
+                view.finish()
                 let signalNumber = received.load(ordering: .relaxed)
                 Console.error("ingest: stopped at a save boundary (\(signalNumber == SIGTERM ? "SIGTERM" : "SIGINT")); continue with: ingest resume \(store)\n")
                 Glibc.exit(signalNumber == SIGTERM ? 143 : 130)
+            } catch {
+                view.finish()
+                throw error
             }
             guard !quiet else { return }
-            print("\(importer.options.feed) → \(store): \(Format.count(report.records)) records in \(report.chunks) chunk(s)")
-            print("  imported \(Format.count(report.imported)) this run, \(Format.count(report.rejected)) rejected in all (\(report.rejectsFile))")
+            printSummary(report, reportPath: importer.reportPath)
+        }
+
+        static func printSummary(_ report: ImportReport, reportPath: String) {
+            print("\(report.feed) → \(report.store): \(Format.count(report.records)) records in \(report.chunks) chunk(s), \(report.workers) worker(s)")
+            print("  imported \(Format.count(report.imported)) and rejected \(Format.count(report.rejectedThisRun)) this run; \(Format.count(report.rejected)) rejected in all (\(report.rejectsFile))")
             print("  " + report.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
-            print("  \(Format.seconds(report.seconds)), \(Format.count(Int(Double(report.imported) / max(report.seconds, 1e-9)))) records/s")
+            print("  \(Format.seconds(report.seconds)), \(Format.count(Int(report.recordsPerSecond))) records/s, \(Format.rate(report.megabytesPerSecond)) MB/s, peak RSS \(ByteCount.format(report.peakRSSBytes))")
+            let stages = report.stages
+            print("  stages: split \(Format.seconds(stages.split)) (alongside), parse \(Format.seconds(stages.parse)), map \(Format.seconds(stages.map)), save \(Format.seconds(stages.save)) (summed over workers)")
+            print("  report: \(reportPath)")
         }
     }
 
@@ -102,6 +120,9 @@ extension Ingest {
         @Option(help: "Worker contexts.")
         var workers: Int?
 
+        @Option(name: .customLong("max-rejects"), help: "Stop (resumably) once more than this many records are rejected.")
+        var maxRejects: Int?
+
         @Flag(help: "Print nothing but errors.")
         var quiet = false
 
@@ -113,7 +134,7 @@ extension Ingest {
             let spec = try PipelineSpec.load(path: pipeline)
             let importer = Importer(spec: spec, options: .init(feed: feed, store: store, chunks: status.chunks, workers: workers,
                                                               saveEvery: status.saveEvery, chunkSize: status.chunkSize,
-                                                              pipelinePath: pipeline))
+                                                              maxRejects: maxRejects, pipelinePath: pipeline))
             try Import.run(importer, store: store, quiet: quiet)
         }
     }

@@ -1,0 +1,45 @@
+import Foundation
+
+/// What an import run did; printed at the end and written as JSON beside the store
+/// (`STORE.report.json`).
+public struct ImportReport: Sendable, Codable, Equatable {
+    public var feed: String
+    public var store: String
+    /// Records in the feed.
+    public var records: Int
+    public var feedBytes: Int
+    /// Records this run imported (a resumed run counts only its own).
+    public var imported: Int
+    /// Records this run rejected.
+    public var rejectedThisRun: Int
+    /// Records rejected so far, by this run and earlier ones.
+    public var rejected: Int
+    /// Objects per entity in the store at the end.
+    public var counts: [String: Int]
+    public var chunks: Int
+    public var workers: Int
+    public var seconds: Double
+    public var recordsPerSecond: Double
+    /// Feed bytes this run imported per second.
+    public var megabytesPerSecond: Double
+    public var peakRSSBytes: Int
+    /// Seconds per stage: split is wall time (it overlaps the rest); parse, map and save
+    /// are summed over workers.
+    public var stages: StageTimes
+    public var rejectsFile: String
+
+    /// Writes the report as pretty JSON to `path` (replacing it whole).
+    /// - Throws: `IOError` or an encoding error.
+    public func write(to path: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try encoder.encode(self).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+
+    /// The process's peak resident set size so far, in bytes.
+    public static func peakRSS() -> Int {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return usage.ru_maxrss * 1024
+    }
+}
