@@ -47,6 +47,9 @@ public enum ValueCoercion {
             default: throw mismatch(json, "an integer")
             }
             guard let integer = integer(text) else {
+                if let double = Double(text), double.isFinite, double.rounded() == double {
+                    throw CoercionError("\(text) is out of range for \(type.rawValue)")
+                }
                 if case .string = json { throw CoercionError("\"\(text)\" is not an integer") }
                 throw CoercionError("\(text) is not an integer")
             }
