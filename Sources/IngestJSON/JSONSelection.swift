@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Which members of a JSON object a reader needs: a tree of keys, each keeping its
 /// whole value or, when that value is an object, only the members its own selection
 /// names. `JSONValue.parse(_:keeping:)` builds just those, so an importer that maps ten
@@ -217,26 +221,25 @@ private struct SelectionScanner {
     /// Set by `stringEnd()`: the string had a backslash escape.
     private var sawEscape = false
 
-    /// At `"`: the index of the closing quote, or nil for a control character, a lone
-    /// surrogate escape or no end.
+    /// At `"`: the index of the closing quote, or nil for a lone surrogate escape or no
+    /// end. Control characters are not looked for: the splitter's yajl refused any
+    /// before the chunk was written, and the worker checks the chunk's checksum.
     private mutating func stringEnd() -> Int? {
         sawEscape = false
+        guard let base = bytes.baseAddress else { return nil }
         var index = at + 1
         while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "\"") {
-                if sawEscape, JSONValueBuilder.loneSurrogate(in: UnsafeRawBufferPointer(rebasing: bytes[at..<index])) != nil {
-                    return nil
-                }
-                return index
-            }
-            if byte < 0x20 { return nil }
-            if byte == UInt8(ascii: "\\") {
+            guard let quote = memchr(base + index, Int32(UInt8(ascii: "\"")), bytes.count - index) else { return nil }
+            let end = base.distance(to: UnsafeRawPointer(quote))
+            if let slash = memchr(base + index, Int32(UInt8(ascii: "\\")), end - index) {
                 sawEscape = true
-                index += 2
-            } else {
-                index += 1
+                index = base.distance(to: UnsafeRawPointer(slash)) + 2
+                continue
             }
+            if sawEscape, JSONValueBuilder.loneSurrogate(in: UnsafeRawBufferPointer(rebasing: bytes[at..<end])) != nil {
+                return nil
+            }
+            return end
         }
         return nil
     }

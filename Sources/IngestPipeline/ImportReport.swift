@@ -24,7 +24,7 @@ public struct ImportReport: Sendable, Codable, Equatable {
     public var megabytesPerSecond: Double
     public var peakRSSBytes: Int
     /// Seconds per stage: split is wall time (it overlaps the rest); parse, map and save
-    /// are summed over workers.
+    /// are summed over workers; index is the wall time of building the secondary indexes.
     public var stages: StageTimes
     public var rejectsFile: String
 

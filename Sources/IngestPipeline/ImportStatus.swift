@@ -17,6 +17,8 @@ public struct ImportStatus: Sendable {
     public var rejected: Int
     public var counts: [String: Int]
     public var finished: Bool
+    /// The secondary indexes are dropped until the import finishes (reads work, slower).
+    public var indexesDeferred: Bool
 
     /// - Throws: `StoreError` for a file that is not an Ingest store; `ImportError` for a
     ///   store that no import has written to.
@@ -43,6 +45,7 @@ public struct ImportStatus: Sendable {
         return ImportStatus(feed: run?.feed, pipeline: run?.pipeline, chunks: run?.chunks, chunkCount: identity.chunks,
                             chunkSize: identity.chunkSize, saveEvery: run?.saveEvery,
                             chunksComplete: complete, recordsDone: progress.values.reduce(0, +), rejected: rejected,
-                            counts: counts, finished: complete == identity.chunks)
+                            counts: counts, finished: complete == identity.chunks,
+                            indexesDeferred: try coordinator.secondaryIndexesDeferred())
     }
 }

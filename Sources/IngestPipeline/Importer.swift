@@ -25,11 +25,14 @@ public final class Importer: Sendable {
         public var restart: Bool
         /// Stop (resumably) once more than this many records have been rejected in all.
         public var maxRejects: Int?
+        /// Keep the secondary indexes during the import instead of building them at the end.
+        public var keepIndexes: Bool
         /// The pipeline file's path, recorded for `ingest resume`.
         public var pipelinePath: String?
 
         public init(feed: String, store: String, chunks: String? = nil, workers: Int? = nil, saveEvery: Int? = nil,
-                    chunkSize: Int? = nil, restart: Bool = false, maxRejects: Int? = nil, pipelinePath: String? = nil) {
+                    chunkSize: Int? = nil, restart: Bool = false, maxRejects: Int? = nil, keepIndexes: Bool = false,
+                    pipelinePath: String? = nil) {
             self.feed = feed
             self.store = store
             self.chunks = chunks
@@ -38,6 +41,7 @@ public final class Importer: Sendable {
             self.chunkSize = chunkSize
             self.restart = restart
             self.maxRejects = maxRejects
+            self.keepIndexes = keepIndexes
             self.pipelinePath = pipelinePath
         }
     }
@@ -98,9 +102,11 @@ public final class Importer: Sendable {
                 try? FileManager.default.removeItem(atPath: options.store + suffix)
             }
         }
-        let coordinator = try PersistentStoreCoordinator(model: spec.model, path: options.store)
+        // Readers here only look keys up: a small cache each keeps memory flat however big the store grows.
+        let coordinator = try PersistentStoreCoordinator(model: spec.model, path: options.store, readerCacheKiB: 512)
         let chunkSize = options.chunkSize ?? spec.chunkSize
         let recorded = try checkIdentity(coordinator, chunkSize: chunkSize)
+        if !options.keepIndexes { try coordinator.deferSecondaryIndexes() }
         let done = try ImportMarker.progress(coordinator)
         let rejectedBefore = try coordinator.metadata(withPrefix: ImportMarker.rejectPrefix).count
         let workerCount = max(1, options.workers ?? spec.workers ?? ProcessInfo.processInfo.activeProcessorCount)
@@ -192,12 +198,16 @@ public final class Importer: Sendable {
         try writeRejects(rejects)
         if let error = state.failure { throw error }
         guard let manifest = manifest.withLock({ $0 }) else { throw ImportError("the split ended without a manifest") }
+        let indexing = StageTimes.now()
+        if try coordinator.secondaryIndexesDeferred() { try coordinator.restoreSecondaryIndexes() }
+        let indexSeconds = StageTimes.now() - indexing
         var storeCounts: [String: Int] = [:]
         for entity in spec.model.entities { storeCounts[entity.name] = try coordinator.count(entity.name) }
         let seconds = StageTimes.now() - started
         publish(state.progress(counts: finalCounts, elapsed: seconds, isFinal: true))
         var stages = workerTimes.withLock { $0 }
         stages.split = Double(splitSeconds.load(ordering: .relaxed)) / 1e6
+        stages.index = indexSeconds
         let imported = state.imported
         let importedBytes = Double(manifest.feed.byteSize ?? 0) * Double(imported.imported + imported.rejected)
             / Double(max(1, manifest.totalRecords))

@@ -100,9 +100,12 @@ extension ObjectContext {
         let key = QueryCacheKey(request: request, columns: columns, window: window, countOnly: countOnly)
         if let cached = coordinator.queryCache.withLock({ $0[key] }) { return cached }
         let query = try Self.selectQuery(request, info, schema: coordinator.schema, columns: columns, window: window, countOnly: countOnly)
-        coordinator.queryCache.withLock { cache in
-            if cache.count > 256 { cache.removeAll() }
-            cache[key] = query
+        // A request with a long list (an importer's IN lookup) is rarely asked twice: not worth the memory.
+        if query.arguments.count <= 64 {
+            coordinator.queryCache.withLock { cache in
+                if cache.count > 256 { cache.removeAll() }
+                cache[key] = query
+            }
         }
         return query
     }

@@ -112,7 +112,7 @@ extension ObjectContext {
     }
 
     private struct UniqueKey: Hashable {
-        var entity: String
+        var entity: ObjectIdentifier
         var constraint: Int
         var values: [Value]
     }
@@ -130,12 +130,17 @@ extension ObjectContext {
         // 1. Uniqueness: which inserted objects are rows that exist already.
         for object in insertedList {
             var target: Target?
-            var description = ""
-            for (constraintIndex, constraint) in object.info.uniquenessConstraints.enumerated() {
-                let values = constraint.compactMap { object.values[object.info.attributeIndex[$0]!] }
-                guard values.count == constraint.count else { continue }
-                let key = UniqueKey(entity: object.info.name, constraint: constraintIndex, values: values)
-                description = zip(constraint, values).map { "\($0) = \($1)" }.joined(separator: ", ")
+            var conflicting: UniqueKey?
+            for (constraintIndex, positions) in object.info.uniquenessPositions.enumerated() {
+                var values: [Value] = []
+                values.reserveCapacity(positions.count)
+                for position in positions {
+                    guard let value = object.values[position] else { break }
+                    values.append(value)
+                }
+                guard values.count == positions.count else { continue }
+                let key = UniqueKey(entity: ObjectIdentifier(object.info), constraint: constraintIndex, values: values)
+                conflicting = key
                 if let earlier = seen[key] {
                     target = .object(earlier)
                 } else if let pk = try lookUp(key, object.info, db) {
@@ -151,6 +156,8 @@ extension ObjectContext {
                 continue
             }
             if policy == .error {
+                let constraint = object.info.uniquenessConstraints[conflicting!.constraint]
+                let description = zip(constraint, conflicting!.values).map { "\($0) = \($1)" }.joined(separator: ", ")
                 let other = switch target {
                 case .row(let pk): "the stored \(object.info.name) row \(pk)"
                 case .object(let earlier): "\(earlier.objectID), inserted in the same save"

@@ -23,7 +23,7 @@ public final class PersistentStoreCoordinator: Sendable {
 
     static let formatVersion = 1
     /// The writer connection's page cache (readers keep SQLite's 2 MiB).
-    static let writerCacheKiB = 32 * 1024
+    static let writerCacheKiB = 8 * 1024
     static let metadataTable = "_ingest_metadata"
     static let sequenceTable = "_ingest_sequence"
 
@@ -33,7 +33,10 @@ public final class PersistentStoreCoordinator: Sendable {
     /// adds entities, optional attributes or relationships; otherwise opening fails.
     /// - Throws: `ModelError` for an invalid model; `StoreError.modelMismatch` naming
     ///   what differs; `StoreError.notAStore` for a file that is not an Ingest store.
-    public init(model: Model, path: String) throws {
+    ///
+    /// `readerCacheKiB` sets each reader connection's page cache (default: SQLite's
+    /// 2 MiB); an importer whose readers only look keys up keeps its memory flat with less.
+    public init(model: Model, path: String, readerCacheKiB: Int? = nil) throws {
         self.model = try model.validated()
         self.path = path
         schema = Schema(self.model)
@@ -46,6 +49,8 @@ public final class PersistentStoreCoordinator: Sendable {
                 // Index pages of a growing store are dirtied all over by every save; a
                 // writer cache that holds them saves re-reading them each time.
                 try db.execute(sql: "PRAGMA cache_size = -\(Self.writerCacheKiB)")
+            } else if let readerCacheKiB {
+                try db.execute(sql: "PRAGMA cache_size = -\(readerCacheKiB)")
             }
             PredicateFunctions.register(db)
         }

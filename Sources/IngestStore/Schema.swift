@@ -38,6 +38,8 @@ final class EntityInfo: Sendable {
     /// Each name's two machine words (see `attributePosition`).
     let attributeNameBits: [(UInt64, UInt64)]
     let uniquenessConstraints: [[String]]
+    /// Each uniqueness constraint as attribute positions.
+    let uniquenessPositions: [[Int]]
     let relationships: [RelationshipInfo]
     let relationshipIndex: [String: Int]
     /// To-one relationships with a column, in column order after the attributes.
@@ -84,6 +86,9 @@ final class EntityInfo: Sendable {
         hasDefaults = entity.attributes.contains { $0.defaultValue != nil }
         attributeNameBits = entity.attributes.map { unsafeBitCast($0.name, to: (UInt64, UInt64).self) }
         uniquenessConstraints = entity.uniquenessConstraints
+        uniquenessPositions = entity.uniquenessConstraints.map { constraint in
+            constraint.map { name in entity.attributes.firstIndex { $0.name == name }! }
+        }
         var relationships: [RelationshipInfo] = []
         var toOne: [(Int, String)] = []
         for (index, relationship) in entity.relationships.enumerated() {
@@ -127,6 +132,21 @@ final class EntityInfo: Sendable {
         }
     }
 
+    /// The indexes that only speed up reads (attribute indexes, to-one columns): a bulk
+    /// load may drop them and build them again at the end. Uniqueness indexes are not here.
+    var secondaryIndexes: [(name: String, create: String)] {
+        var indexes: [(name: String, create: String)] = []
+        for attribute in attributes where attribute.isIndexed {
+            let index = "_index_\(name)_\(attribute.name)"
+            indexes.append((index, "CREATE INDEX IF NOT EXISTS \(quoted(index)) ON \(table) (\(quoted(attribute.name)))"))
+        }
+        for (_, column) in toOneColumns {
+            let index = "_index_\(name)\(column)"
+            indexes.append((index, "CREATE INDEX IF NOT EXISTS \(quoted(index)) ON \(table) (\(quoted(column)))"))
+        }
+        return indexes
+    }
+
     /// Statements that create this entity's table and indexes.
     func createStatements() -> [String] {
         var columns = [quoted("_pk") + " INTEGER PRIMARY KEY"]
@@ -136,12 +156,7 @@ final class EntityInfo: Sendable {
         for (i, constraint) in entity.uniquenessConstraints.enumerated() {
             statements.append("CREATE UNIQUE INDEX \(quoted("_unique_\(name)_\(i)")) ON \(table) (\(constraint.map(quoted).joined(separator: ", ")))")
         }
-        for attribute in attributes where attribute.isIndexed {
-            statements.append("CREATE INDEX \(quoted("_index_\(name)_\(attribute.name)")) ON \(table) (\(quoted(attribute.name)))")
-        }
-        for (_, column) in toOneColumns {
-            statements.append("CREATE INDEX \(quoted("_index_\(name)\(column)")) ON \(table) (\(quoted(column)))")
-        }
+        statements += secondaryIndexes.map(\.create)
         for info in relationships {
             if case .joinTable(let joinTable, "_a", _) = info.storage {
                 statements.append("CREATE TABLE \(quoted(joinTable)) (\"_a\" INTEGER NOT NULL, \"_b\" INTEGER NOT NULL, PRIMARY KEY (\"_a\", \"_b\")) WITHOUT ROWID")

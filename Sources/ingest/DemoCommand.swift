@@ -13,8 +13,11 @@ extension Ingest {
         @Option(help: "Records in the demo feed.")
         var records = 200_000
 
-        @Option(name: .customLong("dir"), help: "Directory for the demo feed, its chunks and its store.")
+        @Option(name: .customLong("dir"), help: "Directory for the demo feed and its chunks.")
         var directory = "demo"
+
+        @Option(help: ArgumentHelp("The store file.", valueName: "file"))
+        var store = "demo.sqlite"
 
         @Option(help: ArgumentHelp("The pipeline file.", valueName: "file"))
         var pipeline = "Pipelines/photos.json"
@@ -29,7 +32,6 @@ extension Ingest {
 
         func run() throws {
             let feed = directory + "/photos-\(records).json"
-            let store = directory + "/photos.sqlite"
             print("Ingest demo")
             if FileOpsCLI.exists(feed) {
                 print("1. feed: \(feed) (already generated)")
@@ -40,11 +42,10 @@ extension Ingest {
                     + " (\(Format.count(FeedGenerator.photographerPool(records: records))) photographers)")
             }
             let spec = try PipelineSpec.load(path: pipeline)
-            let report = try Importer(spec: spec, options: .init(feed: feed, store: store, workers: workers, restart: true)).run()
-            print("2. import with \(pipeline), \(workers) workers: \(Format.count(report.records)) records in \(report.chunks) chunks → \(store)")
-            print("   " + report.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", ")
-                + "; \(Format.count(report.rejected)) rejected; \(Format.seconds(report.seconds)), "
-                + "\(Format.count(Int(Double(report.imported) / max(report.seconds, 1e-9)))) records/s")
+            print("2. import with \(pipeline), \(workers) workers, into \(store) (progress on stderr):")
+            let importer = Importer(spec: spec, options: .init(feed: feed, store: store, chunks: directory + "/chunks",
+                                                               workers: workers, restart: true, pipelinePath: pipeline))
+            try Import.run(importer, store: store, quiet: false)
             let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
             let context = ObjectContext(coordinator: coordinator, name: "demo")
             let top = FetchRequest("Photo", predicate: try QueryPredicate(format: "whoTook.name BEGINSWITH[c] %@", "ana"),

@@ -46,6 +46,9 @@ extension Ingest {
         @Option(name: .customLong("max-rejects"), help: "Stop (resumably) once more than this many records are rejected.")
         var maxRejects: Int?
 
+        @Flag(name: .customLong("keep-indexes"), help: "Keep secondary indexes during the import (default: build them at the end).")
+        var keepIndexes = false
+
         @Flag(help: "Print nothing but errors.")
         var quiet = false
 
@@ -60,7 +63,8 @@ extension Ingest {
             let spec = try PipelineSpec.load(path: pipeline)
             let importer = Importer(spec: spec, options: .init(feed: feed, store: store, chunks: chunks, workers: workers,
                                                               saveEvery: saveEvery, chunkSize: chunkSize, restart: restart,
-                                                              maxRejects: maxRejects, pipelinePath: pipeline))
+                                                              maxRejects: maxRejects, keepIndexes: keepIndexes,
+                                                              pipelinePath: pipeline))
             try Self.run(importer, store: store, quiet: quiet)
         }
 
@@ -104,7 +108,7 @@ extension Ingest {
             print("  " + report.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
             print("  \(Format.seconds(report.seconds)), \(Format.count(Int(report.recordsPerSecond))) records/s, \(Format.rate(report.megabytesPerSecond)) MB/s, peak RSS \(ByteCount.format(report.peakRSSBytes))")
             let stages = report.stages
-            print("  stages: split \(Format.seconds(stages.split)) (alongside), parse \(Format.seconds(stages.parse)), map \(Format.seconds(stages.map)), save \(Format.seconds(stages.save)) (summed over workers)")
+            print("  stages: split \(Format.seconds(stages.split)) (alongside), parse \(Format.seconds(stages.parse)), map \(Format.seconds(stages.map)), save \(Format.seconds(stages.save)) (summed over workers), indexes \(Format.seconds(stages.index))")
             print("  report: \(reportPath)")
         }
     }
@@ -152,6 +156,7 @@ extension Ingest {
             print("  " + status.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
             if let feed = status.feed { print("  feed: \(feed)") }
             if let pipeline = status.pipeline { print("  pipeline: \(pipeline)") }
+            if status.indexesDeferred { print("  secondary indexes: dropped until the import finishes (queries work, slower)") }
         }
     }
 }

@@ -1,0 +1,48 @@
+import GRDB
+
+extension PersistentStoreCoordinator {
+    static let deferredIndexesKey = "_deferredIndexes"
+    static let indexBuildCacheKiB = 2 * 1024
+
+    /// Drops the secondary indexes (attribute indexes and to-one columns' indexes) for a
+    /// bulk load, and records that they are missing. Uniqueness indexes stay, so
+    /// find-or-create and merge policies work as always; reads still work, slower.
+    ///
+    /// Each save of a bulk load would otherwise rewrite a page of every index with
+    /// random keys per object saved, more as the store grows; building an index once at
+    /// the end sorts instead. Calling it again while deferred does nothing.
+    /// - Throws: `StoreError.database` when the store cannot be written.
+    public func deferSecondaryIndexes() throws {
+        try write { db in
+            for info in schema.entities.values {
+                for index in info.secondaryIndexes { try db.execute(sql: "DROP INDEX IF EXISTS \(quoted(index.name))") }
+            }
+            try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(Self.metadataTable)) (key, value) VALUES (?, 'true')",
+                           arguments: [Self.deferredIndexesKey])
+        }
+    }
+
+    /// Builds the secondary indexes `deferSecondaryIndexes()` dropped, in one transaction.
+    /// - Throws: `StoreError.database` when the store cannot be written.
+    public func restoreSecondaryIndexes() throws {
+        try write { db in
+            // The sorter may hold as much as the page cache in memory besides it: keep the
+            // build's memory near the import's by sorting in a smaller budget (the rest spills to temporary files).
+            try db.execute(sql: "PRAGMA cache_size = -\(Self.indexBuildCacheKiB)")
+            defer { try? db.execute(sql: "PRAGMA cache_size = -\(Self.writerCacheKiB)") }
+            for info in schema.entities.values.sorted(by: { $0.name < $1.name }) {
+                for index in info.secondaryIndexes { try db.execute(sql: index.create) }
+            }
+            try db.execute(sql: "DELETE FROM \(quoted(Self.metadataTable)) WHERE key = ?", arguments: [Self.deferredIndexesKey])
+        }
+    }
+
+    /// True while a bulk load has the secondary indexes dropped.
+    /// - Throws: `StoreError.database` when the store cannot be read.
+    public func secondaryIndexesDeferred() throws -> Bool {
+        try read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM \(quoted(Self.metadataTable)) WHERE key = ?",
+                                arguments: [Self.deferredIndexesKey]) != nil
+        }
+    }
+}
