@@ -61,7 +61,8 @@ let package = Package(
         ),
         .testTarget(
             name: "IngestPipelineTests",
-            dependencies: ["IngestPipeline", "IngestJSON", "IngestStore", "IngestTestSupport"]
+            dependencies: ["IngestPipeline", "IngestJSON", "IngestStore", "IngestTestSupport",
+                           .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "IngestStoreTests",

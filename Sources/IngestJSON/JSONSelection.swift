@@ -157,7 +157,11 @@ private struct SelectionScanner {
             guard let end = stringEnd() else { return nil }
             at = end + 1
             if sawEscape { return parsed(start..<at, depth: depth) }
-            return .string(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[(start + 1)..<end]), as: UTF8.self))
+            // Invalid UTF-8 the splitter's yajl let through (overlong forms): the full parser names it.
+            guard let text = String(validating: UnsafeRawBufferPointer(rebasing: bytes[(start + 1)..<end]), as: UTF8.self) else {
+                return nil
+            }
+            return .string(text)
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             while at < bytes.count, Self.isNumberByte(bytes[at]) { at += 1 }
             return .number(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<at]), as: UTF8.self))

@@ -141,7 +141,15 @@ final class JSONValueBuilder {
                 return nil
             }
         }
-        return String(decoding: decoded, as: UTF8.self)
+        // yajl checks UTF-8 but lets overlong forms (C0 80 for NUL) and encoded surrogates
+        // through; Swift's validation refuses them, so they are named, never replaced.
+        guard let text = String(validating: decoded, as: UTF8.self) else {
+            var start = lastTokenEnd
+            while start < currentIndex, input[start] != UInt8(ascii: "\"") { start += 1 }
+            failure = error(.invalidUTF8, "invalid UTF-8 in a string (an overlong or surrogate encoding)", at: start)
+            return nil
+        }
+        return text
     }
 
     /// The hex digits of the first `\uD800`–`\uDFFF` escape not part of a valid pair.

@@ -27,6 +27,8 @@ public struct ImportReport: Sendable, Codable, Equatable {
     /// are summed over workers; index is the wall time of building the secondary indexes.
     public var stages: StageTimes
     public var rejectsFile: String
+    /// The holder named by a lock file this run took over (a run that was killed), if any.
+    public var staleLock: String? = nil
 
     /// Writes the report as pretty JSON to `path` (replacing it whole).
     /// - Throws: `IOError` or an encoding error.

@@ -48,4 +48,47 @@ public struct ImportStatus: Sendable {
                             counts: counts, finished: complete == identity.chunks,
                             indexesDeferred: try coordinator.secondaryIndexesDeferred())
     }
+
+    /// Checks a store: SQLite's integrity check and Ingest's own (to-ones point at rows,
+    /// uniqueness holds), then the marker against the store: no chunk done past its
+    /// records, rejects only where records are done, no more record-entity rows than
+    /// records committed less rejects. Works during an import (it only reads).
+    /// - Returns: the problems found; empty for a sound store.
+    /// - Throws: `StoreError` for a file that is not an Ingest store.
+    public static func check(store: String) throws -> [String] {
+        let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
+        var problems = try coordinator.integrityProblems()
+        guard let identity = try coordinator.metadata(forKey: ImportMarker.identityKey, as: ImportMarker.Identity.self) else {
+            return problems
+        }
+        let run = try coordinator.metadata(forKey: ImportMarker.runKey, as: ImportMarker.Run.self)
+        let progress = try ImportMarker.progress(coordinator)
+        var chunkRecords: [Int: Int] = [:]
+        if let directory = run?.chunks,
+           let data = try? Data(contentsOf: URL(fileURLWithPath: directory + "/" + SplitManifest.fileName)),
+           let manifest = try? JSONDecoder().decode(SplitManifest.self, from: data) {
+            for chunk in manifest.chunks { chunkRecords[chunk.index] = chunk.records }
+        }
+        for (chunk, done) in progress.sorted(by: { $0.key < $1.key }) {
+            let limit = chunkRecords[chunk] ?? identity.chunkSize
+            if done > limit || done < 0 {
+                problems.append("marker: \(ChunkInfo.fileName(for: chunk)) says \(done) records done, but it holds \(limit)")
+            }
+            if identity.chunks > 0 && chunk > identity.chunks {
+                problems.append("marker: \(ChunkInfo.fileName(for: chunk)) is past the feed's \(identity.chunks) chunks")
+            }
+        }
+        let rejects = try ImportMarker.rejects(coordinator)
+        for reject in rejects where reject.index >= progress[reject.chunk] ?? 0 {
+            problems.append("marker: a reject at \(ChunkInfo.fileName(for: reject.chunk)) index \(reject.index) lies past the records done there")
+        }
+        if let pipeline = run?.pipeline, let spec = try? PipelineSpec.load(path: pipeline) {
+            let committed = progress.values.reduce(0, +) - rejects.count
+            let rows = try coordinator.count(spec.recordEntity)
+            if rows > committed {
+                problems.append("marker: \(spec.recordEntity) has \(rows) rows, more than the \(committed) records the marker says were imported")
+            }
+        }
+        return problems
+    }
 }

@@ -97,6 +97,8 @@ public final class Importer: Sendable {
     ///   after `cancellation`; `FeedError`, `SplitError`, `IOError`, `StoreError` from the stages.
     public func run() throws -> ImportReport {
         let started = StageTimes.now()
+        let lock = try ImportLock(store: options.store)
+        defer { lock.release() }
         if options.restart {
             for suffix in ["", "-wal", "-shm", ".rejects.ndjson", ".report.json"] {
                 try? FileManager.default.removeItem(atPath: options.store + suffix)
@@ -217,7 +219,8 @@ public final class Importer: Sendable {
                                   chunks: manifest.chunks.count, workers: workerCount, seconds: seconds,
                                   recordsPerSecond: Double(imported.imported + imported.rejected) / max(seconds, 1e-9),
                                   megabytesPerSecond: importedBytes / 1e6 / max(seconds, 1e-9),
-                                  peakRSSBytes: ImportReport.peakRSS(), stages: stages, rejectsFile: rejectsPath)
+                                  peakRSSBytes: ImportReport.peakRSS(), stages: stages, rejectsFile: rejectsPath,
+                                  staleLock: lock.previous.map { "pid \($0.pid) on \($0.host), started \($0.startedAt)" })
         try report.write(to: reportPath)
         return report
     }

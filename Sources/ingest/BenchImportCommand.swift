@@ -96,11 +96,12 @@ extension Ingest {
                                  Format.fixed(Double(bytes) / 1e6 / best.seconds, places: 1), ByteCount.format(rss),
                                  cliBest.map { Format.fixed($0 / best.seconds, places: 2) + "×" } ?? "-",
                                  "\(Format.fixed(stages.split, places: 1)) / \(Format.fixed(stages.parse, places: 1)) / "
-                                    + "\(Format.fixed(stages.map, places: 1)) / \(Format.fixed(stages.save, places: 1))"])
+                                    + "\(Format.fixed(stages.map, places: 1)) / \(Format.fixed(stages.save, places: 1)) / "
+                                    + Format.fixed(stages.index, places: 1)])
                 }
             }
             print(Table.render(header: ["command", "workers", "records", "MB", "best s", "records/s", "MB/s", "peak RSS", "vs CLI",
-                                        "split / parse / map / save s"], rows: rows))
+                                        "split / parse / map / save / index s"], rows: rows))
             for (workers, rss) in rssByWorkers.sorted(by: { $0.key < $1.key }) where rss.count == 2 {
                 let change = 100 * Double(rss[1] - rss[0]) / Double(rss[0])
                 notes.append("peak RSS with \(workers) worker(s), \(Format.count(smallRecords)) → \(Format.count(records)) records: "
@@ -108,7 +109,7 @@ extension Ingest {
             }
             notes.forEach { print($0) }
             print("Best of \(runs) run(s), each its own process. Stage times: split is wall time (it overlaps the import); "
-                + "parse, map and save are summed over workers.")
+                + "parse, map and save are summed over workers; index is building the secondary indexes at the end.")
         }
 
         /// The sqlite3 CLI's fastest form of the same load, into tables Ingest made.

@@ -68,11 +68,12 @@ extension Ingest {
             try Self.run(importer, store: store, quiet: quiet)
         }
 
-        /// Runs an import with SIGINT and SIGTERM stopping it at the next save boundary.
+        /// Runs an import with SIGINT, SIGTERM and SIGHUP stopping it at the next save boundary
+        /// (exit 130, 143, 129).
         static func run(_ importer: Importer, store: String, quiet: Bool) throws {
             let received = Atomic<Int32>(0)
             var sources: [any DispatchSourceSignal] = []
-            for signalNumber in [SIGINT, SIGTERM] {
+            for signalNumber in [SIGINT, SIGTERM, SIGHUP] {
                 signal(signalNumber, SIG_IGN)
                 let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
                 source.setEventHandler {
@@ -92,8 +93,9 @@ extension Ingest {
             } catch is ImportInterrupted {
                 view.finish()
                 let signalNumber = received.load(ordering: .relaxed)
-                Console.error("ingest: stopped at a save boundary (\(signalNumber == SIGTERM ? "SIGTERM" : "SIGINT")); continue with: ingest resume \(store)\n")
-                Glibc.exit(signalNumber == SIGTERM ? 143 : 130)
+                let name = signalNumber == SIGTERM ? "SIGTERM" : signalNumber == SIGHUP ? "SIGHUP" : "SIGINT"
+                Console.error("ingest: stopped at a save boundary (\(name)); continue with: ingest resume \(store)\n")
+                Glibc.exit(128 + signalNumber)
             } catch {
                 view.finish()
                 throw error
@@ -109,6 +111,7 @@ extension Ingest {
             print("  \(Format.seconds(report.seconds)), \(Format.count(Int(report.recordsPerSecond))) records/s, \(Format.rate(report.megabytesPerSecond)) MB/s, peak RSS \(ByteCount.format(report.peakRSSBytes))")
             let stages = report.stages
             print("  stages: split \(Format.seconds(stages.split)) (alongside), parse \(Format.seconds(stages.parse)), map \(Format.seconds(stages.map)), save \(Format.seconds(stages.save)) (summed over workers), indexes \(Format.seconds(stages.index))")
+            if let stale = report.staleLock { print("  took over the lock file left by a run that is gone (\(stale))") }
             print("  report: \(reportPath)")
         }
     }
@@ -149,7 +152,21 @@ extension Ingest {
         @Argument(help: "The store file.")
         var store: String
 
+        @Flag(help: "Also check the store: SQLite's integrity check, to-ones, uniqueness, and the marker against the rows (exit 1 on a problem).")
+        var check = false
+
         func run() throws {
+            if check {
+                let problems = try ImportStatus.check(store: store)
+                if problems.isEmpty {
+                    print("\(store): check passed (SQLite integrity, to-one references, uniqueness, import marker)")
+                } else {
+                    print("\(store): check found \(problems.count) problem(s):")
+                    problems.forEach { print("  - " + $0) }
+                }
+                if !problems.isEmpty { throw ExitCode(1) }
+                return
+            }
             let status = try ImportStatus.read(store: store)
             print("\(store): \(status.finished ? "import finished" : "import not finished")")
             print("  chunks: \(status.chunksComplete) of \(status.chunkCount) complete; records done: \(Format.count(status.recordsDone)); rejected: \(Format.count(status.rejected))")

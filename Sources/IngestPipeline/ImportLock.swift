@@ -1,0 +1,71 @@
+import Foundation
+import IngestJSON
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One importer per store: `STORE.lock`, held with flock(2) for the run's life and
+/// naming its holder (pid, host, start time). The kernel drops the lock when the holder
+/// dies however it dies, so a lock file left by a dead process is simply taken over;
+/// a live holder makes a second import refuse at once. Readers never take it.
+final class ImportLock {
+    struct Holder: Codable, Equatable {
+        var pid: Int32
+        var host: String
+        var startedAt: String
+    }
+
+    let path: String
+    /// Who held the lock before this run, if its file still named someone (a run that
+    /// was killed): for the run's log.
+    let previous: Holder?
+    private var descriptor: Int32
+
+    /// Takes the lock for `store`.
+    /// - Throws: `ImportError` naming the live holder; `IOError` when the lock file
+    ///   cannot be opened or written.
+    init(store: String) throws {
+        path = store + ".lock"
+        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw IOError(errno: errno, operation: "open", path: path) }
+        let recorded = Self.read(descriptor)
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let failure = errno
+            close(descriptor)
+            guard failure == EWOULDBLOCK else { throw IOError(errno: failure, operation: "lock", path: path) }
+            let who = recorded.map { "pid \($0.pid) on \($0.host), started \($0.startedAt)" } ?? "a process that has not written its name yet"
+            throw ImportError("\(store) is being imported by another process (\(who)); wait for it or stop it — ingest status \(store) shows its progress")
+        }
+        // Read again under the lock: what is there now was left by a holder that is gone.
+        previous = Self.read(descriptor)
+        var host = [CChar](repeating: 0, count: 256)
+        gethostname(&host, host.count - 1)
+        let hostName = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let holder = Holder(pid: getpid(), host: hostName, startedAt: Date.now.ISO8601Format())
+        let bytes = Array((try JSONEncoder().encode(holder)))
+        guard ftruncate(descriptor, 0) == 0,
+              bytes.withUnsafeBytes({ pwrite(descriptor, $0.baseAddress, $0.count, 0) }) == bytes.count else {
+            let failure = errno
+            close(descriptor)
+            throw IOError(errno: failure, operation: "write", path: path)
+        }
+    }
+
+    /// Lets the lock go; the file stays, empty (removing it could let two processes
+    /// each lock a different file of the same name).
+    func release() {
+        guard descriptor >= 0 else { return }
+        _ = ftruncate(descriptor, 0)
+        close(descriptor)
+        descriptor = -1
+    }
+
+    deinit { release() }
+
+    private static func read(_ descriptor: Int32) -> Holder? {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return nil }
+        return try? JSONDecoder().decode(Holder.self, from: Data(buffer[0..<count]))
+    }
+}

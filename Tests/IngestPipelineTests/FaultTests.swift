@@ -1,0 +1,185 @@
+import Foundation
+import GRDB
+import IngestJSON
+import IngestStore
+import IngestTestSupport
+import Testing
+@testable import IngestPipeline
+
+/// Faults around an import: a second importer, a damaged store, changed chunks,
+/// awkward names and paths.
+@Suite struct FaultTests {
+    static var spec: PipelineSpec { RecordMapperTests.spec }
+    static var pipeline: String { PipelineSpecTests.root.appendingPathComponent("Pipelines/photos.json").path }
+
+    func importer(feed: String, store: String, chunks: String? = nil) -> Importer {
+        Importer(spec: Self.spec, options: .init(feed: feed, store: store, chunks: chunks, workers: 2, saveEvery: 50, chunkSize: 100))
+    }
+
+    @Test func aSecondImporterIsRefusedNamingTheHolderAndALockLeftByADeadRunIsTakenOver() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 300).write(to: feed)
+        let store = dir.file("store.sqlite")
+        let held = try ImportLock(store: store)
+        let error = #expect(throws: ImportError.self) { try importer(feed: feed, store: store).run() }
+        let message = try #require(error?.message)
+        #expect(message.hasPrefix("\(store) is being imported by another process (pid \(getpid()) on "))
+        #expect(message.hasSuffix("; wait for it or stop it — ingest status \(store) shows its progress"))
+        #expect(!FileManager.default.fileExists(atPath: store), "the refused run touched nothing")
+        held.release()
+
+        // A lock file naming a process that is gone (nobody holds the flock): taken over.
+        try Data(#"{"pid":999999,"host":"elsewhere","startedAt":"2026-01-01T00:00:00Z"}"#.utf8).write(to: URL(fileURLWithPath: store + ".lock"))
+        let report = try importer(feed: feed, store: store).run()
+        #expect(report.staleLock == "pid 999999 on elsewhere, started 2026-01-01T00:00:00Z")
+        #expect(report.counts["Photo"] == 300)
+        #expect(try importer(feed: feed, store: store).run().staleLock == nil, "a finished run leaves the lock file empty")
+    }
+
+    @Test func readersWorkWhileAnotherProcessImports() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 40_000).write(to: feed)
+        let store = dir.file("store.sqlite")
+        let running = try IngestBinary.start(["import", feed, "--pipeline", Self.pipeline, "--store", store, "--workers", "2",
+                                              "--quiet"])
+        var sawProgress = false
+        for _ in 0..<200 where !sawProgress {
+            Thread.sleep(forTimeInterval: 0.05)
+            let status = try IngestBinary.run(["status", store])
+            if status.status == 0 && status.stdout.contains("import not finished") { sawProgress = true }
+        }
+        #expect(sawProgress, "status answered during the import")
+        let second = try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", store])
+        let query = try IngestBinary.run(["query", store, "Photographer", "--count"])
+        let check = try IngestBinary.run(["status", store, "--check"])
+        let first = IngestBinary.finish(running)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(second.status == 1)
+        #expect(second.stderr.hasPrefix("ingest: \(store) is being imported by another process (pid \(running.process.processIdentifier) on "),
+                "\(second.stderr)")
+        #expect(query.status == 0 && Int(query.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) != nil, "\(query.stderr)")
+        #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
+    }
+
+    @Test func statusCheckPassesASoundStoreAndNamesEachKindOfDamage() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 300).write(to: feed)
+        let store = dir.file("store.sqlite")
+        _ = try Importer(spec: Self.spec, options: .init(feed: feed, store: store, workers: 2, saveEvery: 50, chunkSize: 100,
+                                                         pipelinePath: Self.pipeline)).run()
+        let sound = try IngestBinary.run(["status", store, "--check"])
+        #expect(sound.status == 0)
+        #expect(sound.stdout == "\(store): check passed (SQLite integrity, to-one references, uniqueness, import marker)\n")
+
+        // Damage it behind Ingest's back: a dangling to-one, a repeated unique key, a marker past its chunk.
+        let db = try DatabaseQueue(path: store)
+        try db.write { db in
+            try db.execute(sql: #"UPDATE "Photo" SET "_whoTook" = 999999 WHERE "_pk" IN (SELECT "_pk" FROM "Photo" LIMIT 2)"#)
+            try db.execute(sql: #"DROP INDEX "_unique_Photographer_0""#)
+            try db.execute(sql: #"INSERT INTO "Photographer" ("id", "name") SELECT "id", "name" FROM "Photographer" LIMIT 1"#)
+            try db.execute(sql: #"UPDATE "_ingest_metadata" SET value = '150' WHERE key = 'ingest.chunk.chunk-000002.ndjson'"#)
+        }
+        let damaged = try IngestBinary.run(["status", store, "--check"])
+        #expect(damaged.status == 1)
+        #expect(damaged.stdout == """
+            \(store): check found 3 problem(s):
+              - 2 Photo row(s) have whoTook pointing at no Photographer row
+              - 1 value(s) of Photographer.id appear in more than one row
+              - marker: chunk-000002.ndjson says 150 records done, but it holds 100
+
+            """)
+    }
+
+    @Test func statusOnAFileThatIsNoStoreSaysSo() throws {
+        let dir = try TemporaryDirectory()
+        let text = try dir.write("notes.txt", Array("hello, not a database\n".utf8))
+        let plain = dir.file("plain.sqlite")
+        try DatabaseQueue(path: plain).write { try $0.execute(sql: "CREATE TABLE t (x)") }
+        for (path, reason) in [(text, "the file is not a SQLite database"), (plain, "is not an Ingest store: it has no Ingest model in its metadata")] {
+            for arguments in [["status", path], ["status", path, "--check"]] {
+                let outcome = try IngestBinary.run(arguments)
+                #expect(outcome.status == 1)
+                #expect(outcome.stderr.contains(reason), "\(outcome.stderr)")
+                #expect(!outcome.stderr.contains("Fatal error"))
+            }
+        }
+    }
+
+    @Test func aChunkChangedAfterTheSplitIsCaughtBeforeItIsImported() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 300).write(to: feed)
+        let store = dir.file("store.sqlite")
+        _ = try Splitter(feedPath: feed, directory: store + ".chunks", options: SplitOptions(chunkSize: 100)).run()
+        // Same size, other bytes: only the checksum can tell.
+        let chunk = store + ".chunks/chunk-000003.ndjson"
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: chunk)))
+        let digit = try #require(bytes.firstIndex(of: UInt8(ascii: "7")))
+        bytes[digit] = UInt8(ascii: "8")
+        try Data(bytes).write(to: URL(fileURLWithPath: chunk))
+        let error = #expect(throws: ImportError.self) { try importer(feed: feed, store: store).run() }
+        #expect(error?.message == "\(chunk) changed after the split (its SHA-256 is not the manifest's); delete it and run ingest resume to make it again from the feed")
+        // Deleted, it is made again from the feed, and the import ends as a clean one.
+        try FileManager.default.removeItem(atPath: chunk)
+        let report = try importer(feed: feed, store: store).run()
+        #expect(report.counts["Photo"] == 300)
+        #expect(try ImportStatus.check(store: store).isEmpty)
+    }
+
+    /// SQL keywords, quotes, spaces and non-ASCII letters as entity and attribute names,
+    /// and a store, chunk directory and feed under a path with spaces and unicode.
+    @Test func awkwardNamesAndPathsWorkAndInjectNothing() throws {
+        let dir = try TemporaryDirectory()
+        let folder = dir.file("Bilder für \"Ausstellung\" 2026")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let specText = #"""
+        { "model": { "entities": [
+            { "name": "Select", "attributes": [ { "name": "from", "type": "string", "optional": false },
+                                                { "name": "a \"quoted\" name", "type": "string" },
+                                                { "name": "größe; DROP TABLE x", "type": "int64" } ],
+              "relationships": [ { "name": "order", "destination": "Group By", "inverse": "where" } ],
+              "unique": [["from"]] },
+            { "name": "Group By", "attributes": [ { "name": "key", "type": "string", "optional": false } ],
+              "relationships": [ { "name": "where", "destination": "Select", "inverse": "order", "toMany": true } ],
+              "unique": [["key"]] } ] },
+          "feed": {}, "record": "Select",
+          "mappings": {
+            "Select": { "attributes": { "from": "id", "a \"quoted\" name": "q", "größe; DROP TABLE x": "n" },
+                        "relationships": { "order": { "from": "g" } } },
+            "Group By": { "attributes": { "key": "k" } } } }
+        """#
+        let pipeline = try dir.write("odd.json", Array(specText.utf8))
+        let spec = try PipelineSpec.load(path: pipeline)
+        let feed = folder + "/fëed 1.json"
+        try Data(#"[{"id":"1","q":"it's \"x\"","n":5,"g":{"k":"a"}},{"id":"2","q":"'; DROP TABLE \"Select\"; --","n":6,"g":"a"}]"#.utf8)
+            .write(to: URL(fileURLWithPath: feed))
+        let store = folder + "/störe 1.sqlite"
+        let report = try Importer(spec: spec, options: .init(feed: feed, store: store, chunks: folder + "/chünks dir", workers: 2)).run()
+        #expect(report.counts == ["Select": 2, "Group By": 1])
+        let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
+        let context = ObjectContext(coordinator: coordinator)
+        try context.perform {
+            let rows = try context.fetch(FetchRequest("Select", sortDescriptors: [FetchSortDescriptor("from")]))
+            #expect(rows.map { $0["a \"quoted\" name"] } == [.string(#"it's "x""#), .string(#"'; DROP TABLE "Select"; --"#)])
+            #expect(rows.map { $0["größe; DROP TABLE x"] } == [.int(5), .int(6)])
+            #expect(rows.map { $0.object(forKey: "order")?["key"] } == [.string("a"), .string("a")])
+        }
+        #expect(try ImportStatus.check(store: store).isEmpty)
+        #expect(FileManager.default.fileExists(atPath: store + ".rejects.ndjson"))
+    }
+
+    @Test func aChunkDirectoryThatCannotBeWrittenGetsAClearMessage() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 50).write(to: feed)
+        let blocker = try dir.write("not-a-directory", Array("x".utf8))
+        let error = #expect(throws: (any Error).self) {
+            try importer(feed: feed, store: dir.file("store.sqlite"), chunks: blocker + "/chunks").run()
+        }
+        #expect("\(error!)".contains("\(blocker)/chunks"), "\(error!)")
+        #expect("\(error!)".contains("Not a directory"), "\(error!)")
+    }
+}
