@@ -66,12 +66,25 @@ extension JSONValue {
     /// - Throws: `FeedError` with the position, as `parse(_:)`.
     public static func parse(_ bytes: UnsafeRawBufferPointer, keeping selection: JSONSelection,
                              maxDepth: Int = FeedOptions.defaultMaxDepth) throws -> JSONValue {
-        if !selection.keepsAll, bytes.count > 0 {
+        if !selection.keepsAll, bytes.count > 0, isValidUTF8(bytes) {
             var scanner = SelectionScanner(bytes: bytes, maxDepth: maxDepth)
             if let value = scanner.document(selection) { return value }
         }
         return try parse(bytes, maxDepth: maxDepth)
     }
+}
+
+/// True when the text is valid UTF-8, overlong forms and encoded surrogates refused
+/// (yajl lets those through). ASCII text, the usual case, is told eight bytes at a time.
+private func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    var index = 0
+    while index + 8 <= bytes.count {
+        if bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { break }
+        index += 8
+    }
+    while index < bytes.count, bytes[index] < 0x80 { index += 1 }
+    guard index < bytes.count else { return true }
+    return String(validating: UnsafeRawBufferPointer(rebasing: bytes[index...]), as: UTF8.self) != nil
 }
 
 /// Walks JSON text the splitter already validated, building the selected members and

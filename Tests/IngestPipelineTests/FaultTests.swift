@@ -183,3 +183,18 @@ import Testing
         #expect("\(error!)".contains("Not a directory"), "\(error!)")
     }
 }
+
+@Suite struct ExtremeValueTests {
+    @Test func theSmallestInt64IsStoredExactly() throws {
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("feed.json", Array(#"[{"id":"min","views":-9223372036854775808},{"id":"max","views":"9223372036854775807"}]"#.utf8))
+        let store = dir.file("store.sqlite")
+        let report = try Importer(spec: FaultTests.spec, options: .init(feed: feed, store: store, workers: 1)).run()
+        #expect(report.counts["Photo"] == 2 && report.rejected == 0)
+        let context = ObjectContext(coordinator: try PersistentStoreCoordinator(existingStoreAt: store))
+        try context.perform {
+            let views = try context.fetch(FetchRequest("Photo", sortDescriptors: [FetchSortDescriptor("id")])).map { $0["views"] }
+            #expect(views == [.int(.max), .int(.min)])
+        }
+    }
+}

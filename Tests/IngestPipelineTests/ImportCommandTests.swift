@@ -10,7 +10,7 @@ import Testing
     func start(_ arguments: [String]) throws -> IngestBinary.Running { try IngestBinary.start(arguments) }
     func finish(_ running: IngestBinary.Running) -> IngestBinary.Outcome { IngestBinary.finish(running) }
 
-    @Test(arguments: [(SIGINT, Int32(130), "SIGINT"), (SIGTERM, Int32(143), "SIGTERM")])
+    @Test(arguments: [(SIGINT, Int32(130), "SIGINT"), (SIGTERM, Int32(143), "SIGTERM"), (SIGHUP, Int32(129), "SIGHUP")])
     func aSignalStopsAtASaveAndResumeFinishes(_ signalNumber: Int32, _ exitCode: Int32, _ name: String) throws {
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
