@@ -15,6 +15,7 @@ public enum FileOps {
     }
 
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
+        if let injected = WriteFaults.injected(for: path) { throw IOError(errno: injected, operation: "write", path: path) }
         var offset = 0
         while offset < bytes.count {
             let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
@@ -40,7 +41,8 @@ public enum FileOps {
 
     /// Writes a whole file under a temporary name, flushes it and renames it into
     /// place: readers see the old file or the new one, never a part.
-    static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
+    /// - Throws: `IOError` naming the file (and the free space, when the disk is full).
+    public static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
         let temporary = path + ".tmp"
         let fd = try openForWriting(temporary)
         do {

@@ -1,4 +1,5 @@
 import Foundation
+import IngestJSON
 
 /// What an import run did; printed at the end and written as JSON beside the store
 /// (`STORE.report.json`).
@@ -35,7 +36,7 @@ public struct ImportReport: Sendable, Codable, Equatable {
     public func write(to path: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try encoder.encode(self).write(to: URL(fileURLWithPath: path), options: .atomic)
+        try FileOps.writeAtomically(Array(try encoder.encode(self)), to: path)
     }
 
     /// The process's peak resident set size so far, in bytes.

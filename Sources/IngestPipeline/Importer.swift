@@ -298,11 +298,7 @@ public final class Importer: Sendable {
             ])
             text += line.description + "\n"
         }
-        let temporary = rejectsPath + ".tmp"
-        try Data(text.utf8).write(to: URL(fileURLWithPath: temporary))
-        guard Glibc.rename(temporary, rejectsPath) == 0 else {
-            throw IOError(errno: errno, operation: "rename", path: temporary)
-        }
+        try FileOps.writeAtomically(Array(text.utf8), to: rejectsPath)
     }
 }
 

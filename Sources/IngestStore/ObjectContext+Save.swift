@@ -256,6 +256,9 @@ extension ObjectContext {
                            arguments: [name, json])
         }
         try coordinator.beforeCommit.withLock { $0 }?()
+        if coordinator.takeInjectedCommitFailure() {
+            throw DatabaseError(resultCode: .SQLITE_FULL, message: "database or disk is full")
+        }
         plan.sequence = coordinator.nextSaveSequence()
         return plan
     }

@@ -70,8 +70,31 @@ public final class PersistentStoreCoordinator: Sendable {
     func write<T>(_ body: (Database) throws -> T) throws -> T {
         do {
             return try pool.write(body)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+            throw StoreError.diskFull(path: path, freeBytes: Self.freeBytes(near: path))
         } catch let error as DatabaseError {
             throw StoreError.database(error.message ?? "\(error)")
+        }
+    }
+
+    /// Free bytes on the file system holding `path`.
+    static func freeBytes(near path: String) -> Int? {
+        var info = statvfs()
+        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        guard statvfs(directory.isEmpty ? "/" : directory, &info) == 0 else { return nil }
+        return Int(info.f_bavail) * Int(info.f_frsize)
+    }
+
+    /// Tests make the next commits to a store fail as on a full disk (a fault-injection
+    /// seam; nothing sets it outside tests): store path → commits left to fail.
+    static let injectedCommitFailures = Mutex<[String: Int]>([:])
+
+    /// Counts down an injected commit failure for this store; true when this commit fails.
+    func takeInjectedCommitFailure() -> Bool {
+        Self.injectedCommitFailures.withLock { failures in
+            guard let left = failures[path], left > 0 else { return false }
+            failures[path] = left - 1
+            return true
         }
     }
 
