@@ -30,6 +30,8 @@ public struct ImportReport: Sendable, Codable, Equatable {
     public var rejectsFile: String
     /// The holder named by a lock file this run took over (a run that was killed), if any.
     public var staleLock: String? = nil
+    /// Chunk files that had changed or gone since the split, made again from the feed.
+    public var remadeChunks: [String] = []
 
     /// Writes the report as pretty JSON to `path` (replacing it whole).
     /// - Throws: `IOError` or an encoding error.

@@ -129,6 +129,7 @@ public final class Importer: Sendable {
             main.automaticallyMergesChangesFromCoordinator = true
         }
 
+        let remade = try removeChangedChunks(done: done)
         let queue = ChunkQueue(consumers: workerCount)
         let splitOptions = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, force: options.restart)
         let splitCancellation = Mutex<SplitCancellation?>(nil)
@@ -152,6 +153,11 @@ public final class Importer: Sendable {
                 state.setTotal(report.manifest.chunks.count)
                 try recordFeedHash(coordinator, report.manifest, recorded: recorded)
                 manifest.withLock { $0 = report.manifest }
+            } catch SplitError.differentFeed(_, let reason) {
+                // The splitter's advice (--force, --out) is for `ingest split`; an import starts over with --restart.
+                state.fail(mismatch(["the feed differs from the one the chunks were split from (\(reason))"]))
+            } catch SplitError.feedChanged(_, let chunk) {
+                state.fail(mismatch(["the feed differs from the one the chunks were split from (\(chunk) comes out different)"]))
             } catch {
                 state.fail(error)
             }
@@ -220,9 +226,34 @@ public final class Importer: Sendable {
                                   recordsPerSecond: Double(imported.imported + imported.rejected) / max(seconds, 1e-9),
                                   megabytesPerSecond: importedBytes / 1e6 / max(seconds, 1e-9),
                                   peakRSSBytes: ImportReport.peakRSS(), stages: stages, rejectsFile: rejectsPath,
-                                  staleLock: lock.previous.map { "pid \($0.pid) on \($0.host), started \($0.startedAt)" })
+                                  staleLock: lock.previous.map { "pid \($0.pid) on \($0.host), started \($0.startedAt)" },
+                                  remadeChunks: remade)
         try report.write(to: reportPath)
         return report
+    }
+
+    /// Before a resumed run: pending chunks of a finished split whose bytes no longer
+    /// match the manifest (edited, truncated, deleted) are removed, so the splitter makes
+    /// them again from the feed; a changed feed makes the splitter stop with the reason.
+    /// Returns the file names removed.
+    private func removeChangedChunks(done: [Int: Int]) throws -> [String] {
+        let manifestPath = chunksDirectory + "/" + SplitManifest.fileName
+        guard FileOps.fileSize(manifestPath) != nil,
+              let data = try? Data(contentsOf: URL(fileURLWithPath: manifestPath)),
+              let manifest = try? JSONDecoder().decode(SplitManifest.self, from: data) else { return [] }
+        var removed: [String] = []
+        for chunk in manifest.chunks where (done[chunk.index] ?? 0) < chunk.records {
+            let path = chunksDirectory + "/" + chunk.file
+            guard FileOps.fileSize(path) != nil else {
+                removed.append(chunk.file)
+                continue
+            }
+            if try Splitter.fullHash(path) != chunk.sha256 {
+                try FileManager.default.removeItem(atPath: path)
+                removed.append(chunk.file)
+            }
+        }
+        return removed
     }
 
     private func publish(_ event: ImportProgress) {

@@ -111,6 +111,9 @@ extension Ingest {
             print("  \(Format.seconds(report.seconds)), \(Format.count(Int(report.recordsPerSecond))) records/s, \(Format.rate(report.megabytesPerSecond)) MB/s, peak RSS \(ByteCount.format(report.peakRSSBytes))")
             let stages = report.stages
             print("  stages: split \(Format.seconds(stages.split)) (alongside), parse \(Format.seconds(stages.parse)), map \(Format.seconds(stages.map)), save \(Format.seconds(stages.save)) (summed over workers), indexes \(Format.seconds(stages.index))")
+            if !report.remadeChunks.isEmpty {
+                print("  made again from the feed (changed or missing since the split): " + report.remadeChunks.joined(separator: ", "))
+            }
             if let stale = report.staleLock { print("  took over the lock file left by a run that is gone (\(stale))") }
             print("  report: \(reportPath)")
         }

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import IngestJSON
+@testable import IngestJSON
 import IngestStore
 import IngestTestSupport
 import Testing
@@ -108,25 +108,83 @@ import Testing
         }
     }
 
-    @Test func aChunkChangedAfterTheSplitIsCaughtBeforeItIsImported() throws {
+    /// After a finished split: a chunk edited (same size), one truncated and one deleted
+    /// are noticed by their checksums and made again from the feed; the import ends as a
+    /// clean one.
+    @Test func chunksChangedAfterTheSplitAreMadeAgainFromTheFeed() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 600).write(to: feed)
+        _ = try importer(feed: feed, store: dir.file("clean.sqlite")).run()
+        let store = dir.file("store.sqlite")
+        let chunks = store + ".chunks"
+        _ = try Splitter(feedPath: feed, directory: chunks, options: SplitOptions(chunkSize: 100)).run()
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: chunks + "/chunk-000003.ndjson")))
+        let digit = try #require(bytes.firstIndex(of: UInt8(ascii: "7")))
+        bytes[digit] = UInt8(ascii: "8")
+        try Data(bytes).write(to: URL(fileURLWithPath: chunks + "/chunk-000003.ndjson"))
+        try Data(bytes.prefix(10)).write(to: URL(fileURLWithPath: chunks + "/chunk-000004.ndjson"))
+        try FileManager.default.removeItem(atPath: chunks + "/chunk-000005.ndjson")
+        let report = try importer(feed: feed, store: store).run()
+        #expect(report.remadeChunks == ["chunk-000003.ndjson", "chunk-000004.ndjson", "chunk-000005.ndjson"])
+        #expect(report.counts["Photo"] == 600)
+        #expect(try FaultTests.photoIDs(store) == FaultTests.photoIDs(dir.file("clean.sqlite")))
+        #expect(try ImportStatus.check(store: store).isEmpty)
+    }
+
+    /// During a split that has not finished, a chunk whose bytes changed on disk is caught
+    /// by the worker's checksum before any of it is imported.
+    @Test func aChunkChangedDuringAnUnfinishedSplitStopsTheRunWithTheWayOn() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 600).write(to: feed)
+        let store = dir.file("store.sqlite")
+        let chunks = store + ".chunks"
+        let splitter = Splitter(feedPath: feed, directory: chunks, options: SplitOptions(chunkSize: 100))
+        splitter.stopAfterChunks = 4
+        #expect(throws: (any Error).self) { try splitter.run() }
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: chunks + "/chunk-000003.ndjson")))
+        let digit = try #require(bytes.firstIndex(of: UInt8(ascii: "7")))
+        bytes[digit] = UInt8(ascii: "8")
+        try Data(bytes).write(to: URL(fileURLWithPath: chunks + "/chunk-000003.ndjson"))
+        let error = #expect(throws: ImportError.self) { try importer(feed: feed, store: store).run() }
+        #expect(error?.message == "\(chunks)/chunk-000003.ndjson changed after the split (its SHA-256 is not the manifest's); delete it and run ingest resume to make it again from the feed")
+        try FileManager.default.removeItem(atPath: chunks + "/chunk-000003.ndjson")
+        #expect(try importer(feed: feed, store: store).run().counts["Photo"] == 600)
+        #expect(try ImportStatus.check(store: store).isEmpty)
+    }
+
+    /// The same size, other bytes: refused on resume, with or without the chunks, until --restart.
+    @Test func aFeedChangedInPlaceIsRefusedOnResumeUnlessRestarting() throws {
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 300).write(to: feed)
         let store = dir.file("store.sqlite")
-        _ = try Splitter(feedPath: feed, directory: store + ".chunks", options: SplitOptions(chunkSize: 100)).run()
-        // Same size, other bytes: only the checksum can tell.
-        let chunk = store + ".chunks/chunk-000003.ndjson"
-        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: chunk)))
-        let digit = try #require(bytes.firstIndex(of: UInt8(ascii: "7")))
+        _ = try importer(feed: feed, store: store).run()
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: feed)))
+        let digit = try #require(bytes.lastIndex(of: UInt8(ascii: "7")))
         bytes[digit] = UInt8(ascii: "8")
-        try Data(bytes).write(to: URL(fileURLWithPath: chunk))
-        let error = #expect(throws: ImportError.self) { try importer(feed: feed, store: store).run() }
-        #expect(error?.message == "\(chunk) changed after the split (its SHA-256 is not the manifest's); delete it and run ingest resume to make it again from the feed")
-        // Deleted, it is made again from the feed, and the import ends as a clean one.
-        try FileManager.default.removeItem(atPath: chunk)
-        let report = try importer(feed: feed, store: store).run()
-        #expect(report.counts["Photo"] == 300)
-        #expect(try ImportStatus.check(store: store).isEmpty)
+        try Data(bytes).write(to: URL(fileURLWithPath: feed))
+        let withChunks = #expect(throws: ImportError.self) { try importer(feed: feed, store: store).run() }
+        #expect(withChunks?.message.hasPrefix("\(store) is being filled from another import: the feed differs from the one the chunks were split from (") == true)
+        #expect(withChunks?.message.hasSuffix("); pass --restart to start over") == true)
+        try FileManager.default.removeItem(atPath: store + ".chunks")
+        let withoutChunks = #expect(throws: ImportError.self) { try importer(feed: feed, store: store).run() }
+        #expect(withoutChunks?.message == "\(store) is being filled from another import: the feed differs (same size, other content); pass --restart to start over")
+        var restart = importer(feed: feed, store: store).options
+        restart.restart = true
+        #expect(try Importer(spec: Self.spec, options: restart).run().counts["Photo"] == 300)
+    }
+
+    static func photoIDs(_ store: String) throws -> [String: String] {
+        let context = ObjectContext(coordinator: try PersistentStoreCoordinator(existingStoreAt: store))
+        return try context.perform {
+            var photos: [String: String] = [:]
+            for photo in try context.fetch("Photo") {
+                photos[photo["id"]!.stringValue!] = photo.object(forKey: "whoTook")?["id"]?.stringValue ?? "-"
+            }
+            return photos
+        }
     }
 
     /// SQL keywords, quotes, spaces and non-ASCII letters as entity and attribute names,
