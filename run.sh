@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one entry point. `./run.sh` installs what is missing, builds in release mode
 # and runs the demo; `./run.sh ARGS…` runs `ingest ARGS…`; `./run.sh test` runs
-# the whole test suite.
+# the whole test suite; `./run.sh soak` runs the long kill-and-resume soak test.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -30,6 +30,9 @@ fi
 
 swift build -c release --product ingest >&2
 bin="$(swift build -c release --show-bin-path)/ingest"
+if [ "${1:-}" = soak ]; then
+  INGEST_BIN="$bin" exec Tests/Soak/soak.sh
+fi
 if [ $# -eq 0 ]; then
   exec "$bin" demo
 fi
