@@ -8,7 +8,8 @@ public struct ImportStatus: Sendable {
     public var feed: String?
     public var pipeline: String?
     public var chunks: String?
-    public var chunkCount: Int
+    /// Chunks in the feed; nil while the first split has not finished.
+    public var chunkCount: Int?
     /// Records per chunk and per save, as the import was started with.
     public var chunkSize: Int
     public var saveEvery: Int?
@@ -42,10 +43,12 @@ public struct ImportStatus: Sendable {
         }
         for (chunk, done) in progress where done >= (manifestChunks[chunk] ?? identity.chunkSize) { complete += 1 }
         let rejected = try coordinator.metadata(withPrefix: ImportMarker.rejectPrefix).count
-        return ImportStatus(feed: run?.feed, pipeline: run?.pipeline, chunks: run?.chunks, chunkCount: identity.chunks,
+        // The store learns the chunk count when the split finishes; the manifest may know it first.
+        let chunkCount: Int? = identity.chunks > 0 ? identity.chunks : (manifestChunks.isEmpty ? nil : manifestChunks.count)
+        return ImportStatus(feed: run?.feed, pipeline: run?.pipeline, chunks: run?.chunks, chunkCount: chunkCount,
                             chunkSize: identity.chunkSize, saveEvery: run?.saveEvery,
                             chunksComplete: complete, recordsDone: progress.values.reduce(0, +), rejected: rejected,
-                            counts: counts, finished: complete == identity.chunks,
+                            counts: counts, finished: chunkCount.map { complete == $0 } ?? false,
                             indexesDeferred: try coordinator.secondaryIndexesDeferred())
     }
 

@@ -117,6 +117,9 @@ extension PersistentStoreCoordinator {
         do {
             var configuration = Configuration()
             configuration.readonly = true
+            // An importer may hold a lock for a moment (creating the schema, recovering the
+            // WAL after a crash): wait as the store's own connections do, never fail at once.
+            configuration.busyMode = .timeout(30)
             let queue = try DatabaseQueue(path: path, configuration: configuration)
             let text = try queue.read { db -> String? in
                 guard try db.tableExists(PersistentStoreCoordinator.metadataTable) else { return nil }

@@ -172,7 +172,8 @@ extension Ingest {
             }
             let status = try ImportStatus.read(store: store)
             print("\(store): \(status.finished ? "import finished" : "import not finished")")
-            print("  chunks: \(status.chunksComplete) of \(status.chunkCount) complete; records done: \(Format.count(status.recordsDone)); rejected: \(Format.count(status.rejected))")
+            let total = status.chunkCount.map(String.init) ?? "? (the split has not finished)"
+            print("  chunks: \(status.chunksComplete) of \(total) complete; records done: \(Format.count(status.recordsDone)); rejected: \(Format.count(status.rejected))")
             print("  " + status.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
             if let feed = status.feed { print("  feed: \(feed)") }
             if let pipeline = status.pipeline { print("  pipeline: \(pipeline)") }

@@ -10,8 +10,13 @@ import Testing
     func start(_ arguments: [String]) throws -> IngestBinary.Running { try IngestBinary.start(arguments) }
     func finish(_ running: IngestBinary.Running) -> IngestBinary.Outcome { IngestBinary.finish(running) }
 
-    @Test(arguments: [(SIGINT, Int32(130), "SIGINT"), (SIGTERM, Int32(143), "SIGTERM"), (SIGHUP, Int32(129), "SIGHUP")])
-    func aSignalStopsAtASaveAndResumeFinishes(_ signalNumber: Int32, _ exitCode: Int32, _ name: String) throws {
+    enum Stage: String, CaseIterable { case split, importing }
+
+    /// Each signal in two stages: as soon as the store exists (the split has just begun,
+    /// no save yet) and a second in (chunks being imported).
+    @Test(arguments: [(SIGINT, Int32(130), "SIGINT"), (SIGTERM, Int32(143), "SIGTERM"), (SIGHUP, Int32(129), "SIGHUP")], Stage.allCases)
+    func aSignalStopsAtASaveAndResumeFinishes(_ signal: (Int32, Int32, String), _ stage: Stage) throws {
+        let (signalNumber, exitCode, name) = signal
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 20_000).write(to: feed)
@@ -19,7 +24,13 @@ import Testing
         let store = dir.file("photos.sqlite")
         let running = try start(["import", feed, "--pipeline", pipeline, "--store", store, "--workers", "2",
                                  "--save-every", "200", "--chunk-size", "1000"])
-        Thread.sleep(forTimeInterval: 1.0)
+        switch stage {
+        case .split:
+            // The store is made after the signal handlers are in place, as the split starts.
+            while !FileManager.default.fileExists(atPath: store) && running.process.isRunning { usleep(1_000) }
+        case .importing:
+            Thread.sleep(forTimeInterval: 1.0)
+        }
         kill(running.process.processIdentifier, signalNumber)
         let stopped = finish(running)
         #expect(stopped.status == exitCode, "\(stopped.stderr)")
