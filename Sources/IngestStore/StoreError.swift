@@ -29,20 +29,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unknownProperty(let entity, let property): "entity \(entity) has no property '\(property)'"
         case .database(let message): "SQLite: \(message)"
         case .diskFull(let path, let free):
-            "cannot write \(path): the disk is full" + (free.map { " (\(Self.format($0)) free on that file system)" } ?? "")
+            "cannot write \(path): the disk is full" + (free.map { " (\($0 / 1024) KiB free on that file system)" } ?? "")
         }
-    }
-
-    private static func format(_ bytes: Int) -> String {
-        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
-        var value = Double(bytes)
-        var unit = 0
-        while value >= 1024, unit < units.count - 1 {
-            value /= 1024
-            unit += 1
-        }
-        guard unit > 0 else { return "\(bytes) B" }
-        let tenths = Int((value * 10).rounded())
-        return "\(tenths / 10).\(tenths % 10) \(units[unit])"
     }
 }

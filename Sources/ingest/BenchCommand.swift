@@ -49,13 +49,7 @@ extension Ingest {
             var notes: [String] = []
             var rss: [Int] = []
             for count in [smallRecords, records] {
-                let feed = "\(workDirectory)/photos-\(count).json"
-                if !FileOpsCLI.exists(feed) {
-                    Console.error("generating \(feed)…\n")
-                    try FeedGenerator(records: count).write(to: feed)
-                }
-                let bytes = try FileOpsCLI.size(feed)
-                _ = try ChildProcess.run("/bin/cat", [feed])  // warm the page cache
+                let (feed, bytes) = try Self.generatedFeed(records: count, in: workDirectory)
                 // Alternate the two commands so that drift in the machine's speed hits both alike.
                 var verifyRuns: [ChildProcess.Result] = []
                 var splitRuns: [ChildProcess.Result] = []
@@ -86,6 +80,18 @@ extension Ingest {
         private func checked(_ result: ChildProcess.Result) throws -> ChildProcess.Result {
             guard result.status == 0 else { throw CommandFailure("a benchmark run failed with exit status \(result.status)") }
             return result
+        }
+
+        /// The generated feed of `records` records in `directory` (made once, then reused),
+        /// its size, and the page cache warmed with it.
+        static func generatedFeed(records: Int, in directory: String) throws -> (path: String, bytes: Int) {
+            let feed = "\(directory)/photos-\(records).json"
+            if !FileOpsCLI.exists(feed) {
+                Console.error("generating \(feed)…\n")
+                try FeedGenerator(records: records).write(to: feed)
+            }
+            _ = try ChildProcess.run("/bin/cat", [feed])
+            return (feed, try FileOpsCLI.size(feed))
         }
 
         static func best(_ runs: [ChildProcess.Result]) -> Double { runs.map(\.seconds).min()! }

@@ -15,7 +15,7 @@ extension Ingest {
             with each worker count in --workers, and the sqlite3 CLI loading the same feed into \
             the same tables (made by Ingest from the pipeline's model, so the indexes match) in \
             one transaction — json_each into a staging table, then INSERT OR IGNORE photographers \
-            and INSERT photos — with WAL, synchronous=NORMAL and the same 32 MiB page cache. \
+            and INSERT photos — with WAL, synchronous=NORMAL and the same 8 MiB writer page cache. \
             Prints the best run of each: records/s, MB/s, peak RSS and the import's stage times.
             """
         )
@@ -58,13 +58,7 @@ extension Ingest {
             var notes: [String] = []
             var rssByWorkers: [Int: [Int]] = [:]
             for count in [smallRecords, records] {
-                let feed = "\(workDirectory)/photos-\(count).json"
-                if !FileOpsCLI.exists(feed) {
-                    Console.error("generating \(feed)…\n")
-                    try FeedGenerator(records: count).write(to: feed)
-                }
-                let bytes = try FileOpsCLI.size(feed)
-                _ = try ChildProcess.run("/bin/cat", [feed])  // warm the page cache
+                let (feed, bytes) = try BenchSplit.generatedFeed(records: count, in: workDirectory)
                 var cliRuns: [ChildProcess.Result] = []
                 var importRuns: [Int: [(ChildProcess.Result, ImportReport)]] = [:]
                 for _ in 0..<runs {
@@ -122,7 +116,7 @@ extension Ingest {
             let sql = """
             PRAGMA journal_mode = WAL;
             PRAGMA synchronous = NORMAL;
-            PRAGMA cache_size = -32768;
+            PRAGMA cache_size = -8192;
             BEGIN;
             CREATE TEMP TABLE staging AS SELECT value AS v FROM json_each(CAST(readfile('\(quotedFeed)') AS TEXT));
             INSERT OR IGNORE INTO "Photographer" ("id", "name")
