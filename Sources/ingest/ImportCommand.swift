@@ -102,6 +102,10 @@ extension Ingest {
             }
             guard !quiet else { return }
             printSummary(report, reportPath: importer.reportPath)
+            let chunks = importer.options.chunks ?? store + ".chunks"
+            if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: chunks) {
+                print("  chunks: \(chunks) is a symbolic link; the chunk files are in \(target)")
+            }
         }
 
         static func printSummary(_ report: ImportReport, reportPath: String) {

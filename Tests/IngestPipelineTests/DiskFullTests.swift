@@ -89,27 +89,49 @@ import Testing
         #expect(try ImportStatus.check(store: store).isEmpty)
     }
 
+    /// A tmpfs mounted with `options` under `dir`, or nil (having said why) where mount(8)
+    /// is not allowed.
+    static func mountTmpfs(in dir: TemporaryDirectory, options: String) throws -> String? {
+        let mountPoint = dir.file("tmpfs")
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        let mount = Process()
+        mount.executableURL = URL(fileURLWithPath: "/bin/mount")
+        mount.arguments = ["-t", "tmpfs", "-o", options, "tmpfs", mountPoint]
+        mount.standardError = FileHandle.nullDevice
+        guard (try? mount.run()) != nil, { mount.waitUntilExit(); return mount.terminationStatus == 0 }() else {
+            print("DiskFullTests: skipped: cannot mount a tmpfs here (needs root and mount)")
+            return nil
+        }
+        return mountPoint
+    }
+
+    static func unmount(_ mountPoint: String) {
+        let umount = Process()
+        umount.executableURL = URL(fileURLWithPath: "/bin/umount")
+        umount.arguments = [mountPoint]
+        try? umount.run()
+        umount.waitUntilExit()
+    }
+
+    /// A chunk directory on a read-only file system (root may write anywhere else).
+    @Test func aChunkDirectoryThatCannotBeWrittenIsNamedWithTheReason() throws {
+        let dir = try TemporaryDirectory()
+        guard let mountPoint = try Self.mountTmpfs(in: dir, options: "ro,size=1m") else { return }
+        defer { Self.unmount(mountPoint) }
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 50).write(to: feed)
+        let outcome = try IngestBinary.run(["import", feed, "--pipeline", FaultTests.pipeline, "--store", dir.file("store.sqlite"),
+                                            "--chunks", mountPoint + "/chunks"])
+        #expect(outcome.status == 1)
+        #expect(outcome.stderr == "ingest: cannot create directory \(mountPoint)/chunks: Read-only file system\n", "\(outcome.stderr)")
+    }
+
     /// Once for real: a 3 MiB tmpfs fills up during the split. Needs root and mount(8);
     /// elsewhere the test says why it did nothing.
     @Test func aRealFullFileSystemStopsTheRunAndAResumeWithRoomFinishes() throws {
         let dir = try TemporaryDirectory()
-        let mountPoint = dir.file("small-disk")
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        let mount = Process()
-        mount.executableURL = URL(fileURLWithPath: "/bin/mount")
-        mount.arguments = ["-t", "tmpfs", "-o", "size=3m", "tmpfs", mountPoint]
-        mount.standardError = FileHandle.nullDevice
-        guard (try? mount.run()) != nil, { mount.waitUntilExit(); return mount.terminationStatus == 0 }() else {
-            print("DiskFullTests: skipped the real full-disk run: cannot mount a tmpfs here (needs root and mount)")
-            return
-        }
-        defer {
-            let umount = Process()
-            umount.executableURL = URL(fileURLWithPath: "/bin/umount")
-            umount.arguments = [mountPoint]
-            try? umount.run()
-            umount.waitUntilExit()
-        }
+        guard let mountPoint = try Self.mountTmpfs(in: dir, options: "size=3m") else { return }
+        defer { Self.unmount(mountPoint) }
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 20_000, seed: 4).write(to: feed)   // about 8 MB: its chunks cannot fit
         let store = dir.file("store.sqlite")

@@ -229,6 +229,20 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: store + ".rejects.ndjson"))
     }
 
+    @Test func aChunkDirectoryThatIsASymbolicLinkWorksAndIsSaidToBeOne() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 50).write(to: feed)
+        let elsewhere = dir.file("elsewhere")
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: dir.file("chunks"), withDestinationPath: elsewhere)
+        let outcome = try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", dir.file("store.sqlite"),
+                                            "--chunks", dir.file("chunks")])
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        #expect(outcome.stdout.contains("  chunks: \(dir.file("chunks")) is a symbolic link; the chunk files are in \(elsewhere)\n"))
+        #expect(FileManager.default.fileExists(atPath: elsewhere + "/manifest.json"))
+    }
+
     @Test func aChunkDirectoryThatCannotBeWrittenGetsAClearMessage() throws {
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
