@@ -1,0 +1,32 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Seconds spent per import stage: parse, map and save summed over workers (so with W
+/// workers they can add up to W times the wall time), split and index wall time.
+public struct StageTimes: Sendable, Equatable, Codable {
+    public var split = 0.0
+    public var parse = 0.0
+    public var map = 0.0
+    public var save = 0.0
+    /// Building the secondary indexes at the end (wall time).
+    public var index = 0.0
+
+    public init() {}
+
+    static func now() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
+    static func + (lhs: StageTimes, rhs: StageTimes) -> StageTimes {
+        var sum = lhs
+        sum.split += rhs.split
+        sum.parse += rhs.parse
+        sum.map += rhs.map
+        sum.save += rhs.save
+        sum.index += rhs.index
+        return sum
+    }
+}
