@@ -148,21 +148,30 @@ private struct SelectionScanner {
             } else {
                 guard skipValue(depth: depth) else { return nil }
             }
-            skipSpace()
-            guard at < bytes.count else { return nil }
-            if bytes[at] == UInt8(ascii: ",") {
-                at += 1
-                skipSpace()
-            } else if bytes[at] == UInt8(ascii: "}") {
-                at += 1
-                return .object(members)
-            } else {
-                return nil
-            }
+            guard let closed = afterMember(closing: UInt8(ascii: "}")) else { return nil }
+            if closed { return .object(members) }
         }
     }
 
-    /// The whole value here: scalars built directly, containers by the full parser.
+    /// After a member or item: true past the closing bracket, false past a comma, nil for
+    /// anything else.
+    private mutating func afterMember(closing: UInt8) -> Bool? {
+        skipSpace()
+        guard at < bytes.count else { return nil }
+        switch bytes[at] {
+        case UInt8(ascii: ","):
+            at += 1
+            skipSpace()
+            return false
+        case closing:
+            at += 1
+            return true
+        default:
+            return nil
+        }
+    }
+
+    /// The whole value here: scalars and containers built directly.
     private mutating func whole(depth: Int) -> JSONValue? {
         let start = at
         switch bytes[at] {
@@ -195,17 +204,8 @@ private struct SelectionScanner {
             }
             while at < bytes.count, let item = whole(depth: depth + 1) {
                 items.append(item)
-                skipSpace()
-                guard at < bytes.count else { return nil }
-                if bytes[at] == UInt8(ascii: ",") {
-                    at += 1
-                    skipSpace()
-                } else if bytes[at] == UInt8(ascii: "]") {
-                    at += 1
-                    return .array(items)
-                } else {
-                    return nil
-                }
+                guard let closed = afterMember(closing: UInt8(ascii: "]")) else { return nil }
+                if closed { return .array(items) }
             }
             return nil
         case UInt8(ascii: "{"):
