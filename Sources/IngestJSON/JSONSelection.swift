@@ -74,17 +74,32 @@ extension JSONValue {
     }
 }
 
-/// True when the text is valid UTF-8, overlong forms and encoded surrogates refused
-/// (yajl lets those through). ASCII text, the usual case, is told eight bytes at a time.
+/// True unless the text holds a UTF-8 form yajl lets through but Swift (and Ingest)
+/// refuses: overlong leads (C0, C1, E0 80–9F, F0 80–8F), encoded surrogates (ED A0–BF)
+/// and code points past U+10FFFF (F4 90–, F5–FF). yajl has checked the rest (lead and
+/// continuation bytes); ASCII, the usual case, is passed eight bytes at a time.
 private func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
     var index = 0
-    while index + 8 <= bytes.count {
-        if bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { break }
-        index += 8
+    let count = bytes.count
+    while index < count {
+        if index + 8 <= count, bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
+            index += 8
+            continue
+        }
+        let lead = bytes[index]
+        index += 1
+        guard lead >= 0xC0 else { continue }
+        let next = index < count ? bytes[index] : 0
+        switch lead {
+        case 0xC0, 0xC1, 0xF5...0xFF: return false
+        case 0xE0 where next < 0xA0: return false
+        case 0xED where next >= 0xA0: return false
+        case 0xF0 where next < 0x90: return false
+        case 0xF4 where next >= 0x90: return false
+        default: continue
+        }
     }
-    while index < bytes.count, bytes[index] < 0x80 { index += 1 }
-    guard index < bytes.count else { return true }
-    return String(validating: UnsafeRawBufferPointer(rebasing: bytes[index...]), as: UTF8.self) != nil
+    return true
 }
 
 /// Walks JSON text the splitter already validated, building the selected members and
@@ -179,11 +194,8 @@ private struct SelectionScanner {
             guard let end = stringEnd() else { return nil }
             at = end + 1
             if sawEscape { return parsed(start..<at, depth: depth) }
-            // Invalid UTF-8 the splitter's yajl let through (overlong forms): the full parser names it.
-            guard let text = String(validating: UnsafeRawBufferPointer(rebasing: bytes[(start + 1)..<end]), as: UTF8.self) else {
-                return nil
-            }
-            return .string(text)
+            // The record passed isValidUTF8 and yajl: decoding repairs nothing.
+            return .string(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[(start + 1)..<end]), as: UTF8.self))
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             while at < bytes.count, Self.isNumberByte(bytes[at]) { at += 1 }
             return .number(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<at]), as: UTF8.self))

@@ -90,6 +90,12 @@ extension JSONValue: CustomStringConvertible {
 
     static func writeString(_ text: String, to out: inout String) {
         out += "\""
+        // Most strings need no escape at all: append them whole.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out += text
+            out += "\""
+            return
+        }
         // Runs of characters that need no escape are copied whole: most text is one run.
         let utf8 = text.utf8
         var runStart = utf8.startIndex

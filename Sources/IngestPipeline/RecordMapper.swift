@@ -56,12 +56,22 @@ public struct RecordMapper: Sendable {
     /// `JSONValue.parse(_:keeping:)` and the rest is never built.
     public let selection: JSONSelection
     private let plans: [String: EntityPlan]
+    private let recordPlan: EntityPlan
 
-    struct AttributePlan: Sendable {
-        var mapping: PipelineSpec.AttributeMapping
-        var type: AttributeType
-        var position: Int
-        var required: Bool
+    // Classes, not structs: a record's mapping walks these for every attribute, and a
+    // struct would be copied (retaining each of its fields) at every step.
+    final class AttributePlan: Sendable {
+        let mapping: PipelineSpec.AttributeMapping
+        let type: AttributeType
+        let position: Int
+        let required: Bool
+
+        init(mapping: PipelineSpec.AttributeMapping, type: AttributeType, position: Int, required: Bool) {
+            self.mapping = mapping
+            self.type = type
+            self.position = position
+            self.required = required
+        }
     }
 
     struct RelationshipPlan: Sendable {
@@ -71,17 +81,29 @@ public struct RecordMapper: Sendable {
         var isToMany: Bool
     }
 
-    struct EntityPlan: Sendable {
-        var entity: String
-        var names: [String]
-        var positions: [Int]
-        var attributes: [AttributePlan]
+    final class EntityPlan: Sendable {
+        let entity: String
+        let names: [String]
+        let positions: [Int]
+        let attributes: [AttributePlan]
         /// Indices into `attributes` of the key attributes, in key order.
-        var keySlots: [Int?]
-        var key: [String]
+        let keySlots: [Int?]
+        let key: [String]
         /// The key attributes' types and positions, mapped or not (an id alone names an object).
-        var keyAttributes: [(type: AttributeType, position: Int)]
-        var relationships: [RelationshipPlan]
+        let keyAttributes: [(type: AttributeType, position: Int)]
+        let relationships: [RelationshipPlan]
+
+        init(entity: String, names: [String], positions: [Int], attributes: [AttributePlan], keySlots: [Int?], key: [String],
+             keyAttributes: [(type: AttributeType, position: Int)], relationships: [RelationshipPlan]) {
+            self.entity = entity
+            self.names = names
+            self.positions = positions
+            self.attributes = attributes
+            self.keySlots = keySlots
+            self.key = key
+            self.keyAttributes = keyAttributes
+            self.relationships = relationships
+        }
     }
 
     public init(spec: PipelineSpec) {
@@ -110,6 +132,7 @@ public struct RecordMapper: Sendable {
                                      relationships: relationships)
         }
         self.plans = plans
+        recordPlan = plans[spec.recordEntity]!
         selection = Self.selection(for: spec.recordEntity, plans: plans, depth: 0)
     }
 
@@ -128,7 +151,7 @@ public struct RecordMapper: Sendable {
     /// - Throws: `CoercionError` with the reason the record is rejected (it names the
     ///   attribute or relationship).
     public func map(_ record: JSONValue) throws -> MappedObject {
-        try map(record, as: plans[spec.recordEntity]!, at: "")
+        try map(record, as: recordPlan, at: "")
     }
 
     private func map(_ object: JSONValue, as plan: EntityPlan, at prefix: String) throws -> MappedObject {
