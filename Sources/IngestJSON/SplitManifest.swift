@@ -1,3 +1,5 @@
+import Foundation
+
 /// One chunk file: its place in the feed and what it must contain.
 public struct ChunkInfo: Codable, Sendable, Equatable {
     /// 1-based chunk number; the file is `ChunkInfo.fileName(for:)`.
@@ -83,4 +85,17 @@ public struct SplitManifest: Codable, Sendable, Equatable {
     public var chunkSize: Int
     public var chunks: [ChunkInfo]
     public var totalRecords: Int
+
+    /// The manifest of a finished split in `directory`, or nil when there is none.
+    /// - Throws: `SplitError.unreadableState` for a manifest that is not one; `IOError`
+    ///   when it cannot be read.
+    public static func load(fromDirectory directory: String) throws -> SplitManifest? {
+        let path = directory + "/" + fileName
+        guard FileOps.fileSize(path) != nil else { return nil }
+        do {
+            return try JSONDecoder().decode(SplitManifest.self, from: Data(FileOps.readFile(path)))
+        } catch is DecodingError {
+            throw SplitError.unreadableState(path: path)
+        }
+    }
 }

@@ -103,8 +103,7 @@ public final class Splitter {
         var existing: [ChunkInfo] = []
         var freshJournal = true
 
-        if FileOps.fileSize(manifestPath) != nil {
-            let manifest = try loadManifest()
+        if let manifest = try SplitManifest.load(fromDirectory: directory) {
             try checkSameFeed(recorded: manifest.feed, shape: manifest.shape, chunkSize: manifest.chunkSize, current: header)
             existing = validPrefix(of: manifest.chunks)
             if existing.count == manifest.chunks.count, feedPath != "-" {
@@ -215,14 +214,6 @@ public final class Splitter {
     }
 
     // MARK: - The directory's earlier state
-
-    private func loadManifest() throws -> SplitManifest {
-        do {
-            return try JSONDecoder().decode(SplitManifest.self, from: Data(FileOps.readFile(manifestPath)))
-        } catch is DecodingError {
-            throw SplitError.unreadableState(path: manifestPath)
-        }
-    }
 
     private func checkSameFeed(recorded: FeedIdentity, shape: ShapeRecord, chunkSize: Int,
                                current: SplitJournal.Header) throws {

@@ -35,12 +35,7 @@ public struct ImportStatus: Sendable {
         // A chunk is complete when its count reaches the manifest's; without the manifest
         // at hand, every chunk but the last holds chunkSize records.
         var complete = 0
-        var manifestChunks: [Int: Int] = [:]
-        if let directory = run?.chunks,
-           let data = try? Data(contentsOf: URL(fileURLWithPath: directory + "/" + SplitManifest.fileName)),
-           let manifest = try? JSONDecoder().decode(SplitManifest.self, from: data) {
-            for chunk in manifest.chunks { manifestChunks[chunk.index] = chunk.records }
-        }
+        let manifestChunks = chunkRecords(run)
         for (chunk, done) in progress where done >= (manifestChunks[chunk] ?? identity.chunkSize) { complete += 1 }
         let rejected = try coordinator.metadata(withPrefix: ImportMarker.rejectPrefix).count
         // The store learns the chunk count when the split finishes; the manifest may know it first.
@@ -50,6 +45,13 @@ public struct ImportStatus: Sendable {
                             chunksComplete: complete, recordsDone: progress.values.reduce(0, +), rejected: rejected,
                             counts: counts, finished: chunkCount.map { complete == $0 } ?? false,
                             indexesDeferred: try coordinator.secondaryIndexesDeferred())
+    }
+
+    /// Records per chunk from the manifest where the store says its chunks are (empty
+    /// when they moved, or the split has not finished: status reads what it can).
+    private static func chunkRecords(_ run: ImportMarker.Run?) -> [Int: Int] {
+        guard let directory = run?.chunks, let manifest = try? SplitManifest.load(fromDirectory: directory) else { return [:] }
+        return Dictionary(uniqueKeysWithValues: manifest.chunks.map { ($0.index, $0.records) })
     }
 
     /// Checks a store: SQLite's integrity check and Ingest's own (to-ones point at rows,
@@ -66,12 +68,7 @@ public struct ImportStatus: Sendable {
         }
         let run = try coordinator.metadata(forKey: ImportMarker.runKey, as: ImportMarker.Run.self)
         let progress = try ImportMarker.progress(coordinator)
-        var chunkRecords: [Int: Int] = [:]
-        if let directory = run?.chunks,
-           let data = try? Data(contentsOf: URL(fileURLWithPath: directory + "/" + SplitManifest.fileName)),
-           let manifest = try? JSONDecoder().decode(SplitManifest.self, from: data) {
-            for chunk in manifest.chunks { chunkRecords[chunk.index] = chunk.records }
-        }
+        let chunkRecords = chunkRecords(run)
         for (chunk, done) in progress.sorted(by: { $0.key < $1.key }) {
             let limit = chunkRecords[chunk] ?? identity.chunkSize
             if done > limit || done < 0 {

@@ -129,7 +129,7 @@ public final class Importer: Sendable {
             main.automaticallyMergesChangesFromCoordinator = true
         }
 
-        let remade = try removeChangedChunks(done: done)
+        let (remade, verified) = try removeChangedChunks(done: done)
         let queue = ChunkQueue(consumers: workerCount)
         let splitOptions = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, force: options.restart)
         let splitCancellation = Mutex<SplitCancellation?>(nil)
@@ -174,8 +174,8 @@ public final class Importer: Sendable {
                     let worker = ImportWorker(context: context, spec: spec)
                     defer { workerTimes.withLock { $0 = $0 + worker.times } }
                     while !state.failed, let chunk = queue.pop() {
-                        _ = try worker.importChunk(chunk, directory: directory, skip: done[chunk.index] ?? 0,
-                                                   saveEvery: saveEvery) { saved in
+                        try worker.importChunk(chunk, directory: directory, skip: done[chunk.index] ?? 0,
+                                                   saveEvery: saveEvery, verified: verified.contains(chunk.index)) { saved in
                             let rejected = state.saved(saved)
                             if saves.add(1, ordering: .relaxed).newValue >= stopAfterSaves.load(ordering: .relaxed) {
                                 throw ImportError("stopped after \(saves.load(ordering: .relaxed)) saves")
@@ -235,25 +235,26 @@ public final class Importer: Sendable {
     /// Before a resumed run: pending chunks of a finished split whose bytes no longer
     /// match the manifest (edited, truncated, deleted) are removed, so the splitter makes
     /// them again from the feed; a changed feed makes the splitter stop with the reason.
-    /// Returns the file names removed.
-    private func removeChangedChunks(done: [Int: Int]) throws -> [String] {
-        let manifestPath = chunksDirectory + "/" + SplitManifest.fileName
-        guard FileOps.fileSize(manifestPath) != nil,
-              let data = try? Data(contentsOf: URL(fileURLWithPath: manifestPath)),
-              let manifest = try? JSONDecoder().decode(SplitManifest.self, from: data) else { return [] }
+    /// Returns the file names removed, and the chunks found intact (their workers need
+    /// not hash them again).
+    private func removeChangedChunks(done: [Int: Int]) throws -> (removed: [String], verified: Set<Int>) {
+        guard let manifest = try SplitManifest.load(fromDirectory: chunksDirectory) else { return ([], []) }
         var removed: [String] = []
+        var verified = Set<Int>()
         for chunk in manifest.chunks where (done[chunk.index] ?? 0) < chunk.records {
             let path = chunksDirectory + "/" + chunk.file
             guard FileOps.fileSize(path) != nil else {
                 removed.append(chunk.file)
                 continue
             }
-            if try Splitter.fullHash(path) != chunk.sha256 {
+            if try Splitter.fullHash(path) == chunk.sha256 {
+                verified.insert(chunk.index)
+            } else {
                 try FileManager.default.removeItem(atPath: path)
                 removed.append(chunk.file)
             }
         }
-        return removed
+        return (removed, verified)
     }
 
     private func publish(_ event: ImportProgress) {
