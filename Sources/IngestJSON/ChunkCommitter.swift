@@ -1,4 +1,3 @@
-import Crypto
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,8 +28,8 @@ final class ChunkCommitter: @unchecked Sendable {
     private let existing: [ChunkInfo]
 
     private var journalFD: Int32 = -1
-    private var feedHasher = SHA256()
-    private var chunkHasher = SHA256()
+    private var feedHasher = Checksum()
+    private var chunkHasher = Checksum()
     private var chunkFD: Int32 = -1
     private var chunkBytes = 0
     private(set) var committed: [ChunkInfo] = []
@@ -91,14 +90,14 @@ final class ChunkCommitter: @unchecked Sendable {
 
     func hashFeed(_ block: [UInt8]) {
         enqueue { committer in
-            committer.feedHasher.update(data: block)
+            committer.feedHasher.update(block)
             committer.recycle(block)
         }
     }
 
     func beginChunk(_ index: Int) {
         enqueue { committer in
-            committer.chunkHasher = SHA256()
+            committer.chunkHasher = Checksum()
             committer.chunkBytes = 0
             if index > committer.existing.count {
                 committer.chunkFD = try FileOps.openForWriting(committer.temporaryPath(index))
@@ -108,7 +107,7 @@ final class ChunkCommitter: @unchecked Sendable {
 
     func write(_ block: [UInt8]) {
         enqueue { committer in
-            committer.chunkHasher.update(data: block)
+            committer.chunkHasher.update(block)
             committer.chunkBytes += block.count
             if committer.chunkFD >= 0 {
                 try block.withUnsafeBytes {
@@ -121,9 +120,9 @@ final class ChunkCommitter: @unchecked Sendable {
 
     func endChunk(_ index: Int, firstRecord: Int, records: Int) {
         enqueue { committer in
-            let digest = committer.chunkHasher.finalize().hexString
+            let digest = committer.chunkHasher.hex
             let info = ChunkInfo(index: index, firstRecord: firstRecord, records: records,
-                                 byteSize: committer.chunkBytes, sha256: digest)
+                                 byteSize: committer.chunkBytes, checksum: digest)
             if index <= committer.existing.count {
                 guard committer.existing[index - 1] == info else {
                     throw SplitError.feedChanged(directory: committer.directory, chunk: info.file)
@@ -145,12 +144,12 @@ final class ChunkCommitter: @unchecked Sendable {
         }
     }
 
-    /// Waits for all queued work; returns the feed's SHA-256.
+    /// Waits for all queued work; returns the feed's checksum.
     /// - Throws: the first error any queued work met.
     func finish() throws -> String {
         let digest = Mutex<String>("")
         enqueue { committer in
-            digest.withLock { $0 = committer.feedHasher.finalize().hexString }
+            digest.withLock { $0 = committer.feedHasher.hex }
             if committer.journalFD >= 0 {
                 try FileOps.close(committer.journalFD, path: committer.journalPath)
                 committer.journalFD = -1
@@ -175,18 +174,5 @@ final class ChunkCommitter: @unchecked Sendable {
 
     private func temporaryPath(_ index: Int) -> String {
         directory + "/." + ChunkInfo.fileName(for: index) + ".tmp"
-    }
-}
-
-extension Digest {
-    /// Lowercase hex, as `sha256sum` prints it.
-    var hexString: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for byte in self {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }

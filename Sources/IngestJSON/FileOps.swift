@@ -71,14 +71,25 @@ public enum FileOps {
         return Int(info.st_size)
     }
 
-    static func readFile(_ path: String) throws -> [UInt8] {
+    /// The whole file, read straight into one array sized from the file's size.
+    /// - Throws: `IOError` naming the file.
+    package static func readFile(_ path: String) throws -> [UInt8] {
         let source = try FileByteSource(path: path)
+        var capacity = max(fileSize(path) ?? 0, 1 << 12) + 1
         var out: [UInt8] = []
-        var block = [UInt8](repeating: 0, count: 1 << 16)
+        // Read in place, not zeroed first: a chunk is megabytes, read once per import.
         while true {
-            let n = try block.withUnsafeMutableBytes { try source.read(into: $0) }
-            if n == 0 { return out }
-            out.append(contentsOf: block[0..<n])
+            let chunk = try [UInt8](unsafeUninitializedCapacity: capacity - out.count) { buffer, count in
+                count = 0
+                while count < buffer.count {
+                    let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buffer)[count...]))
+                    if n == 0 { break }
+                    count += n
+                }
+            }
+            if out.isEmpty { out = chunk } else { out += chunk }
+            guard out.count == capacity else { return out }
+            capacity *= 2
         }
     }
 

@@ -67,7 +67,7 @@ extension JSONValue {
     public static func parse(_ bytes: UnsafeRawBufferPointer, keeping selection: JSONSelection,
                              maxDepth: Int = FeedOptions.defaultMaxDepth) throws -> JSONValue {
         if !selection.keepsAll, bytes.count > 0, isValidUTF8(bytes) {
-            var scanner = SelectionScanner(bytes: bytes, maxDepth: maxDepth)
+            var scanner = JSONScanner(bytes: bytes, maxDepth: maxDepth)
             if let value = scanner.document(selection) { return value }
         }
         return try parse(bytes, maxDepth: maxDepth)
@@ -78,7 +78,7 @@ extension JSONValue {
 /// refuses: overlong leads (C0, C1, E0 80–9F, F0 80–8F), encoded surrogates (ED A0–BF)
 /// and code points past U+10FFFF (F4 90–, F5–FF). yajl has checked the rest (lead and
 /// continuation bytes); ASCII, the usual case, is passed eight bytes at a time.
-private func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
+func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
     var index = 0
     let count = bytes.count
     while index < count {
@@ -102,33 +102,12 @@ private func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
     return true
 }
 
-/// Walks JSON text the splitter already validated, building the selected members and
-/// skipping the rest. Every method returns nil (or false) to hand the whole input
-/// back to the full parser: it never decides an error itself.
-private struct SelectionScanner {
-    let bytes: UnsafeRawBufferPointer
-    let maxDepth: Int
-    var at = 0
-
-    init(bytes: UnsafeRawBufferPointer, maxDepth: Int) {
-        self.bytes = bytes
-        self.maxDepth = maxDepth
-    }
-
+extension JSONScanner {
     mutating func document(_ selection: JSONSelection) -> JSONValue? {
         skipSpace()
         guard at < bytes.count, bytes[at] == UInt8(ascii: "{"), let value = object(selection, depth: 1) else { return nil }
         skipSpace()
         return at == bytes.count ? value : nil
-    }
-
-    private mutating func skipSpace() {
-        while at < bytes.count {
-            switch bytes[at] {
-            case 0x20, 0x0A, 0x0D, 0x09: at += 1
-            default: return
-            }
-        }
     }
 
     /// At `{`: the object with the selected members only.
@@ -165,24 +144,6 @@ private struct SelectionScanner {
             }
             guard let closed = afterMember(closing: UInt8(ascii: "}")) else { return nil }
             if closed { return .object(members) }
-        }
-    }
-
-    /// After a member or item: true past the closing bracket, false past a comma, nil for
-    /// anything else.
-    private mutating func afterMember(closing: UInt8) -> Bool? {
-        skipSpace()
-        guard at < bytes.count else { return nil }
-        switch bytes[at] {
-        case UInt8(ascii: ","):
-            at += 1
-            skipSpace()
-            return false
-        case closing:
-            at += 1
-            return true
-        default:
-            return nil
         }
     }
 
@@ -231,79 +192,4 @@ private struct SelectionScanner {
         try? JSONValue.parse(UnsafeRawBufferPointer(rebasing: bytes[range]), maxDepth: max(1, maxDepth - depth))
     }
 
-    private mutating func literal(_ word: StaticString) -> Bool {
-        let count = word.utf8CodeUnitCount
-        guard at + count <= bytes.count else { return false }
-        for offset in 0..<count where bytes[at + offset] != word.utf8Start[offset] { return false }
-        at += count
-        return true
-    }
-
-    private static func isNumberByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
-             UInt8(ascii: "e"), UInt8(ascii: "E"): true
-        default: false
-        }
-    }
-
-    /// Set by `stringEnd()`: the string had a backslash escape.
-    private var sawEscape = false
-
-    /// At `"`: the index of the closing quote, or nil for a lone surrogate escape or no
-    /// end. Control characters are not looked for: the splitter's yajl refused any
-    /// before the chunk was written, and the worker checks the chunk's checksum.
-    private mutating func stringEnd() -> Int? {
-        sawEscape = false
-        guard let base = bytes.baseAddress else { return nil }
-        var index = at + 1
-        while index < bytes.count {
-            guard let quote = memchr(base + index, Int32(UInt8(ascii: "\"")), bytes.count - index) else { return nil }
-            let end = base.distance(to: UnsafeRawPointer(quote))
-            if let slash = memchr(base + index, Int32(UInt8(ascii: "\\")), end - index) {
-                sawEscape = true
-                index = base.distance(to: UnsafeRawPointer(slash)) + 2
-                continue
-            }
-            if sawEscape, JSONValueBuilder.loneSurrogate(in: UnsafeRawBufferPointer(rebasing: bytes[at..<end])) != nil {
-                return nil
-            }
-            return end
-        }
-        return nil
-    }
-
-    /// Moves past the value here, nesting no deeper than the limit. Brackets must pair
-    /// (a bit per level says which is open); past 64 levels the full parser takes over.
-    private mutating func skipValue(depth: Int) -> Bool {
-        var level = 0
-        var objects: UInt64 = 0
-        repeat {
-            guard at < bytes.count else { return false }
-            switch bytes[at] {
-            case UInt8(ascii: "\""):
-                guard let end = stringEnd() else { return false }
-                at = end + 1
-            case UInt8(ascii: "{"), UInt8(ascii: "["):
-                guard level < 64, depth + level + 1 <= maxDepth else { return false }
-                if bytes[at] == UInt8(ascii: "{") { objects |= 1 << level } else { objects &= ~(1 << level) }
-                level += 1
-                at += 1
-            case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                guard level > 0, (objects >> (level - 1)) & 1 == (bytes[at] == UInt8(ascii: "}") ? 1 : 0) else { return false }
-                level -= 1
-                at += 1
-            case UInt8(ascii: "t"), UInt8(ascii: "f"), UInt8(ascii: "n"):
-                guard literal("true") || literal("false") || literal("null") else { return false }
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                while at < bytes.count, Self.isNumberByte(bytes[at]) { at += 1 }
-            case UInt8(ascii: ","), UInt8(ascii: ":"), 0x20, 0x0A, 0x0D, 0x09:
-                guard level > 0 else { return false }
-                at += 1
-            default:
-                return false
-            }
-        } while level > 0
-        return true
-    }
 }

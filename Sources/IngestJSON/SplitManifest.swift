@@ -9,16 +9,16 @@ public struct ChunkInfo: Codable, Sendable, Equatable {
     public var firstRecord: Int
     public var records: Int
     public var byteSize: Int
-    /// SHA-256 of the chunk file's bytes, lowercase hex.
-    public var sha256: String
+    /// XXH64 of the chunk file's bytes (`Checksum`), 16 lowercase hex digits.
+    public var checksum: String
 
-    public init(index: Int, firstRecord: Int, records: Int, byteSize: Int, sha256: String) {
+    public init(index: Int, firstRecord: Int, records: Int, byteSize: Int, checksum: String) {
         self.index = index
         self.file = Self.fileName(for: index)
         self.firstRecord = firstRecord
         self.records = records
         self.byteSize = byteSize
-        self.sha256 = sha256
+        self.checksum = checksum
     }
 
     /// `chunk-000001.ndjson`: six digits sort by name up to 999,999 chunks, and grow past that.
@@ -42,11 +42,11 @@ public struct FeedIdentity: Codable, Sendable, Equatable {
     public var path: String
     /// Size in bytes; known up front for files, at the end for standard input.
     public var byteSize: Int?
-    /// SHA-256 of the whole feed, known once it has been read to the end.
-    public var sha256: String?
-    /// SHA-256 of the feed's first MiB, to tell cheaply, before reading it all, that
+    /// `Checksum` of the whole feed, known once it has been read to the end.
+    public var checksum: String?
+    /// `Checksum` of the feed's first MiB, to tell cheaply, before reading it all, that
     /// a feed is not the one a directory was made from.
-    public var headSHA256: String?
+    public var headChecksum: String?
 }
 
 /// How the feed's records were found, as recorded in a manifest.
@@ -76,7 +76,7 @@ public struct ShapeRecord: Codable, Sendable, Equatable {
 /// `manifest.json`: written last, when every chunk is in place, so its presence
 /// means the split is complete.
 public struct SplitManifest: Codable, Sendable, Equatable {
-    public static let currentFormatVersion = 1
+    public static let currentFormatVersion = 2
     public static let fileName = "manifest.json"
 
     public var formatVersion: Int

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import Synchronization
 
@@ -96,8 +95,8 @@ public final class Splitter {
         }
 
         let reader = try FeedReader(path: feedPath, options: options.feed)
-        let identity = FeedIdentity(path: feedPath, byteSize: reader.totalBytes, sha256: nil,
-                                    headSHA256: feedPath == "-" ? nil : try Self.headHash(feedPath))
+        let identity = FeedIdentity(path: feedPath, byteSize: reader.totalBytes, checksum: nil,
+                                    headChecksum: feedPath == "-" ? nil : try Self.headHash(feedPath))
         let header = SplitJournal.Header(formatVersion: SplitManifest.currentFormatVersion, feed: identity,
                                          shape: ShapeRecord(options.feed.shape), chunkSize: options.chunkSize)
         var existing: [ChunkInfo] = []
@@ -107,7 +106,7 @@ public final class Splitter {
             try checkSameFeed(recorded: manifest.feed, shape: manifest.shape, chunkSize: manifest.chunkSize, current: header)
             existing = validPrefix(of: manifest.chunks)
             if existing.count == manifest.chunks.count, feedPath != "-" {
-                guard try Self.fullHash(feedPath) == manifest.feed.sha256 else {
+                guard try Self.fullHash(feedPath) == manifest.feed.checksum else {
                     throw SplitError.differentFeed(directory: directory, reason: "its content differs from the feed that was split")
                 }
                 return SplitReport(manifest: manifest, chunksWritten: 0, chunksReused: existing.count, alreadyComplete: true)
@@ -202,7 +201,7 @@ public final class Splitter {
         }
         var feed = header.feed
         feed.byteSize = reader.bytesRead
-        feed.sha256 = feedHash
+        feed.checksum = feedHash
         let manifest = SplitManifest(formatVersion: SplitManifest.currentFormatVersion, feed: feed,
                                      shape: header.shape, chunkSize: header.chunkSize, chunks: chunks,
                                      totalRecords: reader.recordCount)
@@ -227,7 +226,7 @@ public final class Splitter {
         if let was = recorded.byteSize, let now = current.feed.byteSize, was != now {
             throw refuse("the feed it was split from had \(was) bytes, this one has \(now)")
         }
-        if let was = recorded.headSHA256, let now = current.feed.headSHA256, was != now {
+        if let was = recorded.headChecksum, let now = current.feed.headChecksum, was != now {
             throw refuse("the feed's first bytes differ from those of the feed it was split from")
         }
     }
@@ -248,7 +247,7 @@ public final class Splitter {
         try hash(path, limit: headSize)
     }
 
-    /// The SHA-256 of the whole file, in hex.
+    /// The `Checksum` of the whole file, in hex.
     /// - Throws: `IOError` when it cannot be read.
     public static func fullHash(_ path: String) throws -> String {
         try hash(path, limit: .max)
@@ -256,17 +255,17 @@ public final class Splitter {
 
     private static func hash(_ path: String, limit: Int) throws -> String {
         let source = try FileByteSource(path: path)
-        var hasher = SHA256()
+        var hasher = Checksum()
         var remaining = limit
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         while remaining > 0 {
             let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(buffer.count, remaining)]))
             if n == 0 { break }
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
             remaining -= n
         }
-        return hasher.finalize().hexString
+        return hasher.hex
     }
 
     static func prettyJSON<T: Encodable>(_ value: T) throws -> [UInt8] {

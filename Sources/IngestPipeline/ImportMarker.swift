@@ -15,7 +15,7 @@ enum ImportMarker {
 
     struct Identity: Codable, Equatable {
         var feedByteSize: Int
-        var feedSHA256: String
+        var feedChecksum: String
         var pipelineSHA256: String
         var chunks: Int
         var chunkSize: Int

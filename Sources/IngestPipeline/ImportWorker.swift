@@ -65,8 +65,8 @@ final class ImportWorker {
         var sinceSave = 0
         let path = directory + "/" + chunk.file
         // The scanner trusts that the splitter's yajl validated these bytes: make sure they are those bytes.
-        guard try verified || Splitter.fullHash(path) == chunk.sha256 else {
-            throw ImportError("\(path) changed after the split (its SHA-256 is not the manifest's); delete it and run ingest resume to make it again from the feed")
+        guard try verified || Splitter.fullHash(path) == chunk.checksum else {
+            throw ImportError("\(path) changed after the split (its checksum is not the manifest's); delete it and run ingest resume to make it again from the feed")
         }
         let reader = try FeedReader(path: path, options: FeedOptions(shape: .ndjson))
         func flush(done: Int) throws {

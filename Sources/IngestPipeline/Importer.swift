@@ -29,6 +29,9 @@ public final class Importer: Sendable {
         public var keepIndexes: Bool
         /// The pipeline file's path, recorded for `ingest resume`.
         public var pipelinePath: String?
+        /// Write through managed objects and contexts even where the batch path applies
+        /// (it is chosen whenever the pipeline allows: see `RowMapper`).
+        public var objectPath = false
 
         public init(feed: String, store: String, chunks: String? = nil, workers: Int? = nil, saveEvery: Int? = nil,
                     chunkSize: Int? = nil, restart: Bool = false, maxRejects: Int? = nil, keepIndexes: Bool = false,
@@ -167,26 +170,31 @@ public final class Importer: Sendable {
 
         let maxRejects = options.maxRejects
         let workerTimes = Mutex(StageTimes())
+        let batchPath = !options.objectPath && RowMapper(mapper: RecordMapper(spec: spec), inserter: BatchInserter(coordinator: coordinator)) != nil
         DispatchQueue.concurrentPerform(iterations: workerCount) { number in
-            let context = ObjectContext(coordinator: coordinator, name: "worker-\(number + 1)")
-            do {
-                try context.perform {
-                    let worker = ImportWorker(context: context, spec: spec)
-                    defer { workerTimes.withLock { $0 = $0 + worker.times } }
-                    while !state.failed, let chunk = queue.pop() {
-                        try worker.importChunk(chunk, directory: directory, skip: done[chunk.index] ?? 0,
-                                                   saveEvery: saveEvery, verified: verified.contains(chunk.index)) { saved in
-                            let rejected = state.saved(saved)
-                            if saves.add(1, ordering: .relaxed).newValue >= stopAfterSaves.load(ordering: .relaxed) {
-                                throw ImportError("stopped after \(saves.load(ordering: .relaxed)) saves")
-                            }
-                            if cancellation.load(ordering: .relaxed) { throw ImportInterrupted() }
-                            if let maxRejects, rejected > maxRejects {
-                                throw ImportError("stopped: \(rejected) records rejected, more than --max-rejects \(maxRejects) (see \(rejectsPath)); raise it and run ingest resume \(options.store) to go on")
-                            }
+            func work(_ worker: some ChunkImporting) throws {
+                defer { workerTimes.withLock { $0 = $0 + worker.times } }
+                while !state.failed, let chunk = queue.pop() {
+                    try worker.importChunk(chunk, directory: directory, skip: done[chunk.index] ?? 0,
+                                               saveEvery: saveEvery, verified: verified.contains(chunk.index)) { saved in
+                        let rejected = state.saved(saved)
+                        if saves.add(1, ordering: .relaxed).newValue >= stopAfterSaves.load(ordering: .relaxed) {
+                            throw ImportError("stopped after \(saves.load(ordering: .relaxed)) saves")
                         }
-                        state.chunkFinished()
+                        if cancellation.load(ordering: .relaxed) { throw ImportInterrupted() }
+                        if let maxRejects, rejected > maxRejects {
+                            throw ImportError("stopped: \(rejected) records rejected, more than --max-rejects \(maxRejects) (see \(rejectsPath)); raise it and run ingest resume \(options.store) to go on")
+                        }
                     }
+                    state.chunkFinished()
+                }
+            }
+            do {
+                if batchPath, let rows = RowMapper(mapper: RecordMapper(spec: spec), inserter: BatchInserter(coordinator: coordinator)) {
+                    try work(BatchImportWorker(rows: rows))
+                } else {
+                    let context = ObjectContext(coordinator: coordinator, name: "worker-\(number + 1)")
+                    try context.perform { try work(ImportWorker(context: context, spec: spec)) }
                 }
             } catch {
                 state.fail(error)
@@ -247,7 +255,7 @@ public final class Importer: Sendable {
                 removed.append(chunk.file)
                 continue
             }
-            if try Splitter.fullHash(path) == chunk.sha256 {
+            if try Splitter.fullHash(path) == chunk.checksum {
                 verified.insert(chunk.index)
             } else {
                 try FileManager.default.removeItem(atPath: path)
@@ -270,16 +278,16 @@ public final class Importer: Sendable {
             if recorded.feedByteSize != feedSize { reasons.append("the feed differs (\(recorded.feedByteSize) bytes then, \(feedSize) now)") }
             if recorded.pipelineSHA256 != spec.hash { reasons.append("the pipeline differs") }
             if recorded.chunkSize != chunkSize { reasons.append("the chunk size differs (\(recorded.chunkSize) then, \(chunkSize) now)") }
-            if reasons.isEmpty, !recorded.feedSHA256.isEmpty,
+            if reasons.isEmpty, !recorded.feedChecksum.isEmpty,
                FileOps.fileSize(chunksDirectory + "/" + SplitManifest.fileName) == nil,
-               try Splitter.fullHash(options.feed) != recorded.feedSHA256 {
+               try Splitter.fullHash(options.feed) != recorded.feedChecksum {
                 // Without a finished split to compare with, the feed's hash is checked before any chunk is imported.
                 reasons.append("the feed differs (same size, other content)")
             }
             guard reasons.isEmpty else { throw mismatch(reasons) }
             return recorded
         }
-        let identity = ImportMarker.Identity(feedByteSize: feedSize, feedSHA256: "", pipelineSHA256: spec.hash,
+        let identity = ImportMarker.Identity(feedByteSize: feedSize, feedChecksum: "", pipelineSHA256: spec.hash,
                                              chunks: 0, chunkSize: chunkSize)
         let context = ObjectContext(coordinator: coordinator, name: "marker")
         try context.perform {
@@ -298,16 +306,16 @@ public final class Importer: Sendable {
 
     /// A finished split's feed hash must be the one the store recorded, if any.
     private func checkFeedHash(_ manifest: SplitManifest, recorded: ImportMarker.Identity) throws {
-        if !recorded.feedSHA256.isEmpty, let sha = manifest.feed.sha256, sha != recorded.feedSHA256 {
+        if !recorded.feedChecksum.isEmpty, let sum = manifest.feed.checksum, sum != recorded.feedChecksum {
             throw mismatch(["the feed differs (same size, other content)"])
         }
     }
 
     private func recordFeedHash(_ coordinator: PersistentStoreCoordinator, _ manifest: SplitManifest,
                                 recorded: ImportMarker.Identity) throws {
-        guard recorded.feedSHA256.isEmpty || recorded.chunks != manifest.chunks.count else { return }
+        guard recorded.feedChecksum.isEmpty || recorded.chunks != manifest.chunks.count else { return }
         var identity = recorded
-        identity.feedSHA256 = manifest.feed.sha256 ?? ""
+        identity.feedChecksum = manifest.feed.checksum ?? ""
         identity.chunks = manifest.chunks.count
         let context = ObjectContext(coordinator: coordinator, name: "marker")
         try context.perform {

@@ -55,8 +55,8 @@ public struct RecordMapper: Sendable {
     /// The parts of a record the mappings read: parse records with
     /// `JSONValue.parse(_:keeping:)` and the rest is never built.
     public let selection: JSONSelection
-    private let plans: [String: EntityPlan]
-    private let recordPlan: EntityPlan
+    let plans: [String: EntityPlan]
+    let recordPlan: EntityPlan
 
     // Classes, not structs: a record's mapping walks these for every attribute, and a
     // struct would be copied (retaining each of its fields) at every step.

@@ -161,7 +161,12 @@ public enum ValueCoercion {
     /// anything else (including out-of-range fields), which the caller hands to Foundation.
     static func fastISO8601(_ text: String) -> Date? {
         var text = text
-        return text.withUTF8 { bytes -> Date? in
+        return text.withUTF8 { fastISO8601(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// `fastISO8601` on UTF-8 bytes.
+    static func fastISO8601(_ bytes: UnsafeRawBufferPointer) -> Date? {
+        do {
             func digits(_ at: Int, _ count: Int) -> Int? {
                 guard at + count <= bytes.count else { return nil }
                 var value = 0

@@ -63,14 +63,17 @@ enum SQLiteValues {
     /// Steps a statement to completion on the write path; a failure becomes GRDB's error.
     static func stepToEnd(_ statement: SQLiteStatement, _ db: Database) throws {
         let code = sqlite3_step(statement)
-        guard code == SQLITE_DONE || code == SQLITE_ROW else {
-            let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
-            let extended = sqlite3_extended_errcode(db.sqliteConnection)
-            sqlite3_reset(statement)
-            throw DatabaseError(resultCode: ResultCode(rawValue: extended), message: message,
-                                sql: sqlite3_sql(statement).map { String(cString: $0) })
-        }
+        guard code == SQLITE_DONE || code == SQLITE_ROW else { throw failure(statement, db) }
         sqlite3_reset(statement)
+    }
+
+    /// The error a step just returned, as GRDB's error; resets the statement.
+    static func failure(_ statement: SQLiteStatement, _ db: Database) -> DatabaseError {
+        let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
+        let extended = sqlite3_extended_errcode(db.sqliteConnection)
+        sqlite3_reset(statement)
+        return DatabaseError(resultCode: ResultCode(rawValue: extended), message: message,
+                             sql: sqlite3_sql(statement).map { String(cString: $0) })
     }
 }
 

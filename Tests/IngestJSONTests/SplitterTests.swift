@@ -36,8 +36,8 @@ import Testing
         #expect(lines == records)
         #expect(report.manifest.totalRecords == 10)
         #expect(report.manifest.feed.byteSize == FileOps.fileSize(feed))
-        #expect(report.manifest.feed.sha256 == (try Splitter.fullHash(feed)))
-        #expect(report.manifest.formatVersion == 1)
+        #expect(report.manifest.feed.checksum == (try Splitter.fullHash(feed)))
+        #expect(report.manifest.formatVersion == 2)
         #expect(Set(try FileOps.contents(of: temp.path)) == Set(report.manifest.chunks.map(\.file) + ["manifest.json"]))
     }
 
@@ -47,7 +47,7 @@ import Testing
         let manifest = try JSONDecoder().decode(SplitManifest.self, from: Data(FileOps.readFile(temp.file("manifest.json"))))
         #expect(manifest == report.manifest)
         for chunk in manifest.chunks {
-            #expect(try Splitter.fullHash(temp.file(chunk.file)) == chunk.sha256)
+            #expect(try Splitter.fullHash(temp.file(chunk.file)) == chunk.checksum)
         }
     }
 
@@ -150,7 +150,7 @@ import Testing
 
         let forced = try split(other, into: temp.path, force: true)
         #expect(forced.chunksWritten == 4 && forced.chunksReused == 0)
-        #expect(forced.manifest.feed.sha256 == (try Splitter.fullHash(other)))
+        #expect(forced.manifest.feed.checksum == (try Splitter.fullHash(other)))
     }
 
     @Test func chunkFilesNoSplitDescribesAreRefused() throws {

@@ -143,7 +143,7 @@ import Testing
         #expect(throws: (any Error).self) { try splitter.run() }
         try Self.changeOneDigit(chunks + "/chunk-000003.ndjson")
         let error = #expect(throws: ImportError.self) { try importer(feed: feed, store: store).run() }
-        #expect(error?.message == "\(chunks)/chunk-000003.ndjson changed after the split (its SHA-256 is not the manifest's); delete it and run ingest resume to make it again from the feed")
+        #expect(error?.message == "\(chunks)/chunk-000003.ndjson changed after the split (its checksum is not the manifest's); delete it and run ingest resume to make it again from the feed")
         try FileManager.default.removeItem(atPath: chunks + "/chunk-000003.ndjson")
         #expect(try importer(feed: feed, store: store).run().counts["Photo"] == 600)
         #expect(try ImportStatus.check(store: store).isEmpty)

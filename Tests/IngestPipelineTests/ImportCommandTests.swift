@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import IngestJSON
 import IngestStore
 import IngestTestSupport
@@ -12,6 +13,16 @@ import Testing
 
     enum Stage: String, CaseIterable { case split, importing }
 
+    /// Chunks with a committed save, read from the store's metadata as it runs.
+    static func savedChunks(_ store: String) throws -> Int {
+        var configuration = Configuration()
+        configuration.readonly = true
+        let queue = try DatabaseQueue(path: store, configuration: configuration)
+        return try queue.read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM _ingest_metadata WHERE key LIKE 'ingest.chunk.%'") ?? 0
+        }
+    }
+
     /// Each signal in two stages: as soon as the store exists (the split has just begun,
     /// no save yet) and a second in (chunks being imported).
     @Test(arguments: [(SIGINT, Int32(130), "SIGINT"), (SIGTERM, Int32(143), "SIGTERM"), (SIGHUP, Int32(129), "SIGHUP")], Stage.allCases)
@@ -19,7 +30,7 @@ import Testing
         let (signalNumber, exitCode, name) = signal
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
-        try FeedGenerator(records: 20_000).write(to: feed)
+        try FeedGenerator(records: 60_000).write(to: feed)
         let pipeline = PipelineSpecTests.root.appendingPathComponent("Pipelines/photos.json").path
         let store = dir.file("photos.sqlite")
         let running = try start(["import", feed, "--pipeline", pipeline, "--store", store, "--workers", "2",
@@ -29,7 +40,8 @@ import Testing
             // The store is made after the signal handlers are in place, as the split starts.
             while !FileManager.default.fileExists(atPath: store) && running.process.isRunning { usleep(1_000) }
         case .importing:
-            Thread.sleep(forTimeInterval: 1.0)
+            // Past the first save, whatever the machine's speed (a fixed sleep outlived a fast import).
+            while running.process.isRunning && (try? Self.savedChunks(store)) ?? 0 == 0 { usleep(2_000) }
         }
         kill(running.process.processIdentifier, signalNumber)
         let stopped = finish(running)
@@ -38,13 +50,13 @@ import Testing
 
         let midway = finish(try start(["status", store]))
         #expect(midway.status == 0)
-        #expect(midway.stdout.hasPrefix("\(store): import not finished\n"))
+        #expect(midway.stdout.hasPrefix("\(store): import not finished\n"), "\(midway.stdout)")
         #expect(midway.stdout.contains("feed: \(feed)"))
 
         let resumed = finish(try start(["resume", store, "--quiet"]))
         #expect(resumed.status == 0, "\(resumed.stderr)")
         let done = finish(try start(["status", store]))
-        #expect(done.stdout.hasPrefix("\(store): import finished\n  chunks: 20 of 20 complete; records done: 20,000; rejected: 0\n  Photo: 20,000, Photographer: 1,000\n"))
+        #expect(done.stdout.hasPrefix("\(store): import finished\n  chunks: 60 of 60 complete; records done: 60,000; rejected: 0\n  Photo: 60,000, Photographer: 3,000\n"))
     }
 }
 

@@ -1,0 +1,120 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import IngestJSON
+import IngestStore
+
+/// One worker on the batch path: reads a whole chunk, checks its checksum, finds
+/// records by newline (the split wrote one per line and validated each), maps each
+/// straight into rows (`RowMapper`), and every K records has its `BatchInserter` write
+/// the rows with the chunk's marker and the batch's rejects in one transaction.
+/// Parsing, mapping and key lookups happen before the write lock is taken.
+final class BatchImportWorker: ChunkImporting {
+    let rows: RowMapper
+    let inserter: BatchInserter
+    private(set) var times = StageTimes()
+    private let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
+
+    init(rows: RowMapper) {
+        self.rows = rows
+        inserter = rows.inserter
+    }
+
+    func importChunk(_ chunk: ChunkInfo, directory: String, skip: Int, saveEvery: Int, verified: Bool,
+                     afterSave: (ImportWorker.ChunkResult) throws -> Void) throws {
+        let path = directory + "/" + chunk.file
+        let started = StageTimes.now()
+        let bytes = try FileOps.readFile(path)
+        guard verified || bytes.withUnsafeBytes({ Checksum.hex(of: $0) }) == chunk.checksum else {
+            throw ImportError("\(path) changed after the split (its checksum is not the manifest's); delete it and run ingest resume to make it again from the feed")
+        }
+        times.parse += StageTimes.now() - started
+        var request = inserter.makeRequest(text: bytes)
+        var rejects: [String: String] = [:]
+        var sinceSave = 0
+        var index = 0
+
+        func flush(done: Int) throws {
+            let started = StageTimes.now()
+            var metadata = rejects
+            metadata[ImportMarker.chunkKey(chunk.index)] = String(done)
+            let result = try inserter.execute(request, metadata: metadata) { [self] rejection in
+                let reject = ImportMarker.Reject(chunk: chunk.index, index: rejection.record, record: chunk.firstRecord + rejection.record,
+                                                 reason: rejection.reason, text: text(ofRecord: rejection.record, in: bytes))
+                return [ImportMarker.rejectKey(chunk: chunk.index, index: rejection.record): try json(reject)]
+            }
+            times.save += StageTimes.now() - started
+            let saved = ImportWorker.ChunkResult(imported: result.records, rejected: rejects.count + result.rejected.count)
+            request.removeAll(text: bytes)
+            rejects.removeAll(keepingCapacity: true)
+            sinceSave = 0
+            try afterSave(saved)
+        }
+
+        var start = 0
+        var mapping = 0.0
+        while start < bytes.count {
+            let end = bytes.withUnsafeBytes { buffer -> Int in
+                guard let newline = memchr(buffer.baseAddress! + start, 0x0A, buffer.count - start) else { return buffer.count }
+                return buffer.baseAddress!.distance(to: UnsafeRawPointer(newline))
+            }
+            defer {
+                start = end + 1
+                index += 1
+            }
+            guard index >= skip else { continue }
+            let mapped = StageTimes.now()
+            do {
+                try rows.add(record: start..<end, number: index, to: &request)
+            } catch let error as CoercionError {
+                rejects[ImportMarker.rejectKey(chunk: chunk.index, index: index)] = try json(reject(chunk, index, bytes[start..<end], error.message))
+            } catch let error as FeedError {
+                rejects[ImportMarker.rejectKey(chunk: chunk.index, index: index)] = try json(reject(chunk, index, bytes[start..<end], error.message))
+            }
+            mapping += StageTimes.now() - mapped
+            sinceSave += 1
+            if sinceSave == saveEvery {
+                times.map += mapping
+                mapping = 0
+                try flush(done: index + 1)
+            }
+        }
+        times.map += mapping
+        if sinceSave > 0 || (skip == 0 && index == 0) { try flush(done: index) }
+    }
+
+    private func reject(_ chunk: ChunkInfo, _ index: Int, _ bytes: ArraySlice<UInt8>, _ reason: String) -> ImportMarker.Reject {
+        ImportMarker.Reject(chunk: chunk.index, index: index, record: chunk.firstRecord + index, reason: reason,
+                            text: String(decoding: bytes, as: UTF8.self))
+    }
+
+    private func json(_ reject: ImportMarker.Reject) throws -> String {
+        String(decoding: try encoder.encode(reject), as: UTF8.self)
+    }
+
+    /// The text of record `index` of the chunk (rejects are rare: found by counting lines).
+    private func text(ofRecord index: Int, in bytes: [UInt8]) -> String {
+        var line = 0
+        var start = 0
+        for position in bytes.indices where bytes[position] == 0x0A {
+            if line == index { return String(decoding: bytes[start..<position], as: UTF8.self) }
+            line += 1
+            start = position + 1
+        }
+        return line == index ? String(decoding: bytes[start...], as: UTF8.self) : ""
+    }
+}
+
+/// What the importer asks of a worker, on either path.
+protocol ChunkImporting: AnyObject {
+    var times: StageTimes { get }
+    func importChunk(_ chunk: ChunkInfo, directory: String, skip: Int, saveEvery: Int, verified: Bool,
+                     afterSave: (ImportWorker.ChunkResult) throws -> Void) throws
+}
+
+extension ImportWorker: ChunkImporting {}

@@ -1,0 +1,140 @@
+import Foundation
+
+/// Rows to write in one transaction by a `BatchInserter`, the store's bulk path,
+/// modeled on Core Data's `NSBatchInsertRequest`: no managed objects, no change
+/// tracking, rows bound straight to cached statements. A record becomes a group of
+/// rows: its own row and the rows of the related objects it names, linked by to-one
+/// relationships.
+///
+/// Each row holds a cell for every attribute of its entity (starting at the model's
+/// defaults) and a link for every to-one relationship. Text cells may point into
+/// `text`, the bytes the rows were read from, so a value is never copied before
+/// SQLite copies it.
+public struct BatchInsertRequest: Sendable {
+    /// One attribute's value in a row.
+    public enum Cell: Sendable, Equatable {
+        case null
+        case int(Int64)
+        case double(Double)
+        /// UTF-8 text at `offset..<offset+count` in the request's `text`.
+        case text(offset: Int32, count: Int32)
+        /// A value kept in the request (`values[index]`).
+        case value(Int32)
+    }
+
+    /// How a row meets a stored row with the same key (the entity's uniqueness constraint).
+    public enum Mode: Sendable {
+        /// The record's own object: a stored row with its key is overwritten, every
+        /// attribute and to-one, as the `objectTrump` merge policy does.
+        case upsert
+        /// A related object: a stored row with its key is used as it is; otherwise
+        /// this row is inserted.
+        case findOrCreate
+    }
+
+    struct Row: Sendable {
+        var entity: Int
+        var mode: Mode
+        var firstCell: Int
+        var firstLink: Int
+    }
+
+    struct Record: Sendable {
+        /// Caller's number for the record (its index in the chunk, say).
+        var number: Int
+        var firstRow: Int
+    }
+
+    public var text: [UInt8]
+    private(set) var values: [Value] = []
+    private(set) var cells: [Cell] = []
+    /// Per row and to-one relationship: the linked row, or -1.
+    private(set) var links: [Int32] = []
+    private(set) var rows: [Row] = []
+    private(set) var records: [Record] = []
+    let entities: [BatchInserter.EntityPlan]
+    /// Per entity: model defaults that are not plain cells (strings, say), by position.
+    var defaultValues: [[(position: Int, value: Value)]] = []
+
+    init(entities: [BatchInserter.EntityPlan], text: [UInt8]) {
+        self.entities = entities
+        self.text = text
+    }
+
+    /// Records added so far.
+    public var recordCount: Int { records.count }
+    public var isEmpty: Bool { records.isEmpty }
+
+    /// Starts the rows of another record; `number` comes back with its rejection, if any.
+    public mutating func beginRecord(number: Int) {
+        records.append(Record(number: number, firstRow: rows.count))
+    }
+
+    /// Adds a row of `entity` (an index from `BatchInserter.entityIndex(_:)`) to the
+    /// current record, filled with the model's defaults; returns the row's number.
+    /// A record's first row is its own object; rows are written after the rows they link to.
+    public mutating func addRow(entity: Int, mode: Mode) -> Int {
+        precondition(!records.isEmpty, "beginRecord before addRow")
+        let plan = entities[entity]
+        rows.append(Row(entity: entity, mode: mode, firstCell: cells.count, firstLink: links.count))
+        cells.append(contentsOf: plan.defaultCells)
+        links.append(contentsOf: repeatElement(-1, count: plan.info.toOneColumns.count))
+        for (position, value) in defaultValues[entity] { set(value, row: rows.count - 1, attribute: position) }
+        return rows.count - 1
+    }
+
+    /// Sets attribute `position` (its place in the entity's attributes) of `row`.
+    public mutating func set(_ cell: Cell, row: Int, attribute position: Int) {
+        cells[rows[row].firstCell + position] = cell
+    }
+
+    /// Sets attribute `position` of `row` to a value kept in the request.
+    public mutating func set(_ value: Value?, row: Int, attribute position: Int) {
+        guard let value else { return set(.null, row: row, attribute: position) }
+        values.append(value)
+        set(.value(Int32(values.count - 1)), row: row, attribute: position)
+    }
+
+    /// Links `row` to `target` through the to-one relationship at `toOne` (from
+    /// `BatchInserter.toOneIndex(_:of:)`).
+    public mutating func link(row: Int, toOne: Int, to target: Int) {
+        links[rows[row].firstLink + toOne] = Int32(target)
+    }
+
+    /// Drops the current record's rows (a record that turned out not to map).
+    public mutating func abandonRecord() {
+        guard let record = records.popLast() else { return }
+        if record.firstRow < rows.count {
+            let first = rows[record.firstRow]
+            cells.removeSubrange(first.firstCell...)
+            links.removeSubrange(first.firstLink...)
+            rows.removeSubrange(record.firstRow...)
+        }
+    }
+
+    /// Empties the request for the next batch, keeping its storage.
+    public mutating func removeAll(text: [UInt8]) {
+        self.text = text
+        values.removeAll(keepingCapacity: true)
+        cells.removeAll(keepingCapacity: true)
+        links.removeAll(keepingCapacity: true)
+        rows.removeAll(keepingCapacity: true)
+        records.removeAll(keepingCapacity: true)
+    }
+
+    func rowRange(ofRecord index: Int) -> Range<Int> {
+        records[index].firstRow..<(index + 1 < records.count ? records[index + 1].firstRow : rows.count)
+    }
+
+    /// The value of a cell, built (for checks and messages only, not the write path).
+    func value(_ cell: Cell, type: AttributeType) -> Value? {
+        switch cell {
+        case .null: return nil
+        case .int(let number): return type == .bool ? .bool(number != 0) : .int(number)
+        case .double(let number): return type == .date ? .date(Date(timeIntervalSinceReferenceDate: number)) : .double(number)
+        case .text(let offset, let count):
+            return .string(String(decoding: text[Int(offset)..<Int(offset + count)], as: UTF8.self))
+        case .value(let index): return values[Int(index)]
+        }
+    }
+}

@@ -1,0 +1,349 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// Writes `BatchInsertRequest`s: the bulk path of the store, for imports (Core Data's
+/// `NSBatchInsertRequest`). One inserter belongs to one worker; it keeps a bounded
+/// cache from related objects' keys to their rows, so most related objects cost no
+/// query at all.
+///
+/// What holds on this path as on a context's save: every row of a request and its
+/// metadata commit in ONE transaction; uniqueness is kept by the store's unique index
+/// (`ON CONFLICT`), so concurrent inserters never make two rows with one key; required
+/// attributes and value types are checked, and a record that fails is rejected whole
+/// (none of its rows written) with a reason in the model's names; relationships are
+/// set both ways (the to-many side of a one-to-many is the to-one's column); and the
+/// coordinator's observers get a `SaveNotice` with the object IDs inserted and updated,
+/// so main contexts merge these saves as any other.
+public final class BatchInserter {
+    /// An entity as the batch path writes it.
+    struct EntityPlan: Sendable {
+        let info: EntityInfo
+        /// The model's defaults, as cells.
+        let defaultCells: [BatchInsertRequest.Cell]
+        /// The key attribute's position (the entity's one uniqueness constraint), if any.
+        let keyPosition: Int?
+        let insertSQL: String
+        let findOrCreateSQL: String
+    }
+
+    public let coordinator: PersistentStoreCoordinator
+    let plans: [EntityPlan]
+    private let planIndex: [String: Int]
+    /// Rows of related objects by key, per entity: filled from lookups and inserts.
+    private var known: [[Value: Int64]]
+    /// Past this many keys per entity the cache starts over, so memory stays bounded.
+    public var cacheLimit = 200_000
+
+    /// Whether the batch path can write `entity`: at most one uniqueness constraint (the
+    /// key it upserts on), and no to-one relationship whose inverse is also to-one
+    /// (those keep a column on both sides).
+    public static func supports(_ entity: Entity, in model: Model) -> Bool {
+        guard entity.uniquenessConstraints.count <= 1 else { return false }
+        return entity.relationships.allSatisfy { relationship in
+            relationship.isToMany || model.entity(relationship.destination)?.relationship(relationship.inverse)?.isToMany == true
+        }
+    }
+
+    /// An inserter for the entities of `coordinator`'s model that `supports(_:in:)` accepts.
+    public init(coordinator: PersistentStoreCoordinator) {
+        self.coordinator = coordinator
+        let model = coordinator.model
+        var plans: [EntityPlan] = []
+        for entity in model.entities where Self.supports(entity, in: model) {
+            let info = coordinator.schema.entity(entity.name)!
+            let defaults = entity.attributes.map { attribute -> BatchInsertRequest.Cell in
+                switch attribute.defaultValue {
+                case nil: .null
+                case .int(let number)?: .int(number)
+                case .bool(let flag)?: .int(flag ? 1 : 0)
+                case .double(let number)?: .double(number)
+                case .date(let date)?: .double(date.timeIntervalSinceReferenceDate)
+                default: .null  // replaced below: kept as a value in each request
+                }
+            }
+            let key = entity.uniquenessConstraints.first.map { constraint in info.attributeIndex[constraint[0]]! }
+            let keyed = entity.uniquenessConstraints.first.map { $0.count == 1 } ?? false
+            var upsert = info.insertSQL
+            var findOrCreate = info.insertSQL
+            if let constraint = entity.uniquenessConstraints.first {
+                let target = constraint.map(quoted).joined(separator: ", ")
+                let columns = entity.attributes.map { quoted($0.name) } + info.toOneColumns.map { quoted($0.column) }
+                upsert += " ON CONFLICT (\(target)) DO UPDATE SET "
+                    + columns.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+                findOrCreate += " ON CONFLICT (\(target)) DO NOTHING"
+            }
+            plans.append(EntityPlan(info: info, defaultCells: defaults, keyPosition: keyed ? key : nil,
+                                    insertSQL: upsert + " RETURNING \"_pk\"", findOrCreateSQL: findOrCreate))
+        }
+        self.plans = plans
+        planIndex = Dictionary(uniqueKeysWithValues: plans.enumerated().map { ($1.info.name, $0) })
+        known = Array(repeating: [:], count: plans.count)
+    }
+
+    /// The index of `entity` for `BatchInsertRequest.addRow`, or nil when the batch path
+    /// cannot write it (see `supports(_:in:)`).
+    public func entityIndex(_ entity: String) -> Int? { planIndex[entity] }
+
+    /// The index of the to-one `relationship` of `entity` for `BatchInsertRequest.link`.
+    public func toOneIndex(_ relationship: String, of entity: Int) -> Int? {
+        let info = plans[entity].info
+        guard let index = info.relationshipIndex[relationship] else { return nil }
+        return info.toOneColumns.firstIndex { $0.relationship == index }
+    }
+
+    /// An empty request for this inserter's entities, reading text cells from `text`.
+    public func makeRequest(text: [UInt8] = []) -> BatchInsertRequest {
+        var request = BatchInsertRequest(entities: plans, text: text)
+        request.defaultValues = plans.map { plan in
+            plan.info.attributeDefaults.enumerated().compactMap { position, value in
+                guard let value, case .null = plan.defaultCells[position] else { return nil }
+                return (position, value)
+            }
+        }
+        return request
+    }
+
+    /// A record the inserter rejected, with the reason in the model's names.
+    public struct Rejection: Sendable, Equatable {
+        public var record: Int
+        public var reason: String
+    }
+
+    /// What one `execute` wrote.
+    public struct Result: Sendable {
+        /// Records written (all their rows).
+        public var records = 0
+        public var rejected: [Rejection] = []
+        /// New rows per entity name.
+        public var inserted: [String: Int] = [:]
+        /// Stored rows the records' own objects overwrote.
+        public var updated = 0
+    }
+
+    /// Writes `request` and `metadata` in one transaction. Records that cannot be
+    /// written (a row to create lacks a required value) are left out whole and handed to
+    /// `rejected`, whose metadata entries commit in the same transaction.
+    /// - Throws: `StoreError.diskFull` or `.database` when SQLite fails (nothing is
+    ///   written); whatever `rejected` throws.
+    public func execute(_ request: BatchInsertRequest, metadata: [String: String],
+                        rejected: (Rejection) throws -> [String: String] = { _ in [:] }) throws -> Result {
+        // Each related row's key, built once: the lookups and the write both hash it.
+        let keys = request.rows.map { row -> Value? in
+            guard row.mode == .findOrCreate, let position = plans[row.entity].keyPosition else { return nil }
+            return request.value(request.cells[row.firstCell + position], type: plans[row.entity].info.attributeTypes[position])
+        }
+        try lookUpKeys(request, keys: keys)
+        nonisolated(unsafe) let inserter = self
+        let observed = coordinator.hasSaveObservers
+        let (result, notice, learned) = try coordinator.write { db in
+            try inserter.write(request, keys: keys, metadata: metadata, rejected: rejected, observed: observed, db)
+        }
+        for (entity, keys) in learned.enumerated() where !keys.isEmpty {
+            if known[entity].count + keys.count > cacheLimit { known[entity].removeAll(keepingCapacity: true) }
+            known[entity].merge(keys) { old, _ in old }
+        }
+        if let notice { coordinator.post(notice) }
+        return result
+    }
+
+    // MARK: - Outside the write lock
+
+    /// Related keys the cache lacks, looked up on a reader before the write transaction
+    /// so the writer holds its lock only to bind and step.
+    private func lookUpKeys(_ request: BatchInsertRequest, keys: [Value?]) throws {
+        var missing: [Int: Set<Value>] = [:]
+        for (row, key) in zip(request.rows, keys) {
+            guard let key, known[row.entity][key] == nil else { continue }
+            missing[row.entity, default: []].insert(key)
+        }
+        guard !missing.isEmpty else { return }
+        let found = try coordinator.read { db -> [Int: [Value: Int64]] in
+            var found: [Int: [Value: Int64]] = [:]
+            for (entity, keys) in missing {
+                let statement = try db.cachedStatement(sql: plans[entity].info.uniqueLookupSQL[0]).sqliteStatement
+                for key in keys {
+                    SQLiteValues.bind(key, to: statement, at: 1)
+                    if sqlite3_step(statement) == SQLITE_ROW { found[entity, default: [:]][key] = sqlite3_column_int64(statement, 0) }
+                    sqlite3_reset(statement)
+                }
+            }
+            return found
+        }
+        for (entity, keys) in found {
+            if known[entity].count + keys.count > cacheLimit { known[entity].removeAll(keepingCapacity: true) }
+            known[entity].merge(keys) { old, _ in old }
+        }
+    }
+
+    // MARK: - The transaction
+
+    private func write(_ request: BatchInsertRequest, keys: [Value?], metadata: [String: String], rejected: (Rejection) throws -> [String: String],
+                       observed: Bool, _ db: Database) throws -> (Result, SaveNotice?, [[Value: Int64]]) {
+        var result = Result()
+        var stagedMetadata = metadata
+        var learned: [[Value: Int64]] = Array(repeating: [:], count: plans.count)
+        var inserted = Set<ObjectID>(minimumCapacity: observed ? request.rows.count : 0)
+        var updated = Set<ObjectID>()
+        // Row numbers handed out in one reservation per entity; unused ones leave gaps.
+        var nextKey = Array(repeating: Int64(0), count: plans.count)
+        var lastKey = Array(repeating: Int64(-1), count: plans.count)
+        var counts = Array(repeating: 0, count: plans.count)
+        for row in request.rows { counts[row.entity] += 1 }
+        for (entity, count) in counts.enumerated() where count > 0 {
+            nextKey[entity] = try coordinator.reserveKeys(count, for: plans[entity].info, db)
+            lastKey[entity] = nextKey[entity] + Int64(count) - 1
+        }
+        let upserts = try plans.map { try db.cachedStatement(sql: $0.insertSQL).sqliteStatement }
+        let creates = try plans.map { try db.cachedStatement(sql: $0.findOrCreateSQL).sqliteStatement }
+        let lookups = try plans.map { plan in try plan.info.uniqueLookupSQL.first.map { try db.cachedStatement(sql: $0).sqliteStatement } }
+        var rowKeys = [Int64](repeating: 0, count: 0)
+        let storeID = coordinator.storeID
+
+        func existing(_ entity: Int, _ key: Value) throws -> Int64? {
+            if let pk = known[entity][key] ?? learned[entity][key] { return pk }
+            guard let statement = lookups[entity] else { return nil }
+            defer { sqlite3_reset(statement) }
+            SQLiteValues.bind(key, to: statement, at: 1)
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW: return sqlite3_column_int64(statement, 0)
+            case SQLITE_DONE: return nil
+            default: throw SQLiteValues.failure(statement, db)
+            }
+        }
+
+        try request.text.withUnsafeBytes { text in
+            for recordIndex in request.records.indices {
+                let range = request.rowRange(ofRecord: recordIndex)
+                if let reason = try problem(in: range, request, keys: keys, existing: existing) {
+                    let rejection = Rejection(record: request.records[recordIndex].number, reason: reason)
+                    result.rejected.append(rejection)
+                    for (key, value) in try rejected(rejection) { stagedMetadata[key] = value }
+                    continue
+                }
+                rowKeys.removeAll(keepingCapacity: true)
+                rowKeys.append(contentsOf: repeatElement(0, count: range.count))
+                // Linked rows come after the rows linking to them: write from the last.
+                for rowIndex in range.reversed() {
+                    let row = request.rows[rowIndex]
+                    let plan = plans[row.entity]
+                    if let key = keys[rowIndex] {
+                        if let pk = known[row.entity][key] {
+                            rowKeys[rowIndex - range.lowerBound] = pk
+                            continue
+                        }
+                        if let pk = try existing(row.entity, key) {
+                            rowKeys[rowIndex - range.lowerBound] = pk
+                            learned[row.entity][key] = pk
+                            continue
+                        }
+                        let pk = nextKey[row.entity]
+                        nextKey[row.entity] += 1
+                        precondition(pk <= lastKey[row.entity], "more rows than keys reserved")
+                        let statement = creates[row.entity]
+                        bind(request, row, pk: pk, rowKeys: rowKeys, firstRow: range.lowerBound, text: text, to: statement)
+                        try SQLiteValues.stepToEnd(statement, db)
+                        // Another inserter may have made it since the lookup: its row wins.
+                        let made = sqlite3_changes(db.sqliteConnection) > 0
+                        let final = made ? pk : try existing(row.entity, key) ?? pk
+                        rowKeys[rowIndex - range.lowerBound] = final
+                        learned[row.entity][key] = final
+                        if made {
+                            result.inserted[plan.info.name, default: 0] += 1
+                            if observed { inserted.insert(ObjectID(storeID: storeID, entityName: plan.info.name, key: .permanent(pk))) }
+                        }
+                        continue
+                    }
+                    let pk = nextKey[row.entity]
+                    nextKey[row.entity] += 1
+                    let statement = upserts[row.entity]
+                    bind(request, row, pk: pk, rowKeys: rowKeys, firstRow: range.lowerBound, text: text, to: statement)
+                    // RETURNING gives the row written: ours, or the stored one it overwrote.
+                    guard sqlite3_step(statement) == SQLITE_ROW else { throw SQLiteValues.failure(statement, db) }
+                    let stored = sqlite3_column_int64(statement, 0)
+                    try SQLiteValues.stepToEnd(statement, db)
+                    rowKeys[rowIndex - range.lowerBound] = stored
+                    if stored == pk {
+                        result.inserted[plan.info.name, default: 0] += 1
+                        if observed { inserted.insert(ObjectID(storeID: storeID, entityName: plan.info.name, key: .permanent(pk))) }
+                    } else {
+                        result.updated += 1
+                        if observed { updated.insert(ObjectID(storeID: storeID, entityName: plan.info.name, key: .permanent(stored))) }
+                    }
+                }
+                result.records += 1
+            }
+        }
+        for (key, value) in stagedMetadata {
+            try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(PersistentStoreCoordinator.metadataTable)) (key, value) VALUES (?, ?)",
+                           arguments: [key, value])
+        }
+        try coordinator.beforeCommit.withLock { $0 }?()
+        if coordinator.takeInjectedCommitFailure() {
+            throw DatabaseError(resultCode: .SQLITE_FULL, message: "database or disk is full")
+        }
+        let sequence = coordinator.nextSaveSequence()
+        let notice = observed
+            ? SaveNotice(inserted: inserted, updated: updated, deleted: [], sequence: sequence, contextName: "batch insert",
+                         contextIdentity: nil)
+            : nil
+        return (result, notice, learned)
+    }
+
+    /// Why the record's rows cannot be written, or nil: a row that would be created (or,
+    /// for the record's own object, written) lacks a required value, or holds a value
+    /// of the wrong type.
+    private func problem(in range: Range<Int>, _ request: BatchInsertRequest, keys: [Value?],
+                         existing: (Int, Value) throws -> Int64?) throws -> String? {
+        for rowIndex in range {
+            let row = request.rows[rowIndex]
+            let plan = plans[row.entity]
+            let info = plan.info
+            var missing: [String] = []
+            for position in info.attributeRequired.indices {
+                let cell = request.cells[row.firstCell + position]
+                if cell == .null {
+                    if info.attributeRequired[position] { missing.append(info.attributeNames[position]) }
+                } else if case .value(let index) = cell, !info.attributeTypes[position].accepts(request.values[Int(index)]) {
+                    return "\(info.name).\(info.attributeNames[position]): \(request.values[Int(index)]) is not a valid \(info.attributeTypes[position].rawValue)"
+                }
+            }
+            guard !missing.isEmpty else { continue }
+            let key = keys[rowIndex] ?? plan.keyPosition.flatMap { request.value(request.cells[row.firstCell + $0], type: info.attributeTypes[$0]) }
+            if row.mode == .findOrCreate, let key, try existing(row.entity, key) != nil { continue }
+            let names = missing.joined(separator: ", ")
+            let which = key.map { "\(info.name) \($0)" } ?? info.name
+            let verb = missing.count == 1 ? "is" : "are"
+            let onlyKey = row.mode == .findOrCreate && (0..<info.attributeNames.count).allSatisfy { position in
+                position == plan.keyPosition || request.cells[row.firstCell + position] == plan.defaultCells[position]
+            }
+            return "\(which): \(names) \(verb) required" + (onlyKey ? " (the record gives only its key)" : "")
+        }
+        return nil
+    }
+
+    private func bind(_ request: BatchInsertRequest, _ row: BatchInsertRequest.Row, pk: Int64, rowKeys: [Int64], firstRow: Int,
+                      text: UnsafeRawBufferPointer, to statement: SQLiteStatement) {
+        sqlite3_bind_int64(statement, 1, pk)
+        let info = plans[row.entity].info
+        var index: Int32 = 2
+        for position in 0..<info.attributeTypes.count {
+            switch request.cells[row.firstCell + position] {
+            case .null: sqlite3_bind_null(statement, index)
+            case .int(let number): sqlite3_bind_int64(statement, index, number)
+            case .double(let number): sqlite3_bind_double(statement, index, number)
+            case .text(let offset, let count):
+                // The request's bytes outlive the step: SQLite may read them in place.
+                sqlite3_bind_text(statement, index, text.baseAddress!.advanced(by: Int(offset)).assumingMemoryBound(to: CChar.self),
+                                  count, nil)
+            case .value(let value): SQLiteValues.bind(request.values[Int(value)], to: statement, at: index)
+            }
+            index += 1
+        }
+        for link in 0..<info.toOneColumns.count {
+            let target = request.links[row.firstLink + link]
+            if target >= 0 { sqlite3_bind_int64(statement, index, rowKeys[Int(target) - firstRow]) } else { sqlite3_bind_null(statement, index) }
+            index += 1
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import GRDB
+import IngestJSON
+import IngestStore
+import IngestTestSupport
+import Testing
+@testable import IngestPipeline
+
+/// The batch path (`RowMapper` + `BatchInserter`) against the object path (managed
+/// objects, contexts), which stays the reference: the same feed must give the same
+/// store, column for column, and the same rejects.
+@Suite struct BatchPathTests {
+    static var spec: PipelineSpec { RecordMapperTests.spec }
+
+    /// Records that take every branch of the fast path and of its fallbacks. They sit in
+    /// one chunk, so "the first copy of a related object wins" and "a later record with
+    /// the same key overwrites" do not depend on which worker runs first.
+    static let edgeRecords = [
+        #"{"id":"e1","title":"plain","views":" 12 ","photographer":{"id":"ep1","name":"A"}}"#,
+        #"{"id":"e2","ti\u0074le":"escaped key","views":"1e3"}"#,
+        #"{"id":"e3","views":1,"views":2,"title":"duplicate key: the last wins"}"#,
+        #"{"id":"e4","views":1.0,"photographer":"ep2"}"#,
+        #"{"id":"e5","photographer":null,"latitude":"38.7","longitude":-0.0}"#,
+        #"{"id":"e6","photographer":[{"id":"ep3"}]}"#,
+        #"{"id":"e7","title":"caf\u00e9 \"quoted\" \\ slash","subtitle":"café ☕ 𝄞"}"#,
+        #"{"id":"e8","uploadDate":1709640000,"tags":{"a":[1,{"b":null}],"c":"\u00e9"}}"#,
+        #"{"id":"e9","uploadDate":"2024-03-05T12:34:56.123+02:00","views":-42}"#,
+        #"{"id":"e10","uploadDate":"yesterday"}"#,
+        #"{"id":"e11","latitude":1e400}"#,
+        #"{"id":"e12","views":99999999999999999999}"#,
+        #"{"id":42,"title":true,"subtitle":12.50,"views":"007"}"#,
+        #"{"id":true,"photographer":{"id":7,"name":"numeric key"}}"#,
+        #"{"title":"no id"}"#,
+        #"{"id":"e1","title":"same id again: overwrites e1","photographer":{"id":"ep1","name":"B (ignored: ep1 exists)"}}"#,
+        #"{"id":"e15","photographer":{"name":"no key"}}"#,
+        #"{ "id" : "e16" , "views" : 3 , "unknown" : {"x":[{"y":"\""}],"deep":[[[[[]]]]]} }"#,
+        #"5"#,
+        #"{"id":"e18","views":"12.5"}"#,
+        #"{"id":"e19","uploadDate":"2024-02-30T00:00:00Z"}"#,
+        #"{"id":"e20","tags":["x","y"],"photographer":{"id":"ep4","name":null}}"#,
+    ]
+
+    /// Every photo with its photographer, every column and its SQLite type, sorted.
+    func dump(_ store: String) throws -> [String] {
+        let queue = try DatabaseQueue(path: store)
+        return try queue.read { db in
+            let photos = try Row.fetchAll(db, sql: """
+                SELECT p.*, typeof(p.views), typeof(p.latitude), typeof(p.uploadDate), g.id AS gid, g.name AS gname
+                FROM Photo p LEFT JOIN Photographer g ON g._pk = p._whoTook ORDER BY p.id
+                """)
+            let photographers = try Row.fetchAll(db, sql: "SELECT id, name FROM Photographer ORDER BY id")
+            return (photos + photographers).map { row in
+                row.columnNames.filter { $0 != "_pk" && $0 != "_whoTook" }.map { "\($0)=\(row[$0] as DatabaseValue)" }.joined(separator: " ")
+            }
+        }
+    }
+
+    func run(_ dir: TemporaryDirectory, feed: String, store: String, objectPath: Bool, workers: Int = 2,
+             saveEvery: Int = 7) throws -> ImportReport {
+        var options = Importer.Options(feed: feed, store: dir.file(store), workers: workers, saveEvery: saveEvery, chunkSize: 50)
+        options.objectPath = objectPath
+        return try Importer(spec: Self.spec, options: options).run()
+    }
+
+    @Test func bothPathsGiveTheSameStoreAndTheSameRejects() throws {
+        let dir = try TemporaryDirectory()
+        var lines = String(decoding: FeedGenerator(records: 300, seed: 21, ndjson: true).bytes(), as: UTF8.self)
+            .split(separator: "\n").map(String.init)
+        lines.insert(contentsOf: Self.edgeRecords, at: 100)
+        let feed = try dir.write("feed.json", Array(("[\n" + lines.joined(separator: ",\n") + "\n]\n").utf8))
+        let batch = try run(dir, feed: feed, store: "batch.sqlite", objectPath: false)
+        let objects = try run(dir, feed: feed, store: "objects.sqlite", objectPath: true)
+        #expect(batch.rejected == 8, "\((try? String(contentsOfFile: batch.rejectsFile, encoding: .utf8)) ?? "")")
+        #expect(batch.counts == objects.counts)
+        let (batchRows, objectRows) = (try dump(dir.file("batch.sqlite")), try dump(dir.file("objects.sqlite")))
+        #expect(batchRows.count == objectRows.count)
+        for (a, b) in zip(batchRows, objectRows) where a != b { Issue.record("batch: \(a)\nobjects: \(b)") }
+        let rejects = { (path: String) in try String(contentsOfFile: path, encoding: .utf8) }
+        #expect(try rejects(batch.rejectsFile) == rejects(objects.rejectsFile))
+        #expect(try rejects(batch.rejectsFile).contains(#""reason":"whoTook: a list, but Photo.whoTook is to-one""#))
+        #expect(batchRows.contains { $0.hasPrefix(#"id="e1" title="same id again: overwrites e1" "#) && $0.hasSuffix(#"gid="ep1" gname="A""#) },
+                "a later record overwrites the photo; the photographer keeps its first copy")
+    }
+
+    @Test(arguments: [1, 2, 4])
+    func workersRacingForTheSameRelatedObjectsLeaveOneRowEach(workers: Int) throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 2_000, seed: 4).write(to: feed)
+        let batch = try run(dir, feed: feed, store: "batch.sqlite", objectPath: false, workers: workers, saveEvery: 13)
+        let reference = try run(dir, feed: feed, store: "objects.sqlite", objectPath: true, workers: 1)
+        #expect(batch.counts == reference.counts)
+        #expect(try dump(dir.file("batch.sqlite")) == dump(dir.file("objects.sqlite")))
+    }
+
+    /// A related object named only by its key, whose entity requires more: on the
+    /// batch path that record is rejected with a reason in model names, and the rest imports.
+    @Test func aRelatedObjectGivenOnlyByItsKeyIsRejectedWhenItsEntityNeedsMore() throws {
+        let pipeline = #"""
+            {"model": {"entities": [
+               {"name": "Ticket", "attributes": [{"name": "id", "type": "int64", "optional": false}],
+                "relationships": [{"name": "event", "destination": "Event", "inverse": "tickets"}], "unique": [["id"]]},
+               {"name": "Event", "attributes": [{"name": "id", "type": "int64", "optional": false},
+                                                {"name": "name", "type": "string", "optional": false}],
+                "relationships": [{"name": "tickets", "destination": "Ticket", "inverse": "event", "toMany": true}],
+                "unique": [["id"]]}]},
+             "record": "Ticket",
+             "mappings": {"Ticket": {"attributes": {"id": "id"}, "relationships": {"event": "event"}},
+                          "Event": {"attributes": {"id": "id", "name": "name"}}}}
+            """#
+        let spec = try PipelineSpec.parse(Array(pipeline.utf8))
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("feed.json", Array(#"""
+            [{"id": 1, "event": {"id": 17, "name": "Opening"}},
+             {"id": 2, "event": 17},
+             {"id": 3, "event": 18},
+             {"id": 4}]
+            """#.utf8))
+        let report = try Importer(spec: spec, options: .init(feed: feed, store: dir.file("s.sqlite"), workers: 1)).run()
+        #expect(report.counts == ["Ticket": 3, "Event": 1])
+        let rejects = try String(contentsOfFile: report.rejectsFile, encoding: .utf8)
+        #expect(rejects == #"{"chunk":1,"index":2,"record":2,"reason":"Event 18: name is required (the record gives only its key)","text":"{\"id\": 3, \"event\": 18}"}"# + "\n")
+    }
+
+    @Test func pipelinesTheBatchPathCannotWriteTakeTheObjectPath() throws {
+        let spec = try PipelineSpec.parse(Array(#"""
+            {"model": {"entities": [
+               {"name": "Post", "attributes": [{"name": "id", "type": "string"}],
+                "relationships": [{"name": "tags", "destination": "Tag", "inverse": "posts", "toMany": true}], "unique": [["id"]]},
+               {"name": "Tag", "attributes": [{"name": "name", "type": "string"}],
+                "relationships": [{"name": "posts", "destination": "Post", "inverse": "tags", "toMany": true}], "unique": [["name"]]}]},
+             "record": "Post",
+             "mappings": {"Post": {"attributes": {"id": "id"}, "relationships": {"tags": "tags"}},
+                          "Tag": {"attributes": {"name": "name"}}}}
+            """#.utf8))
+        let dir = try TemporaryDirectory()
+        let coordinator = try PersistentStoreCoordinator(model: spec.model, path: dir.file("s.sqlite"))
+        #expect(RowMapper(mapper: RecordMapper(spec: spec), inserter: BatchInserter(coordinator: coordinator)) == nil)
+        let photos = try PersistentStoreCoordinator(model: Self.spec.model, path: dir.file("p.sqlite"))
+        #expect(RowMapper(mapper: RecordMapper(spec: Self.spec), inserter: BatchInserter(coordinator: photos)) != nil)
+    }
+}
