@@ -23,7 +23,7 @@ final class ChunkCommitter: @unchecked Sendable {
 
     private let directory: String
     private let journalPath: String
-    private let onCommit: (@Sendable (ChunkInfo) -> Void)?
+    private let onCommit: (@Sendable (ChunkInfo, Bool) -> Void)?
     /// Chunks already on disk from an earlier run: regenerated, hashed and compared, not written.
     private let existing: [ChunkInfo]
 
@@ -35,7 +35,7 @@ final class ChunkCommitter: @unchecked Sendable {
     private(set) var committed: [ChunkInfo] = []
     private(set) var written = 0
 
-    init(directory: String, existing: [ChunkInfo], onCommit: (@Sendable (ChunkInfo) -> Void)?) {
+    init(directory: String, existing: [ChunkInfo], onCommit: (@Sendable (ChunkInfo, Bool) -> Void)?) {
         self.directory = directory
         self.journalPath = directory + "/" + SplitJournal.fileName
         self.existing = existing
@@ -140,7 +140,7 @@ final class ChunkCommitter: @unchecked Sendable {
                 committer.written += 1
             }
             committer.committed.append(info)
-            committer.onCommit?(info)
+            committer.onCommit?(info, index > committer.existing.count)
         }
     }
 

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Where one value was found in a record: its kind and its bytes. For strings the
 /// range is the text between the quotes; for everything else, the value's own text.
 public struct JSONCapture: Sendable, Equatable {
@@ -31,8 +35,33 @@ public struct JSONCapturePlan: Sendable {
     }
 
     var nodes = [Node()]
+    /// `nodes` flattened for the scan: no arrays of arrays, nothing retained per key.
+    private(set) var table = Table([Node()])
     /// Captures per record: the size of the buffer `capture(_:into:)` fills.
     public private(set) var slotCount = 0
+
+    struct Table: Sendable {
+        /// Node n's entries are `first[n]..<first[n + 1]`.
+        var first: [Int32] = [0]
+        var keyOffset: [Int32] = []
+        var keyLength: [Int32] = []
+        var slot: [Int32] = []
+        var child: [Int32] = []
+        var keyBytes: [UInt8] = []
+
+        init(_ nodes: [Node]) {
+            for node in nodes {
+                for (index, key) in node.keys.enumerated() {
+                    keyOffset.append(Int32(keyBytes.count))
+                    keyLength.append(Int32(key.count))
+                    keyBytes += key
+                    slot.append(Int32(node.slots[index]))
+                    child.append(Int32(node.children[index]))
+                }
+                first.append(Int32(keyOffset.count))
+            }
+        }
+    }
     /// The record's own object.
     public static let root = 0
 
@@ -45,6 +74,7 @@ public struct JSONCapturePlan: Sendable {
             nodes[parent].slots[entry] = slotCount
             slotCount += 1
         }
+        table = Table(nodes)
         return nodes[parent].slots[entry]
     }
 
@@ -55,6 +85,7 @@ public struct JSONCapturePlan: Sendable {
             nodes.append(Node())
             nodes[parent].children[entry] = nodes.count - 1
         }
+        table = Table(nodes)
         return nodes[parent].children[entry]
     }
 
@@ -81,16 +112,57 @@ public struct JSONCapturePlan: Sendable {
         guard record.count > 0, isValidUTF8(record) else { return false }
         var scanner = JSONScanner(bytes: record, maxDepth: maxDepth)
         scanner.skipSpace()
-        guard scanner.at < record.count, record[scanner.at] == UInt8(ascii: "{"),
-              scanner.captureObject(self, node: Self.root, depth: 1, into: captures) else { return false }
-        scanner.skipSpace()
-        return scanner.at == record.count
+        guard scanner.at < record.count, record[scanner.at] == UInt8(ascii: "{") else { return false }
+        let table = self.table
+        return table.first.withUnsafeBufferPointer { first in
+            table.keyOffset.withUnsafeBufferPointer { keyOffset in
+                table.keyLength.withUnsafeBufferPointer { keyLength in
+                    table.slot.withUnsafeBufferPointer { slot in
+                        table.child.withUnsafeBufferPointer { child in
+                            table.keyBytes.withUnsafeBytes { keyBytes in
+                                let view = TableView(first: first, keyOffset: keyOffset, keyLength: keyLength, slot: slot,
+                                                     child: child, keyBytes: keyBytes)
+                                guard scanner.captureObject(view, node: Self.root, depth: 1, into: captures) else { return false }
+                                scanner.skipSpace()
+                                return scanner.at == record.count
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The table as raw buffers, for the length of one scan.
+struct TableView {
+    let first: UnsafeBufferPointer<Int32>
+    let keyOffset: UnsafeBufferPointer<Int32>
+    let keyLength: UnsafeBufferPointer<Int32>
+    let slot: UnsafeBufferPointer<Int32>
+    let child: UnsafeBufferPointer<Int32>
+    let keyBytes: UnsafeRawBufferPointer
+
+    /// The entry of `node` for `key`, or nil.
+    @inline(__always)
+    func entry(_ node: Int, _ key: UnsafeRawBufferPointer) -> Int? {
+        let count = Int32(key.count)
+        var index = Int(first[node])
+        let end = Int(first[node + 1])
+        while index < end {
+            if keyLength[index] == count, count == 0 || (keyBytes[Int(keyOffset[index])] == key[0]
+               && memcmp(keyBytes.baseAddress! + Int(keyOffset[index]), key.baseAddress!, Int(count)) == 0) {
+                return index - Int(first[node])
+            }
+            index += 1
+        }
+        return nil
     }
 }
 
 extension JSONScanner {
     /// At `{`: captures the node's keys in this object and in the objects below.
-    mutating func captureObject(_ plan: JSONCapturePlan, node index: Int, depth: Int,
+    mutating func captureObject(_ plan: TableView, node index: Int, depth: Int,
                                 into captures: UnsafeMutableBufferPointer<JSONCapture>) -> Bool {
         guard depth <= maxDepth else { return false }
         at += 1
@@ -109,14 +181,14 @@ extension JSONScanner {
             at += 1
             skipSpace()
             guard at < bytes.count else { return false }
-            if let entry = plan.nodes[index].entry(for: key) {
+            if let entry = plan.entry(index, key) {
                 // The last of two equal keys wins in a parsed object; rather than undo what
                 // the first captured, leave such records to the full parser.
                 guard entry < 64, seen & (1 << entry) == 0 else { return false }
                 seen |= 1 << entry
                 let start = at
                 var kind: JSONCapture.Kind
-                let child = plan.nodes[index].children[entry]
+                let child = Int(plan.child[Int(plan.first[index]) + entry])
                 switch bytes[at] {
                 case UInt8(ascii: "{"): kind = .object
                 case UInt8(ascii: "["): kind = .array
@@ -132,7 +204,7 @@ extension JSONScanner {
                     guard skipValue(depth: depth) else { return false }
                     if kind == .string && sawEscape { kind = .escapedString }
                 }
-                let slot = plan.nodes[index].slots[entry]
+                let slot = Int(plan.slot[Int(plan.first[index]) + entry])
                 if slot >= 0 {
                     let quoted = kind == .string || kind == .escapedString
                     captures[slot] = JSONCapture(kind: kind, start: Int32(quoted ? start + 1 : start),
@@ -144,14 +216,5 @@ extension JSONScanner {
             guard let closed = afterMember(closing: UInt8(ascii: "}")) else { return false }
             if closed { return true }
         }
-    }
-}
-
-extension JSONCapturePlan.Node {
-    func entry(for key: UnsafeRawBufferPointer) -> Int? {
-        for index in keys.indices where keys[index].count == key.count {
-            if keys[index].withUnsafeBytes({ $0.elementsEqual(key) }) { return index }
-        }
-        return nil
     }
 }

@@ -60,8 +60,10 @@ public final class Splitter {
     public let options: SplitOptions
     /// Called on the splitting thread after each block of input.
     public var onProgress: ((SplitProgress) -> Void)?
-    /// Called, in order, as each chunk file is in place (on the writer thread).
-    public var onChunk: (@Sendable (ChunkInfo) -> Void)?
+    /// Called, in order, as each chunk file is in place (on the writer thread), with
+    /// true when this run wrote it (its checksum is of the bytes just written) and false
+    /// for a chunk kept from an earlier run (its file was not read back).
+    public var onChunk: (@Sendable (ChunkInfo, _ written: Bool) -> Void)?
     /// Cancel it to stop after the chunk being written; `run()` then throws `SplitError.interrupted`.
     public let cancellation = SplitCancellation()
     /// Tests stop the split here, at a known chunk, as a crash or Ctrl-C might.

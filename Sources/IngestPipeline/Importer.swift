@@ -139,20 +139,23 @@ public final class Importer: Sendable {
         let splitDone = DispatchSemaphore(value: 0)
         let manifest = Mutex<SplitManifest?>(nil)
         let splitSeconds = Atomic<Int>(0)
+        let trusted = Mutex<Set<Int>>([])
         Thread.detachNewThread { [self] in
             defer { splitDone.signal() }
             let splitter = Splitter(feedPath: options.feed, directory: directory, options: splitOptions)
             splitCancellation.withLock { $0 = splitter.cancellation }
             if state.failed { splitter.cancellation.cancel() }
-            @Sendable func offer(_ chunk: ChunkInfo) {
+            @Sendable func offer(_ chunk: ChunkInfo, written: Bool) {
                 state.chunkSplit()
+                // Its checksum was taken from the bytes this run just wrote: checking them again would hash each byte twice.
+                if written { trusted.withLock { _ = $0.insert(chunk.index) } }
                 if (done[chunk.index] ?? 0) < chunk.records { queue.push(chunk) } else { state.chunkFinished() }
             }
-            splitter.onChunk = { offer($0) }
+            splitter.onChunk = { offer($0, written: $1) }
             do {
                 let report = try splitter.run()
                 try checkFeedHash(report.manifest, recorded: recorded)
-                if report.alreadyComplete { report.manifest.chunks.forEach(offer) }
+                if report.alreadyComplete { report.manifest.chunks.forEach { offer($0, written: false) } }
                 state.setTotal(report.manifest.chunks.count)
                 try recordFeedHash(coordinator, report.manifest, recorded: recorded)
                 manifest.withLock { $0 = report.manifest }
@@ -176,7 +179,7 @@ public final class Importer: Sendable {
                 defer { workerTimes.withLock { $0 = $0 + worker.times } }
                 while !state.failed, let chunk = queue.pop() {
                     try worker.importChunk(chunk, directory: directory, skip: done[chunk.index] ?? 0,
-                                               saveEvery: saveEvery, verified: verified.contains(chunk.index)) { saved in
+                                               saveEvery: saveEvery, verified: verified.contains(chunk.index) || trusted.withLock { $0.contains(chunk.index) }) { saved in
                         let rejected = state.saved(saved)
                         if saves.add(1, ordering: .relaxed).newValue >= stopAfterSaves.load(ordering: .relaxed) {
                             throw ImportError("stopped after \(saves.load(ordering: .relaxed)) saves")

@@ -30,12 +30,41 @@ final class RowMapper {
         let cutSlots: [Int]
     }
 
+    /// How the fast path converts one attribute, with nothing to retain.
+    struct Field {
+        enum Kind: UInt8 { case string, int64, double, bool, isoDate, other }
+        var kind: Kind
+        var slot: Int32
+        var position: Int32
+        var required: Bool
+        var hasDefault: Bool
+        /// Index of the instance, and of the attribute in its plan (for the rare paths).
+        var instance: Int32
+        var attribute: Int32
+    }
+
+    /// An instance as the fast path reads it: plain numbers only.
+    struct Step {
+        var entity: Int32
+        var parent: Int32
+        var toOne: Int32
+        var slot: Int32
+        var fields: Range<Int32>
+        var keySlots: Range<Int32>
+        var cutSlots: Range<Int32>
+    }
+
     let mapper: RecordMapper
     let inserter: BatchInserter
     let capturePlan: JSONCapturePlan
     let instances: [Instance]
     private let captures: UnsafeMutableBufferPointer<JSONCapture>
-    private var rowOf: [Int]
+    /// Per instance, the row it became in the current record (-1: none).
+    private let rowOf: UnsafeMutableBufferPointer<Int>
+    private let steps: UnsafeMutableBufferPointer<Step>
+    private let fields: UnsafeMutableBufferPointer<Field>
+    /// Capture slots: the instances' key attributes, then their cut relationships.
+    private let slotLists: UnsafeMutableBufferPointer<Int32>
     /// Records that took the slow path (for tests and the profile).
     private(set) var slowRecords = 0
 
@@ -79,10 +108,52 @@ final class RowMapper {
         self.capturePlan = capturePlan
         self.instances = instances
         captures = .allocate(capacity: max(1, capturePlan.slotCount))
-        rowOf = Array(repeating: -1, count: instances.count)
+        rowOf = .allocate(capacity: instances.count)
+        rowOf.initialize(repeating: -1)
+        var steps: [Step] = []
+        var fields: [Field] = []
+        var lists: [Int32] = []
+        for (index, instance) in instances.enumerated() {
+            let firstField = Int32(fields.count)
+            for (number, (attribute, slot)) in zip(instance.plan.attributes, instance.attributeSlots).enumerated() {
+                let kind: Field.Kind = switch attribute.type {
+                case _ where attribute.mapping.asJSON: .other
+                case .string: .string
+                case .int64: .int64
+                case .double: .double
+                case .bool: .bool
+                case .date where attribute.mapping.dates.first == .iso8601: .isoDate
+                default: .other
+                }
+                fields.append(Field(kind: kind, slot: Int32(slot), position: Int32(attribute.position), required: attribute.required,
+                                    hasDefault: attribute.mapping.defaultValue != nil, instance: Int32(index), attribute: Int32(number)))
+            }
+            let firstKey = Int32(lists.count)
+            for keySlot in instance.plan.keySlots {
+                // A key not mapped as an attribute is never in the record: the slow path says so.
+                lists.append(keySlot.map { Int32(instance.attributeSlots[$0]) } ?? -1)
+            }
+            let firstCut = Int32(lists.count)
+            lists += instance.cutSlots.map(Int32.init)
+            steps.append(Step(entity: Int32(instance.entity), parent: Int32(instance.parent), toOne: Int32(instance.toOne),
+                              slot: Int32(instance.slot), fields: firstField..<Int32(fields.count),
+                              keySlots: firstKey..<firstCut, cutSlots: firstCut..<Int32(lists.count)))
+        }
+        self.steps = .allocate(capacity: steps.count)
+        _ = self.steps.initialize(from: steps)
+        self.fields = .allocate(capacity: max(1, fields.count))
+        _ = self.fields.initialize(from: fields)
+        slotLists = .allocate(capacity: max(1, lists.count))
+        _ = slotLists.initialize(from: lists)
     }
 
-    deinit { captures.deallocate() }
+    deinit {
+        captures.deallocate()
+        rowOf.deallocate()
+        steps.deallocate()
+        fields.deallocate()
+        slotLists.deallocate()
+    }
 
     /// Adds the rows of the record at `range` of `request.text`.
     /// - Throws: `CoercionError` or `FeedError`: the record is rejected for that reason.
@@ -118,12 +189,13 @@ final class RowMapper {
     /// The fast path: false hands the record to the slow path (which decides errors).
     private func addFast(_ record: UnsafeRawBufferPointer, offset: Int, to request: inout BatchInsertRequest) -> Bool {
         guard capturePlan.capture(record, into: captures) else { return false }
-        for (index, instance) in instances.enumerated() {
+        for index in steps.indices {
+            let step = steps[index]
             rowOf[index] = -1
             var keyOnly: JSONCapture?
-            if instance.parent >= 0 {
-                guard rowOf[instance.parent] >= 0 else { continue }
-                let capture = captures[instance.slot]
+            if step.parent >= 0 {
+                guard rowOf[Int(step.parent)] >= 0 else { continue }
+                let capture = captures[Int(step.slot)]
                 switch capture.kind {
                 case .absent, .null: continue
                 case .object: break
@@ -131,72 +203,88 @@ final class RowMapper {
                 default: keyOnly = capture
                 }
             }
-            let row = request.addRow(entity: instance.entity, mode: instance.parent < 0 ? .upsert : .findOrCreate)
+            let row = request.addRow(entity: Int(step.entity), mode: step.parent < 0 ? .upsert : .findOrCreate)
             rowOf[index] = row
-            if instance.parent >= 0 { request.link(row: rowOf[instance.parent], toOne: instance.toOne, to: row) }
-            let plan = instance.plan
+            if step.parent >= 0 { request.link(row: rowOf[Int(step.parent)], toOne: Int(step.toOne), to: row) }
             if let keyOnly {
+                let plan = instances[index].plan
                 guard plan.key.count == 1, let json = Self.json(keyOnly, record),
                       let value = try? ValueCoercion.value(json, for: plan.keyAttributes[0].type) else { return false }
                 request.set(value, row: row, attribute: plan.keyAttributes[0].position)
                 continue
             }
-            for (attribute, slot) in zip(plan.attributes, instance.attributeSlots) {
-                guard setCell(captures[slot], attribute, record, offset: offset, row: row, in: &request) else { return false }
+            for field in step.fields {
+                guard setCell(fields[Int(field)], record, offset: offset, row: row, in: &request) else { return false }
             }
-            for keySlot in plan.keySlots {
-                guard let keySlot, captures[instance.attributeSlots[keySlot]].kind != .absent,
-                      captures[instance.attributeSlots[keySlot]].kind != .null else { return false }
+            for keySlot in step.keySlots {
+                let slot = slotLists[Int(keySlot)]
+                guard slot >= 0, captures[Int(slot)].kind != .absent, captures[Int(slot)].kind != .null else { return false }
             }
-            for slot in instance.cutSlots where captures[slot].kind != .absent && captures[slot].kind != .null { return false }
+            for cut in step.cutSlots {
+                let kind = captures[Int(slotLists[Int(cut)])].kind
+                if kind != .absent && kind != .null { return false }
+            }
         }
         return true
     }
 
     /// Sets one attribute's cell from its captured bytes; false when the value needs the slow path.
-    private func setCell(_ capture: JSONCapture, _ attribute: RecordMapper.AttributePlan, _ record: UnsafeRawBufferPointer,
-                         offset: Int, row: Int, in request: inout BatchInsertRequest) -> Bool {
-        let position = attribute.position
-        let bytes = UnsafeRawBufferPointer(rebasing: record[Int(capture.start)..<Int(capture.end)])
-        func set(_ cell: BatchInsertRequest.Cell) -> Bool {
-            request.set(cell, row: row, attribute: position)
-            return true
-        }
-        if capture.kind == .absent || capture.kind == .null {
-            guard let value = attribute.mapping.defaultValue else { return !attribute.required && set(.null) }
-            request.set(value, row: row, attribute: position)
-            return true
-        }
-        if !attribute.mapping.asJSON {
-            switch (attribute.type, capture.kind) {
-            case (.string, .string), (.string, .number), (.string, .trueValue), (.string, .falseValue):
-                return set(.text(offset: Int32(offset) + capture.start, count: capture.end - capture.start))
-            case (.int64, .number), (.int64, .string):
-                if let number = Self.integer(bytes) { return set(.int(number)) }
-            case (.double, .number):
-                if let number = Double(String(decoding: bytes, as: UTF8.self)), number.isFinite { return set(.double(number)) }
-            case (.bool, .trueValue): return set(.int(1))
-            case (.bool, .falseValue): return set(.int(0))
-            case (.date, .string):
-                if attribute.mapping.dates.first == .iso8601, let date = ValueCoercion.fastISO8601(bytes) {
-                    return set(.double(date.timeIntervalSinceReferenceDate))
-                }
-            default:
-                break
+    @inline(__always)
+    private func setCell(_ field: Field, _ record: UnsafeRawBufferPointer, offset: Int, row: Int,
+                         in request: inout BatchInsertRequest) -> Bool {
+        let capture = captures[Int(field.slot)]
+        let position = Int(field.position)
+        switch (field.kind, capture.kind) {
+        case (_, .absent), (_, .null):
+            if !field.hasDefault && !field.required {
+                request.set(.null, row: row, attribute: position)
+                return true
             }
+        case (.string, .string), (.string, .number), (.string, .trueValue), (.string, .falseValue):
+            request.set(.text(offset: Int32(offset) + capture.start, count: capture.end - capture.start), row: row, attribute: position)
+            return true
+        case (.int64, .number), (.int64, .string):
+            if let number = Self.integer(UnsafeRawBufferPointer(rebasing: record[Int(capture.start)..<Int(capture.end)])) {
+                request.set(.int(number), row: row, attribute: position)
+                return true
+            }
+        case (.double, .number):
+            let text = String(decoding: UnsafeRawBufferPointer(rebasing: record[Int(capture.start)..<Int(capture.end)]), as: UTF8.self)
+            if let number = Double(text), number.isFinite {
+                request.set(.double(number), row: row, attribute: position)
+                return true
+            }
+        case (.bool, .trueValue), (.bool, .falseValue):
+            request.set(.int(capture.kind == .trueValue ? 1 : 0), row: row, attribute: position)
+            return true
+        case (.isoDate, .string):
+            if let date = ValueCoercion.fastISO8601(UnsafeRawBufferPointer(rebasing: record[Int(capture.start)..<Int(capture.end)])) {
+                request.set(.double(date.timeIntervalSinceReferenceDate), row: row, attribute: position)
+                return true
+            }
+        default:
+            break
         }
-        // Everything else converts as the slow path does, from the value itself.
-        guard let json = Self.json(capture, record) else { return false }
+        return setConverted(capture, instances[Int(field.instance)].plan.attributes[Int(field.attribute)], record, row: row, in: &request)
+    }
+
+    /// Everything the fast cases do not cover converts as the slow path does, from the value itself.
+    private func setConverted(_ capture: JSONCapture, _ attribute: RecordMapper.AttributePlan, _ record: UnsafeRawBufferPointer,
+                              row: Int, in request: inout BatchInsertRequest) -> Bool {
         var value: Value?
-        if attribute.mapping.asJSON, json != .null {
-            value = .string(json.description)
-        } else {
-            guard let converted = try? ValueCoercion.value(json, for: attribute.type, dates: attribute.mapping.dates) else { return false }
-            value = converted
+        if let json = Self.json(capture, record) {
+            if attribute.mapping.asJSON, json != .null {
+                value = .string(json.description)
+            } else {
+                guard let converted = try? ValueCoercion.value(json, for: attribute.type, dates: attribute.mapping.dates) else { return false }
+                value = converted
+            }
+        } else if capture.kind != .absent {
+            return false
         }
         if value == nil { value = attribute.mapping.defaultValue }
         if value == nil && attribute.required { return false }
-        request.set(value, row: row, attribute: position)
+        request.set(value, row: row, attribute: attribute.position)
         return true
     }
 

@@ -35,11 +35,11 @@ public final class BatchInserter {
     /// Past this many keys per entity the cache starts over, so memory stays bounded.
     public var cacheLimit = 200_000
 
-    /// Whether the batch path can write `entity`: at most one uniqueness constraint (the
-    /// key it upserts on), and no to-one relationship whose inverse is also to-one
+    /// Whether the batch path can write `entity`: at most one uniqueness constraint, of
+    /// one attribute (the key it upserts on), and no to-one relationship whose inverse is also to-one
     /// (those keep a column on both sides).
     public static func supports(_ entity: Entity, in model: Model) -> Bool {
-        guard entity.uniquenessConstraints.count <= 1 else { return false }
+        guard entity.uniquenessConstraints.count <= 1, entity.uniquenessConstraints.allSatisfy({ $0.count == 1 }) else { return false }
         return entity.relationships.allSatisfy { relationship in
             relationship.isToMany || model.entity(relationship.destination)?.relationship(relationship.inverse)?.isToMany == true
         }
@@ -63,7 +63,6 @@ public final class BatchInserter {
                 }
             }
             let key = entity.uniquenessConstraints.first.map { constraint in info.attributeIndex[constraint[0]]! }
-            let keyed = entity.uniquenessConstraints.first.map { $0.count == 1 } ?? false
             var upsert = info.insertSQL
             var findOrCreate = info.insertSQL
             if let constraint = entity.uniquenessConstraints.first {
@@ -73,8 +72,8 @@ public final class BatchInserter {
                     + columns.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
                 findOrCreate += " ON CONFLICT (\(target)) DO NOTHING"
             }
-            plans.append(EntityPlan(info: info, defaultCells: defaults, keyPosition: keyed ? key : nil,
-                                    insertSQL: upsert + " RETURNING \"_pk\"", findOrCreateSQL: findOrCreate))
+            plans.append(EntityPlan(info: info, defaultCells: defaults, keyPosition: key,
+                                    insertSQL: upsert, findOrCreateSQL: findOrCreate))
         }
         self.plans = plans
         planIndex = Dictionary(uniqueKeysWithValues: plans.enumerated().map { ($1.info.name, $0) })
@@ -133,11 +132,11 @@ public final class BatchInserter {
             guard row.mode == .findOrCreate, let position = plans[row.entity].keyPosition else { return nil }
             return request.value(request.cells[row.firstCell + position], type: plans[row.entity].info.attributeTypes[position])
         }
-        try lookUpKeys(request, keys: keys)
+        let resolved = try resolve(request, keys: keys)
         nonisolated(unsafe) let inserter = self
         let observed = coordinator.hasSaveObservers
         let (result, notice, learned) = try coordinator.write { db in
-            try inserter.write(request, keys: keys, metadata: metadata, rejected: rejected, observed: observed, db)
+            try inserter.write(request, keys: keys, resolved: resolved, metadata: metadata, rejected: rejected, observed: observed, db)
         }
         for (entity, keys) in learned.enumerated() where !keys.isEmpty {
             if known[entity].count + keys.count > cacheLimit { known[entity].removeAll(keepingCapacity: true) }
@@ -149,15 +148,18 @@ public final class BatchInserter {
 
     // MARK: - Outside the write lock
 
-    /// Related keys the cache lacks, looked up on a reader before the write transaction
-    /// so the writer holds its lock only to bind and step.
-    private func lookUpKeys(_ request: BatchInsertRequest, keys: [Value?]) throws {
+    /// Each related row's stored row (0: not known yet): from the cache, or looked up on
+    /// a reader for the keys the cache lacks, before the write transaction, so the writer
+    /// holds its lock only to bind and step.
+    private func resolve(_ request: BatchInsertRequest, keys: [Value?]) throws -> [Int64] {
+        var resolved = [Int64](repeating: 0, count: keys.count)
         var missing: [Int: Set<Value>] = [:]
-        for (row, key) in zip(request.rows, keys) {
-            guard let key, known[row.entity][key] == nil else { continue }
-            missing[row.entity, default: []].insert(key)
+        for (index, key) in keys.enumerated() {
+            guard let key else { continue }
+            let entity = request.rows[index].entity
+            if let pk = known[entity][key] { resolved[index] = pk } else { missing[entity, default: []].insert(key) }
         }
-        guard !missing.isEmpty else { return }
+        guard !missing.isEmpty else { return resolved }
         let found = try coordinator.read { db -> [Int: [Value: Int64]] in
             var found: [Int: [Value: Int64]] = [:]
             for (entity, keys) in missing {
@@ -174,11 +176,16 @@ public final class BatchInserter {
             if known[entity].count + keys.count > cacheLimit { known[entity].removeAll(keepingCapacity: true) }
             known[entity].merge(keys) { old, _ in old }
         }
+        for (index, key) in keys.enumerated() where resolved[index] == 0 {
+            guard let key, let pk = found[request.rows[index].entity]?[key] else { continue }
+            resolved[index] = pk
+        }
+        return resolved
     }
 
     // MARK: - The transaction
 
-    private func write(_ request: BatchInsertRequest, keys: [Value?], metadata: [String: String], rejected: (Rejection) throws -> [String: String],
+    private func write(_ request: BatchInsertRequest, keys: [Value?], resolved: [Int64], metadata: [String: String], rejected: (Rejection) throws -> [String: String],
                        observed: Bool, _ db: Database) throws -> (Result, SaveNotice?, [[Value: Int64]]) {
         var result = Result()
         var stagedMetadata = metadata
@@ -228,8 +235,8 @@ public final class BatchInserter {
                     let row = request.rows[rowIndex]
                     let plan = plans[row.entity]
                     if let key = keys[rowIndex] {
-                        if let pk = known[row.entity][key] {
-                            rowKeys[rowIndex - range.lowerBound] = pk
+                        if resolved[rowIndex] != 0 {
+                            rowKeys[rowIndex - range.lowerBound] = resolved[rowIndex]
                             continue
                         }
                         if let pk = try existing(row.entity, key) {
@@ -258,10 +265,15 @@ public final class BatchInserter {
                     nextKey[row.entity] += 1
                     let statement = upserts[row.entity]
                     bind(request, row, pk: pk, rowKeys: rowKeys, firstRow: range.lowerBound, text: text, to: statement)
-                    // RETURNING gives the row written: ours, or the stored one it overwrote.
-                    guard sqlite3_step(statement) == SQLITE_ROW else { throw SQLiteValues.failure(statement, db) }
-                    let stored = sqlite3_column_int64(statement, 0)
+                    // An upsert that updates leaves the last insert rowid alone: that tells the
+                    // two outcomes apart without RETURNING (which costs a temporary table per row).
+                    sqlite3_set_last_insert_rowid(db.sqliteConnection, 0)
                     try SQLiteValues.stepToEnd(statement, db)
+                    var stored = pk
+                    if sqlite3_last_insert_rowid(db.sqliteConnection) != pk, let position = plan.keyPosition,
+                       let key = request.value(request.cells[row.firstCell + position], type: plan.info.attributeTypes[position]) {
+                        stored = try existing(row.entity, key) ?? pk
+                    }
                     rowKeys[rowIndex - range.lowerBound] = stored
                     if stored == pk {
                         result.inserted[plan.info.name, default: 0] += 1
