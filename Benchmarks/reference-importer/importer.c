@@ -239,12 +239,34 @@ static int load_photographers(Ctx *c) {
     return 1;
 }
 
+/* Secondary indexes (not the unique ones) are dropped for the load and built again at
+ * the end, as Ingest does: both programs then pay for the same indexes the same way. */
+static char *deferred_indexes;
+
+static int defer_indexes(Ctx *c) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(c->db, "SELECT group_concat(sql, ';' || char(10)) || ';', group_concat('DROP INDEX \"' || name || '\"', ';')"
+                           " FROM sqlite_master WHERE type = 'index' AND name LIKE '\\_index\\_%' ESCAPE '\\' AND sql IS NOT NULL",
+                           -1, &st, NULL) != SQLITE_OK) { c->failed = 1; return 0; }
+    char *drops = NULL;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+        deferred_indexes = strdup((const char *)sqlite3_column_text(st, 0));
+        drops = strdup((const char *)sqlite3_column_text(st, 1));
+    }
+    sqlite3_finalize(st);
+    if (!deferred_indexes) deferred_indexes = strdup("");
+    int ok = !drops || exec(c, drops);
+    free(drops);
+    return ok;
+}
+
 static int setup(Ctx *c) {
     /* The same writer page cache as Ingest's (8 MiB), so neither side pays for a smaller one. */
     return exec(c, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-8192")
         && next_pk(c, "SELECT coalesce(max(_pk),0)+1 FROM Photo", &c->next_photo)
         && next_pk(c, "SELECT coalesce(max(_pk),0)+1 FROM Photographer", &c->next_photographer)
         && load_photographers(c)
+        && defer_indexes(c)
         && sqlite3_prepare_v2(c->db, "INSERT INTO Photo (_pk, id, title, subtitle, photoURL, thumbnailURL, uploadDate,"
                               " views, latitude, longitude, _whoTook) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                               -1, &c->ins_photo, NULL) == SQLITE_OK
@@ -285,7 +307,7 @@ int main(int argc, char **argv) {
         }
         goto done;
     }
-    if (!exec(&c, "COMMIT")) { fprintf(stderr, "sqlite: %s\n", sqlite3_errmsg(c.db)); goto done; }
+    if (!exec(&c, "COMMIT") || !exec(&c, deferred_indexes)) { fprintf(stderr, "sqlite: %s\n", sqlite3_errmsg(c.db)); goto done; }
     printf("records %lld photographers %lld\n", (long long)c.records, (long long)c.photographers);
     ok = 1;
 
@@ -298,6 +320,7 @@ done:
     if (c.db) sqlite3_close(c.db);              /* an open transaction rolls back */
     for (size_t i = 0; i < c.cap; i++) free(c.slots[i].key);
     free(c.slots);
+    free(deferred_indexes);
     for (int f = 0; f < N_TEXT; f++) free(c.text[f].p);
     return ok ? 0 : 1;
 }

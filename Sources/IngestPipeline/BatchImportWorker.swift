@@ -49,6 +49,7 @@ final class BatchImportWorker: ChunkImporting {
                 return [ImportMarker.rejectKey(chunk: chunk.index, index: rejection.record): try json(reject)]
             }
             times.save += StageTimes.now() - started
+            times.locked += result.lockedSeconds
             let saved = ImportWorker.ChunkResult(imported: result.records, rejected: rejects.count + result.rejected.count)
             request.removeAll(text: bytes)
             rejects.removeAll(keepingCapacity: true)

@@ -32,6 +32,13 @@ public struct ImportReport: Sendable, Codable, Equatable {
     public var staleLock: String? = nil
     /// Chunk files that had changed or gone since the split, made again from the feed.
     public var remadeChunks: [String] = []
+    /// How rows were written: "batch" (`BatchInserter`) or "objects" (contexts and managed objects).
+    public var writePath: String?
+    /// Records per second of each stage (records over the stage's summed seconds).
+    public var stageRates: StageRates?
+    /// Records committed (imported or rejected) in each second of the run, per worker:
+    /// `timeline[worker][second]`.
+    public var timeline: [[Int]]?
 
     /// Writes the report as pretty JSON to `path` (replacing it whole).
     /// - Throws: `IOError` or an encoding error.

@@ -112,12 +112,14 @@ public final class Importer: Sendable {
         let chunkSize = options.chunkSize ?? spec.chunkSize
         let recorded = try checkIdentity(coordinator, chunkSize: chunkSize)
         if !options.keepIndexes { try coordinator.deferSecondaryIndexes() }
+        let checkpointer = try WALCheckpointer(coordinator: coordinator)
+        defer { try? checkpointer.stop() }
         let done = try ImportMarker.progress(coordinator)
         let rejectedBefore = try coordinator.metadata(withPrefix: ImportMarker.rejectPrefix).count
         let workerCount = max(1, options.workers ?? spec.workers ?? ProcessInfo.processInfo.activeProcessorCount)
         let saveEvery = options.saveEvery ?? spec.saveEvery
         let directory = chunksDirectory
-        let state = RunState(rejected: rejectedBefore)
+        let state = RunState(rejected: rejectedBefore, workers: workerCount, started: started)
 
         // The main context: starts from the store's counts and merges every worker's save.
         let main = ObjectContext(coordinator: coordinator, name: "main")
@@ -180,7 +182,7 @@ public final class Importer: Sendable {
                 while !state.failed, let chunk = queue.pop() {
                     try worker.importChunk(chunk, directory: directory, skip: done[chunk.index] ?? 0,
                                                saveEvery: saveEvery, verified: verified.contains(chunk.index) || trusted.withLock { $0.contains(chunk.index) }) { saved in
-                        let rejected = state.saved(saved)
+                        let rejected = state.saved(saved, worker: number)
                         if saves.add(1, ordering: .relaxed).newValue >= stopAfterSaves.load(ordering: .relaxed) {
                             throw ImportError("stopped after \(saves.load(ordering: .relaxed)) saves")
                         }
@@ -217,6 +219,7 @@ public final class Importer: Sendable {
         try writeRejects(rejects)
         if let error = state.failure { throw error }
         guard let manifest = manifest.withLock({ $0 }) else { throw ImportError("the split ended without a manifest") }
+        try checkpointer.stop()
         let indexing = StageTimes.now()
         if try coordinator.secondaryIndexesDeferred() { try coordinator.restoreSecondaryIndexes() }
         let indexSeconds = StageTimes.now() - indexing
@@ -238,7 +241,9 @@ public final class Importer: Sendable {
                                   megabytesPerSecond: importedBytes / 1e6 / max(seconds, 1e-9),
                                   peakRSSBytes: ImportReport.peakRSS(), stages: stages, rejectsFile: rejectsPath,
                                   staleLock: lock.previous.map { "pid \($0.pid) on \($0.host), started \($0.startedAt)" },
-                                  remadeChunks: remade)
+                                  remadeChunks: remade, writePath: batchPath ? "batch" : "objects",
+                                  stageRates: StageRates(stages, records: imported.imported + imported.rejected),
+                                  timeline: state.timeline)
         try report.write(to: reportPath)
         return report
     }

@@ -11,24 +11,42 @@ final class RunState: Sendable {
         var rejectedThisRun = 0
         var rejectedBefore = 0
         var failure: (any Error)?
+        /// Records committed per worker per second of the run.
+        var timeline: [[Int]] = []
     }
 
     private let counts: Mutex<Counts>
 
-    init(rejected: Int) {
-        counts = Mutex(Counts(rejectedBefore: rejected))
+    private let started: Double
+
+    init(rejected: Int, workers: Int, started: Double) {
+        counts = Mutex(Counts(rejectedBefore: rejected, timeline: Array(repeating: [], count: workers)))
+        self.started = started
     }
 
     func chunkSplit() { counts.withLock { $0.chunksSplit += 1 } }
     func chunkFinished() { counts.withLock { $0.chunksDone += 1 } }
     func setTotal(_ total: Int) { counts.withLock { $0.chunksTotal = total } }
 
-    /// Counts a save; returns the rejects in all so far.
-    func saved(_ result: ImportWorker.ChunkResult) -> Int {
-        counts.withLock {
+    /// Counts a save of worker `worker`; returns the rejects in all so far.
+    func saved(_ result: ImportWorker.ChunkResult, worker: Int) -> Int {
+        let second = max(0, Int(StageTimes.now() - started))
+        return counts.withLock {
             $0.imported += result.imported
             $0.rejectedThisRun += result.rejected
+            if $0.timeline[worker].count <= second {
+                $0.timeline[worker] += repeatElement(0, count: second + 1 - $0.timeline[worker].count)
+            }
+            $0.timeline[worker][second] += result.imported + result.rejected
             return $0.rejectedBefore + $0.rejectedThisRun
+        }
+    }
+
+    /// Records per second of the run, per worker, all of equal length.
+    var timeline: [[Int]] {
+        counts.withLock { counts in
+            let length = counts.timeline.map(\.count).max() ?? 0
+            return counts.timeline.map { $0 + repeatElement(0, count: length - $0.count) }
         }
     }
 

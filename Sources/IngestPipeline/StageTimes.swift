@@ -9,6 +9,9 @@ public struct StageTimes: Sendable, Equatable, Codable {
     public var parse = 0.0
     public var map = 0.0
     public var save = 0.0
+    /// The part of `save` spent holding the store's write lock (the rest is waiting for
+    /// it and looking keys up); the batch path only.
+    public var locked = 0.0
     /// Building the secondary indexes at the end (wall time).
     public var index = 0.0
 
@@ -26,7 +29,25 @@ public struct StageTimes: Sendable, Equatable, Codable {
         sum.parse += rhs.parse
         sum.map += rhs.map
         sum.save += rhs.save
+        sum.locked += rhs.locked
         sum.index += rhs.index
         return sum
+    }
+}
+
+/// Records per second of each stage of a run: its records over the stage's seconds
+/// (summed over workers, so a stage's rate is what one worker does per second of it).
+public struct StageRates: Sendable, Equatable, Codable {
+    public var split: Double
+    public var parse: Double
+    public var map: Double
+    public var save: Double
+
+    public init(_ stages: StageTimes, records: Int) {
+        func rate(_ seconds: Double) -> Double { seconds > 0 ? Double(records) / seconds : 0 }
+        split = rate(stages.split)
+        parse = rate(stages.parse)
+        map = rate(stages.map)
+        save = rate(stages.save)
     }
 }

@@ -43,6 +43,8 @@ public struct BatchInsertRequest: Sendable {
         /// Caller's number for the record (its index in the chunk, say).
         var number: Int
         var firstRow: Int
+        /// A value of the wrong type given for one of its rows, as a reason.
+        var invalid: String?
     }
 
     public var text: [UInt8]
@@ -88,9 +90,13 @@ public struct BatchInsertRequest: Sendable {
         cells[rows[row].firstCell + position] = cell
     }
 
-    /// Sets attribute `position` of `row` to a value kept in the request.
+    /// Sets attribute `position` of `row` (a row of the current record) to a value kept in the request.
     public mutating func set(_ value: Value?, row: Int, attribute position: Int) {
         guard let value else { return set(.null, row: row, attribute: position) }
+        let info = entities[rows[row].entity].info
+        if !info.attributeTypes[position].accepts(value), records[records.count - 1].invalid == nil {
+            records[records.count - 1].invalid = "\(info.name).\(info.attributeNames[position]): \(value) is not a valid \(info.attributeTypes[position].rawValue)"
+        }
         values.append(value)
         set(.value(Int32(values.count - 1)), row: row, attribute: position)
     }

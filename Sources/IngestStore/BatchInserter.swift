@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -17,7 +18,9 @@ import GRDBSQLite
 /// so main contexts merge these saves as any other.
 public final class BatchInserter {
     /// An entity as the batch path writes it.
-    struct EntityPlan: Sendable {
+    // A class: rows reach their plan once each, and a struct would be copied (its
+    // strings and arrays retained) every time.
+    final class EntityPlan: Sendable {
         let info: EntityInfo
         /// The model's defaults, as cells.
         let defaultCells: [BatchInsertRequest.Cell]
@@ -25,6 +28,17 @@ public final class BatchInserter {
         let keyPosition: Int?
         let insertSQL: String
         let findOrCreateSQL: String
+        /// Positions of the attributes a row must have a value for.
+        let requiredPositions: [Int]
+
+        init(info: EntityInfo, defaultCells: [BatchInsertRequest.Cell], keyPosition: Int?, insertSQL: String, findOrCreateSQL: String) {
+            self.info = info
+            self.defaultCells = defaultCells
+            self.keyPosition = keyPosition
+            self.insertSQL = insertSQL
+            self.findOrCreateSQL = findOrCreateSQL
+            requiredPositions = info.attributeRequired.indices.filter { info.attributeRequired[$0] }
+        }
     }
 
     public let coordinator: PersistentStoreCoordinator
@@ -118,6 +132,8 @@ public final class BatchInserter {
         public var inserted: [String: Int] = [:]
         /// Stored rows the records' own objects overwrote.
         public var updated = 0
+        /// Seconds inside the write transaction (holding the store's write lock).
+        public var lockedSeconds = 0.0
     }
 
     /// Writes `request` and `metadata` in one transaction. Records that cannot be
@@ -135,15 +151,31 @@ public final class BatchInserter {
         let resolved = try resolve(request, keys: keys)
         nonisolated(unsafe) let inserter = self
         let observed = coordinator.hasSaveObservers
-        let (result, notice, learned) = try coordinator.write { db in
-            try inserter.write(request, keys: keys, resolved: resolved, metadata: metadata, rejected: rejected, observed: observed, db)
+        var locked = 0.0
+        var written = try coordinator.write { db in
+            let start = DispatchTime.now().uptimeNanoseconds
+            defer { locked = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
+            return try inserter.write(request, keys: keys, resolved: resolved, metadata: metadata, rejected: rejected, observed: observed, db)
         }
-        for (entity, keys) in learned.enumerated() where !keys.isEmpty {
+        for (entity, keys) in written.learned.enumerated() where !keys.isEmpty {
             if known[entity].count + keys.count > cacheLimit { known[entity].removeAll(keepingCapacity: true) }
             known[entity].merge(keys) { old, _ in old }
         }
-        if let notice { coordinator.post(notice) }
-        return result
+        if observed {
+            let storeID = coordinator.storeID
+            func ids(_ rows: [[Int64]]) -> Set<ObjectID> {
+                var ids = Set<ObjectID>(minimumCapacity: rows.reduce(0) { $0 + $1.count })
+                for (entity, keys) in rows.enumerated() {
+                    let name = plans[entity].info.name
+                    for key in keys { ids.insert(ObjectID(storeID: storeID, entityName: name, key: .permanent(key))) }
+                }
+                return ids
+            }
+            coordinator.post(SaveNotice(inserted: ids(written.inserted), updated: ids(written.updated), deleted: [],
+                                        sequence: written.sequence, contextName: "batch insert", contextIdentity: nil))
+        }
+        written.result.lockedSeconds = locked
+        return written.result
     }
 
     // MARK: - Outside the write lock
@@ -186,16 +218,19 @@ public final class BatchInserter {
     // MARK: - The transaction
 
     private func write(_ request: BatchInsertRequest, keys: [Value?], resolved: [Int64], metadata: [String: String], rejected: (Rejection) throws -> [String: String],
-                       observed: Bool, _ db: Database) throws -> (Result, SaveNotice?, [[Value: Int64]]) {
+                       observed: Bool, _ db: Database) throws -> Written {
         var result = Result()
         var stagedMetadata = metadata
         var learned: [[Value: Int64]] = Array(repeating: [:], count: plans.count)
-        var inserted = Set<ObjectID>(minimumCapacity: observed ? request.rows.count : 0)
-        var updated = Set<ObjectID>()
+        // Row numbers only, inside the lock; the notice's object IDs are made after it.
+        var inserted: [[Int64]] = Array(repeating: [], count: plans.count)
+        var updated: [[Int64]] = Array(repeating: [], count: plans.count)
+        if observed { inserted[0].reserveCapacity(request.rows.count) }
         // Row numbers handed out in one reservation per entity; unused ones leave gaps.
         var nextKey = Array(repeating: Int64(0), count: plans.count)
         var lastKey = Array(repeating: Int64(-1), count: plans.count)
         var counts = Array(repeating: 0, count: plans.count)
+        var insertedCounts = Array(repeating: 0, count: plans.count)
         for row in request.rows { counts[row.entity] += 1 }
         for (entity, count) in counts.enumerated() where count > 0 {
             nextKey[entity] = try coordinator.reserveKeys(count, for: plans[entity].info, db)
@@ -205,7 +240,6 @@ public final class BatchInserter {
         let creates = try plans.map { try db.cachedStatement(sql: $0.findOrCreateSQL).sqliteStatement }
         let lookups = try plans.map { plan in try plan.info.uniqueLookupSQL.first.map { try db.cachedStatement(sql: $0).sqliteStatement } }
         var rowKeys = [Int64](repeating: 0, count: 0)
-        let storeID = coordinator.storeID
 
         func existing(_ entity: Int, _ key: Value) throws -> Int64? {
             if let pk = known[entity][key] ?? learned[entity][key] { return pk }
@@ -222,7 +256,7 @@ public final class BatchInserter {
         try request.text.withUnsafeBytes { text in
             for recordIndex in request.records.indices {
                 let range = request.rowRange(ofRecord: recordIndex)
-                if let reason = try problem(in: range, request, keys: keys, existing: existing) {
+                if let reason = try request.records[recordIndex].invalid ?? problem(in: range, request, keys: keys, existing: existing) {
                     let rejection = Rejection(record: request.records[recordIndex].number, reason: reason)
                     result.rejected.append(rejection)
                     for (key, value) in try rejected(rejection) { stagedMetadata[key] = value }
@@ -256,8 +290,8 @@ public final class BatchInserter {
                         rowKeys[rowIndex - range.lowerBound] = final
                         learned[row.entity][key] = final
                         if made {
-                            result.inserted[plan.info.name, default: 0] += 1
-                            if observed { inserted.insert(ObjectID(storeID: storeID, entityName: plan.info.name, key: .permanent(pk))) }
+                            insertedCounts[row.entity] += 1
+                            if observed { inserted[row.entity].append(pk) }
                         }
                         continue
                     }
@@ -276,11 +310,11 @@ public final class BatchInserter {
                     }
                     rowKeys[rowIndex - range.lowerBound] = stored
                     if stored == pk {
-                        result.inserted[plan.info.name, default: 0] += 1
-                        if observed { inserted.insert(ObjectID(storeID: storeID, entityName: plan.info.name, key: .permanent(pk))) }
+                        insertedCounts[row.entity] += 1
+                        if observed { inserted[row.entity].append(pk) }
                     } else {
                         result.updated += 1
-                        if observed { updated.insert(ObjectID(storeID: storeID, entityName: plan.info.name, key: .permanent(stored))) }
+                        if observed { updated[row.entity].append(stored) }
                     }
                 }
                 result.records += 1
@@ -294,33 +328,33 @@ public final class BatchInserter {
         if coordinator.takeInjectedCommitFailure() {
             throw DatabaseError(resultCode: .SQLITE_FULL, message: "database or disk is full")
         }
-        let sequence = coordinator.nextSaveSequence()
-        let notice = observed
-            ? SaveNotice(inserted: inserted, updated: updated, deleted: [], sequence: sequence, contextName: "batch insert",
-                         contextIdentity: nil)
-            : nil
-        return (result, notice, learned)
+        for (entity, count) in insertedCounts.enumerated() where count > 0 { result.inserted[plans[entity].info.name] = count }
+        return Written(result: result, inserted: inserted, updated: updated, sequence: coordinator.nextSaveSequence(), learned: learned)
+    }
+
+    /// What a write transaction did, handed out of the lock.
+    private struct Written {
+        var result: Result
+        var inserted: [[Int64]]
+        var updated: [[Int64]]
+        var sequence: Int
+        var learned: [[Value: Int64]]
     }
 
     /// Why the record's rows cannot be written, or nil: a row that would be created (or,
-    /// for the record's own object, written) lacks a required value, or holds a value
-    /// of the wrong type.
+    /// for the record's own object, written) lacks a required value. (A value of the
+    /// wrong type is caught as the request is built.)
     private func problem(in range: Range<Int>, _ request: BatchInsertRequest, keys: [Value?],
                          existing: (Int, Value) throws -> Int64?) throws -> String? {
         for rowIndex in range {
             let row = request.rows[rowIndex]
             let plan = plans[row.entity]
-            let info = plan.info
             var missing: [String] = []
-            for position in info.attributeRequired.indices {
-                let cell = request.cells[row.firstCell + position]
-                if cell == .null {
-                    if info.attributeRequired[position] { missing.append(info.attributeNames[position]) }
-                } else if case .value(let index) = cell, !info.attributeTypes[position].accepts(request.values[Int(index)]) {
-                    return "\(info.name).\(info.attributeNames[position]): \(request.values[Int(index)]) is not a valid \(info.attributeTypes[position].rawValue)"
-                }
+            for position in plan.requiredPositions {
+                if case .null = request.cells[row.firstCell + position] { missing.append(plan.info.attributeNames[position]) }
             }
             guard !missing.isEmpty else { continue }
+            let info = plan.info
             let key = keys[rowIndex] ?? plan.keyPosition.flatMap { request.value(request.cells[row.firstCell + $0], type: info.attributeTypes[$0]) }
             if row.mode == .findOrCreate, let key, try existing(row.entity, key) != nil { continue }
             let names = missing.joined(separator: ", ")

@@ -8,15 +8,21 @@ extension Ingest {
     struct BenchImport: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "import",
-            abstract: "Import a generated feed with 1 and 2 workers and compare with the sqlite3 CLI loading it.",
+            abstract: "Import a generated feed with 1, 2 and 4 workers beside a C importer and the sqlite3 CLI.",
             discussion: """
-            For --small-records and --records records: generates the feed (reused if present), \
-            then per run, each in its own process: `ingest import` (split and import, fresh store) \
-            with each worker count in --workers, and the sqlite3 CLI loading the same feed into \
-            the same tables (made by Ingest from the pipeline's model, so the indexes match) in \
-            one transaction — json_each into a staging table, then INSERT OR IGNORE photographers \
-            and INSERT photos — with WAL, synchronous=NORMAL and the same 8 MiB writer page cache. \
-            Prints the best run of each: records/s, MB/s, peak RSS and the import's stage times.
+            For --small-records and --records records: generates the feed (reused if present), then \
+            per run, alternating, each in its own process and each into a fresh store with the same \
+            tables (made by Ingest from --pipeline): the C reference importer \
+            (Benchmarks/reference-importer/importer.c, compiled here with cc: yajl callbacks, prepared \
+            statements, an in-memory photographer table, a commit every 10,000 records, WAL, \
+            synchronous=NORMAL, the same 8 MiB page cache), the sqlite3 CLI's fastest form (json_each \
+            into a TEMP staging table, INSERT OR IGNORE the photographers, INSERT … SELECT the photos, \
+            one transaction), and `ingest import` with each worker count in --workers. Prints the best \
+            run of each: records/s, MB/s, peak RSS, CPU time over wall time, the ratios to both \
+            references, and the import's stage times. --svg draws the per-worker timeline of the \
+            largest feed's import with the most workers.
+
+            Example: ingest bench import --runs 3 --svg timeline.svg
             """
         )
 
@@ -27,16 +33,23 @@ extension Ingest {
         var smallRecords = 100_000
 
         @Option(help: "Worker counts to run, comma-separated.")
-        var workers = "1,2"
+        var workers = "1,2,4"
 
         @Option(help: "Timed runs of each command.")
         var runs = 1
 
-        @Option(help: ArgumentHelp("The pipeline (the generator's photo feed).", valueName: "file"))
-        var pipeline = "Pipelines/photos.json"
+        @Option(help: ArgumentHelp("The pipeline: the generator's photo feed, mapped as the C importer writes it.", valueName: "file"))
+        var pipeline = "Pipelines/bench-photos.json"
+
+        @Option(name: .customLong("reference-source"), help: ArgumentHelp("The C reference importer's source.", valueName: "file"))
+        var referenceSource = "Benchmarks/reference-importer/importer.c"
 
         @Option(name: .customLong("work-dir"), help: "Where feeds and stores go.")
         var workDirectory = "/tmp/ingest-bench"
+
+        @Option(help: ArgumentHelp("Write the records/s timeline of the largest import with the most workers as an SVG chart.",
+                                   valueName: "file"))
+        var svg: String?
 
         var workerCounts: [Int] { workers.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
 
@@ -44,73 +57,124 @@ extension Ingest {
             if records < 1 || smallRecords < 1 { throw ValidationError("record counts must be at least 1") }
             if runs < 1 { throw ValidationError("--runs must be at least 1") }
             if workerCounts.isEmpty || workerCounts.contains(where: { $0 < 1 }) {
-                throw ValidationError("--workers takes worker counts like 1,2")
+                throw ValidationError("--workers takes worker counts like 1,2,4")
             }
+        }
+
+        /// The best run of one command at one size.
+        struct Measured {
+            var name: String
+            var workers: String
+            var runs: [ChildProcess.Result]
+            var report: ImportReport?
+            var best: ChildProcess.Result { runs.min { $0.seconds < $1.seconds }! }
         }
 
         func run() throws {
             try FileOpsCLI.makeDirectory(workDirectory)
             let spec = try PipelineSpec.load(path: pipeline)
+            let template = "\(workDirectory)/template.sqlite"
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: template + suffix) }
+            _ = try PersistentStoreCoordinator(model: spec.model, path: template)
+            let reference = try compileReference()
             let sqlite = ChildProcess.find("sqlite3")
-            if sqlite == nil { Console.error("sqlite3 not found: install it (apt-get install sqlite3) for the reference rate\n") }
+            if sqlite == nil { Console.error("sqlite3 not found: install it (apt-get install sqlite3) for the CLI's rate\n") }
             let me = ChildProcess.currentExecutable
             var rows: [[String]] = []
             var notes: [String] = []
-            var rssByWorkers: [Int: [Int]] = [:]
+            var rss: [String: [Int]] = [:]
+            var chartReport: ImportReport?
             for count in [smallRecords, records] {
                 let (feed, bytes) = try BenchSplit.generatedFeed(records: count, in: workDirectory)
-                var cliRuns: [ChildProcess.Result] = []
-                var importRuns: [Int: [(ChildProcess.Result, ImportReport)]] = [:]
+                var measured: [Measured] = []
+                if reference != nil { measured.append(Measured(name: "C reference importer (1 core)", workers: "-", runs: [])) }
+                if sqlite != nil { measured.append(Measured(name: "sqlite3 CLI (json_each staging)", workers: "-", runs: [])) }
+                let firstImport = measured.count
+                for workers in workerCounts { measured.append(Measured(name: "ingest import", workers: String(workers), runs: [])) }
+                // Alternate the commands so that drift in the machine's speed hits all alike.
                 for _ in 0..<runs {
-                    if let sqlite { cliRuns.append(try loadWithCLI(sqlite, feed: feed, spec: spec)) }
-                    for workers in workerCounts {
-                        let store = "\(workDirectory)/import-\(count).sqlite"
-                        let result = try ChildProcess.run(me, ["import", feed, "--pipeline", pipeline, "--store", store,
-                                                               "--workers", String(workers), "--restart", "--quiet"])
-                        guard result.status == 0 else { throw CommandFailure("ingest import failed with exit status \(result.status)") }
-                        let report = try JSONDecoder().decode(ImportReport.self, from: Data(contentsOf: URL(fileURLWithPath: store + ".report.json")))
-                        importRuns[workers, default: []].append((result, report))
+                    for index in measured.indices {
+                        let store = "\(workDirectory)/bench-\(index).sqlite"
+                        for suffix in ["", "-wal", "-shm", ".report.json", ".rejects.ndjson", ".lock"] {
+                            try? FileManager.default.removeItem(atPath: store + suffix)
+                        }
+                        try? FileManager.default.removeItem(atPath: store + ".chunks")
+                        if index >= firstImport {
+                            let result = try checked(ChildProcess.run(me, ["import", feed, "--pipeline", pipeline, "--store", store,
+                                                                           "--workers", measured[index].workers, "--quiet"]), "ingest import")
+                            let report = try JSONDecoder().decode(ImportReport.self, from: Data(contentsOf: URL(fileURLWithPath: store + ".report.json")))
+                            if measured[index].runs.isEmpty || result.seconds < measured[index].best.seconds { measured[index].report = report }
+                            measured[index].runs.append(result)
+                        } else {
+                            try FileManager.default.copyItem(atPath: template, toPath: store)
+                            let result = if measured[index].name.hasPrefix("C"), let reference {
+                                try checked(ChildProcess.run(reference, [feed, store]), "the C reference importer")
+                            } else {
+                                try loadWithCLI(sqlite!, feed: feed, store: store)
+                            }
+                            measured[index].runs.append(result)
+                        }
                     }
                 }
-                let cliBest = cliRuns.map(\.seconds).min()
-                if let cliBest {
-                    rows.append(["sqlite3 CLI (json_each, one transaction)", "-", Format.count(count), Format.fixed(Double(bytes) / 1e6, places: 1),
-                                 Format.fixed(cliBest, places: 2), Format.count(Int(Double(count) / cliBest)),
-                                 Format.fixed(Double(bytes) / 1e6 / cliBest, places: 1), ByteCount.format(cliRuns.map(\.peakRSSBytes).max()!),
-                                 "1.00×", "-"])
-                }
-                for workers in workerCounts {
-                    let runs = importRuns[workers] ?? []
-                    guard let (best, report) = runs.min(by: { $0.0.seconds < $1.0.seconds }) else { continue }
-                    let rss = runs.map(\.0.peakRSSBytes).max()!
-                    rssByWorkers[workers, default: []].append(rss)
-                    let stages = report.stages
-                    rows.append(["ingest import", String(workers), Format.count(count), Format.fixed(Double(bytes) / 1e6, places: 1),
+                let cBest = measured.first { $0.name.hasPrefix("C") }?.best.seconds
+                let cliBest = measured.first { $0.name.hasPrefix("sqlite3") }?.best.seconds
+                for item in measured {
+                    let best = item.best
+                    rss[item.name + " " + item.workers, default: []].append(item.runs.map(\.peakRSSBytes).max()!)
+                    let stages = item.report.map { report -> String in
+                        let s = report.stages
+                        return [s.split, s.parse, s.map, s.save, s.index].map { Format.fixed($0, places: 1) }.joined(separator: " / ")
+                    } ?? "-"
+                    rows.append([item.name, item.workers, Format.count(count), Format.fixed(Double(bytes) / 1e6, places: 1),
                                  Format.fixed(best.seconds, places: 2), Format.count(Int(Double(count) / best.seconds)),
-                                 Format.fixed(Double(bytes) / 1e6 / best.seconds, places: 1), ByteCount.format(rss),
-                                 cliBest.map { Format.fixed($0 / best.seconds, places: 2) + "×" } ?? "-",
-                                 "\(Format.fixed(stages.split, places: 1)) / \(Format.fixed(stages.parse, places: 1)) / "
-                                    + "\(Format.fixed(stages.map, places: 1)) / \(Format.fixed(stages.save, places: 1)) / "
-                                    + Format.fixed(stages.index, places: 1)])
+                                 Format.fixed(Double(bytes) / 1e6 / best.seconds, places: 1),
+                                 ByteCount.format(item.runs.map(\.peakRSSBytes).max()!),
+                                 Format.fixed(best.cpuSeconds / best.seconds, places: 2),
+                                 cBest.map { Format.fixed($0 / best.seconds, places: 2) + "×" } ?? "-",
+                                 cliBest.map { Format.fixed($0 / best.seconds, places: 2) + "×" } ?? "-", stages])
                 }
+                if count == records { chartReport = measured.last?.report }
             }
-            print(Table.render(header: ["command", "workers", "records", "MB", "best s", "records/s", "MB/s", "peak RSS", "vs CLI",
-                                        "split / parse / map / save / index s"], rows: rows))
-            for (workers, rss) in rssByWorkers.sorted(by: { $0.key < $1.key }) where rss.count == 2 {
-                let change = 100 * Double(rss[1] - rss[0]) / Double(rss[0])
-                notes.append("peak RSS with \(workers) worker(s), \(Format.count(smallRecords)) → \(Format.count(records)) records: "
-                    + "\(change >= 0 ? "+" : "")\(Format.fixed(change, places: 1))%")
+            print(Table.render(header: ["command", "workers", "records", "MB", "best s", "records/s", "MB/s", "peak RSS",
+                                        "CPU/wall", "vs C", "vs CLI", "split / parse / map / save / index s"], rows: rows))
+            for (name, sizes) in rss.sorted(by: { $0.key < $1.key }) where sizes.count == 2 && name.hasPrefix("ingest") {
+                let change = 100 * Double(sizes[1] - sizes[0]) / Double(sizes[0])
+                notes.append("peak RSS of \(name) worker(s), \(Format.count(smallRecords)) → \(Format.count(records)) records: "
+                    + "\(ByteCount.format(sizes[0])) → \(ByteCount.format(sizes[1])) (\(change >= 0 ? "+" : "")\(Format.fixed(change, places: 1))%)")
             }
             notes.forEach { print($0) }
-            print("Best of \(runs) run(s), each its own process. Stage times: split is wall time (it overlaps the import); "
-                + "parse, map and save are summed over workers; index is building the secondary indexes at the end.")
+            print("Best of \(runs) run(s), alternating, each its own process; vs C and vs CLI are their best time over this one's "
+                + "(above 1 is faster). CPU/wall is user+sys over wall time. Stage times: split is wall time (it overlaps the import); "
+                + "parse (read and check chunks), map and save are summed over workers; index builds the secondary indexes at the end.")
+            if let svg, let report = chartReport, let timeline = report.timeline {
+                try Data(TimelineChart.svg(timeline, title: "ingest import, \(Format.count(report.records)) records, \(report.workers) workers").utf8)
+                    .write(to: URL(fileURLWithPath: svg))
+                print("timeline chart: \(svg)")
+            }
+        }
+
+        private func checked(_ result: ChildProcess.Result, _ what: String) throws -> ChildProcess.Result {
+            guard result.status == 0 else { throw CommandFailure("\(what) failed with exit status \(result.status)") }
+            return result
+        }
+
+        /// The C reference importer, compiled into the work directory; nil (with a note) without cc or its source.
+        private func compileReference() throws -> String? {
+            guard FileOpsCLI.exists(referenceSource) else {
+                Console.error("\(referenceSource) not found: run from the repository (or pass --reference-source) for the C reference\n")
+                return nil
+            }
+            guard let cc = ChildProcess.find("cc") else {
+                Console.error("cc not found: install gcc for the C reference importer\n")
+                return nil
+            }
+            let binary = "\(workDirectory)/reference-importer"
+            _ = try checked(ChildProcess.run(cc, ["-O2", "-o", binary, referenceSource, "-lyajl", "-lsqlite3"]), "compiling \(referenceSource)")
+            return binary
         }
 
         /// The sqlite3 CLI's fastest form of the same load, into tables Ingest made.
-        private func loadWithCLI(_ sqlite: String, feed: String, spec: PipelineSpec) throws -> ChildProcess.Result {
-            let store = "\(workDirectory)/cli.sqlite"
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: store + suffix) }
-            _ = try PersistentStoreCoordinator(model: spec.model, path: store)
+        private func loadWithCLI(_ sqlite: String, feed: String, store: String) throws -> ChildProcess.Result {
             let script = "\(workDirectory)/cli-load.sql"
             let quotedFeed = feed.replacingOccurrences(of: "'", with: "''")
             let sql = """
@@ -119,22 +183,19 @@ extension Ingest {
             PRAGMA cache_size = -8192;
             BEGIN;
             CREATE TEMP TABLE staging AS SELECT value AS v FROM json_each(CAST(readfile('\(quotedFeed)') AS TEXT));
-            INSERT OR IGNORE INTO "Photographer" ("id", "name")
-              SELECT v->>'$.photographer.id', v->>'$.photographer.name' FROM staging;
+            INSERT OR IGNORE INTO "Photographer" ("_pk", "id", "name")
+              SELECT NULL, v->>'$.photographer.id', v->>'$.photographer.name' FROM staging;
             INSERT INTO "Photo" ("id", "title", "subtitle", "photoURL", "thumbnailURL", "uploadDate", "views",
-                                 "latitude", "longitude", "tags", "_whoTook")
+                                 "latitude", "longitude", "_whoTook")
               SELECT v->>'$.id', v->>'$.title', v->>'$.subtitle', v->>'$.photoURL', v->>'$.thumbnailURL',
-                     unixepoch(v->>'$.uploadDate') - 978307200, CAST(v->>'$.views' AS INTEGER),
-                     v->>'$.latitude', v->>'$.longitude', v->'$.tags',
+                     v->>'$.uploadDate', CAST(v->>'$.views' AS INTEGER), v->>'$.latitude', v->>'$.longitude',
                      (SELECT "_pk" FROM "Photographer" WHERE "id" = v->>'$.photographer.id')
               FROM staging;
             COMMIT;
 
             """
             try Data(sql.utf8).write(to: URL(fileURLWithPath: script))
-            let result = try ChildProcess.run(sqlite, [store], standardInput: script)
-            guard result.status == 0 else { throw CommandFailure("sqlite3 failed with exit status \(result.status) on \(script)") }
-            return result
+            return try checked(ChildProcess.run(sqlite, [store], standardInput: script), "sqlite3 on \(script)")
         }
     }
 }

@@ -3,12 +3,14 @@ import Glibc
 #endif
 
 /// Runs a program and measures it from outside: wall time and peak resident memory
-/// (wait4's ru_maxrss), so a benchmark's figures are the child's alone.
+/// (wait4's ru_maxrss) and CPU time, so a benchmark's figures are the child's alone.
 struct ChildProcess {
     struct Result {
         var status: Int32
         var seconds: Double
         var peakRSSBytes: Int
+        /// User plus system CPU time of the child (all its threads).
+        var cpuSeconds: Double = 0
     }
 
     /// Runs `path` with `arguments`, stdin from `standardInput` (or /dev/null) and
@@ -35,7 +37,8 @@ struct ChildProcess {
         while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
         let seconds = (clock.now - start).seconds
         let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-        return Result(status: exitStatus, seconds: seconds, peakRSSBytes: Int(usage.ru_maxrss) * 1024)
+        let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        return Result(status: exitStatus, seconds: seconds, peakRSSBytes: Int(usage.ru_maxrss) * 1024, cpuSeconds: cpu)
     }
 
     /// The full path of a program on PATH, or nil.
