@@ -112,8 +112,8 @@ public final class Importer: Sendable {
         let chunkSize = options.chunkSize ?? spec.chunkSize
         let recorded = try checkIdentity(coordinator, chunkSize: chunkSize)
         if !options.keepIndexes { try coordinator.deferSecondaryIndexes() }
-        let checkpointer = try WALCheckpointer(coordinator: coordinator)
-        defer { try? checkpointer.stop() }
+        try coordinator.beginBulkLoad(indexesDeferred: !options.keepIndexes)
+        defer { try? coordinator.endBulkLoad() }
         let done = try ImportMarker.progress(coordinator)
         let rejectedBefore = try coordinator.metadata(withPrefix: ImportMarker.rejectPrefix).count
         let workerCount = max(1, options.workers ?? spec.workers ?? ProcessInfo.processInfo.activeProcessorCount)
@@ -219,7 +219,6 @@ public final class Importer: Sendable {
         try writeRejects(rejects)
         if let error = state.failure { throw error }
         guard let manifest = manifest.withLock({ $0 }) else { throw ImportError("the split ended without a manifest") }
-        try checkpointer.stop()
         let indexing = StageTimes.now()
         if try coordinator.secondaryIndexesDeferred() { try coordinator.restoreSecondaryIndexes() }
         let indexSeconds = StageTimes.now() - indexing

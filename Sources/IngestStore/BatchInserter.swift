@@ -4,9 +4,9 @@ import GRDB
 import GRDBSQLite
 
 /// Writes `BatchInsertRequest`s: the bulk path of the store, for imports (Core Data's
-/// `NSBatchInsertRequest`). One inserter belongs to one worker; it keeps a bounded
-/// cache from related objects' keys to their rows, so most related objects cost no
-/// query at all.
+/// `NSBatchInsertRequest`). One inserter belongs to one worker; the inserters of a
+/// coordinator share a bounded cache from related objects' keys to their rows
+/// (`KeyCache`), so most related objects cost no query at all.
 ///
 /// What holds on this path as on a context's save: every row of a request and its
 /// metadata commit in ONE transaction; uniqueness is kept by the store's unique index
@@ -44,10 +44,6 @@ public final class BatchInserter {
     public let coordinator: PersistentStoreCoordinator
     let plans: [EntityPlan]
     private let planIndex: [String: Int]
-    /// Rows of related objects by key, per entity: filled from lookups and inserts.
-    private var known: [[Value: Int64]]
-    /// Past this many keys per entity the cache starts over, so memory stays bounded.
-    public var cacheLimit = 200_000
 
     /// Whether the batch path can write `entity`: at most one uniqueness constraint, of
     /// one attribute (the key it upserts on), and no to-one relationship whose inverse is also to-one
@@ -91,7 +87,6 @@ public final class BatchInserter {
         }
         self.plans = plans
         planIndex = Dictionary(uniqueKeysWithValues: plans.enumerated().map { ($1.info.name, $0) })
-        known = Array(repeating: [:], count: plans.count)
     }
 
     /// The index of `entity` for `BatchInsertRequest.addRow`, or nil when the batch path
@@ -143,12 +138,7 @@ public final class BatchInserter {
     ///   written); whatever `rejected` throws.
     public func execute(_ request: BatchInsertRequest, metadata: [String: String],
                         rejected: (Rejection) throws -> [String: String] = { _ in [:] }) throws -> Result {
-        // Each related row's key, built once: the lookups and the write both hash it.
-        let keys = request.rows.map { row -> Value? in
-            guard row.mode == .findOrCreate, let position = plans[row.entity].keyPosition else { return nil }
-            return request.value(request.cells[row.firstCell + position], type: plans[row.entity].info.attributeTypes[position])
-        }
-        let resolved = try resolve(request, keys: keys)
+        let (resolved, keys) = try resolve(request)
         nonisolated(unsafe) let inserter = self
         let observed = coordinator.hasSaveObservers
         var locked = 0.0
@@ -157,10 +147,7 @@ public final class BatchInserter {
             defer { locked = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
             return try inserter.write(request, keys: keys, resolved: resolved, metadata: metadata, rejected: rejected, observed: observed, db)
         }
-        for (entity, keys) in written.learned.enumerated() where !keys.isEmpty {
-            if known[entity].count + keys.count > cacheLimit { known[entity].removeAll(keepingCapacity: true) }
-            known[entity].merge(keys) { old, _ in old }
-        }
+        remember(written.learned)
         if observed {
             let storeID = coordinator.storeID
             func ids(_ rows: [[Int64]]) -> Set<ObjectID> {
@@ -180,39 +167,65 @@ public final class BatchInserter {
 
     // MARK: - Outside the write lock
 
-    /// Each related row's stored row (0: not known yet): from the cache, or looked up on
-    /// a reader for the keys the cache lacks, before the write transaction, so the writer
-    /// holds its lock only to bind and step.
-    private func resolve(_ request: BatchInsertRequest, keys: [Value?]) throws -> [Int64] {
-        var resolved = [Int64](repeating: 0, count: keys.count)
-        var missing: [Int: Set<Value>] = [:]
-        for (index, key) in keys.enumerated() {
-            guard let key else { continue }
-            let entity = request.rows[index].entity
-            if let pk = known[entity][key] { resolved[index] = pk } else { missing[entity, default: []].insert(key) }
+    /// Each related row's stored row (0: not known yet), from the coordinator's key cache
+    /// or looked up on a reader for the keys the cache lacks, before the write
+    /// transaction, so the writer holds its lock only to bind and step. Also each
+    /// unresolved related row's key, for the write to find or create.
+    private func resolve(_ request: BatchInsertRequest) throws -> (resolved: [Int64], keys: [Value?]) {
+        var resolved = [Int64](repeating: 0, count: request.rows.count)
+        var misses: [Int] = []
+        request.text.withUnsafeBytes { text in
+            coordinator.keyCache.withLock { cache in
+                var scratch = KeyBytes()
+                for (index, row) in request.rows.enumerated() where row.mode == .findOrCreate {
+                    let plan = plans[row.entity]
+                    guard let position = plan.keyPosition,
+                          scratch.cell(entity: row.entity, request.cells[row.firstCell + position], type: plan.info.attributeTypes[position],
+                                       request: request, text: text) else { continue }
+                    if let pk = scratch.bytes.withUnsafeBytes({ cache.row(for: $0) }) { resolved[index] = pk } else { misses.append(index) }
+                }
+            }
         }
-        guard !missing.isEmpty else { return resolved }
-        let found = try coordinator.read { db -> [Int: [Value: Int64]] in
-            var found: [Int: [Value: Int64]] = [:]
+        var keys = [Value?](repeating: nil, count: request.rows.count)
+        guard !misses.isEmpty else { return (resolved, keys) }
+        var missing: [Int: Set<Value>] = [:]
+        for index in misses {
+            let row = request.rows[index]
+            let position = plans[row.entity].keyPosition!
+            keys[index] = request.value(request.cells[row.firstCell + position], type: plans[row.entity].info.attributeTypes[position])
+            missing[row.entity, default: []].insert(keys[index]!)
+        }
+        let found = try coordinator.read { db -> [[Value: Int64]] in
+            var found = [[Value: Int64]](repeating: [:], count: plans.count)
             for (entity, keys) in missing {
                 let statement = try db.cachedStatement(sql: plans[entity].info.uniqueLookupSQL[0]).sqliteStatement
                 for key in keys {
                     SQLiteValues.bind(key, to: statement, at: 1)
-                    if sqlite3_step(statement) == SQLITE_ROW { found[entity, default: [:]][key] = sqlite3_column_int64(statement, 0) }
+                    if sqlite3_step(statement) == SQLITE_ROW { found[entity][key] = sqlite3_column_int64(statement, 0) }
                     sqlite3_reset(statement)
                 }
             }
             return found
         }
-        for (entity, keys) in found {
-            if known[entity].count + keys.count > cacheLimit { known[entity].removeAll(keepingCapacity: true) }
-            known[entity].merge(keys) { old, _ in old }
+        remember(found)
+        for index in misses {
+            if let pk = found[request.rows[index].entity][keys[index]!] { resolved[index] = pk }
         }
-        for (index, key) in keys.enumerated() where resolved[index] == 0 {
-            guard let key, let pk = found[request.rows[index].entity]?[key] else { continue }
-            resolved[index] = pk
+        return (resolved, keys)
+    }
+
+    /// Puts rows found or made into the coordinator's key cache.
+    private func remember(_ rows: [[Value: Int64]]) {
+        guard rows.contains(where: { !$0.isEmpty }) else { return }
+        coordinator.keyCache.withLock { cache in
+            var scratch = KeyBytes()
+            for (entity, keys) in rows.enumerated() {
+                for (key, pk) in keys {
+                    scratch.value(entity: entity, key)
+                    scratch.bytes.withUnsafeBytes { cache.insert($0, row: pk) }
+                }
+            }
         }
-        return resolved
     }
 
     // MARK: - The transaction
@@ -242,7 +255,7 @@ public final class BatchInserter {
         var rowKeys = [Int64](repeating: 0, count: 0)
 
         func existing(_ entity: Int, _ key: Value) throws -> Int64? {
-            if let pk = known[entity][key] ?? learned[entity][key] { return pk }
+            if let pk = learned[entity][key] { return pk }
             guard let statement = lookups[entity] else { return nil }
             defer { sqlite3_reset(statement) }
             SQLiteValues.bind(key, to: statement, at: 1)
@@ -268,11 +281,11 @@ public final class BatchInserter {
                 for rowIndex in range.reversed() {
                     let row = request.rows[rowIndex]
                     let plan = plans[row.entity]
+                    if row.mode == .findOrCreate && resolved[rowIndex] != 0 {
+                        rowKeys[rowIndex - range.lowerBound] = resolved[rowIndex]
+                        continue
+                    }
                     if let key = keys[rowIndex] {
-                        if resolved[rowIndex] != 0 {
-                            rowKeys[rowIndex - range.lowerBound] = resolved[rowIndex]
-                            continue
-                        }
                         if let pk = try existing(row.entity, key) {
                             rowKeys[rowIndex - range.lowerBound] = pk
                             learned[row.entity][key] = pk

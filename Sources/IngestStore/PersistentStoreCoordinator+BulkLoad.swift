@@ -37,6 +37,38 @@ extension PersistentStoreCoordinator {
         }
     }
 
+    /// SQLite's default: the writer checkpoints once the WAL holds this many pages.
+    static let defaultCheckpointPages = 1_000
+    /// A bulk load's: measured on the 1M-record benchmark, 10,000 pages (a WAL of about
+    /// 40 MB) took the import from 5.2 s to 4.4 s. (A checkpoint thread of its own was
+    /// faster still, but let the WAL grow to the size of the store: a checkpoint running
+    /// beside a busy writer never finishes, so the log never starts over.)
+    static let bulkLoadCheckpointPages = 10_000
+    /// A bulk load's writer page cache while the secondary indexes are deferred: it then
+    /// touches little more than the tables' last pages and the uniqueness indexes, and
+    /// 4 MiB ran as fast as 8 MiB with 7 MB less resident memory.
+    static let bulkLoadCacheKiB = 4 * 1024
+
+    /// Tunes the writer for a bulk load: fewer, larger WAL checkpoints (a page that
+    /// many saves rewrote is copied into the database once, not once per save), and
+    /// with `indexesDeferred` a smaller page cache. `endBulkLoad()` restores the defaults.
+    /// - Throws: `StoreError.database` when the writer cannot be told.
+    public func beginBulkLoad(indexesDeferred: Bool) throws {
+        try write { db in
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.bulkLoadCheckpointPages)")
+            if indexesDeferred { try db.execute(sql: "PRAGMA cache_size = -\(Self.bulkLoadCacheKiB)") }
+        }
+    }
+
+    /// Puts the writer's checkpoints and page cache back as they were before `beginBulkLoad`.
+    /// - Throws: `StoreError.database` when the writer cannot be told.
+    public func endBulkLoad() throws {
+        try write { db in
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.defaultCheckpointPages)")
+            try db.execute(sql: "PRAGMA cache_size = -\(Self.writerCacheKiB)")
+        }
+    }
+
     /// True while a bulk load has the secondary indexes dropped.
     /// - Throws: `StoreError.database` when the store cannot be read.
     public func secondaryIndexesDeferred() throws -> Bool {

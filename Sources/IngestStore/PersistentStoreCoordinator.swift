@@ -18,6 +18,8 @@ public final class PersistentStoreCoordinator: Sendable {
     private let observers = Mutex<[UUID: @Sendable (SaveNotice) -> Void]>([:])
     /// Compiled fetch queries, by request (see `ObjectContext.selectQuery`).
     let queryCache = Mutex<[ObjectContext.QueryCacheKey: ObjectContext.SelectQuery]>([:])
+    /// Related objects' keys → rows, shared by the coordinator's batch inserters.
+    let keyCache = Mutex(KeyCache(limit: 250_000))
     /// Tests put a failure or a crash here, between a save's rows and its commit.
     let beforeCommit = Mutex<(@Sendable () throws -> Void)?>(nil)
 

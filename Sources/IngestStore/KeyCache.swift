@@ -1,0 +1,169 @@
+/// Related objects' keys → their rows, for the batch path: one table per coordinator,
+/// shared by all its inserters, kept compact so an import's memory stays flat.
+///
+/// A key is stored as bytes (the entity's number, a type tag, the value's bytes) in one
+/// arena, and the table holds only a hash, the row and where the bytes are: about 30
+/// bytes a key with the arena, against about 100 for a dictionary of `Value`s; text keys are
+/// looked up straight from a request's bytes, with no `String` made. Past `limit` keys
+/// it starts over (misses are looked up in the store again), so memory stays bounded.
+struct KeyCache: Sendable {
+    /// Per slot: the hash's low 32 bits (0: empty), where the key's bytes start in the
+    /// arena (a length byte, then the bytes), and the row. 16 bytes a slot.
+    private var hashes: [UInt32]
+    private var offsets: [UInt32]
+    private var rows: [Int64]
+    private var arena: [UInt8] = []
+    private(set) var count = 0
+    let limit: Int
+
+    init(limit: Int) {
+        self.limit = max(16, limit)
+        hashes = Array(repeating: 0, count: 1024)
+        offsets = Array(repeating: 0, count: 1024)
+        rows = Array(repeating: 0, count: 1024)
+    }
+
+    /// The row stored for `key` (encoded by `KeyBytes`), or nil.
+    func row(for key: UnsafeRawBufferPointer) -> Int64? {
+        guard key.count < 256 else { return nil }
+        let hash = Self.hash(key)
+        let mask = hashes.count - 1
+        var slot = Int(hash) & mask
+        return arena.withUnsafeBytes { arena in
+            while true {
+                let stored = hashes[slot]
+                if stored == 0 { return nil }
+                if stored == hash, Self.matches(arena, offsets[slot], key) { return rows[slot] }
+                slot = (slot + 1) & mask
+            }
+        }
+    }
+
+    /// Records `row` for `key` (a key already present keeps its row; keys of 256 bytes
+    /// or more are not kept: they are looked up in the store each time).
+    mutating func insert(_ key: UnsafeRawBufferPointer, row: Int64) {
+        guard key.count < 256 else { return }
+        if count >= limit { self = KeyCache(limit: limit) }
+        // Linear probing stays short up to seven eighths full, and the table stays small.
+        if (count + 1) * 8 > hashes.count * 7 { grow() }
+        let hash = Self.hash(key)
+        let mask = hashes.count - 1
+        var slot = Int(hash) & mask
+        while hashes[slot] != 0 {
+            if hashes[slot] == hash, arena.withUnsafeBytes({ Self.matches($0, offsets[slot], key) }) { return }
+            slot = (slot + 1) & mask
+        }
+        hashes[slot] = hash
+        offsets[slot] = UInt32(arena.count)
+        rows[slot] = row
+        arena.append(UInt8(key.count))
+        arena.append(contentsOf: key)
+        count += 1
+    }
+
+    private static func matches(_ arena: UnsafeRawBufferPointer, _ offset: UInt32, _ key: UnsafeRawBufferPointer) -> Bool {
+        let start = Int(offset)
+        return Int(arena[start]) == key.count && memcmp(arena.baseAddress! + start + 1, key.baseAddress!, key.count) == 0
+    }
+
+    private mutating func grow() {
+        let (oldHashes, oldOffsets, oldRows) = (hashes, offsets, rows)
+        let size = hashes.count * 2
+        hashes = []
+        offsets = []
+        rows = []
+        hashes = Array(repeating: 0, count: size)
+        offsets = Array(repeating: 0, count: size)
+        rows = Array(repeating: 0, count: size)
+        for index in oldHashes.indices where oldHashes[index] != 0 {
+            var slot = Int(oldHashes[index]) & (size - 1)
+            while hashes[slot] != 0 { slot = (slot + 1) & (size - 1) }
+            hashes[slot] = oldHashes[index]
+            offsets[slot] = oldOffsets[index]
+            rows[slot] = oldRows[index]
+        }
+    }
+
+    /// A 32-bit hash of short keys (never 0: 0 marks an empty slot).
+    static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(bytes.count)
+        var index = 0
+        while index + 8 <= bytes.count {
+            h = (h ^ bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)) &* 0xFF51_AFD7_ED55_8CCD
+            h ^= h >> 32
+            index += 8
+        }
+        var tail: UInt64 = 0
+        var shift: UInt64 = 0
+        while index < bytes.count {
+            tail |= UInt64(bytes[index]) << shift
+            shift += 8
+            index += 1
+        }
+        h = (h ^ tail) &* 0xC4CE_B9FE_1A85_EC53
+        h ^= h >> 29
+        h = h &* 0xFF51_AFD7_ED55_8CCD
+        h ^= h >> 32
+        let low = UInt32(truncatingIfNeeded: h)
+        return low == 0 ? 1 : low
+    }
+}
+
+/// Builds the byte form of an entity's key for `KeyCache`, in a buffer reused per key.
+struct KeyBytes {
+    private(set) var bytes: [UInt8] = []
+
+    /// The key in a request's cell; false for a null cell (no key).
+    mutating func cell(entity: Int, _ cell: BatchInsertRequest.Cell, type: AttributeType, request: BatchInsertRequest,
+                       text: UnsafeRawBufferPointer) -> Bool {
+        switch cell {
+        case .null: return false
+        case .text(let offset, let count):
+            start(entity, tag: type == .decimal ? 8 : 1)
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: text[Int(offset)..<Int(offset + count)]))
+        case .int(let number):
+            if type == .bool { fixed(entity, tag: 4, number) } else { fixed(entity, tag: 2, number) }
+        case .double(let number):
+            fixed(entity, tag: type == .date ? 5 : 3, number.bitPattern)
+        case .value(let index):
+            value(entity: entity, request.values[Int(index)])
+        }
+        return true
+    }
+
+    mutating func value(entity: Int, _ value: Value) {
+        switch value {
+        case .string(let text):
+            start(entity, tag: 1)
+            bytes.append(contentsOf: text.utf8)
+        case .int(let number): fixed(entity, tag: 2, number)
+        case .double(let number): fixed(entity, tag: 3, number.bitPattern)
+        case .bool(let flag): fixed(entity, tag: 4, Int64(flag ? 1 : 0))
+        case .date(let date): fixed(entity, tag: 5, date.timeIntervalSinceReferenceDate.bitPattern)
+        case .binary(let data):
+            start(entity, tag: 6)
+            bytes.append(contentsOf: data)
+        case .uuid(let uuid):
+            start(entity, tag: 7)
+            withUnsafeBytes(of: uuid.uuid) { bytes.append(contentsOf: $0) }
+        case .decimal(let text):
+            start(entity, tag: 8)
+            bytes.append(contentsOf: text.utf8)
+        }
+    }
+
+    private mutating func start(_ entity: Int, tag: UInt8) {
+        bytes.removeAll(keepingCapacity: true)
+        withUnsafeBytes(of: UInt32(entity)) { bytes.append(contentsOf: $0) }
+        bytes.append(tag)
+    }
+
+    private mutating func fixed<T: FixedWidthInteger>(_ entity: Int, tag: UInt8, _ value: T) {
+        start(entity, tag: tag)
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif
