@@ -16,7 +16,10 @@ struct JSONScanner {
         self.maxDepth = maxDepth
     }
 
+    @inline(__always)
     mutating func skipSpace() {
+        // Chunk lines rarely hold whitespace: one test, then the loop.
+        if at < bytes.count && bytes[at] > 0x20 { return }
         while at < bytes.count {
             switch bytes[at] {
             case 0x20, 0x0A, 0x0D, 0x09: at += 1
@@ -27,6 +30,7 @@ struct JSONScanner {
 
     /// After a member or item: true past the closing bracket, false past a comma, nil for
     /// anything else.
+    @inline(__always)
     mutating func afterMember(closing: UInt8) -> Bool? {
         skipSpace()
         guard at < bytes.count else { return nil }
@@ -68,26 +72,53 @@ struct JSONScanner {
     mutating func stringEnd() -> Int? {
         sawEscape = false
         guard let base = bytes.baseAddress else { return nil }
+        let count = bytes.count
         var index = at + 1
-        while index < bytes.count {
-            guard let quote = memchr(base + index, Int32(UInt8(ascii: "\"")), bytes.count - index) else { return nil }
-            let end = base.distance(to: UnsafeRawPointer(quote))
-            if let slash = memchr(base + index, Int32(UInt8(ascii: "\\")), end - index) {
+        while true {
+            // Eight bytes at a time to the first quote or backslash (most strings are short:
+            // two memchr calls per string cost more than the scan).
+            while index + 8 <= count {
+                let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                let quote = word ^ 0x2222_2222_2222_2222
+                let slash = word ^ 0x5C5C_5C5C_5C5C_5C5C
+                let found = ((quote &- 0x0101_0101_0101_0101) & ~quote | (slash &- 0x0101_0101_0101_0101) & ~slash)
+                    & 0x8080_8080_8080_8080
+                if found != 0 {
+                    index += found.trailingZeroBitCount / 8
+                    break
+                }
+                index += 8
+            }
+            while index < count && bytes[index] != UInt8(ascii: "\"") && bytes[index] != UInt8(ascii: "\\") { index += 1 }
+            guard index < count else { return nil }
+            if bytes[index] == UInt8(ascii: "\\") {
                 sawEscape = true
-                index = base.distance(to: UnsafeRawPointer(slash)) + 2
+                index += 2
                 continue
             }
-            if sawEscape, JSONValueBuilder.loneSurrogate(in: UnsafeRawBufferPointer(rebasing: bytes[at..<end])) != nil {
+            if sawEscape, JSONValueBuilder.loneSurrogate(in: UnsafeRawBufferPointer(rebasing: bytes[at..<index])) != nil {
                 return nil
             }
-            return end
+            return index
         }
-        return nil
     }
 
     /// Moves past the value here, nesting no deeper than the limit. Brackets must pair
     /// (a bit per level says which is open); past 64 levels the full parser takes over.
     mutating func skipValue(depth: Int) -> Bool {
+        // Scalars, the usual case, without the bracket bookkeeping.
+        guard at < bytes.count else { return false }
+        switch bytes[at] {
+        case UInt8(ascii: "\""):
+            guard let end = stringEnd() else { return false }
+            at = end + 1
+            return true
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            while at < bytes.count, Self.isNumberByte(bytes[at]) { at += 1 }
+            return true
+        default:
+            break
+        }
         var level = 0
         var objects: UInt64 = 0
         repeat {

@@ -82,6 +82,13 @@ func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
     var index = 0
     let count = bytes.count
     while index < count {
+        if index + 32 <= count,
+           (bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) | bytes.loadUnaligned(fromByteOffset: index + 8, as: UInt64.self)
+            | bytes.loadUnaligned(fromByteOffset: index + 16, as: UInt64.self) | bytes.loadUnaligned(fromByteOffset: index + 24, as: UInt64.self))
+            & 0x8080_8080_8080_8080 == 0 {
+            index += 32
+            continue
+        }
         if index + 8 <= count, bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
             index += 8
             continue

@@ -67,6 +67,11 @@ public struct ImportStatus: Sendable {
             return problems
         }
         let run = try coordinator.metadata(forKey: ImportMarker.runKey, as: ImportMarker.Run.self)
+        let spec = run?.pipeline.flatMap { try? PipelineSpec.load(path: $0) }
+        // Each read is its own snapshot, and an import may commit between them: rows first,
+        // then rejects, then the marker, so that what was read later only adds records done.
+        let rows = try spec.map { try coordinator.count($0.recordEntity) }
+        let rejects = try ImportMarker.rejects(coordinator)
         let progress = try ImportMarker.progress(coordinator)
         let chunkRecords = chunkRecords(run)
         for (chunk, done) in progress.sorted(by: { $0.key < $1.key }) {
@@ -78,13 +83,11 @@ public struct ImportStatus: Sendable {
                 problems.append("marker: \(ChunkInfo.fileName(for: chunk)) is past the feed's \(identity.chunks) chunks")
             }
         }
-        let rejects = try ImportMarker.rejects(coordinator)
         for reject in rejects where reject.index >= progress[reject.chunk] ?? 0 {
             problems.append("marker: a reject at \(ChunkInfo.fileName(for: reject.chunk)) index \(reject.index) lies past the records done there")
         }
-        if let pipeline = run?.pipeline, let spec = try? PipelineSpec.load(path: pipeline) {
+        if let spec, let rows {
             let committed = progress.values.reduce(0, +) - rejects.count
-            let rows = try coordinator.count(spec.recordEntity)
             if rows > committed {
                 problems.append("marker: \(spec.recordEntity) has \(rows) rows, more than the \(committed) records the marker says were imported")
             }
