@@ -176,7 +176,7 @@ public final class Importer: Sendable {
         let maxRejects = options.maxRejects
         let workerTimes = Mutex(StageTimes())
         let batchPath = !options.objectPath && RowMapper(mapper: RecordMapper(spec: spec), inserter: BatchInserter(coordinator: coordinator)) != nil
-        DispatchQueue.concurrentPerform(iterations: workerCount) { number in
+        @Sendable func runWorker(_ number: Int) {
             func work(_ worker: some ChunkImporting) throws {
                 defer { workerTimes.withLock { $0 = $0 + worker.times } }
                 while !state.failed, let chunk = queue.pop() {
@@ -207,6 +207,17 @@ public final class Importer: Sendable {
                 queue.close()
             }
         }
+        // A thread per worker: concurrentPerform runs no more iterations at once than there
+        // are cores, so on two cores workers 3 and 4 started only when the queue was empty.
+        let workersDone = DispatchGroup()
+        for number in 0..<workerCount {
+            workersDone.enter()
+            Thread.detachNewThread {
+                runWorker(number)
+                workersDone.leave()
+            }
+        }
+        workersDone.wait()
         splitDone.wait()
         // Every save's merge was queued before its save returned: this drains them.
         let finalCounts = main.perform {

@@ -93,6 +93,22 @@ import Testing
         #expect(try dump(dir.file("batch.sqlite")) == dump(dir.file("objects.sqlite")))
     }
 
+    /// Each worker is a thread of its own: with more workers than cores, every one still
+    /// takes chunks (concurrentPerform ran only as many at once as there are cores), and
+    /// the report's timeline accounts for every record, per worker.
+    @Test func everyWorkerTakesChunksAndTheTimelineCountsEveryRecord() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 4_000, seed: 8).write(to: feed)
+        let report = try run(dir, feed: feed, store: "s.sqlite", objectPath: false, workers: 4, saveEvery: 25)
+        let timeline = try #require(report.timeline)
+        #expect(timeline.count == 4)
+        #expect(timeline.allSatisfy { $0.reduce(0, +) > 0 }, "\(timeline)")
+        #expect(timeline.flatMap { $0 }.reduce(0, +) == 4_000)
+        #expect(report.writePath == "batch")
+        #expect(report.stageRates.map { $0.map > 0 && $0.save > 0 } == true)
+    }
+
     /// A related object named only by its key, whose entity requires more: on the
     /// batch path that record is rejected with a reason in model names, and the rest imports.
     @Test func aRelatedObjectGivenOnlyByItsKeyIsRejectedWhenItsEntityNeedsMore() throws {
