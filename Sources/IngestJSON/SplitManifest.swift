@@ -92,8 +92,14 @@ public struct SplitManifest: Codable, Sendable, Equatable {
     public static func load(fromDirectory directory: String) throws -> SplitManifest? {
         let path = directory + "/" + fileName
         guard FileOps.fileSize(path) != nil else { return nil }
+        struct Version: Decodable { var formatVersion: Int }
         do {
-            return try JSONDecoder().decode(SplitManifest.self, from: Data(FileOps.readFile(path)))
+            let data = Data(try FileOps.readFile(path))
+            if let version = try? JSONDecoder().decode(Version.self, from: data), version.formatVersion < currentFormatVersion {
+                throw SplitError.differentFeed(directory: directory,
+                                               reason: "it was split by an earlier version of Ingest (format \(version.formatVersion), SHA-256 checksums)")
+            }
+            return try JSONDecoder().decode(SplitManifest.self, from: data)
         } catch is DecodingError {
             throw SplitError.unreadableState(path: path)
         }

@@ -19,6 +19,25 @@ enum ImportMarker {
         var pipelineSHA256: String
         var chunks: Int
         var chunkSize: Int
+
+        init(feedByteSize: Int, feedChecksum: String, pipelineSHA256: String, chunks: Int, chunkSize: Int) {
+            self.feedByteSize = feedByteSize
+            self.feedChecksum = feedChecksum
+            self.pipelineSHA256 = pipelineSHA256
+            self.chunks = chunks
+            self.chunkSize = chunkSize
+        }
+
+        /// A store filled by an earlier version recorded the feed's SHA-256 instead: it reads
+        /// as "no checksum yet", and its chunk directory is refused as an earlier version's.
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            feedByteSize = try container.decode(Int.self, forKey: .feedByteSize)
+            feedChecksum = try container.decodeIfPresent(String.self, forKey: .feedChecksum) ?? ""
+            pipelineSHA256 = try container.decode(String.self, forKey: .pipelineSHA256)
+            chunks = try container.decode(Int.self, forKey: .chunks)
+            chunkSize = try container.decode(Int.self, forKey: .chunkSize)
+        }
     }
 
     struct Run: Codable, Equatable {

@@ -153,6 +153,20 @@ import Testing
         #expect(forced.manifest.feed.checksum == (try Splitter.fullHash(other)))
     }
 
+    /// Chunk directories of format 1 were checked with SHA-256: an earlier version's split is
+    /// refused by name (then `--force`), never read with the wrong checksums.
+    @Test func aSplitByAnEarlierVersionIsRefusedSayingSo() throws {
+        let temp = try TemporaryDirectory()
+        _ = try split(Fixtures.path("photos-10.json"), into: temp.path)
+        let manifest = temp.file("manifest.json")
+        let text = try String(contentsOfFile: manifest, encoding: .utf8)
+        try Data(text.replacingOccurrences(of: "\"formatVersion\" : 2", with: "\"formatVersion\" : 1").utf8)
+            .write(to: URL(fileURLWithPath: manifest))
+        let error = try #require(throws: SplitError.self) { try split(Fixtures.path("photos-10.json"), into: temp.path) }
+        #expect(error == .differentFeed(directory: temp.path, reason: "it was split by an earlier version of Ingest (format 1, SHA-256 checksums)"))
+        #expect(try split(Fixtures.path("photos-10.json"), into: temp.path, force: true).chunksWritten == 4)
+    }
+
     @Test func chunkFilesNoSplitDescribesAreRefused() throws {
         let temp = try TemporaryDirectory()
         _ = try temp.write("chunk-000001.ndjson", Array("{}\n".utf8))
