@@ -173,14 +173,7 @@ extension JSONScanner {
         }
         var seen: UInt64 = 0
         while true {
-            guard at < bytes.count, bytes[at] == UInt8(ascii: "\""), let keyEnd = stringEnd(), !sawEscape else { return false }
-            let key = UnsafeRawBufferPointer(rebasing: bytes[(at + 1)..<keyEnd])
-            at = keyEnd + 1
-            skipSpace()
-            guard at < bytes.count, bytes[at] == UInt8(ascii: ":") else { return false }
-            at += 1
-            skipSpace()
-            guard at < bytes.count else { return false }
+            guard let key = memberKey() else { return false }
             if let entry = plan.entry(index, key) {
                 // The last of two equal keys wins in a parsed object; rather than undo what
                 // the first captured, leave such records to the full parser.

@@ -30,6 +30,20 @@ struct JSONScanner {
 
     /// After a member or item: true past the closing bracket, false past a comma, nil for
     /// anything else.
+    /// At a member's key: the key's bytes, moving past the colon to the value; nil for an
+    /// escaped key (left to the full parser) or anything but `"key":`.
+    @inline(__always)
+    mutating func memberKey() -> UnsafeRawBufferPointer? {
+        guard at < bytes.count, bytes[at] == UInt8(ascii: "\""), let keyEnd = stringEnd(), !sawEscape else { return nil }
+        let key = UnsafeRawBufferPointer(rebasing: bytes[(at + 1)..<keyEnd])
+        at = keyEnd + 1
+        skipSpace()
+        guard at < bytes.count, bytes[at] == UInt8(ascii: ":") else { return nil }
+        at += 1
+        skipSpace()
+        return at < bytes.count ? key : nil
+    }
+
     @inline(__always)
     mutating func afterMember(closing: UInt8) -> Bool? {
         skipSpace()

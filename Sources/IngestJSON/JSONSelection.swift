@@ -129,14 +129,7 @@ extension JSONScanner {
         }
         members.reserveCapacity(selection.keys.count)
         while true {
-            guard at < bytes.count, bytes[at] == UInt8(ascii: "\""), let keyEnd = stringEnd(), !sawEscape else { return nil }
-            let key = UnsafeRawBufferPointer(rebasing: bytes[(at + 1)..<keyEnd])
-            at = keyEnd + 1
-            skipSpace()
-            guard at < bytes.count, bytes[at] == UInt8(ascii: ":") else { return nil }
-            at += 1
-            skipSpace()
-            guard at < bytes.count else { return nil }
+            guard let key = memberKey() else { return nil }
             if let child = selection.keepsAll ? .all : selection.child(for: key) {
                 let value: JSONValue?
                 if !child.keepsAll, bytes[at] == UInt8(ascii: "{") {

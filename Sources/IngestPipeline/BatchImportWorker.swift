@@ -110,12 +110,3 @@ final class BatchImportWorker: ChunkImporting {
         return line == index ? String(decoding: bytes[start...], as: UTF8.self) : ""
     }
 }
-
-/// What the importer asks of a worker, on either path.
-protocol ChunkImporting: AnyObject {
-    var times: StageTimes { get }
-    func importChunk(_ chunk: ChunkInfo, directory: String, skip: Int, saveEvery: Int, verified: Bool,
-                     afterSave: (ImportWorker.ChunkResult) throws -> Void) throws
-}
-
-extension ImportWorker: ChunkImporting {}

@@ -333,16 +333,9 @@ public final class BatchInserter {
                 result.records += 1
             }
         }
-        for (key, value) in stagedMetadata {
-            try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(PersistentStoreCoordinator.metadataTable)) (key, value) VALUES (?, ?)",
-                           arguments: [key, value])
-        }
-        try coordinator.beforeCommit.withLock { $0 }?()
-        if coordinator.takeInjectedCommitFailure() {
-            throw DatabaseError(resultCode: .SQLITE_FULL, message: "database or disk is full")
-        }
+        let sequence = try coordinator.finishSave(db, metadata: stagedMetadata)
         for (entity, count) in insertedCounts.enumerated() where count > 0 { result.inserted[plans[entity].info.name] = count }
-        return Written(result: result, inserted: inserted, updated: updated, sequence: coordinator.nextSaveSequence(), learned: learned)
+        return Written(result: result, inserted: inserted, updated: updated, sequence: sequence, learned: learned)
     }
 
     /// What a write transaction did, handed out of the lock.

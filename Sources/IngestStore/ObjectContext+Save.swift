@@ -251,15 +251,7 @@ extension ObjectContext {
         }
 
         // 4. Metadata, in the same transaction as the rows it describes.
-        for (name, json) in stagedMetadata {
-            try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(PersistentStoreCoordinator.metadataTable)) (key, value) VALUES (?, ?)",
-                           arguments: [name, json])
-        }
-        try coordinator.beforeCommit.withLock { $0 }?()
-        if coordinator.takeInjectedCommitFailure() {
-            throw DatabaseError(resultCode: .SQLITE_FULL, message: "database or disk is full")
-        }
-        plan.sequence = coordinator.nextSaveSequence()
+        plan.sequence = try coordinator.finishSave(db, metadata: stagedMetadata)
         return plan
     }
 

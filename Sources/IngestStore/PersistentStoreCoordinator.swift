@@ -158,6 +158,19 @@ public final class PersistentStoreCoordinator: Sendable {
 
     func nextSaveSequence() -> Int { saveSequence.withLock { $0 += 1; return $0 } }
 
+    /// The end of every save's transaction, on either path: the metadata staged with the
+    /// rows, the tests' fault seams, and the save's sequence number.
+    func finishSave(_ db: Database, metadata: [String: String]) throws -> Int {
+        for (key, value) in metadata {
+            try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(Self.metadataTable)) (key, value) VALUES (?, ?)", arguments: [key, value])
+        }
+        try beforeCommit.withLock { $0 }?()
+        if takeInjectedCommitFailure() {
+            throw DatabaseError(resultCode: .SQLITE_FULL, message: "database or disk is full")
+        }
+        return nextSaveSequence()
+    }
+
     func post(_ notice: SaveNotice) {
         for callback in observers.withLock({ Array($0.values) }) { callback(notice) }
     }
