@@ -62,7 +62,7 @@ import Testing
 
 @Suite struct ImportKillTests {
     /// SIGKILL at twenty random moments (splitting, mapping, saving, committing), resuming
-    /// after each; the store ends exactly as a clean import leaves it.
+    /// after each; the store ends exactly as a clean import leaves it, every column.
     @Test func killedTwentyTimesTheStoreEndsAsACleanImport() throws {
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
@@ -91,6 +91,8 @@ import Testing
         let actual = try ImporterTests().contents(dir.file("store.sqlite"))
         #expect(actual.photos == expected.photos)
         #expect(actual.photographers == expected.photographers)
+        #expect(try BatchPathTests().dump(dir.file("store.sqlite")) == BatchPathTests().dump(dir.file("clean.sqlite")),
+                "every column of every row, as a clean import leaves it")
         let coordinator = try PersistentStoreCoordinator(model: ImporterTests.spec.model, path: dir.file("store.sqlite"))
         #expect(try coordinator.count("Photo") == 20_000)
         #expect(try coordinator.count("Photographer") == expected.photographers.count)

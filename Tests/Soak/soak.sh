@@ -58,7 +58,9 @@ touch "$work/stop-queries"; wait
 end=$(date +%s)
 run_import 0 import "$feed" --pipeline "$pipeline" --store "$clean" --workers 2
 
-digest() { sqlite3 "$1" "SELECT p.id, g.id FROM Photo p LEFT JOIN Photographer g ON g._pk = p._whoTook ORDER BY p.id;
+# Every column of every photo (its photographer by id) and every photographer.
+digest() { local cols; cols=$(sqlite3 "$1" "SELECT group_concat('quote(p.\"' || name || '\")', ',') FROM pragma_table_info('Photo') WHERE name NOT IN ('_pk', '_whoTook')")
+           sqlite3 "$1" "SELECT $cols, g.id FROM Photo p LEFT JOIN Photographer g ON g._pk = p._whoTook ORDER BY p.id;
                          SELECT id, name FROM Photographer ORDER BY id;" | sha256sum | cut -c1-16; }
 a=$(digest "$store"); b=$(digest "$clean")
 photos=$(sqlite3 "$store" "SELECT count(*) FROM Photo"); photographers=$(sqlite3 "$store" "SELECT count(*) FROM Photographer")
