@@ -136,89 +136,30 @@ public final class Importer: Sendable {
 
         let (remade, verified) = try removeChangedChunks(done: done)
         let queue = ChunkQueue(consumers: workerCount)
-        let splitOptions = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, force: options.restart)
-        let splitCancellation = Mutex<SplitCancellation?>(nil)
-        let splitDone = DispatchSemaphore(value: 0)
-        let manifest = Mutex<SplitManifest?>(nil)
-        let splitSeconds = Atomic<Int>(0)
-        let trusted = Mutex<Set<Int>>([])
-        Thread.detachNewThread { [self] in
-            defer { splitDone.signal() }
-            let splitter = Splitter(feedPath: options.feed, directory: directory, options: splitOptions)
-            splitCancellation.withLock { $0 = splitter.cancellation }
-            if state.failed { splitter.cancellation.cancel() }
-            @Sendable func offer(_ chunk: ChunkInfo, written: Bool) {
-                state.chunkSplit()
-                // Its checksum was taken from the bytes this run just wrote: checking them again would hash each byte twice.
-                if written { trusted.withLock { _ = $0.insert(chunk.index) } }
-                if (done[chunk.index] ?? 0) < chunk.records { queue.push(chunk) } else { state.chunkFinished() }
-            }
-            splitter.onChunk = { offer($0, written: $1) }
-            do {
-                let report = try splitter.run()
-                try checkFeedHash(report.manifest, recorded: recorded)
-                if report.alreadyComplete { report.manifest.chunks.forEach { offer($0, written: false) } }
-                state.setTotal(report.manifest.chunks.count)
-                try recordFeedHash(coordinator, report.manifest, recorded: recorded)
-                manifest.withLock { $0 = report.manifest }
-            } catch SplitError.differentFeed(_, let reason) {
-                // The splitter's advice (--force, --out) is for `ingest split`; an import starts over with --restart.
-                state.fail(mismatch(["the feed differs from the one the chunks were split from (\(reason))"]))
-            } catch SplitError.feedChanged(_, let chunk) {
-                state.fail(mismatch(["the feed differs from the one the chunks were split from (\(chunk) comes out different)"]))
-            } catch {
-                state.fail(error)
-            }
-            splitSeconds.store(Int((StageTimes.now() - started) * 1e6), ordering: .relaxed)
-            queue.close()
-        }
+        let split = SplitStage(.init(
+            feed: options.feed, directory: directory,
+            options: SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, force: options.restart), done: done,
+            check: { [self] in try checkFeedHash($0, recorded: recorded) },
+            record: { [self] in try recordFeedHash(coordinator, $0, recorded: recorded) },
+            mismatch: { [self] in mismatch([$0]) }), queue: queue, state: state, started: started)
 
         let maxRejects = options.maxRejects
-        let workerTimes = Mutex(StageTimes())
-        let batchPath = !options.objectPath && RowMapper(mapper: RecordMapper(spec: spec), inserter: BatchInserter(coordinator: coordinator)) != nil
-        @Sendable func runWorker(_ number: Int) {
-            func work(_ worker: some ChunkImporting) throws {
-                defer { workerTimes.withLock { $0 = $0 + worker.times } }
-                while !state.failed, let chunk = queue.pop() {
-                    try worker.importChunk(chunk, directory: directory, skip: done[chunk.index] ?? 0,
-                                               saveEvery: saveEvery, verified: verified.contains(chunk.index) || trusted.withLock { $0.contains(chunk.index) }) { saved in
-                        let rejected = state.saved(saved, worker: number)
-                        if saves.add(1, ordering: .relaxed).newValue >= stopAfterSaves.load(ordering: .relaxed) {
-                            throw ImportError("stopped after \(saves.load(ordering: .relaxed)) saves")
-                        }
-                        if cancellation.load(ordering: .relaxed) { throw ImportInterrupted() }
-                        if let maxRejects, rejected > maxRejects {
-                            throw ImportError("stopped: \(rejected) records rejected, more than --max-rejects \(maxRejects) (see \(rejectsPath)); raise it and run ingest resume \(options.store) to go on")
-                        }
-                    }
-                    state.chunkFinished()
+        let workers = WorkerStage(
+            coordinator: coordinator, spec: spec, directory: directory, done: done, saveEvery: saveEvery,
+            trusted: { verified.contains($0) || split.wrote($0) },
+            afterSave: { [self] worker, saved in
+                let rejected = state.saved(saved, worker: worker)
+                if saves.add(1, ordering: .relaxed).newValue >= stopAfterSaves.load(ordering: .relaxed) {
+                    throw ImportError("stopped after \(saves.load(ordering: .relaxed)) saves")
                 }
-            }
-            do {
-                if batchPath, let rows = RowMapper(mapper: RecordMapper(spec: spec), inserter: BatchInserter(coordinator: coordinator)) {
-                    try work(BatchImportWorker(rows: rows))
-                } else {
-                    let context = ObjectContext(coordinator: coordinator, name: "worker-\(number + 1)")
-                    try context.perform { try work(ImportWorker(context: context, spec: spec)) }
+                if cancellation.load(ordering: .relaxed) { throw ImportInterrupted() }
+                if let maxRejects, rejected > maxRejects {
+                    throw ImportError("stopped: \(rejected) records rejected, more than --max-rejects \(maxRejects) (see \(rejectsPath)); raise it and run ingest resume \(options.store) to go on")
                 }
-            } catch {
-                state.fail(error)
-                splitCancellation.withLock { $0?.cancel() }
-                queue.close()
-            }
-        }
-        // A thread per worker: concurrentPerform runs no more iterations at once than there
-        // are cores, so on two cores workers 3 and 4 started only when the queue was empty.
-        let workersDone = DispatchGroup()
-        for number in 0..<workerCount {
-            workersDone.enter()
-            Thread.detachNewThread {
-                runWorker(number)
-                workersDone.leave()
-            }
-        }
-        workersDone.wait()
-        splitDone.wait()
+            },
+            objectPath: options.objectPath)
+        var stages = workers.run(count: workerCount, queue: queue, state: state, split: split)
+        let (finishedManifest, splitSeconds) = split.wait()
         // Every save's merge was queued before its save returned: this drains them.
         let finalCounts = main.perform {
             main.automaticallyMergesChangesFromCoordinator = false
@@ -229,7 +170,7 @@ public final class Importer: Sendable {
         let rejects = try ImportMarker.rejects(coordinator)
         try writeRejects(rejects)
         if let error = state.failure { throw error }
-        guard let manifest = manifest.withLock({ $0 }) else { throw ImportError("the split ended without a manifest") }
+        guard let manifest = finishedManifest else { throw ImportError("the split ended without a manifest") }
         let indexing = StageTimes.now()
         if try coordinator.secondaryIndexesDeferred() { try coordinator.restoreSecondaryIndexes() }
         let indexSeconds = StageTimes.now() - indexing
@@ -237,8 +178,7 @@ public final class Importer: Sendable {
         for entity in spec.model.entities { storeCounts[entity.name] = try coordinator.count(entity.name) }
         let seconds = StageTimes.now() - started
         publish(state.progress(counts: finalCounts, elapsed: seconds, isFinal: true))
-        var stages = workerTimes.withLock { $0 }
-        stages.split = Double(splitSeconds.load(ordering: .relaxed)) / 1e6
+        stages.split = splitSeconds
         stages.index = indexSeconds
         let imported = state.imported
         let importedBytes = Double(manifest.feed.byteSize ?? 0) * Double(imported.imported + imported.rejected)
@@ -251,7 +191,7 @@ public final class Importer: Sendable {
                                   megabytesPerSecond: importedBytes / 1e6 / max(seconds, 1e-9),
                                   peakRSSBytes: ImportReport.peakRSS(), stages: stages, rejectsFile: rejectsPath,
                                   staleLock: lock.previous.map { "pid \($0.pid) on \($0.host), started \($0.startedAt)" },
-                                  remadeChunks: remade, writePath: batchPath ? "batch" : "objects",
+                                  remadeChunks: remade, writePath: workers.batchPath ? "batch" : "objects",
                                   stageRates: StageRates(stages, records: imported.imported + imported.rejected),
                                   timeline: state.timeline)
         try report.write(to: reportPath)

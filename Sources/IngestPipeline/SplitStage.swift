@@ -1,0 +1,78 @@
+import Foundation
+import IngestJSON
+import Synchronization
+
+/// The run's first stage, on a thread of its own: the splitter writes chunk files and
+/// offers each chunk that still has records to import to the chunk queue as soon as it
+/// is in place, then closes the queue. A failure is recorded in the run's state.
+final class SplitStage: Sendable {
+    private let cancellation = Mutex<SplitCancellation?>(nil)
+    private let finished = DispatchSemaphore(value: 0)
+    private let manifest = Mutex<SplitManifest?>(nil)
+    private let microseconds = Atomic<Int>(0)
+    /// Chunks this run wrote: their checksums are of the bytes just written, so checking
+    /// them again before import would hash each byte twice.
+    private let written = Mutex<Set<Int>>([])
+
+    /// What the stage needs from the run around it.
+    struct Inputs: Sendable {
+        var feed: String
+        var directory: String
+        var options: SplitOptions
+        /// Records already done per chunk (an earlier run's marker).
+        var done: [Int: Int]
+        /// Checks a finished split's feed against what the store recorded, before any of
+        /// its chunks is offered.
+        var check: @Sendable (SplitManifest) throws -> Void
+        /// Records the finished split's feed in the store.
+        var record: @Sendable (SplitManifest) throws -> Void
+        /// The error to stop with when the chunks belong to another feed.
+        var mismatch: @Sendable (String) -> any Error
+    }
+
+    /// Starts splitting on its own thread.
+    init(_ inputs: Inputs, queue: ChunkQueue, state: RunState, started: Double) {
+        Thread.detachNewThread { [self] in
+            defer { finished.signal() }
+            let splitter = Splitter(feedPath: inputs.feed, directory: inputs.directory, options: inputs.options)
+            cancellation.withLock { $0 = splitter.cancellation }
+            if state.failed { splitter.cancellation.cancel() }
+            @Sendable func offer(_ chunk: ChunkInfo, written isNew: Bool) {
+                state.chunkSplit()
+                if isNew { written.withLock { _ = $0.insert(chunk.index) } }
+                if (inputs.done[chunk.index] ?? 0) < chunk.records { queue.push(chunk) } else { state.chunkFinished() }
+            }
+            splitter.onChunk = { offer($0, written: $1) }
+            do {
+                let report = try splitter.run()
+                try inputs.check(report.manifest)
+                if report.alreadyComplete { report.manifest.chunks.forEach { offer($0, written: false) } }
+                state.setTotal(report.manifest.chunks.count)
+                try inputs.record(report.manifest)
+                manifest.withLock { $0 = report.manifest }
+            } catch SplitError.differentFeed(_, let reason) {
+                // The splitter's advice (--force, --out) is for `ingest split`; an import starts over with --restart.
+                state.fail(inputs.mismatch("the feed differs from the one the chunks were split from (\(reason))"))
+            } catch SplitError.feedChanged(_, let chunk) {
+                state.fail(inputs.mismatch("the feed differs from the one the chunks were split from (\(chunk) comes out different)"))
+            } catch {
+                state.fail(error)
+            }
+            microseconds.store(Int((StageTimes.now() - started) * 1e6), ordering: .relaxed)
+            queue.close()
+        }
+    }
+
+    /// Stops the split after the chunk being written.
+    func cancel() { cancellation.withLock { $0?.cancel() } }
+
+    /// True for a chunk this run's split wrote.
+    func wrote(_ chunk: Int) -> Bool { written.withLock { $0.contains(chunk) } }
+
+    /// Waits for the split to end; its manifest (nil when it failed) and its wall time.
+    func wait() -> (manifest: SplitManifest?, seconds: Double) {
+        finished.wait()
+        finished.signal()
+        return (manifest.withLock { $0 }, Double(microseconds.load(ordering: .relaxed)) / 1e6)
+    }
+}

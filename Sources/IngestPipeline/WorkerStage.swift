@@ -1,0 +1,71 @@
+import Foundation
+import IngestJSON
+import IngestStore
+import Synchronization
+
+/// The run's second stage: W workers, each a thread of its own, take chunks from the
+/// queue and import them on the batch path (`BatchImportWorker`) when the pipeline
+/// allows it, else on the object path (`ImportWorker`). After every save `afterSave`
+/// decides whether the run goes on; the first error stops every worker and the split.
+struct WorkerStage: Sendable {
+    var coordinator: PersistentStoreCoordinator
+    var spec: PipelineSpec
+    var directory: String
+    /// Records already done per chunk (an earlier run's marker).
+    var done: [Int: Int]
+    var saveEvery: Int
+    /// Whether a chunk's bytes were checked already (this run wrote or verified them).
+    var trusted: @Sendable (Int) -> Bool
+    /// Runs after every save with the worker's number and the records it committed;
+    /// throws to stop the run (a signal, --max-rejects, a test's crash).
+    var afterSave: @Sendable (Int, ImportWorker.ChunkResult) throws -> Void
+    /// Write through contexts and managed objects even where the batch path applies.
+    var objectPath: Bool
+
+    /// Whether the workers will take the batch path.
+    var batchPath: Bool {
+        !objectPath && RowMapper(mapper: RecordMapper(spec: spec), inserter: BatchInserter(coordinator: coordinator)) != nil
+    }
+
+    /// Runs `count` workers until the queue is closed and empty or the run fails; returns
+    /// their stage times, summed.
+    func run(count: Int, queue: ChunkQueue, state: RunState, split: SplitStage) -> StageTimes {
+        let times = Mutex(StageTimes())
+        let batch = batchPath
+        // A thread per worker: concurrentPerform runs no more iterations at once than there
+        // are cores, so on two cores workers 3 and 4 started only when the queue was empty.
+        let finished = DispatchGroup()
+        for number in 0..<count {
+            finished.enter()
+            Thread.detachNewThread {
+                defer { finished.leave() }
+                do {
+                    let worked = try work(number, batch: batch, queue: queue, state: state)
+                    times.withLock { $0 = $0 + worked }
+                } catch {
+                    state.fail(error)
+                    split.cancel()
+                    queue.close()
+                }
+            }
+        }
+        finished.wait()
+        return times.withLock { $0 }
+    }
+
+    private func work(_ number: Int, batch: Bool, queue: ChunkQueue, state: RunState) throws -> StageTimes {
+        func drain(_ worker: some ChunkImporting) throws -> StageTimes {
+            while !state.failed, let chunk = queue.pop() {
+                try worker.importChunk(chunk, directory: directory, skip: done[chunk.index] ?? 0, saveEvery: saveEvery,
+                                       verified: trusted(chunk.index)) { saved in try afterSave(number, saved) }
+                state.chunkFinished()
+            }
+            return worker.times
+        }
+        if batch, let rows = RowMapper(mapper: RecordMapper(spec: spec), inserter: BatchInserter(coordinator: coordinator)) {
+            return try drain(BatchImportWorker(rows: rows))
+        }
+        let context = ObjectContext(coordinator: coordinator, name: "worker-\(number + 1)")
+        return try context.perform { try drain(ImportWorker(context: context, spec: spec)) }
+    }
+}
