@@ -47,15 +47,21 @@ import Testing
 
         let store = dir.file("store.sqlite")
         let chunks = store + ".chunks"
+        // Full paths, in this test's own directory: the other cases run at the same time.
+        let target = switch place {
+        case .chunk: chunks + "/.chunk-000002.ndjson.tmp"
+        case .manifest: chunks + "/manifest.json.tmp"
+        case .rejects: store + ".rejects.ndjson.tmp"
+        case .report: store + ".report.json.tmp"
+        case .store: store
+        }
         switch place {
-        case .chunk: WriteFaults.fail(pathsEndingWith: "store.sqlite.chunks/.chunk-000002.ndjson.tmp", errno: ENOSPC)
-        case .manifest: WriteFaults.fail(pathsEndingWith: "store.sqlite.chunks/manifest.json.tmp", errno: ENOSPC)
-        case .rejects: WriteFaults.fail(pathsEndingWith: "store.sqlite.rejects.ndjson.tmp", errno: ENOSPC)
-        case .report: WriteFaults.fail(pathsEndingWith: "store.sqlite.report.json.tmp", errno: EFBIG)
         case .store: PersistentStoreCoordinator.injectedCommitFailures.withLock { $0[store] = 1 }
+        case .report: WriteFaults.fail(pathsEndingWith: target, errno: EFBIG)
+        default: WriteFaults.fail(pathsEndingWith: target, errno: ENOSPC)
         }
         defer {
-            WriteFaults.clear()
+            WriteFaults.clear(pathsEndingWith: target)
             PersistentStoreCoordinator.injectedCommitFailures.withLock { $0[store] = nil }
         }
         let error = #expect(throws: (any Error).self) { try importer(feed, store).run() }
@@ -80,7 +86,7 @@ import Testing
         #expect(message.hasSuffix(" free on that file system)"), "\(message)")
 
         // Room again: resuming finishes, and the store and rejects equal a clean import's.
-        WriteFaults.clear()
+        WriteFaults.clear(pathsEndingWith: target)
         let report = try importer(feed, store).run()
         #expect(report.rejected == 3)
         let resumed = try contents(store)
