@@ -166,55 +166,53 @@ public enum ValueCoercion {
 
     /// `fastISO8601` on UTF-8 bytes.
     static func fastISO8601(_ bytes: UnsafeRawBufferPointer) -> Date? {
-        do {
-            func digits(_ at: Int, _ count: Int) -> Int? {
-                guard at + count <= bytes.count else { return nil }
-                var value = 0
-                for i in at..<(at + count) {
-                    let d = Int(bytes[i]) - 48
-                    guard d >= 0 && d <= 9 else { return nil }
-                    value = value * 10 + d
-                }
-                return value
+        func digits(_ at: Int, _ count: Int) -> Int? {
+            guard at + count <= bytes.count else { return nil }
+            var value = 0
+            for i in at..<(at + count) {
+                let d = Int(bytes[i]) - 48
+                guard d >= 0 && d <= 9 else { return nil }
+                value = value * 10 + d
             }
-            guard bytes.count >= 20, bytes[4] == 45, bytes[7] == 45, bytes[10] == 84,
-                  bytes[13] == 58, bytes[16] == 58,
-                  let year = digits(0, 4), let month = digits(5, 2), let day = digits(8, 2),
-                  let hour = digits(11, 2), let minute = digits(14, 2), let second = digits(17, 2),
-                  (1...12).contains(month), day >= 1, day <= daysIn(month, year), hour < 24, minute < 60, second < 60 else { return nil }
-            var i = 19
-            var fraction = 0.0
-            if bytes[i] == 46 {
-                var scale = 0.1
-                i += 1
-                let start = i
-                while i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 {
-                    fraction += Double(bytes[i] - 48) * scale
-                    scale /= 10
-                    i += 1
-                }
-                guard i > start else { return nil }
-            }
-            guard i < bytes.count else { return nil }
-            var offset = 0
-            switch bytes[i] {
-            case 90:  // Z
-                i += 1
-            case 43, 45:  // + -
-                let sign = bytes[i] == 45 ? -1 : 1
-                guard let h = digits(i + 1, 2) else { return nil }
-                var m: Int?
-                if i + 3 < bytes.count && bytes[i + 3] == 58 { m = digits(i + 4, 2); i += 6 } else { m = digits(i + 3, 2); i += 5 }
-                guard let m, h < 24, m < 60 else { return nil }
-                offset = sign * (h * 3600 + m * 60)
-            default:
-                return nil
-            }
-            guard i == bytes.count else { return nil }
-            let days = daysSinceEpoch(year, month, day)
-            let seconds = Double(days * 86_400 + hour * 3600 + minute * 60 + second - offset) + fraction
-            return Date(timeIntervalSince1970: seconds)
+            return value
         }
+        guard bytes.count >= 20, bytes[4] == 45, bytes[7] == 45, bytes[10] == 84,
+              bytes[13] == 58, bytes[16] == 58,
+              let year = digits(0, 4), let month = digits(5, 2), let day = digits(8, 2),
+              let hour = digits(11, 2), let minute = digits(14, 2), let second = digits(17, 2),
+              (1...12).contains(month), day >= 1, day <= daysIn(month, year), hour < 24, minute < 60, second < 60 else { return nil }
+        var i = 19
+        var fraction = 0.0
+        if bytes[i] == 46 {
+            var scale = 0.1
+            i += 1
+            let start = i
+            while i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 {
+                fraction += Double(bytes[i] - 48) * scale
+                scale /= 10
+                i += 1
+            }
+            guard i > start else { return nil }
+        }
+        guard i < bytes.count else { return nil }
+        var offset = 0
+        switch bytes[i] {
+        case 90:  // Z
+            i += 1
+        case 43, 45:  // + -
+            let sign = bytes[i] == 45 ? -1 : 1
+            guard let h = digits(i + 1, 2) else { return nil }
+            var m: Int?
+            if i + 3 < bytes.count && bytes[i + 3] == 58 { m = digits(i + 4, 2); i += 6 } else { m = digits(i + 3, 2); i += 5 }
+            guard let m, h < 24, m < 60 else { return nil }
+            offset = sign * (h * 3600 + m * 60)
+        default:
+            return nil
+        }
+        guard i == bytes.count else { return nil }
+        let days = daysSinceEpoch(year, month, day)
+        let seconds = Double(days * 86_400 + hour * 3600 + minute * 60 + second - offset) + fraction
+        return Date(timeIntervalSince1970: seconds)
     }
 
     private static func daysIn(_ month: Int, _ year: Int) -> Int {
