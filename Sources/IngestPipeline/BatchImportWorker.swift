@@ -44,9 +44,7 @@ final class BatchImportWorker: ChunkImporting {
             var metadata = rejects
             metadata[ImportMarker.chunkKey(chunk.index)] = String(done)
             let result = try inserter.execute(request, metadata: metadata) { [self] rejection in
-                let reject = ImportMarker.Reject(chunk: chunk.index, index: rejection.record, record: chunk.firstRecord + rejection.record,
-                                                 reason: rejection.reason, text: text(ofRecord: rejection.record, in: bytes))
-                return [ImportMarker.rejectKey(chunk: chunk.index, index: rejection.record): try json(reject)]
+                try entry(chunk, rejection.record, rejection.reason, text: text(ofRecord: rejection.record, in: bytes))
             }
             times.save += StageTimes.now() - started
             times.locked += result.lockedSeconds
@@ -70,12 +68,16 @@ final class BatchImportWorker: ChunkImporting {
             }
             guard index >= skip else { continue }
             let mapped = StageTimes.now()
+            var reason: String?
             do {
                 try rows.add(record: start..<end, number: index, to: &request)
             } catch let error as CoercionError {
-                rejects[ImportMarker.rejectKey(chunk: chunk.index, index: index)] = try json(reject(chunk, index, bytes[start..<end], error.message))
+                reason = error.message
             } catch let error as FeedError {
-                rejects[ImportMarker.rejectKey(chunk: chunk.index, index: index)] = try json(reject(chunk, index, bytes[start..<end], error.message))
+                reason = error.message
+            }
+            if let reason {
+                rejects.merge(try entry(chunk, index, reason, text: String(decoding: bytes[start..<end], as: UTF8.self))) { $1 }
             }
             mapping += StageTimes.now() - mapped
             sinceSave += 1
@@ -89,13 +91,10 @@ final class BatchImportWorker: ChunkImporting {
         if sinceSave > 0 || (skip == 0 && index == 0) { try flush(done: index) }
     }
 
-    private func reject(_ chunk: ChunkInfo, _ index: Int, _ bytes: ArraySlice<UInt8>, _ reason: String) -> ImportMarker.Reject {
-        ImportMarker.Reject(chunk: chunk.index, index: index, record: chunk.firstRecord + index, reason: reason,
-                            text: String(decoding: bytes, as: UTF8.self))
-    }
-
-    private func json(_ reject: ImportMarker.Reject) throws -> String {
-        String(decoding: try encoder.encode(reject), as: UTF8.self)
+    /// The metadata entry of a rejected record, as the object path stages it.
+    private func entry(_ chunk: ChunkInfo, _ index: Int, _ reason: String, text: String) throws -> [String: String] {
+        let reject = ImportMarker.Reject(chunk, index: index, reason: reason, text: text)
+        return [ImportMarker.rejectKey(chunk: chunk.index, index: index): String(decoding: try encoder.encode(reject), as: UTF8.self)]
     }
 
     /// The text of record `index` of the chunk (rejects are rare: found by counting lines).

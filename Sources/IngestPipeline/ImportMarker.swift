@@ -54,6 +54,15 @@ enum ImportMarker {
         var record: Int
         var reason: String
         var text: String
+
+        /// Record `index` of `chunk`, rejected for `reason`.
+        init(_ chunk: ChunkInfo, index: Int, reason: String, text: String) {
+            self.chunk = chunk.index
+            self.index = index
+            record = chunk.firstRecord + index
+            self.reason = reason
+            self.text = text
+        }
     }
 
     static func chunkKey(_ chunk: Int) -> String { chunkPrefix + ChunkInfo.fileName(for: chunk) }

@@ -105,8 +105,7 @@ final class ImportWorker {
     }
 
     private func reject(_ chunk: ChunkInfo, _ index: Int, _ bytes: UnsafeRawBufferPointer, _ reason: String) throws {
-        let entry = ImportMarker.Reject(chunk: chunk.index, index: index, record: chunk.firstRecord + index, reason: reason,
-                                        text: String(decoding: bytes, as: UTF8.self))
+        let entry = ImportMarker.Reject(chunk, index: index, reason: reason, text: String(decoding: bytes, as: UTF8.self))
         try context.setMetadata(entry, forKey: ImportMarker.rejectKey(chunk: chunk.index, index: index))
     }
 

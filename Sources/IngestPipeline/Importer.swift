@@ -158,7 +158,8 @@ public final class Importer: Sendable {
                 }
             },
             objectPath: options.objectPath)
-        var stages = workers.run(count: workerCount, queue: queue, state: state, split: split)
+        let batchPath = workers.batchPath
+        var stages = workers.run(count: workerCount, batch: batchPath, queue: queue, state: state, split: split)
         let (finishedManifest, splitSeconds) = split.wait()
         // Every save's merge was queued before its save returned: this drains them.
         let finalCounts = main.perform {
@@ -191,7 +192,7 @@ public final class Importer: Sendable {
                                   megabytesPerSecond: importedBytes / 1e6 / max(seconds, 1e-9),
                                   peakRSSBytes: ImportReport.peakRSS(), stages: stages, rejectsFile: rejectsPath,
                                   staleLock: lock.previous.map { "pid \($0.pid) on \($0.host), started \($0.startedAt)" },
-                                  remadeChunks: remade, writePath: workers.batchPath ? "batch" : "objects",
+                                  remadeChunks: remade, writePath: batchPath ? "batch" : "objects",
                                   stageRates: StageRates(stages, records: imported.imported + imported.rejected),
                                   timeline: state.timeline)
         try report.write(to: reportPath)

@@ -27,11 +27,10 @@ struct WorkerStage: Sendable {
         !objectPath && RowMapper(mapper: RecordMapper(spec: spec), inserter: BatchInserter(coordinator: coordinator)) != nil
     }
 
-    /// Runs `count` workers until the queue is closed and empty or the run fails; returns
-    /// their stage times, summed.
-    func run(count: Int, queue: ChunkQueue, state: RunState, split: SplitStage) -> StageTimes {
+    /// Runs `count` workers, on the batch path when `batch` (see `batchPath`), until the
+    /// queue is closed and empty or the run fails; returns their stage times, summed.
+    func run(count: Int, batch: Bool, queue: ChunkQueue, state: RunState, split: SplitStage) -> StageTimes {
         let times = Mutex(StageTimes())
-        let batch = batchPath
         // A thread per worker: concurrentPerform runs no more iterations at once than there
         // are cores, so on two cores workers 3 and 4 started only when the queue was empty.
         let finished = DispatchGroup()
