@@ -48,7 +48,9 @@ final class BatchImportWorker: ChunkImporting {
             }
             times.save += StageTimes.now() - started
             times.locked += result.lockedSeconds
-            let saved = ImportWorker.ChunkResult(imported: result.records, rejected: rejects.count + result.rejected.count)
+            let outcomes = RecordOutcomes(inserted: result.records - result.updated - result.unchanged, updated: result.updated,
+                                          unchanged: result.unchanged, duplicates: result.duplicates)
+            let saved = ImportWorker.ChunkResult(imported: result.records, rejected: rejects.count + result.rejected.count, outcomes: outcomes)
             request.removeAll(text: bytes)
             rejects.removeAll(keepingCapacity: true)
             sinceSave = 0

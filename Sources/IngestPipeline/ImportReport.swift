@@ -39,6 +39,8 @@ public struct ImportReport: Sendable, Codable, Equatable {
     /// Records committed (imported or rejected) in each second of the run, per worker:
     /// `timeline[worker][second]`.
     public var timeline: [[Int]]?
+    /// What this run's imported records did to the store (see `RecordOutcomes`).
+    public var outcomes: RecordOutcomes?
 
     /// Writes the report as pretty JSON to `path` (replacing it whole).
     /// - Throws: `IOError` or an encoding error.

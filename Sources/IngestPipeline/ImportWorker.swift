@@ -3,20 +3,29 @@ import IngestJSON
 import IngestStore
 
 /// One worker: a private context for its whole life, importing whole chunks in
-/// batches of K records. A batch is parsed and mapped first; then the related objects
-/// it names that the worker has not seen are looked up with one IN query per entity;
-/// then its objects are made and saved with the chunk's marker in the same
+/// batches of K records. A batch is parsed and mapped first; then the objects it names
+/// that the worker has not seen (its records' own and their related ones) are looked up
+/// with one IN query per entity; then each record is applied by its entities'
+/// `ConflictRule`s and the batch is saved with the chunk's marker in the same
 /// transaction, and the context is reset so memory stays flat.
+///
+/// A save that fails because of what a record says (a required value, a deny rule, a
+/// uniqueness or constraint failure) is made again one record at a time: the records
+/// that fail alone are rejected with the reason, and the rest are imported.
 final class ImportWorker {
     let context: ObjectContext
     let spec: PipelineSpec
     let mapper: RecordMapper
-    /// Related objects in the store, by entity and key: looked up once, then reached by
+    /// Objects in the store, by entity and key: looked up once, then reached by
     /// ID without a query (a fault does no I/O).
     private var known: [EntityKey: ObjectID] = [:]
-    /// Related objects this batch created; their IDs become permanent at the save.
+    /// Objects this batch made or touched; their IDs become permanent at the save.
     private var created: [EntityKey: ManagedObject] = [:]
     private let toManyRelationships: Set<RelationshipKey>
+    private let toManyRules: [RelationshipKey: ToManyRule]
+    /// Each entity's first row made by this run: an older row met again is an update of
+    /// the store, a newer one a duplicate within the feed.
+    private let firstRowOfRun: [String: Int64]
 
     struct RelationshipKey: Hashable {
         var entity: String
@@ -38,15 +47,32 @@ final class ImportWorker {
     struct ChunkResult {
         var imported = 0
         var rejected = 0
+        /// Of the records imported: what happened to each record's own object.
+        var outcomes = RecordOutcomes()
     }
 
-    init(context: ObjectContext, spec: PipelineSpec) {
+    /// A mapped record waiting for its batch's save.
+    private struct Pending {
+        var index: Int
+        var mapped: MappedObject
+        var text: String
+    }
+
+    init(context: ObjectContext, spec: PipelineSpec, firstRowOfRun: [String: Int64] = [:]) {
         self.context = context
         self.spec = spec
         self.mapper = RecordMapper(spec: spec)
+        self.firstRowOfRun = firstRowOfRun
         toManyRelationships = Set(spec.model.entities.flatMap { entity in
             entity.relationships.filter(\.isToMany).map { RelationshipKey(entity: entity.name, relationship: $0.name) }
         })
+        var toManyRules: [RelationshipKey: ToManyRule] = [:]
+        for mapping in spec.mappings.values {
+            for relationship in mapping.relationships {
+                toManyRules[RelationshipKey(entity: mapping.entity, relationship: relationship.relationship)] = relationship.toMany
+            }
+        }
+        self.toManyRules = toManyRules
         context.mergePolicy = .objectTrump
     }
 
@@ -55,12 +81,13 @@ final class ImportWorker {
     /// records and rejects it committed. `verified`: this run already checked the
     /// chunk's checksum.
     /// - Throws: `IOError`, `FeedError` for a damaged chunk file, `StoreError` when a
-    ///   save fails, or whatever `afterSave` throws to stop the run.
+    ///   save fails for a reason no record explains (a full disk, say), or whatever
+    ///   `afterSave` throws to stop the run.
     func importChunk(_ chunk: ChunkInfo, directory: String, skip: Int, saveEvery: Int, verified: Bool = false,
                      afterSave: (ChunkResult) throws -> Void) throws {
-        var batch: [MappedObject] = []
+        var batch: [Pending] = []
         batch.reserveCapacity(saveEvery)
-        var batchRejects = 0
+        var rejects: [ImportMarker.Reject] = []
         var index = 0
         var sinceSave = 0
         let path = directory + "/" + chunk.file
@@ -70,10 +97,9 @@ final class ImportWorker {
         }
         let reader = try FeedReader(path: path, options: FeedOptions(shape: .ndjson))
         func flush(done: Int) throws {
-            try save(batch, chunk, done: done)
-            let saved = ChunkResult(imported: batch.count, rejected: batchRejects)
+            let saved = try save(batch, rejects: rejects, chunk, done: done)
             batch.removeAll(keepingCapacity: true)
-            batchRejects = 0
+            rejects.removeAll(keepingCapacity: true)
             sinceSave = 0
             try afterSave(saved)
         }
@@ -82,18 +108,17 @@ final class ImportWorker {
                 defer { index += 1 }
                 guard index >= skip else { return }
                 let started = StageTimes.now()
+                let text = { String(decoding: record.bytes, as: UTF8.self) }
                 do {
                     let json = try JSONValue.parse(record.bytes, keeping: mapper.selection)
                     let parsed = StageTimes.now()
                     times.parse += parsed - started
-                    batch.append(try mapper.map(json))
+                    batch.append(Pending(index: index, mapped: try mapper.map(json), text: text()))
                     times.map += StageTimes.now() - parsed
                 } catch let error as CoercionError {
-                    try reject(chunk, index, record.bytes, error.message)
-                    batchRejects += 1
+                    rejects.append(ImportMarker.Reject(chunk, index: index, reason: error.message, text: text()))
                 } catch let error as FeedError {
-                    try reject(chunk, index, record.bytes, error.message)
-                    batchRejects += 1
+                    rejects.append(ImportMarker.Reject(chunk, index: index, reason: error.message, text: text()))
                 }
                 sinceSave += 1
                 if sinceSave == saveEvery { try flush(done: index + 1) }
@@ -104,75 +129,200 @@ final class ImportWorker {
         if sinceSave > 0 || (skip == 0 && index == 0) { try flush(done: index) }
     }
 
-    private func reject(_ chunk: ChunkInfo, _ index: Int, _ bytes: UnsafeRawBufferPointer, _ reason: String) throws {
-        let entry = ImportMarker.Reject(chunk, index: index, reason: reason, text: String(decoding: bytes, as: UTF8.self))
-        try context.setMetadata(entry, forKey: ImportMarker.rejectKey(chunk: chunk.index, index: index))
+    /// Saves the batch with its rejects and the chunk's marker; when the save fails
+    /// because of some record, saves again one record at a time.
+    private func save(_ batch: [Pending], rejects: [ImportMarker.Reject], _ chunk: ChunkInfo, done: Int) throws -> ChunkResult {
+        let started = StageTimes.now()
+        defer { times.save += StageTimes.now() - started }
+        do {
+            return try write(batch, rejects: rejects, chunk, done: done)
+        } catch let error as StoreError where error.isAboutRecords {
+            discard()
+        }
+        var result = ChunkResult()
+        var staged = rejects
+        for (number, pending) in batch.enumerated() {
+            do {
+                let saved = try write([pending], rejects: staged, chunk, done: number == batch.count - 1 ? done : pending.index + 1)
+                staged.removeAll()
+                result.imported += saved.imported
+                result.rejected += saved.rejected
+                result.outcomes = result.outcomes + saved.outcomes
+            } catch let error as StoreError where error.isAboutRecords {
+                discard()
+                staged.append(ImportMarker.Reject(chunk, index: pending.index, reason: reason(error, pending.mapped), text: pending.text))
+            }
+        }
+        if !staged.isEmpty {
+            for reject in staged { try context.setMetadata(reject, forKey: ImportMarker.rejectKey(chunk: chunk.index, index: reject.index)) }
+            try context.setMetadata(done, forKey: ImportMarker.chunkKey(chunk.index))
+            try context.save()
+            context.reset()
+            result.rejected += staged.count
+        }
+        return result
     }
 
-    private func save(_ batch: [MappedObject], _ chunk: ChunkInfo, done: Int) throws {
-        let started = StageTimes.now()
-        try lookUpRelated(in: batch)
-        for mapped in batch { try insert(mapped) }
-        let made = StageTimes.now()
-        times.map += made - started
+    /// Applies the records and saves them with `rejects` and the marker in one transaction.
+    private func write(_ batch: [Pending], rejects: [ImportMarker.Reject], _ chunk: ChunkInfo, done: Int) throws -> ChunkResult {
+        var result = ChunkResult(rejected: rejects.count)
+        var staged = rejects
+        try lookUp(in: batch.map(\.mapped))
+        for pending in batch {
+            if let reason = conflict(pending.mapped) {
+                staged.append(ImportMarker.Reject(chunk, index: pending.index, reason: reason, text: pending.text))
+                result.rejected += 1
+                continue
+            }
+            var changed = false
+            let (_, outcome) = try apply(pending.mapped, changed: &changed)
+            result.outcomes.count(inserted: outcome == .inserted, changed: changed, duplicate: outcome == .duplicate)
+            result.imported += 1
+        }
+        for reject in staged { try context.setMetadata(reject, forKey: ImportMarker.rejectKey(chunk: chunk.index, index: reject.index)) }
         try context.setMetadata(done, forKey: ImportMarker.chunkKey(chunk.index))
         try context.save()
         if known.count > Self.knownLimit { known.removeAll(keepingCapacity: true) }
         for (key, object) in created { known[key] = object.objectID }
         created.removeAll(keepingCapacity: true)
         context.reset()
-        times.save += StageTimes.now() - made
+        return result
     }
 
-    // MARK: - Objects
-
-    private func insert(_ mapped: MappedObject) throws {
-        let root = context.insert(mapped.entity)
-        fill(root, mapped)
-        try relate(root, mapped)
+    private func discard() {
+        context.reset()
+        created.removeAll(keepingCapacity: true)
     }
 
-    private func fill(_ object: ManagedObject, _ mapped: MappedObject) {
-        for (position, value) in zip(mapped.positions, mapped.slots) { object.setValue(value, forAttributeAt: position) }
-    }
-
-    private func relate(_ object: ManagedObject, _ mapped: MappedObject) throws {
-        for (relationship, targets) in mapped.relations {
-            let toMany = toManyRelationships.contains(RelationshipKey(entity: mapped.entity, relationship: relationship))
-            for target in targets {
-                let related = try findOrCreate(target)
-                if toMany { object.addObject(related, toKey: relationship) } else { object.setObject(related, forKey: relationship) }
-            }
+    /// A failed save's reason for one record, in model names.
+    private func reason(_ error: StoreError, _ mapped: MappedObject) -> String {
+        var message: String
+        switch error {
+        case .validation(let problems), .uniquenessConflict(let problems): message = problems.joined(separator: "; ")
+        default: message = error.description
         }
-    }
-
-    /// The related object with `mapped`'s key: made this batch, known from the store, or
-    /// new (filled from `mapped`, its own relationships too). Keys not yet known were
-    /// looked up for the whole batch by `lookUpRelated(in:)`.
-    private func findOrCreate(_ mapped: MappedObject) throws -> ManagedObject {
-        let key = EntityKey(entity: mapped.entity, key: mapped.key)
-        if let object = created[key] { return object }
-        if let id = known[key] { return context.object(with: id) }
-        let object = context.insert(mapped.entity)
-        fill(object, mapped)
-        created[key] = object
-        try relate(object, mapped)
-        return object
-    }
-
-    /// One query per entity (per `lookupBatch` keys) for the batch's related keys that
-    /// are neither cached nor made this batch.
-    private func lookUpRelated(in batch: [MappedObject]) throws {
-        var missing: [String: Set<[Value]>] = [:]
-        func collect(_ mapped: MappedObject) {
-            for (_, targets) in mapped.relations {
+        // "Event 17: name is required" for an Event the record named by key alone says why.
+        var keyOnly: [String] = []
+        func collect(_ object: MappedObject) {
+            for (_, targets) in object.relations {
                 for target in targets {
-                    if known[EntityKey(entity: target.entity, key: target.key)] == nil {
-                        missing[target.entity, default: []].insert(target.key)
+                    if target.given.count == 1, target.names == spec.mappings[target.entity]?.key {
+                        keyOnly.append("\(target.entity) \(target.key[0]):")
                     }
                     collect(target)
                 }
             }
+        }
+        collect(mapped)
+        if keyOnly.contains(where: message.hasPrefix), !message.contains(";") { message += " (the record gives only its key)" }
+        return message
+    }
+
+    // MARK: - Objects
+
+    /// What applying a record did to its own object.
+    enum Outcome {
+        case inserted, updated, duplicate
+    }
+
+    /// The object `mapped` describes: found by key (made this batch or stored) and
+    /// written by its entity's rule, or made new; its related objects likewise.
+    /// `changed` becomes true when a stored object changes.
+    private func apply(_ mapped: MappedObject, changed: inout Bool) throws -> (ManagedObject, Outcome) {
+        let mapping = spec.mappings[mapped.entity]!
+        let entityKey = mapping.key.isEmpty ? nil : EntityKey(entity: mapped.entity, key: mapped.key)
+        var found: ManagedObject?
+        if let entityKey {
+            if let object = created[entityKey] { found = object } else if let id = known[entityKey] { found = context.object(with: id) }
+        }
+        guard let object = found else {
+            let object = context.insert(mapped.entity)
+            for index in mapped.slots.indices { object.setValue(mapped.slots[index], forAttributeAt: mapped.positions[index]) }
+            if let entityKey { created[entityKey] = object }
+            try relate(object, mapped, isNew: true, rule: mapping.onConflict, changed: &changed)
+            return (object, .inserted)
+        }
+        if let entityKey { created[entityKey] = object }
+        let id = found!.objectID
+        let outcome: Outcome = id.isTemporary || (id.primaryKey ?? 0) >= firstRowOfRun[mapped.entity, default: .max] ? .duplicate : .updated
+        let rule = mapping.onConflict
+        guard rule != .keepExisting else { return (object, outcome) }
+        for index in mapped.slots.indices where rule == .replace || mapped.given[index] {
+            let name = mapped.names[index]
+            if object[name] != mapped.slots[index] {
+                changed = true
+                object.setValue(mapped.slots[index], forAttributeAt: mapped.positions[index])
+            }
+        }
+        try relate(object, mapped, isNew: false, rule: rule, changed: &changed)
+        return (object, outcome)
+    }
+
+    private func relate(_ object: ManagedObject, _ mapped: MappedObject, isNew: Bool, rule: ConflictRule, changed: inout Bool) throws {
+        var given = Set<String>()
+        for (relationship, targets) in mapped.relations {
+            given.insert(relationship)
+            let key = RelationshipKey(entity: mapped.entity, relationship: relationship)
+            let related = try targets.map { target -> ManagedObject in
+                var ignored = false
+                return try apply(target, changed: &ignored).0
+            }
+            if toManyRelationships.contains(key) {
+                if !isNew && toManyRules[key] == .replace {
+                    let keep = Set(related.map(ObjectIdentifier.init))
+                    for member in object.objects(forKey: relationship) where !keep.contains(ObjectIdentifier(member)) {
+                        object.removeObject(member, fromKey: relationship)
+                        changed = true
+                    }
+                }
+                let members = isNew ? [] : Set(object.objects(forKey: relationship).map(ObjectIdentifier.init))
+                for member in related where !members.contains(ObjectIdentifier(member)) {
+                    object.addObject(member, toKey: relationship)
+                    if !isNew { changed = true }
+                }
+            } else if let target = related.first {
+                if !isNew && object.object(forKey: relationship) !== target { changed = true }
+                object.setObject(target, forKey: relationship)
+            }
+        }
+        // Replace: a mapped to-one the record does not give is cleared.
+        guard !isNew, rule == .replace else { return }
+        for relationship in spec.mappings[mapped.entity]!.relationships where !given.contains(relationship.relationship)
+            && !toManyRelationships.contains(RelationshipKey(entity: mapped.entity, relationship: relationship.relationship)) {
+            if object.object(forKey: relationship.relationship) != nil {
+                object.setObject(nil, forKey: relationship.relationship)
+                changed = true
+            }
+        }
+    }
+
+    /// Under the `reject` rule: why the record is rejected (an object it describes is
+    /// stored, or made earlier this batch, with other values), or nil.
+    private func conflict(_ mapped: MappedObject) -> String? {
+        let mapping = spec.mappings[mapped.entity]!
+        if mapping.onConflict == .reject, !mapping.key.isEmpty {
+            let entityKey = EntityKey(entity: mapped.entity, key: mapped.key)
+            let object = created[entityKey] ?? known[entityKey].map { context.object(with: $0) }
+            if let object, mapped.slots.indices.contains(where: { mapped.given[$0] && object[mapped.names[$0]] != mapped.slots[$0] }) {
+                let key = mapped.key.map(\.description).joined(separator: ", ")
+                return "\(mapped.entity) \(key): differs from the stored \(mapped.entity) (its onConflict rule is reject)"
+            }
+        }
+        for (_, targets) in mapped.relations {
+            for target in targets { if let reason = conflict(target) { return reason } }
+        }
+        return nil
+    }
+
+    /// One query per entity (per `lookupBatch` keys) for the batch's keys (its records'
+    /// own and related objects') that are not cached.
+    private func lookUp(in batch: [MappedObject]) throws {
+        var missing: [String: Set<[Value]>] = [:]
+        func collect(_ mapped: MappedObject) {
+            if !mapped.key.isEmpty, known[EntityKey(entity: mapped.entity, key: mapped.key)] == nil {
+                missing[mapped.entity, default: []].insert(mapped.key)
+            }
+            for (_, targets) in mapped.relations { targets.forEach(collect) }
         }
         batch.forEach(collect)
         for (entity, keys) in missing {
@@ -199,6 +349,18 @@ final class ImportWorker {
                     known[EntityKey(entity: entity, key: key)] = object.objectID
                 }
             }
+        }
+    }
+}
+
+extension StoreError {
+    /// A save failed because of what its objects say, not because of the store: making
+    /// the save again without the record that says it succeeds.
+    var isAboutRecords: Bool {
+        switch self {
+        case .validation, .uniquenessConflict: true
+        case .database(let message): message.contains("constraint failed")
+        default: false
         }
     }
 }

@@ -115,6 +115,7 @@ public final class Importer: Sendable {
         try coordinator.beginBulkLoad(indexesDeferred: !options.keepIndexes)
         defer { try? coordinator.endBulkLoad() }
         let done = try ImportMarker.progress(coordinator)
+        let firstRowOfRun = try coordinator.nextRowNumbers()
         let rejectedBefore = try coordinator.metadata(withPrefix: ImportMarker.rejectPrefix).count
         let workerCount = max(1, options.workers ?? spec.workers ?? ProcessInfo.processInfo.activeProcessorCount)
         let saveEvery = options.saveEvery ?? spec.saveEvery
@@ -157,7 +158,7 @@ public final class Importer: Sendable {
                     throw ImportError("stopped: \(rejected) records rejected, more than --max-rejects \(maxRejects) (see \(rejectsPath)); raise it and run ingest resume \(options.store) to go on")
                 }
             },
-            objectPath: options.objectPath)
+            objectPath: options.objectPath, firstRowOfRun: firstRowOfRun)
         let batchPath = workers.batchPath
         var stages = workers.run(count: workerCount, batch: batchPath, queue: queue, state: state, split: split)
         let (finishedManifest, splitSeconds) = split.wait()
@@ -194,7 +195,7 @@ public final class Importer: Sendable {
                                   staleLock: lock.previous.map { "pid \($0.pid) on \($0.host), started \($0.startedAt)" },
                                   remadeChunks: remade, writePath: batchPath ? "batch" : "objects",
                                   stageRates: StageRates(stages, records: imported.imported + imported.rejected),
-                                  timeline: state.timeline)
+                                  timeline: state.timeline, outcomes: state.outcomes)
         try report.write(to: reportPath)
         return report
     }

@@ -36,6 +36,8 @@ public struct PipelineSpec: Sendable {
         public var key: [String]
         public var attributes: [AttributeMapping]
         public var relationships: [RelationshipMapping]
+        /// How a record meets a stored object with its key (`"onConflict"`, default `update`).
+        public var onConflict: ConflictRule = .update
     }
 
     public struct AttributeMapping: Sendable, Equatable {
@@ -52,6 +54,9 @@ public struct PipelineSpec: Sendable {
     public struct RelationshipMapping: Sendable, Equatable {
         public var relationship: String
         public var from: [String]
+        /// For a to-many given by a record whose object is stored: the list replaces the
+        /// stored one, or is added to it (`"update": "replace" | "merge"`).
+        public var toMany: ToManyRule = .replace
     }
 
     /// Reads and checks a pipeline file.
@@ -146,7 +151,15 @@ public struct PipelineSpec: Sendable {
     private static func entityMapping(_ name: String, _ value: JSONValue, model: Model) throws -> EntityMapping {
         let at = "pipeline.mappings.\(name)"
         guard let entity = model.entity(name) else { throw PipelineError("\(at): the model has no entity '\(name)'") }
-        let fields = try Fields(value, at: at, allowed: ["key", "attributes", "relationships"])
+        let fields = try Fields(value, at: at, allowed: ["key", "attributes", "relationships", "onConflict"])
+        var onConflict = ConflictRule.update
+        if let rule = fields.optional("onConflict") {
+            let text = try Fields.string(rule, at: "\(at).onConflict")
+            guard let parsed = ConflictRule(rawValue: text) else {
+                throw PipelineError("\(at).onConflict: unknown rule '\(text)' (expected \(ConflictRule.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            onConflict = parsed
+        }
         var key = entity.uniquenessConstraints.first ?? []
         if let keyValue = fields.optional("key") {
             guard case .array(let items) = keyValue else { throw PipelineError("\(at).key: expected an array of attribute names") }
@@ -175,16 +188,24 @@ public struct PipelineSpec: Sendable {
                     throw PipelineError("\(place): \(name) has no relationship '\(member.key)'")
                 }
                 let from: String
+                var toMany = ToManyRule.replace
                 if case .string(let path) = member.value {
                     from = path
                 } else {
-                    let details = try Fields(member.value, at: place, allowed: ["from"])
+                    let details = try Fields(member.value, at: place, allowed: ["from", "update"])
                     from = try Fields.string(try details.required("from"), at: "\(place).from")
+                    if let rule = details.optional("update") {
+                        let text = try Fields.string(rule, at: "\(place).update")
+                        guard let parsed = ToManyRule(rawValue: text), entity.relationship(member.key)!.isToMany else {
+                            throw PipelineError("\(place).update: expected replace or merge, for a to-many relationship")
+                        }
+                        toMany = parsed
+                    }
                 }
-                relationships.append(RelationshipMapping(relationship: member.key, from: from.split(separator: ".").map(String.init)))
+                relationships.append(RelationshipMapping(relationship: member.key, from: from.split(separator: ".").map(String.init), toMany: toMany))
             }
         }
-        return EntityMapping(entity: name, key: key, attributes: attributes, relationships: relationships)
+        return EntityMapping(entity: name, key: key, attributes: attributes, relationships: relationships, onConflict: onConflict)
     }
 
     private static func attributeMapping(_ attribute: Attribute, _ value: JSONValue, at place: String) throws -> AttributeMapping {

@@ -11,6 +11,8 @@ public struct MappedObject: Sendable, Equatable {
     public var slots: [Value?]
     /// Where each attribute sits in the entity (`Entity.attributes`), for the importer.
     var positions: [Int]
+    /// Per slot: the record gives this field (a default fills a slot it does not give).
+    var given: [Bool]
     /// The values of the entity's key attributes, in key order (find-or-create by these).
     public var key: [Value]
     /// Related objects by relationship, in the mapping's order.
@@ -23,16 +25,18 @@ public struct MappedObject: Sendable, Equatable {
         names = sorted.map(\.key)
         slots = sorted.map(\.value)
         positions = []
+        given = Array(repeating: true, count: sorted.count)
         self.key = key
         relations = related.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
-    init(entity: String, names: [String], slots: [Value?], positions: [Int], key: [Value],
+    init(entity: String, names: [String], slots: [Value?], positions: [Int], given: [Bool], key: [Value],
          relations: [(relationship: String, objects: [MappedObject])]) {
         self.entity = entity
         self.names = names
         self.slots = slots
         self.positions = positions
+        self.given = given
         self.key = key
         self.relations = relations
     }
@@ -160,8 +164,11 @@ public struct RecordMapper: Sendable {
         }
         var slots: [Value?] = []
         slots.reserveCapacity(plan.attributes.count)
+        var given: [Bool] = []
+        given.reserveCapacity(plan.attributes.count)
         for attribute in plan.attributes {
             let json = lookup(object, attribute.mapping.from)
+            given.append(json != nil)
             var value: Value?
             do {
                 if attribute.mapping.asJSON, let json, json != .null {
@@ -205,7 +212,7 @@ public struct RecordMapper: Sendable {
             }
             relations.append((relationship.name, objects))
         }
-        return MappedObject(entity: plan.entity, names: plan.names, slots: slots, positions: plan.positions, key: key,
+        return MappedObject(entity: plan.entity, names: plan.names, slots: slots, positions: plan.positions, given: given, key: key,
                             relations: relations)
     }
 
@@ -224,7 +231,7 @@ public struct RecordMapper: Sendable {
         }
         guard let value else { throw CoercionError("\(place): missing key value") }
         return MappedObject(entity: entity, names: [plan.key[0]], slots: [value], positions: [plan.keyAttributes[0].position],
-                            key: [value], relations: [])
+                            given: [true], key: [value], relations: [])
     }
 
     private func lookup(_ object: JSONValue, _ path: [String]) -> JSONValue? {

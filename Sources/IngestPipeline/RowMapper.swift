@@ -176,10 +176,14 @@ final class RowMapper {
     private func addRows(_ object: MappedObject, mode: BatchInsertRequest.Mode, to request: inout BatchInsertRequest) -> Int {
         let entity = inserter.entityIndex(object.entity)!
         let row = request.addRow(entity: entity, mode: mode)
-        for (position, value) in zip(object.positions, object.slots) { request.set(value, row: row, attribute: position) }
+        for index in object.slots.indices {
+            request.set(object.slots[index], row: row, attribute: object.positions[index], given: object.given[index])
+        }
         for (relationship, targets) in object.relations {
             for target in targets {
-                let child = addRows(target, mode: .findOrCreate, to: &request)
+                // An object given by its key alone is found or made; one given whole is written by its rule.
+                let child = addRows(target, mode: target.relations.isEmpty && target.names == mapper.plans[target.entity]!.key
+                                                 && target.given.count == 1 ? .findOrCreate : .upsert, to: &request)
                 request.link(row: row, toOne: inserter.toOneIndex(relationship, of: entity)!, to: child)
             }
         }
@@ -203,7 +207,7 @@ final class RowMapper {
                 default: keyOnly = capture
                 }
             }
-            let row = request.addRow(entity: Int(step.entity), mode: step.parent < 0 ? .upsert : .findOrCreate)
+            let row = request.addRow(entity: Int(step.entity), mode: keyOnly == nil ? .upsert : .findOrCreate)
             rowOf[index] = row
             if step.parent >= 0 { request.link(row: rowOf[Int(step.parent)], toOne: Int(step.toOne), to: row) }
             if let keyOnly {
@@ -237,7 +241,7 @@ final class RowMapper {
         switch (field.kind, capture.kind) {
         case (_, .absent), (_, .null):
             if !field.hasDefault && !field.required {
-                request.set(.null, row: row, attribute: position)
+                request.set(.null, row: row, attribute: position, given: capture.kind == .null)
                 return true
             }
         case (.string, .string), (.string, .number), (.string, .trueValue), (.string, .falseValue):
@@ -284,7 +288,7 @@ final class RowMapper {
         }
         if value == nil { value = attribute.mapping.defaultValue }
         if value == nil && attribute.required { return false }
-        request.set(value, row: row, attribute: attribute.position)
+        request.set(value, row: row, attribute: attribute.position, given: capture.kind != .absent)
         return true
     }
 

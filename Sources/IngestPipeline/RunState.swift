@@ -10,6 +10,7 @@ final class RunState: Sendable {
         var imported = 0
         var rejectedThisRun = 0
         var rejectedBefore = 0
+        var outcomes = RecordOutcomes()
         var failure: (any Error)?
         /// Records committed per worker per second of the run.
         var timeline: [[Int]] = []
@@ -34,6 +35,7 @@ final class RunState: Sendable {
         return counts.withLock {
             $0.imported += result.imported
             $0.rejectedThisRun += result.rejected
+            $0.outcomes = $0.outcomes + result.outcomes
             if $0.timeline[worker].count <= second {
                 $0.timeline[worker] += repeatElement(0, count: second + 1 - $0.timeline[worker].count)
             }
@@ -54,6 +56,7 @@ final class RunState: Sendable {
     var failed: Bool { counts.withLock { $0.failure != nil } }
     var failure: (any Error)? { counts.withLock { $0.failure } }
     var imported: (imported: Int, rejected: Int) { counts.withLock { ($0.imported, $0.rejectedThisRun) } }
+    var outcomes: RecordOutcomes { counts.withLock { $0.outcomes } }
 
     func progress(counts entityCounts: [String: Int], elapsed: Double, isFinal: Bool) -> ImportProgress {
         counts.withLock {

@@ -21,10 +21,18 @@ struct WorkerStage: Sendable {
     var afterSave: @Sendable (Int, ImportWorker.ChunkResult) throws -> Void
     /// Write through contexts and managed objects even where the batch path applies.
     var objectPath: Bool
+    /// Each entity's first row number made by this run (`nextRowNumbers()` as it began).
+    var firstRowOfRun: [String: Int64]
+
+    private func makeRows() -> RowMapper? {
+        let inserter = BatchInserter(coordinator: coordinator, rules: spec.mappings.mapValues(\.onConflict))
+        inserter.firstRowOfRun = firstRowOfRun
+        return RowMapper(mapper: RecordMapper(spec: spec), inserter: inserter)
+    }
 
     /// Whether the workers will take the batch path.
     var batchPath: Bool {
-        !objectPath && RowMapper(mapper: RecordMapper(spec: spec), inserter: BatchInserter(coordinator: coordinator)) != nil
+        !objectPath && makeRows() != nil
     }
 
     /// Runs `count` workers, on the batch path when `batch` (see `batchPath`), until the
@@ -61,10 +69,10 @@ struct WorkerStage: Sendable {
             }
             return worker.times
         }
-        if batch, let rows = RowMapper(mapper: RecordMapper(spec: spec), inserter: BatchInserter(coordinator: coordinator)) {
+        if batch, let rows = makeRows() {
             return try drain(BatchImportWorker(rows: rows))
         }
         let context = ObjectContext(coordinator: coordinator, name: "worker-\(number + 1)")
-        return try context.perform { try drain(ImportWorker(context: context, spec: spec)) }
+        return try context.perform { try drain(ImportWorker(context: context, spec: spec, firstRowOfRun: firstRowOfRun)) }
     }
 }

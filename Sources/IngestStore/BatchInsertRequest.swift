@@ -24,11 +24,12 @@ public struct BatchInsertRequest: Sendable {
 
     /// How a row meets a stored row with the same key (the entity's uniqueness constraint).
     public enum Mode: Sendable {
-        /// The record's own object: a stored row with its key is overwritten, every
-        /// attribute and to-one, as the `objectTrump` merge policy does.
+        /// An object the record describes (its own, or a nested one): a stored row with
+        /// its key is written by the entity's `ConflictRule`, from the cells set with
+        /// `given` true.
         case upsert
-        /// A related object: a stored row with its key is used as it is; otherwise
-        /// this row is inserted.
+        /// A related object named by its key alone: a stored row with its key is used as
+        /// it is; otherwise this row is inserted.
         case findOrCreate
     }
 
@@ -37,6 +38,7 @@ public struct BatchInsertRequest: Sendable {
         var mode: Mode
         var firstCell: Int
         var firstLink: Int
+        var firstMask: Int
     }
 
     struct Record: Sendable {
@@ -52,6 +54,8 @@ public struct BatchInsertRequest: Sendable {
     private(set) var cells: [Cell] = []
     /// Per row and to-one relationship: the linked row, or -1.
     private(set) var links: [Int32] = []
+    /// Per row: bit i set when the record gives attribute i (then to-one i - attributes).
+    private(set) var masks: [UInt64] = []
     private(set) var rows: [Row] = []
     private(set) var records: [Record] = []
     let entities: [BatchInserter.EntityPlan]
@@ -78,33 +82,47 @@ public struct BatchInsertRequest: Sendable {
     public mutating func addRow(entity: Int, mode: Mode) -> Int {
         precondition(!records.isEmpty, "beginRecord before addRow")
         let plan = entities[entity]
-        rows.append(Row(entity: entity, mode: mode, firstCell: cells.count, firstLink: links.count))
+        rows.append(Row(entity: entity, mode: mode, firstCell: cells.count, firstLink: links.count, firstMask: masks.count))
         cells.append(contentsOf: plan.defaultCells)
         links.append(contentsOf: repeatElement(-1, count: plan.info.toOneColumns.count))
+        masks.append(contentsOf: repeatElement(0, count: plan.maskWords))
         for (position, value) in defaultValues[entity] { set(value, row: rows.count - 1, attribute: position) }
         return rows.count - 1
     }
 
     /// Sets attribute `position` (its place in the entity's attributes) of `row`.
-    public mutating func set(_ cell: Cell, row: Int, attribute position: Int) {
+    /// `given`: the record gives this value (false for a default standing in for an
+    /// absent field), so it overwrites a stored row's under the `update` rule.
+    public mutating func set(_ cell: Cell, row: Int, attribute position: Int, given: Bool = true) {
         cells[rows[row].firstCell + position] = cell
+        if given { markGiven(row: row, bit: position) }
+    }
+
+    private mutating func markGiven(row: Int, bit: Int) {
+        masks[rows[row].firstMask + bit / 64] |= 1 << UInt64(bit % 64)
+    }
+
+    /// Whether the record gives bit `bit` (attribute, then to-one) of `row`.
+    func isGiven(row: Row, bit: Int) -> Bool {
+        masks[row.firstMask + bit / 64] & (1 << UInt64(bit % 64)) != 0
     }
 
     /// Sets attribute `position` of `row` (a row of the current record) to a value kept in the request.
-    public mutating func set(_ value: Value?, row: Int, attribute position: Int) {
-        guard let value else { return set(.null, row: row, attribute: position) }
+    public mutating func set(_ value: Value?, row: Int, attribute position: Int, given: Bool = true) {
+        guard let value else { return set(.null, row: row, attribute: position, given: given) }
         let info = entities[rows[row].entity].info
         if !info.attributeTypes[position].accepts(value), records[records.count - 1].invalid == nil {
             records[records.count - 1].invalid = "\(info.name).\(info.attributeNames[position]): \(value) is not a valid \(info.attributeTypes[position].rawValue)"
         }
         values.append(value)
-        set(.value(Int32(values.count - 1)), row: row, attribute: position)
+        set(.value(Int32(values.count - 1)), row: row, attribute: position, given: given)
     }
 
     /// Links `row` to `target` through the to-one relationship at `toOne` (from
     /// `BatchInserter.toOneIndex(_:of:)`).
     public mutating func link(row: Int, toOne: Int, to target: Int) {
         links[rows[row].firstLink + toOne] = Int32(target)
+        markGiven(row: row, bit: entities[rows[row].entity].info.attributeNames.count + toOne)
     }
 
     /// Drops the current record's rows (a record that turned out not to map).
@@ -114,6 +132,7 @@ public struct BatchInsertRequest: Sendable {
             let first = rows[record.firstRow]
             cells.removeSubrange(first.firstCell...)
             links.removeSubrange(first.firstLink...)
+            masks.removeSubrange(first.firstMask...)
             rows.removeSubrange(record.firstRow...)
         }
     }
@@ -124,6 +143,7 @@ public struct BatchInsertRequest: Sendable {
         values.removeAll(keepingCapacity: true)
         cells.removeAll(keepingCapacity: true)
         links.removeAll(keepingCapacity: true)
+        masks.removeAll(keepingCapacity: true)
         rows.removeAll(keepingCapacity: true)
         records.removeAll(keepingCapacity: true)
     }

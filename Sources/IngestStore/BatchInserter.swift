@@ -26,17 +26,58 @@ public final class BatchInserter {
         let defaultCells: [BatchInsertRequest.Cell]
         /// The key attribute's position (the entity's one uniqueness constraint), if any.
         let keyPosition: Int?
+        /// How an `upsert` row meets a stored row with its key.
+        let rule: ConflictRule
+        /// 64-bit words of a row's given-mask (attributes, then to-ones).
+        let maskWords: Int
+        /// The upsert by `rule`; it changes nothing when the stored row already says it all.
         let insertSQL: String
         let findOrCreateSQL: String
+        /// Under `reject`: 1 when the stored row `?1` differs from the row's given attributes.
+        let differsSQL: String?
         /// Positions of the attributes a row must have a value for.
         let requiredPositions: [Int]
 
-        init(info: EntityInfo, defaultCells: [BatchInsertRequest.Cell], keyPosition: Int?, insertSQL: String, findOrCreateSQL: String) {
+        init(info: EntityInfo, defaultCells: [BatchInsertRequest.Cell], keyPosition: Int?, rule: ConflictRule) {
             self.info = info
             self.defaultCells = defaultCells
             self.keyPosition = keyPosition
-            self.insertSQL = insertSQL
-            self.findOrCreateSQL = findOrCreateSQL
+            self.rule = rule
+            let columns = info.attributes.map { quoted($0.name) } + info.toOneColumns.map { quoted($0.column) }
+            maskWords = max(1, (columns.count + 63) / 64)
+            // Parameters: ?1 the row number, then the cells and links, then the mask words.
+            let firstMask = columns.count + 2
+            func given(_ bit: Int) -> String { "((?\(firstMask + bit / 64) >> \(bit % 64)) & 1)" }
+            var upsert = info.insertSQL
+            var findOrCreate = info.insertSQL
+            var differs: String?
+            if let constraint = info.uniquenessConstraints.first {
+                let target = constraint.map(quoted).joined(separator: ", ")
+                findOrCreate += " ON CONFLICT (\(target)) DO NOTHING"
+                let changing = columns.enumerated().filter { !constraint.contains(info.attributes.indices.contains($0.offset) ? info.attributes[$0.offset].name : "") }
+                switch rule {
+                case .update:
+                    upsert += " ON CONFLICT (\(target)) DO UPDATE SET "
+                        + changing.map { "\($1) = CASE WHEN \(given($0)) THEN excluded.\($1) ELSE \($1) END" }.joined(separator: ", ")
+                        + " WHERE " + changing.map { "(\(given($0)) AND \($1) IS NOT excluded.\($1))" }.joined(separator: " OR ")
+                case .replace:
+                    upsert += " ON CONFLICT (\(target)) DO UPDATE SET "
+                        + changing.map { "\($1) = excluded.\($1)" }.joined(separator: ", ")
+                        + " WHERE " + changing.map { "\($1) IS NOT excluded.\($1)" }.joined(separator: " OR ")
+                case .keepExisting, .reject:
+                    upsert = findOrCreate
+                }
+                if changing.isEmpty { upsert = findOrCreate }
+                if rule == .reject {
+                    let compared = info.attributes.indices.filter { !constraint.contains(info.attributes[$0].name) }
+                    differs = "SELECT 1 FROM \(info.table) WHERE \"_pk\" = ?1 AND ("
+                        + (compared.isEmpty ? "0" : compared.map { "(\(given($0)) AND \(quoted(info.attributes[$0].name)) IS NOT ?\($0 + 2))" }.joined(separator: " OR "))
+                        + ")"
+                }
+            }
+            insertSQL = upsert
+            findOrCreateSQL = findOrCreate
+            differsSQL = differs
             requiredPositions = info.attributeRequired.indices.filter { info.attributeRequired[$0] }
         }
     }
@@ -55,8 +96,16 @@ public final class BatchInserter {
         }
     }
 
-    /// An inserter for the entities of `coordinator`'s model that `supports(_:in:)` accepts.
-    public init(coordinator: PersistentStoreCoordinator) {
+    /// Rows this run's records found already written by earlier records of the same run:
+    /// set it to `coordinator.nextRowNumbers()` taken when the run began.
+    public var firstRowOfRun: [String: Int64] = [:] {
+        didSet { runStart = plans.map { firstRowOfRun[$0.info.name] ?? .max } }
+    }
+    private var runStart: [Int64] = []
+
+    /// An inserter for the entities of `coordinator`'s model that `supports(_:in:)` accepts,
+    /// writing stored objects by `rules` (per entity name; `update` where none is given).
+    public init(coordinator: PersistentStoreCoordinator, rules: [String: ConflictRule] = [:]) {
         self.coordinator = coordinator
         let model = coordinator.model
         var plans: [EntityPlan] = []
@@ -73,20 +122,11 @@ public final class BatchInserter {
                 }
             }
             let key = entity.uniquenessConstraints.first.map { constraint in info.attributeIndex[constraint[0]]! }
-            var upsert = info.insertSQL
-            var findOrCreate = info.insertSQL
-            if let constraint = entity.uniquenessConstraints.first {
-                let target = constraint.map(quoted).joined(separator: ", ")
-                let columns = entity.attributes.map { quoted($0.name) } + info.toOneColumns.map { quoted($0.column) }
-                upsert += " ON CONFLICT (\(target)) DO UPDATE SET "
-                    + columns.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
-                findOrCreate += " ON CONFLICT (\(target)) DO NOTHING"
-            }
-            plans.append(EntityPlan(info: info, defaultCells: defaults, keyPosition: key,
-                                    insertSQL: upsert, findOrCreateSQL: findOrCreate))
+            plans.append(EntityPlan(info: info, defaultCells: defaults, keyPosition: key, rule: rules[entity.name] ?? .update))
         }
         self.plans = plans
         planIndex = Dictionary(uniqueKeysWithValues: plans.enumerated().map { ($1.info.name, $0) })
+        runStart = Array(repeating: .max, count: plans.count)
     }
 
     /// The index of `entity` for `BatchInsertRequest.addRow`, or nil when the batch path
@@ -125,8 +165,12 @@ public final class BatchInserter {
         public var rejected: [Rejection] = []
         /// New rows per entity name.
         public var inserted: [String: Int] = [:]
-        /// Stored rows the records' own objects overwrote.
+        /// Records whose own object was stored already and changed.
         public var updated = 0
+        /// Records whose own object was stored already and did not change.
+        public var unchanged = 0
+        /// Of those updated or unchanged: records whose object an earlier record of this run made.
+        public var duplicates = 0
         /// Seconds inside the write transaction (holding the store's write lock).
         public var lockedSeconds = 0.0
     }
@@ -189,6 +233,7 @@ public final class BatchInserter {
         let upserts = try plans.map { try db.cachedStatement(sql: $0.insertSQL).sqliteStatement }
         let creates = try plans.map { try db.cachedStatement(sql: $0.findOrCreateSQL).sqliteStatement }
         let lookups = try plans.map { plan in try plan.info.uniqueLookupSQL.first.map { try db.cachedStatement(sql: $0).sqliteStatement } }
+        let differs = try plans.map { plan in try plan.differsSQL.map { try db.cachedStatement(sql: $0).sqliteStatement } }
         var rowKeys = [Int64](repeating: 0, count: 0)
 
         func existing(_ entity: Int, _ key: Value) throws -> Int64? {
@@ -206,7 +251,8 @@ public final class BatchInserter {
         try request.text.withUnsafeBytes { text in
             for recordIndex in request.records.indices {
                 let range = request.rowRange(ofRecord: recordIndex)
-                if let reason = try request.records[recordIndex].invalid ?? problem(in: range, request, keys: keys, existing: existing) {
+                if let reason = try request.records[recordIndex].invalid ?? problem(in: range, request, keys: keys, existing: existing)
+                    ?? conflict(in: range, request, existing: existing, differs: differs, text: text, db) {
                     let rejection = Rejection(record: request.records[recordIndex].number, reason: reason)
                     result.rejected.append(rejection)
                     for (key, value) in try rejected(rejection) { stagedMetadata[key] = value }
@@ -253,18 +299,26 @@ public final class BatchInserter {
                     // two outcomes apart without RETURNING (which costs a temporary table per row).
                     sqlite3_set_last_insert_rowid(db.sqliteConnection, 0)
                     try SQLiteValues.stepToEnd(statement, db)
+                    let changed = sqlite3_changes(db.sqliteConnection) > 0
                     var stored = pk
-                    if sqlite3_last_insert_rowid(db.sqliteConnection) != pk, let position = plan.keyPosition,
-                       let key = request.value(request.cells[row.firstCell + position], type: plan.info.attributeTypes[position]) {
+                    var key: Value?
+                    if let position = plan.keyPosition, sqlite3_last_insert_rowid(db.sqliteConnection) != pk || rowIndex != range.lowerBound {
+                        key = request.value(request.cells[row.firstCell + position], type: plan.info.attributeTypes[position])
+                    }
+                    if sqlite3_last_insert_rowid(db.sqliteConnection) != pk, let key {
                         stored = try existing(row.entity, key) ?? pk
                     }
+                    if rowIndex != range.lowerBound, let key { learned[row.entity][key] = stored }
                     rowKeys[rowIndex - range.lowerBound] = stored
                     if stored == pk {
                         insertedCounts[row.entity] += 1
                         if observed { inserted[row.entity].append(pk) }
                     } else {
-                        result.updated += 1
-                        if observed { updated[row.entity].append(stored) }
+                        if changed, observed { updated[row.entity].append(stored) }
+                        if rowIndex == range.lowerBound {
+                            if changed { result.updated += 1 } else { result.unchanged += 1 }
+                            if stored >= runStart[row.entity] { result.duplicates += 1 }
+                        }
                     }
                 }
                 result.records += 1
@@ -299,7 +353,14 @@ public final class BatchInserter {
             guard !missing.isEmpty else { continue }
             let info = plan.info
             let key = keys[rowIndex] ?? plan.keyPosition.flatMap { request.value(request.cells[row.firstCell + $0], type: info.attributeTypes[$0]) }
-            if row.mode == .findOrCreate, let key, try existing(row.entity, key) != nil { continue }
+            if let key, try existing(row.entity, key) != nil {
+                // A stored row keeps what the record does not give (unless replaced).
+                if row.mode == .findOrCreate || plan.rule == .keepExisting { continue }
+                if plan.rule != .replace {
+                    missing = missing.filter { name in request.isGiven(row: row, bit: info.attributeIndex[name]!) }
+                    if missing.isEmpty { continue }
+                }
+            }
             let names = missing.joined(separator: ", ")
             let which = key.map { "\(info.name) \($0)" } ?? info.name
             let verb = missing.count == 1 ? "is" : "are"
@@ -311,8 +372,29 @@ public final class BatchInserter {
         return nil
     }
 
+    /// Under the `reject` rule: why the record is rejected (an object it describes is
+    /// stored with other values), or nil.
+    private func conflict(in range: Range<Int>, _ request: BatchInsertRequest, existing: (Int, Value) throws -> Int64?,
+                          differs: [SQLiteStatement?], text: UnsafeRawBufferPointer, _ db: Database) throws -> String? {
+        for rowIndex in range {
+            let row = request.rows[rowIndex]
+            let plan = plans[row.entity]
+            guard row.mode == .upsert, let statement = differs[row.entity], let position = plan.keyPosition,
+                  let key = request.value(request.cells[row.firstCell + position], type: plan.info.attributeTypes[position]),
+                  let pk = try existing(row.entity, key) else { continue }
+            bind(request, row, pk: pk, rowKeys: [], firstRow: rowIndex, text: text, to: statement, links: false)
+            defer { sqlite3_reset(statement) }
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW: return "\(plan.info.name) \(key): differs from the stored \(plan.info.name) (its onConflict rule is reject)"
+            case SQLITE_DONE: continue
+            default: throw SQLiteValues.failure(statement, db)
+            }
+        }
+        return nil
+    }
+
     private func bind(_ request: BatchInsertRequest, _ row: BatchInsertRequest.Row, pk: Int64, rowKeys: [Int64], firstRow: Int,
-                      text: UnsafeRawBufferPointer, to statement: SQLiteStatement) {
+                      text: UnsafeRawBufferPointer, to statement: SQLiteStatement, links: Bool = true) {
         sqlite3_bind_int64(statement, 1, pk)
         let info = plans[row.entity].info
         var index: Int32 = 2
@@ -331,7 +413,11 @@ public final class BatchInserter {
         }
         for link in 0..<info.toOneColumns.count {
             let target = request.links[row.firstLink + link]
-            if target >= 0 { sqlite3_bind_int64(statement, index, rowKeys[Int(target) - firstRow]) } else { sqlite3_bind_null(statement, index) }
+            if links, target >= 0 { sqlite3_bind_int64(statement, index, rowKeys[Int(target) - firstRow]) } else { sqlite3_bind_null(statement, index) }
+            index += 1
+        }
+        for word in 0..<plans[row.entity].maskWords {
+            sqlite3_bind_int64(statement, index, Int64(bitPattern: request.masks[row.firstMask + word]))
             index += 1
         }
     }

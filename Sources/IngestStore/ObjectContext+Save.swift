@@ -93,15 +93,27 @@ extension ObjectContext {
                 for index in values.indices {
                     if let value = values[index] {
                         if !info.attributeTypes[index].accepts(value) {
-                            problems.append("\(info.name).\(info.attributeNames[index]) of \(object.objectID): \(value) is not a valid \(info.attributeTypes[index].rawValue)")
+                            problems.append("\(label(object)): \(info.attributeNames[index]): \(value) is not a valid \(info.attributeTypes[index].rawValue)")
                         }
                     } else if info.attributeRequired[index] {
-                        problems.append("\(info.name).\(info.attributeNames[index]) of \(object.objectID) is required")
+                        problems.append("\(label(object)): \(info.attributeNames[index]) is required")
                     }
                 }
             }
         }
         if !problems.isEmpty { throw StoreError.validation(problems) }
+    }
+
+    /// An object as messages name it: its entity and uniqueness key ("Event 17"), else
+    /// its row ("Event row 4") or "a new Event".
+    func label(_ object: ManagedObject) -> String {
+        let info = object.info
+        if let positions = info.uniquenessPositions.first {
+            let values = positions.compactMap { object.values[$0] }
+            if values.count == positions.count { return info.name + " " + values.map(\.description).joined(separator: ", ") }
+        }
+        if let pk = object.objectID.primaryKey { return "\(info.name) row \(pk)" }
+        return "a new \(info.name)"
     }
 
     // MARK: - The transaction

@@ -41,7 +41,8 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     public var isTemporary: Bool { if case .temporary = key { true } else { false } }
 
     /// The row number of a permanent ID.
-    var primaryKey: Int64? { if case .permanent(let pk) = key { pk } else { nil } }
+    /// The row number of a saved object (nil while the ID is temporary).
+    public var primaryKey: Int64? { if case .permanent(let pk) = key { pk } else { nil } }
 
     public var uri: String {
         let entity = entityName.addingPercentEncoding(withAllowedCharacters: Self.segmentCharacters) ?? entityName

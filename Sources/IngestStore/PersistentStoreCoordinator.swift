@@ -189,6 +189,21 @@ public final class PersistentStoreCoordinator: Sendable {
         return next!
     }
 
+    /// The row number each entity's next new object will get: rows numbered from these
+    /// on were made after this call (imports tell a record that repeats one of their
+    /// own from one that meets an older object).
+    /// - Throws: `StoreError.database` when the store cannot be read.
+    public func nextRowNumbers() throws -> [String: Int64] {
+        try read { db in
+            var next: [String: Int64] = [:]
+            for entity in schema.entities.values {
+                next[entity.name] = try Int64.fetchOne(db, sql: "SELECT next FROM \(quoted(Self.sequenceTable)) WHERE entity = ?", arguments: [entity.name])
+                    ?? (try Int64.fetchOne(db, sql: "SELECT max(\"_pk\") FROM \(entity.table)") ?? 0) + 1
+            }
+            return next
+        }
+    }
+
     /// Reserves permanent row numbers in a transaction of its own.
     func reserveKeys(_ count: Int, for entity: EntityInfo) throws -> Int64 {
         try write { db in try reserveKeys(count, for: entity, db) }

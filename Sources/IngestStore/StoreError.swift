@@ -17,13 +17,19 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The disk holding the store is full; nothing of the failed save was written.
     case diskFull(path: String, freeBytes: Int?)
 
+    /// The first few problems of a long list, and how many more there are.
+    private static func list(_ problems: [String]) -> String {
+        let shown = problems.prefix(3).joined(separator: "; ")
+        return problems.count > 3 ? shown + "; and \(problems.count - 3) more" : shown
+    }
+
     public var description: String {
         switch self {
         case .notAStore(let path, let reason): "\(path) is not an Ingest store: \(reason)"
         case .modelMismatch(let path, let differences):
             "the store at \(path) was made with a different model: " + differences.joined(separator: "; ")
-        case .validation(let problems): "the save failed validation: " + problems.joined(separator: "; ")
-        case .uniquenessConflict(let conflicts): "the save conflicts with uniqueness constraints: " + conflicts.joined(separator: "; ")
+        case .validation(let problems): "the save failed validation: " + Self.list(problems)
+        case .uniquenessConflict(let conflicts): "the save conflicts with uniqueness constraints: " + Self.list(conflicts)
         case .objectNotFound(let id): "no object with ID \(id) in the store"
         case .unknownEntity(let name): "the model has no entity '\(name)'"
         case .unknownProperty(let entity, let property): "entity \(entity) has no property '\(property)'"

@@ -111,6 +111,10 @@ extension Ingest {
         static func printSummary(_ report: ImportReport, reportPath: String) {
             print("\(report.feed) → \(report.store): \(Format.count(report.records)) records in \(report.chunks) chunk(s), \(report.workers) worker(s)")
             print("  imported \(Format.count(report.imported)) and rejected \(Format.count(report.rejectedThisRun)) this run; \(Format.count(report.rejected)) rejected in all (\(report.rejectsFile))")
+            if let outcomes = report.outcomes {
+                print("  records: \(Format.count(outcomes.inserted)) inserted, \(Format.count(outcomes.updated)) updated, \(Format.count(outcomes.unchanged)) unchanged"
+                      + (outcomes.duplicates > 0 ? " (\(Format.count(outcomes.duplicates)) repeated a key seen earlier in this run)" : ""))
+            }
             print("  " + report.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
             print("  \(Format.seconds(report.seconds)), \(Format.count(Int(report.recordsPerSecond))) records/s, \(Format.rate(report.megabytesPerSecond)) MB/s, peak RSS \(ByteCount.format(report.peakRSSBytes))")
             let stages = report.stages

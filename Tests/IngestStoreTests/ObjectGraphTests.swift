@@ -53,9 +53,9 @@ import Testing
             let error = #expect(throws: StoreError.self) { try context.save() }
             let text = error?.description ?? ""
             #expect(text.hasPrefix("the save failed validation: "))
-            #expect(text.contains("Photo.id of \(photo.objectID) is required"))
-            #expect(text.contains("Photo.views of \(photo.objectID): \"many\" is not a valid int64"))
-            #expect(text.contains("Everything.a_int16 of \(tooBig.objectID): 40000 is not a valid int16"))
+            #expect(text.contains("a new Photo: id is required"))
+            #expect(text.contains("a new Photo: views: \"many\" is not a valid int64"))
+            #expect(text.contains("a new Everything: a_int16: 40000 is not a valid int16"))
         }
         #expect(try coordinator.count("Photo") == 0)
     }

@@ -1,0 +1,170 @@
+import Foundation
+import GRDB
+import IngestJSON
+import IngestStore
+import IngestTestSupport
+import Testing
+@testable import IngestPipeline
+
+/// How a record meets an object the store (or an earlier record) already holds: the
+/// pipeline's `onConflict` rules, the same on the batch path and the object path, and
+/// the outcomes the report counts.
+@Suite struct UpdateRuleTests {
+    /// Posts with an author (nested or by key), an event by key (its name is required)
+    /// and, when `tags`, a to-many of tags (which takes the object path).
+    static func spec(postRule: String = "update", authorRule: String = "update", tags: String? = nil) throws -> PipelineSpec {
+        let tagMapping = tags.map { #", "tags": { "from": "tags", "update": "\#($0)" }"# } ?? ""
+        let text = """
+        { "model": { "entities": [
+            { "name": "Post", "attributes": [
+                { "name": "id", "type": "string", "optional": false }, { "name": "title", "type": "string" },
+                { "name": "views", "type": "int64" } ],
+              "relationships": [ { "name": "author", "destination": "Author", "inverse": "posts" },
+                                 { "name": "event", "destination": "Event", "inverse": "posts" },
+                                 { "name": "tags", "destination": "Tag", "inverse": "posts", "toMany": true } ],
+              "unique": [["id"]] },
+            { "name": "Author", "attributes": [
+                { "name": "id", "type": "int64", "optional": false }, { "name": "name", "type": "string" },
+                { "name": "email", "type": "string" } ],
+              "relationships": [ { "name": "posts", "destination": "Post", "inverse": "author", "toMany": true } ],
+              "unique": [["id"]] },
+            { "name": "Event", "attributes": [
+                { "name": "id", "type": "int64", "optional": false }, { "name": "name", "type": "string", "optional": false } ],
+              "relationships": [ { "name": "posts", "destination": "Post", "inverse": "event", "toMany": true } ],
+              "unique": [["id"]] },
+            { "name": "Tag", "attributes": [ { "name": "name", "type": "string", "optional": false } ],
+              "relationships": [ { "name": "posts", "destination": "Post", "inverse": "tags", "toMany": true } ],
+              "unique": [["name"]] } ] },
+          "feed": { "ndjson": true },
+          "record": "Post",
+          "mappings": {
+            "Post": { "onConflict": "\(postRule)", "attributes": { "id": "id", "title": "title", "views": { "from": "views", "default": 0 } },
+                      "relationships": { "author": "author", "event": "eventId"\(tagMapping) } },
+            "Author": { "onConflict": "\(authorRule)", "attributes": { "id": "id", "name": "name", "email": "email" } },
+            "Event": { "attributes": { "id": "id", "name": "name" } },
+            "Tag": { "attributes": { "name": "name" } } } }
+        """
+        return try PipelineSpec.parse(Array(text.utf8))
+    }
+
+    func importLines(_ lines: [String], spec: PipelineSpec, dir: TemporaryDirectory, objectPath: Bool,
+                     workers: Int = 1, saveEvery: Int = 100, chunkSize: Int = 100) throws -> ImportReport {
+        let feed = try dir.write("feed.ndjson", Array((lines.joined(separator: "\n") + "\n").utf8))
+        var options = Importer.Options(feed: feed, store: dir.file("store.sqlite"), workers: workers, saveEvery: saveEvery,
+                                       chunkSize: chunkSize)
+        options.objectPath = objectPath
+        return try Importer(spec: spec, options: options).run()
+    }
+
+    func rows(_ dir: TemporaryDirectory, _ sql: String) throws -> [String] {
+        try DatabaseQueue(path: dir.file("store.sqlite")).read { db in
+            try Row.fetchAll(db, sql: sql).map { row in
+                row.columnNames.map { name in
+                    let value: DatabaseValue = row[name]
+                    return value.isNull ? "NULL" : String.fromDatabaseValue(value) ?? value.description
+                }.joined(separator: "|")
+            }
+        }
+    }
+
+    func rejects(_ report: ImportReport) throws -> [String] {
+        try String(contentsOfFile: report.rejectsFile, encoding: .utf8).split(separator: "\n").map(String.init)
+    }
+
+    @Test(arguments: [false, true])
+    func aRelatedObjectGivenByKeyWithoutARequiredValueRejectsOnlyItsRecord(objectPath: Bool) throws {
+        let dir = try TemporaryDirectory()
+        let report = try importLines([
+            #"{"id":"p1","eventId":17}"#,
+            #"{"id":"p2","title":"fine"}"#,
+            #"{"id":"p3","author":{"id":1,"name":"Ann"}}"#,
+        ], spec: Self.spec(), dir: dir, objectPath: objectPath, saveEvery: 3)
+        #expect(report.imported == 2 && report.rejected == 1)
+        let lines = try rejects(report)
+        #expect(lines.count == 1)
+        #expect(lines.first?.contains(#""chunk":1,"index":0,"record":0,"reason":"Event 17: name is required (the record gives only its key)""#) == true,
+                "\(lines)")
+        #expect(try rows(dir, "SELECT id FROM Post ORDER BY id") == ["p2", "p3"])
+        #expect(try rows(dir, "SELECT count(*) FROM Event") == ["0"])
+    }
+
+    @Test(arguments: [false, true])
+    func aLaterRecordOverwritesWhatItGivesAndKeepsTheRest(objectPath: Bool) throws {
+        let dir = try TemporaryDirectory()
+        let report = try importLines([
+            #"{"id":"p1","title":"first","views":5,"author":2}"#,
+            #"{"id":"p2","author":{"id":2,"name":"Bea","email":"b@x"}}"#,
+            #"{"id":"p1","title":"second"}"#,
+            #"{"id":"p3","author":{"id":2,"name":"Bea Renamed"}}"#,
+            #"{"id":"p2","title":null}"#,
+            #"{"id":"p2"}"#,
+        ], spec: Self.spec(), dir: dir, objectPath: objectPath)
+        let posts = try rows(dir, "SELECT p.id, p.title, p.views, a.id AS author FROM Post p LEFT JOIN Author a ON a._pk = p._author ORDER BY p.id")
+        #expect(posts == ["p1|second|5|2", "p2|NULL|0|2", "p3|NULL|0|2"], "\(posts)")
+        #expect(try rows(dir, "SELECT id, name, email FROM Author") == ["2|Bea Renamed|b@x"],
+                "an author first seen as a bare key takes the names later records give, and keeps the email no record took back")
+        // p2's title was NULL already, and an empty record changes nothing.
+        #expect(report.outcomes == RecordOutcomes(inserted: 3, updated: 1, unchanged: 2, duplicates: 3))
+    }
+
+    @Test(arguments: [false, true])
+    func replaceMakesTheObjectWhatTheRecordSays(objectPath: Bool) throws {
+        let dir = try TemporaryDirectory()
+        _ = try importLines([
+            #"{"id":"p1","title":"first","views":5,"author":{"id":3,"name":"Cy","email":"c@x"}}"#,
+            #"{"id":"p1","title":"second","author":{"id":3,"name":"Cy"}}"#,
+        ], spec: Self.spec(postRule: "replace", authorRule: "replace"), dir: dir, objectPath: objectPath)
+        #expect(try rows(dir, "SELECT id, title, views FROM Post") == ["p1|second|0"], "views goes back to its default")
+        #expect(try rows(dir, "SELECT id, name, email FROM Author") == ["3|Cy|NULL"])
+    }
+
+    @Test(arguments: [false, true])
+    func keepExistingLeavesStoredObjectsAlone(objectPath: Bool) throws {
+        let dir = try TemporaryDirectory()
+        let report = try importLines([
+            #"{"id":"p1","title":"first","author":{"id":4,"name":"Di"}}"#,
+            #"{"id":"p1","title":"second","author":{"id":4,"name":"Other"}}"#,
+        ], spec: Self.spec(postRule: "keepExisting", authorRule: "keepExisting"), dir: dir, objectPath: objectPath)
+        #expect(try rows(dir, "SELECT id, title FROM Post") == ["p1|first"])
+        #expect(try rows(dir, "SELECT name FROM Author") == ["Di"])
+        #expect(report.outcomes == RecordOutcomes(inserted: 1, updated: 0, unchanged: 1, duplicates: 1))
+    }
+
+    @Test(arguments: [false, true])
+    func rejectRefusesARecordThatWouldChangeAStoredObject(objectPath: Bool) throws {
+        let dir = try TemporaryDirectory()
+        let report = try importLines([
+            #"{"id":"p1","title":"first"}"#,
+            #"{"id":"p1","title":"first"}"#,
+            #"{"id":"p1","title":"changed"}"#,
+        ], spec: Self.spec(postRule: "reject"), dir: dir, objectPath: objectPath)
+        #expect(try rows(dir, "SELECT id, title FROM Post") == ["p1|first"])
+        #expect(report.rejected == 1 && report.imported == 2)
+        let lines = try rejects(report)
+        #expect(lines.first?.contains(#""index":2,"record":2,"reason":"Post \"p1\": differs from the stored Post (its onConflict rule is reject)""#) == true, "\(lines)")
+        #expect(report.outcomes == RecordOutcomes(inserted: 1, updated: 0, unchanged: 1, duplicates: 1))
+    }
+
+    @Test(arguments: ["replace", "merge"])
+    func toManyListsReplaceOrMerge(rule: String) throws {
+        let dir = try TemporaryDirectory()
+        _ = try importLines([
+            #"{"id":"p1","tags":[{"name":"a"},{"name":"b"}]}"#,
+            #"{"id":"p1","tags":[{"name":"b"},{"name":"c"}]}"#,
+            #"{"id":"p1","title":"no tags given: kept"}"#,
+        ], spec: Self.spec(tags: rule), dir: dir, objectPath: true)
+        #expect(try rows(dir, "SELECT name FROM Tag ORDER BY name") == ["a", "b", "c"])
+        let coordinator = try PersistentStoreCoordinator(model: try Self.spec().model, path: dir.file("store.sqlite"))
+        let context = ObjectContext(coordinator: coordinator, name: "check")
+        let names = try context.perform {
+            let post = try #require(try context.fetch(FetchRequest("Post")).first)
+            return post.objects(forKey: "tags").compactMap { $0["name"]?.stringValue }.sorted()
+        }
+        #expect(names == (rule == "replace" ? ["b", "c"] : ["a", "b", "c"]))
+    }
+
+    @Test func unknownRulesAreRefusedWhereTheyAreWritten() throws {
+        let error = #expect(throws: PipelineError.self) { try Self.spec(postRule: "overwrite") }
+        #expect(error?.message == "pipeline.mappings.Post.onConflict: unknown rule 'overwrite' (expected update, replace, keepExisting, reject)")
+    }
+}
