@@ -20,8 +20,11 @@ final class BatchImportWorker: ChunkImporting {
         return encoder
     }()
 
-    init(rows: RowMapper) {
+    let keys: ImportMarker.Keys
+
+    init(rows: RowMapper, keys: ImportMarker.Keys) {
         self.rows = rows
+        self.keys = keys
         inserter = rows.inserter
     }
 
@@ -42,7 +45,7 @@ final class BatchImportWorker: ChunkImporting {
         func flush(done: Int) throws {
             let started = StageTimes.now()
             var metadata = rejects
-            metadata[ImportMarker.chunkKey(chunk.index)] = String(done)
+            metadata[keys.chunkKey(chunk.index)] = String(done)
             let result = try inserter.execute(request, metadata: metadata) { [self] rejection in
                 try entry(chunk, rejection.record, rejection.reason, text: text(ofRecord: rejection.record, in: bytes))
             }
@@ -96,7 +99,7 @@ final class BatchImportWorker: ChunkImporting {
     /// The metadata entry of a rejected record, as the object path stages it.
     private func entry(_ chunk: ChunkInfo, _ index: Int, _ reason: String, text: String) throws -> [String: String] {
         let reject = ImportMarker.Reject(chunk, index: index, reason: reason, text: text)
-        return [ImportMarker.rejectKey(chunk: chunk.index, index: index): String(decoding: try encoder.encode(reject), as: UTF8.self)]
+        return [keys.rejectKey(chunk: chunk.index, index: index): String(decoding: try encoder.encode(reject), as: UTF8.self)]
     }
 
     /// The text of record `index` of the chunk (rejects are rare: found by counting lines).

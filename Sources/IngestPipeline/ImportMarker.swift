@@ -2,49 +2,63 @@ import Foundation
 import IngestJSON
 import IngestStore
 
-/// The resume marker, in store metadata: which feed and pipeline the store is being
-/// filled from, and per chunk how many of its records are done. Each worker's save
-/// writes its chunk's count in the same transaction as the rows it covers, so after a
-/// crash the marker says exactly what the store holds.
+/// An import's records in store metadata. Every import into a store is a *run*,
+/// numbered from 1: the run's record (`ingest.runs.NNNN`: feed, pipeline, chunks,
+/// state) and, under `ingest.run.NNNN.`, its marker (per chunk, how many of its records
+/// are done) and its rejects. Each worker's save writes its chunk's count in the same
+/// transaction as the rows it covers, so after a crash the marker says exactly what
+/// the store holds.
 enum ImportMarker {
-    static let identityKey = "ingest.import"
-    /// Where the import's inputs are, for `ingest resume` (informative: moving them is allowed).
-    static let runKey = "ingest.run"
-    static let chunkPrefix = "ingest.chunk."
-    static let rejectPrefix = "ingest.reject."
+    static let runsPrefix = "ingest.runs."
 
-    struct Identity: Codable, Equatable {
-        var feedByteSize: Int
-        var feedChecksum: String
-        var pipelineSHA256: String
-        var chunks: Int
-        var chunkSize: Int
-
-        init(feedByteSize: Int, feedChecksum: String, pipelineSHA256: String, chunks: Int, chunkSize: Int) {
-            self.feedByteSize = feedByteSize
-            self.feedChecksum = feedChecksum
-            self.pipelineSHA256 = pipelineSHA256
-            self.chunks = chunks
-            self.chunkSize = chunkSize
-        }
-
-        /// A store filled by an earlier version recorded the feed's SHA-256 instead: it reads
-        /// as "no checksum yet", and its chunk directory is refused as an earlier version's.
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            feedByteSize = try container.decode(Int.self, forKey: .feedByteSize)
-            feedChecksum = try container.decodeIfPresent(String.self, forKey: .feedChecksum) ?? ""
-            pipelineSHA256 = try container.decode(String.self, forKey: .pipelineSHA256)
-            chunks = try container.decode(Int.self, forKey: .chunks)
-            chunkSize = try container.decode(Int.self, forKey: .chunkSize)
-        }
-    }
-
+    /// One import run, as the store records it.
     struct Run: Codable, Equatable {
+        enum State: String, Codable {
+            case running, finished, abandoned
+        }
+
+        var number: Int
+        /// Where the run's inputs are, for `ingest resume` (informative: moving them is allowed).
+        /// "-" for standard input.
         var feed: String
         var pipeline: String?
         var chunks: String
         var saveEvery: Int?
+        var feedByteSize: Int
+        /// The feed's XXH64, known when its split has finished ("" before).
+        var feedChecksum: String
+        var pipelineSHA256: String
+        /// Chunks in the feed, known when its split has finished (0 before).
+        var chunkCount: Int
+        var chunkSize: Int
+        var state: State
+        var started: String
+        var ended: String?
+        /// Each entity's first row number made by this run.
+        var firstRowOfRun: [String: Int64]
+        /// The pipeline was inferred from the feed, not written by a user.
+        var inferred: Bool?
+        /// What the run's records did to the store (counted by the process that finished it).
+        var outcomes: RecordOutcomes?
+    }
+
+    /// The metadata keys of run `run`.
+    struct Keys: Sendable {
+        let run: Int
+        var record: String { ImportMarker.runsPrefix + Self.pad(run, 4) }
+        var prefix: String { "ingest.run.\(Self.pad(run, 4))." }
+        var chunkPrefix: String { prefix + "chunk." }
+        var rejectPrefix: String { prefix + "reject." }
+
+        func chunkKey(_ chunk: Int) -> String { chunkPrefix + ChunkInfo.fileName(for: chunk) }
+
+        func rejectKey(chunk: Int, index: Int) -> String {
+            rejectPrefix + ChunkInfo.fileName(for: chunk) + "." + Self.pad(index, 6)
+        }
+
+        static func pad(_ number: Int, _ width: Int) -> String {
+            String(repeating: "0", count: max(0, width - String(number).count)) + String(number)
+        }
     }
 
     /// A rejected record, kept in the store until the rejects file is written.
@@ -65,28 +79,83 @@ enum ImportMarker {
         }
     }
 
-    static func chunkKey(_ chunk: Int) -> String { chunkPrefix + ChunkInfo.fileName(for: chunk) }
-
-    static func rejectKey(chunk: Int, index: Int) -> String {
-        rejectPrefix + ChunkInfo.fileName(for: chunk) + "." + String(repeating: "0", count: max(0, 6 - String(index).count)) + String(index)
+    /// Every run the store records, oldest first (a store filled by an earlier version
+    /// has its one import renamed to run 1 first).
+    static func runs(_ coordinator: PersistentStoreCoordinator) throws -> [Run] {
+        try migrateSingleImport(coordinator)
+        let decoder = JSONDecoder()
+        return try coordinator.metadata(withPrefix: runsPrefix).sorted { $0.key < $1.key }.map {
+            try decoder.decode(Run.self, from: Data($0.value.utf8))
+        }
     }
 
-    /// Records done per chunk, from the store.
-    static func progress(_ coordinator: PersistentStoreCoordinator) throws -> [Int: Int] {
+    /// Records done per chunk of run `keys.run`, from the store.
+    static func progress(_ coordinator: PersistentStoreCoordinator, _ keys: Keys) throws -> [Int: Int] {
         var done: [Int: Int] = [:]
-        for (key, value) in try coordinator.metadata(withPrefix: chunkPrefix) {
-            guard let chunk = ChunkInfo.index(inFileName: String(key.dropFirst(chunkPrefix.count))),
+        for (key, value) in try coordinator.metadata(withPrefix: keys.chunkPrefix) {
+            guard let chunk = ChunkInfo.index(inFileName: String(key.dropFirst(keys.chunkPrefix.count))),
                   let count = Int(value) else { continue }
             done[chunk] = count
         }
         return done
     }
 
-    static func rejects(_ coordinator: PersistentStoreCoordinator) throws -> [Reject] {
+    static func rejects(_ coordinator: PersistentStoreCoordinator, _ keys: Keys) throws -> [Reject] {
         let decoder = JSONDecoder()
-        return try coordinator.metadata(withPrefix: rejectPrefix).sorted { $0.key < $1.key }.map {
+        return try coordinator.metadata(withPrefix: keys.rejectPrefix).sorted { $0.key < $1.key }.map {
             try decoder.decode(Reject.self, from: Data($0.value.utf8))
         }
+    }
+
+    /// Writes `run`'s record in a transaction of its own.
+    static func save(_ run: Run, _ coordinator: PersistentStoreCoordinator) throws {
+        let context = ObjectContext(coordinator: coordinator, name: "marker")
+        try context.perform {
+            try context.setMetadata(run, forKey: Keys(run: run.number).record)
+            try context.save()
+        }
+    }
+
+    static func now() -> String { ISO8601DateFormatter().string(from: Date()) }
+
+    // MARK: - Stores written before runs
+
+    private struct SingleImport: Codable {
+        var feedByteSize: Int
+        var feedChecksum: String?
+        var pipelineSHA256: String
+        var chunks: Int
+        var chunkSize: Int
+    }
+
+    private struct SingleImportPaths: Codable {
+        var feed: String
+        var pipeline: String?
+        var chunks: String
+        var saveEvery: Int?
+    }
+
+    /// A store that one import filled before imports had runs keeps `ingest.import`,
+    /// `ingest.run`, `ingest.chunk.*` and `ingest.reject.*`: they become run 1.
+    private static func migrateSingleImport(_ coordinator: PersistentStoreCoordinator) throws {
+        guard let old = try coordinator.metadata(forKey: "ingest.import", as: SingleImport.self) else { return }
+        let paths = try coordinator.metadata(forKey: "ingest.run", as: SingleImportPaths.self)
+        let keys = Keys(run: 1)
+        try coordinator.renameMetadata(withPrefix: "ingest.chunk.") { keys.chunkPrefix + $0.dropFirst("ingest.chunk.".count) }
+        try coordinator.renameMetadata(withPrefix: "ingest.reject.") { keys.rejectPrefix + $0.dropFirst("ingest.reject.".count) }
+        let done = try progress(coordinator, keys)
+        let chunkRecords = paths.flatMap { try? SplitManifest.load(fromDirectory: $0.chunks) }
+            .map { Dictionary(uniqueKeysWithValues: $0.chunks.map { ($0.index, $0.records) }) } ?? [:]
+        let finished = old.chunks > 0 && (1...old.chunks).allSatisfy { chunk in
+            (done[chunk] ?? 0) >= (chunkRecords[chunk] ?? old.chunkSize)
+        }
+        let run = Run(number: 1, feed: paths?.feed ?? "?", pipeline: paths?.pipeline, chunks: paths?.chunks ?? "?",
+                      saveEvery: paths?.saveEvery, feedByteSize: old.feedByteSize, feedChecksum: old.feedChecksum ?? "",
+                      pipelineSHA256: old.pipelineSHA256, chunkCount: old.chunks, chunkSize: old.chunkSize,
+                      state: finished ? .finished : .running, started: "", ended: nil, firstRowOfRun: [:])
+        try save(run, coordinator)
+        try coordinator.renameMetadata(withPrefix: "ingest.import") { _ in "ingest.legacy.import" }
+        try coordinator.renameMetadata(withPrefix: "ingest.run") { $0 == "ingest.run" ? "ingest.legacy.run" : nil }
     }
 }
 

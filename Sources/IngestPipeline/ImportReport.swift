@@ -41,6 +41,13 @@ public struct ImportReport: Sendable, Codable, Equatable {
     public var timeline: [[Int]]?
     /// What this run's imported records did to the store (see `RecordOutcomes`).
     public var outcomes: RecordOutcomes?
+    /// The run's number in the store (1 for the store's first import).
+    public var run: Int?
+    /// The unfinished run this import left behind (`abandonRun`), if any.
+    public var abandonedRun: Int?
+    public var chunksDirectory: String?
+    /// Chunk files deleted as the run finished; nil when they were kept.
+    public var deletedChunks: Int?
 
     /// Writes the report as pretty JSON to `path` (replacing it whole).
     /// - Throws: `IOError` or an encoding error.

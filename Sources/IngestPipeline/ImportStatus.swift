@@ -2,9 +2,32 @@ import Foundation
 import IngestJSON
 import IngestStore
 
-/// Where an import into a store stands, read from the store alone (works while the
-/// import runs: readers never wait for its writer).
+/// Where the imports into a store stand, read from the store alone (works while an
+/// import runs: readers never wait for its writer). The top-level fields describe the
+/// latest run; `runs` lists them all.
 public struct ImportStatus: Sendable {
+    /// One import run into the store.
+    public struct Run: Sendable {
+        public var number: Int
+        /// "running" (unfinished: stopped, or still going), "finished" or "abandoned".
+        public var state: String
+        public var feed: String
+        public var pipeline: String?
+        public var chunks: String
+        /// Chunks in the feed; nil while the split has not finished.
+        public var chunkCount: Int?
+        public var chunkSize: Int
+        public var saveEvery: Int?
+        public var chunksComplete: Int
+        public var recordsDone: Int
+        public var rejected: Int
+        public var started: String
+        public var ended: String?
+        public var inferred: Bool
+        public var outcomes: RecordOutcomes?
+    }
+
+    public var runs: [Run]
     public var feed: String?
     public var pipeline: String?
     public var chunks: String?
@@ -21,75 +44,78 @@ public struct ImportStatus: Sendable {
     /// The secondary indexes are dropped until the import finishes (reads work, slower).
     public var indexesDeferred: Bool
 
+    /// The latest run that is not finished, if any: what `ingest resume` continues.
+    public var unfinishedRun: Run? { runs.last.flatMap { $0.state == "running" ? $0 : nil } }
+
     /// - Throws: `StoreError` for a file that is not an Ingest store; `ImportError` for a
     ///   store that no import has written to.
     public static func read(store: String) throws -> ImportStatus {
         let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
-        guard let identity = try coordinator.metadata(forKey: ImportMarker.identityKey, as: ImportMarker.Identity.self) else {
+        let records = try ImportMarker.runs(coordinator)
+        guard let latest = records.last else {
             throw ImportError("\(store) is an Ingest store, but no import has written to it")
         }
-        let run = try coordinator.metadata(forKey: ImportMarker.runKey, as: ImportMarker.Run.self)
-        let progress = try ImportMarker.progress(coordinator)
+        var runs: [Run] = []
+        for record in records {
+            let keys = ImportMarker.Keys(run: record.number)
+            let progress = try ImportMarker.progress(coordinator, keys)
+            // A chunk is complete when its count reaches the manifest's; without the manifest
+            // at hand (deleted when the run finished), every chunk but the last holds chunkSize records.
+            let manifestChunks = chunkRecords(record.chunks)
+            var complete = 0
+            for (chunk, done) in progress where done >= (manifestChunks[chunk] ?? record.chunkSize) { complete += 1 }
+            if record.state == .finished { complete = record.chunkCount }
+            let chunkCount: Int? = record.chunkCount > 0 ? record.chunkCount : (manifestChunks.isEmpty ? nil : manifestChunks.count)
+            runs.append(Run(number: record.number, state: record.state.rawValue, feed: record.feed, pipeline: record.pipeline,
+                            chunks: record.chunks, chunkCount: chunkCount, chunkSize: record.chunkSize, saveEvery: record.saveEvery,
+                            chunksComplete: complete, recordsDone: progress.values.reduce(0, +),
+                            rejected: try coordinator.metadata(withPrefix: keys.rejectPrefix).count,
+                            started: record.started, ended: record.ended, inferred: record.inferred ?? false, outcomes: record.outcomes))
+        }
         var counts: [String: Int] = [:]
         for entity in coordinator.model.entities { counts[entity.name] = try coordinator.count(entity.name) }
-        // A chunk is complete when its count reaches the manifest's; without the manifest
-        // at hand, every chunk but the last holds chunkSize records.
-        var complete = 0
-        let manifestChunks = chunkRecords(run)
-        for (chunk, done) in progress where done >= (manifestChunks[chunk] ?? identity.chunkSize) { complete += 1 }
-        let rejected = try coordinator.metadata(withPrefix: ImportMarker.rejectPrefix).count
-        // The store learns the chunk count when the split finishes; the manifest may know it first.
-        let chunkCount: Int? = identity.chunks > 0 ? identity.chunks : (manifestChunks.isEmpty ? nil : manifestChunks.count)
-        return ImportStatus(feed: run?.feed, pipeline: run?.pipeline, chunks: run?.chunks, chunkCount: chunkCount,
-                            chunkSize: identity.chunkSize, saveEvery: run?.saveEvery,
-                            chunksComplete: complete, recordsDone: progress.values.reduce(0, +), rejected: rejected,
-                            counts: counts, finished: chunkCount.map { complete == $0 } ?? false,
-                            indexesDeferred: try coordinator.secondaryIndexesDeferred())
+        let last = runs[runs.count - 1]
+        return ImportStatus(runs: runs, feed: last.feed, pipeline: last.pipeline, chunks: last.chunks, chunkCount: last.chunkCount,
+                            chunkSize: last.chunkSize, saveEvery: last.saveEvery, chunksComplete: last.chunksComplete,
+                            recordsDone: last.recordsDone, rejected: last.rejected, counts: counts,
+                            finished: latest.state != .running, indexesDeferred: try coordinator.secondaryIndexesDeferred())
     }
 
-    /// Records per chunk from the manifest where the store says its chunks are (empty
-    /// when they moved, or the split has not finished: status reads what it can).
-    private static func chunkRecords(_ run: ImportMarker.Run?) -> [Int: Int] {
-        guard let directory = run?.chunks, let manifest = try? SplitManifest.load(fromDirectory: directory) else { return [:] }
+    /// Records per chunk from the manifest where the store says the chunks are (empty
+    /// when they moved or were deleted, or the split has not finished: status reads what it can).
+    private static func chunkRecords(_ directory: String) -> [Int: Int] {
+        guard let manifest = try? SplitManifest.load(fromDirectory: directory) else { return [:] }
         return Dictionary(uniqueKeysWithValues: manifest.chunks.map { ($0.index, $0.records) })
     }
 
     /// Checks a store: SQLite's integrity check and Ingest's own (to-ones point at rows,
-    /// uniqueness holds), then the marker against the store: no chunk done past its
-    /// records, rejects only where records are done, no more record-entity rows than
-    /// records committed less rejects. Works during an import (it only reads).
+    /// uniqueness holds), then each run's marker: no chunk done past its records or past
+    /// the feed's chunks, rejects only where records are done. (Rows are not compared
+    /// with records: a record may make several objects of its own entity, and a later
+    /// record or feed may update one instead of adding it.) Works during an import.
     /// - Returns: the problems found; empty for a sound store.
     /// - Throws: `StoreError` for a file that is not an Ingest store.
     public static func check(store: String) throws -> [String] {
         let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
         var problems = try coordinator.integrityProblems()
-        guard let identity = try coordinator.metadata(forKey: ImportMarker.identityKey, as: ImportMarker.Identity.self) else {
-            return problems
-        }
-        let run = try coordinator.metadata(forKey: ImportMarker.runKey, as: ImportMarker.Run.self)
-        let spec = run?.pipeline.flatMap { try? PipelineSpec.load(path: $0) }
-        // Each read is its own snapshot, and an import may commit between them: rows first,
-        // then rejects, then the marker, so that what was read later only adds records done.
-        let rows = try spec.map { try coordinator.count($0.recordEntity) }
-        let rejects = try ImportMarker.rejects(coordinator)
-        let progress = try ImportMarker.progress(coordinator)
-        let chunkRecords = chunkRecords(run)
-        for (chunk, done) in progress.sorted(by: { $0.key < $1.key }) {
-            let limit = chunkRecords[chunk] ?? identity.chunkSize
-            if done > limit || done < 0 {
-                problems.append("marker: \(ChunkInfo.fileName(for: chunk)) says \(done) records done, but it holds \(limit)")
+        for run in try ImportMarker.runs(coordinator) {
+            let keys = ImportMarker.Keys(run: run.number)
+            let place = "run \(run.number) marker"
+            // Rejects first, then the marker: an import committing between the two reads only adds records done.
+            let rejects = try ImportMarker.rejects(coordinator, keys)
+            let progress = try ImportMarker.progress(coordinator, keys)
+            let chunkRecords = chunkRecords(run.chunks)
+            for (chunk, done) in progress.sorted(by: { $0.key < $1.key }) {
+                let limit = chunkRecords[chunk] ?? run.chunkSize
+                if done > limit || done < 0 {
+                    problems.append("\(place): \(ChunkInfo.fileName(for: chunk)) says \(done) records done, but it holds \(limit)")
+                }
+                if run.chunkCount > 0 && chunk > run.chunkCount {
+                    problems.append("\(place): \(ChunkInfo.fileName(for: chunk)) is past the feed's \(run.chunkCount) chunks")
+                }
             }
-            if identity.chunks > 0 && chunk > identity.chunks {
-                problems.append("marker: \(ChunkInfo.fileName(for: chunk)) is past the feed's \(identity.chunks) chunks")
-            }
-        }
-        for reject in rejects where reject.index >= progress[reject.chunk] ?? 0 {
-            problems.append("marker: a reject at \(ChunkInfo.fileName(for: reject.chunk)) index \(reject.index) lies past the records done there")
-        }
-        if let spec, let rows {
-            let committed = progress.values.reduce(0, +) - rejects.count
-            if rows > committed {
-                problems.append("marker: \(spec.recordEntity) has \(rows) rows, more than the \(committed) records the marker says were imported")
+            for reject in rejects where reject.index >= progress[reject.chunk] ?? 0 {
+                problems.append("\(place): a reject at \(ChunkInfo.fileName(for: reject.chunk)) index \(reject.index) lies past the records done there")
             }
         }
         return problems

@@ -58,8 +58,12 @@ final class ImportWorker {
         var text: String
     }
 
-    init(context: ObjectContext, spec: PipelineSpec, firstRowOfRun: [String: Int64] = [:]) {
+    /// The run's marker and reject keys.
+    let keys: ImportMarker.Keys
+
+    init(context: ObjectContext, spec: PipelineSpec, keys: ImportMarker.Keys, firstRowOfRun: [String: Int64] = [:]) {
         self.context = context
+        self.keys = keys
         self.spec = spec
         self.mapper = RecordMapper(spec: spec)
         self.firstRowOfRun = firstRowOfRun
@@ -154,8 +158,8 @@ final class ImportWorker {
             }
         }
         if !staged.isEmpty {
-            for reject in staged { try context.setMetadata(reject, forKey: ImportMarker.rejectKey(chunk: chunk.index, index: reject.index)) }
-            try context.setMetadata(done, forKey: ImportMarker.chunkKey(chunk.index))
+            for reject in staged { try context.setMetadata(reject, forKey: keys.rejectKey(chunk: chunk.index, index: reject.index)) }
+            try context.setMetadata(done, forKey: keys.chunkKey(chunk.index))
             try context.save()
             context.reset()
             result.rejected += staged.count
@@ -179,8 +183,8 @@ final class ImportWorker {
             result.outcomes.count(inserted: outcome == .inserted, changed: changed, duplicate: outcome == .duplicate)
             result.imported += 1
         }
-        for reject in staged { try context.setMetadata(reject, forKey: ImportMarker.rejectKey(chunk: chunk.index, index: reject.index)) }
-        try context.setMetadata(done, forKey: ImportMarker.chunkKey(chunk.index))
+        for reject in staged { try context.setMetadata(reject, forKey: keys.rejectKey(chunk: chunk.index, index: reject.index)) }
+        try context.setMetadata(done, forKey: keys.chunkKey(chunk.index))
         try context.save()
         if known.count > Self.knownLimit { known.removeAll(keepingCapacity: true) }
         for (key, object) in created { known[key] = object.objectID }

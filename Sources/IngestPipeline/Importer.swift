@@ -21,8 +21,13 @@ public final class Importer: Sendable {
         public var workers: Int?
         public var saveEvery: Int?
         public var chunkSize: Int?
-        /// Start over, even in a store filled from another feed or pipeline.
-        public var restart: Bool
+        /// Leave the store's unfinished run as it is (its records stay) and import this
+        /// feed as a new run.
+        public var abandonRun: Bool
+        /// Delete the store, and everything imported into it, before importing.
+        public var deleteStore: Bool
+        /// Keep the chunk files of a run that finishes (by default they are deleted).
+        public var keepChunks: Bool
         /// Stop (resumably) once more than this many records have been rejected in all.
         public var maxRejects: Int?
         /// Keep the secondary indexes during the import instead of building them at the end.
@@ -34,15 +39,17 @@ public final class Importer: Sendable {
         public var objectPath = false
 
         public init(feed: String, store: String, chunks: String? = nil, workers: Int? = nil, saveEvery: Int? = nil,
-                    chunkSize: Int? = nil, restart: Bool = false, maxRejects: Int? = nil, keepIndexes: Bool = false,
-                    pipelinePath: String? = nil) {
+                    chunkSize: Int? = nil, abandonRun: Bool = false, deleteStore: Bool = false, keepChunks: Bool = false,
+                    maxRejects: Int? = nil, keepIndexes: Bool = false, pipelinePath: String? = nil) {
             self.feed = feed
             self.store = store
             self.chunks = chunks
             self.workers = workers
             self.saveEvery = saveEvery
             self.chunkSize = chunkSize
-            self.restart = restart
+            self.abandonRun = abandonRun
+            self.deleteStore = deleteStore
+            self.keepChunks = keepChunks
             self.maxRejects = maxRejects
             self.keepIndexes = keepIndexes
             self.pipelinePath = pipelinePath
@@ -67,7 +74,6 @@ public final class Importer: Sendable {
 
     public var rejectsPath: String { options.store + ".rejects.ndjson" }
     public var reportPath: String { options.store + ".report.json" }
-    private var chunksDirectory: String { options.chunks ?? options.store + ".chunks" }
 
     /// Calls `handler` with every progress event of `run()` (on the main context's
     /// queue, in order). Keep the token to stop with `removeProgressObserver`.
@@ -94,32 +100,40 @@ public final class Importer: Sendable {
         return stream
     }
 
-    /// Runs (or continues) the import.
-    /// - Throws: `ImportError` when the store belongs to another feed or pipeline (unless
-    ///   `restart`) or more records were rejected than `maxRejects`; `ImportInterrupted`
-    ///   after `cancellation`; `FeedError`, `SplitError`, `IOError`, `StoreError` from the stages.
+    /// Runs the import: continues the store's unfinished run when it is of this feed
+    /// and pipeline, else starts a new run (a store takes any number of feeds, one run
+    /// each; a finished run never blocks the next).
+    /// - Throws: `ImportError` when the feed cannot be read, the store's unfinished run
+    ///   is of another feed or pipeline (unless `abandonRun`), or more records were
+    ///   rejected than `maxRejects`; `ImportInterrupted` after `cancellation`;
+    ///   `FeedError`, `SplitError`, `IOError`, `StoreError` from the stages.
     public func run() throws -> ImportReport {
         let started = StageTimes.now()
+        // Checked before the store records anything: a mistyped path must not become the store's feed.
+        guard options.feed == "-" || FileOps.fileSize(options.feed) != nil else {
+            throw ImportError("cannot read the feed \(options.feed): \(FileManager.default.fileExists(atPath: options.feed) ? "not a readable file" : "no such file")")
+        }
         let lock = try ImportLock(store: options.store)
         defer { lock.release() }
-        if options.restart {
-            for suffix in ["", "-wal", "-shm", ".rejects.ndjson", ".report.json"] {
+        if options.deleteStore {
+            for suffix in ["", "-wal", "-shm", ".rejects.ndjson", ".report.json", ".chunks"] {
                 try? FileManager.default.removeItem(atPath: options.store + suffix)
             }
         }
         // Readers here only look keys up: a small cache each keeps memory flat however big the store grows.
         let coordinator = try PersistentStoreCoordinator(model: spec.model, path: options.store, readerCacheKiB: 512)
         let chunkSize = options.chunkSize ?? spec.chunkSize
-        let recorded = try checkIdentity(coordinator, chunkSize: chunkSize)
+        let (begun, abandoned) = try beginRun(coordinator, chunkSize: chunkSize)
+        let runRecord = Mutex(begun)
+        let keys = ImportMarker.Keys(run: begun.number)
         if !options.keepIndexes { try coordinator.deferSecondaryIndexes() }
         try coordinator.beginBulkLoad(indexesDeferred: !options.keepIndexes)
         defer { try? coordinator.endBulkLoad() }
-        let done = try ImportMarker.progress(coordinator)
-        let firstRowOfRun = try coordinator.nextRowNumbers()
-        let rejectedBefore = try coordinator.metadata(withPrefix: ImportMarker.rejectPrefix).count
+        let done = try ImportMarker.progress(coordinator, keys)
+        let rejectedBefore = try coordinator.metadata(withPrefix: keys.rejectPrefix).count
         let workerCount = max(1, options.workers ?? spec.workers ?? ProcessInfo.processInfo.activeProcessorCount)
-        let saveEvery = options.saveEvery ?? spec.saveEvery
-        let directory = chunksDirectory
+        let saveEvery = options.saveEvery ?? begun.saveEvery ?? spec.saveEvery
+        let directory = begun.chunks
         let state = RunState(rejected: rejectedBefore, workers: workerCount, started: started)
 
         // The main context: starts from the store's counts and merges every worker's save.
@@ -135,14 +149,27 @@ public final class Importer: Sendable {
             main.automaticallyMergesChangesFromCoordinator = true
         }
 
-        let (remade, verified) = try removeChangedChunks(done: done)
+        let (remade, verified) = try removeChangedChunks(directory, done: done)
         let queue = ChunkQueue(consumers: workerCount)
         let split = SplitStage(.init(
             feed: options.feed, directory: directory,
-            options: SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, force: options.restart), done: done,
-            check: { [self] in try checkFeedHash($0, recorded: recorded) },
-            record: { [self] in try recordFeedHash(coordinator, $0, recorded: recorded) },
-            mismatch: { [self] in mismatch([$0]) }), queue: queue, state: state, started: started)
+            options: SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize), done: done,
+            check: { [self] manifest in
+                let recorded = runRecord.withLock { $0 }
+                if !recorded.feedChecksum.isEmpty, let sum = manifest.feed.checksum, sum != recorded.feedChecksum {
+                    throw unfinished(recorded, ["the feed differs (same size, other content)"])
+                }
+            },
+            record: { manifest in
+                let updated = runRecord.withLock { run -> ImportMarker.Run? in
+                    guard run.feedChecksum.isEmpty || run.chunkCount != manifest.chunks.count else { return nil }
+                    run.feedChecksum = manifest.feed.checksum ?? ""
+                    run.chunkCount = manifest.chunks.count
+                    return run
+                }
+                if let updated { try ImportMarker.save(updated, coordinator) }
+            },
+            mismatch: { [self] in unfinished(runRecord.withLock { $0 }, [$0]) }), queue: queue, state: state, started: started)
 
         let maxRejects = options.maxRejects
         let workers = WorkerStage(
@@ -158,7 +185,7 @@ public final class Importer: Sendable {
                     throw ImportError("stopped: \(rejected) records rejected, more than --max-rejects \(maxRejects) (see \(rejectsPath)); raise it and run ingest resume \(options.store) to go on")
                 }
             },
-            objectPath: options.objectPath, firstRowOfRun: firstRowOfRun)
+            objectPath: options.objectPath, firstRowOfRun: begun.firstRowOfRun, keys: keys)
         let batchPath = workers.batchPath
         var stages = workers.run(count: workerCount, batch: batchPath, queue: queue, state: state, split: split)
         let (finishedManifest, splitSeconds) = split.wait()
@@ -169,8 +196,8 @@ public final class Importer: Sendable {
             return counts
         }
 
-        let rejects = try ImportMarker.rejects(coordinator)
-        try writeRejects(rejects)
+        let rejects = try ImportMarker.rejects(coordinator, keys)
+        try writeRejects(coordinator)
         if let error = state.failure { throw error }
         guard let manifest = finishedManifest else { throw ImportError("the split ended without a manifest") }
         let indexing = StageTimes.now()
@@ -185,6 +212,7 @@ public final class Importer: Sendable {
         let imported = state.imported
         let importedBytes = Double(manifest.feed.byteSize ?? 0) * Double(imported.imported + imported.rejected)
             / Double(max(1, manifest.totalRecords))
+        let deletedChunks = options.keepChunks ? nil : manifest.chunks.count
         let report = ImportReport(feed: options.feed, store: options.store, records: manifest.totalRecords,
                                   feedBytes: manifest.feed.byteSize ?? 0, imported: imported.imported,
                                   rejectedThisRun: imported.rejected, rejected: rejects.count, counts: storeCounts,
@@ -195,8 +223,17 @@ public final class Importer: Sendable {
                                   staleLock: lock.previous.map { "pid \($0.pid) on \($0.host), started \($0.startedAt)" },
                                   remadeChunks: remade, writePath: batchPath ? "batch" : "objects",
                                   stageRates: StageRates(stages, records: imported.imported + imported.rejected),
-                                  timeline: state.timeline, outcomes: state.outcomes)
+                                  timeline: state.timeline, outcomes: state.outcomes, run: begun.number,
+                                  abandonedRun: abandoned, chunksDirectory: directory, deletedChunks: deletedChunks)
         try report.write(to: reportPath)
+        // The run is finished once everything it writes is written: a report that could not
+        // be written leaves it unfinished, and running the import again finishes it.
+        var finished = runRecord.withLock { $0 }
+        finished.state = .finished
+        finished.ended = ImportMarker.now()
+        finished.outcomes = state.outcomes
+        try ImportMarker.save(finished, coordinator)
+        if !options.keepChunks { Self.deleteChunks(directory) }
         return report
     }
 
@@ -205,7 +242,7 @@ public final class Importer: Sendable {
     /// them again from the feed; a changed feed makes the splitter stop with the reason.
     /// Returns the file names removed, and the chunks found intact (their workers need
     /// not hash them again).
-    private func removeChangedChunks(done: [Int: Int]) throws -> (removed: [String], verified: Set<Int>) {
+    private func removeChangedChunks(_ chunksDirectory: String, done: [Int: Int]) throws -> (removed: [String], verified: Set<Int>) {
         guard let manifest = try SplitManifest.load(fromDirectory: chunksDirectory) else { return ([], []) }
         var removed: [String] = []
         var verified = Set<Int>()
@@ -229,74 +266,90 @@ public final class Importer: Sendable {
         for handler in listeners.withLock({ Array($0.values) }) { handler(event) }
     }
 
-    /// A store records the feed and pipeline it is filled from; another pair is refused.
-    /// Returns the recorded identity (written now for a new store, its feed hash to come).
-    private func checkIdentity(_ coordinator: PersistentStoreCoordinator, chunkSize: Int) throws -> ImportMarker.Identity {
-        let feedSize = FileOps.fileSize(options.feed) ?? -1
-        if let recorded = try coordinator.metadata(forKey: ImportMarker.identityKey, as: ImportMarker.Identity.self) {
+    /// The run this import continues (the store's unfinished run, when it is of this
+    /// feed, pipeline and chunk size) or starts (recorded now, before any chunk); and
+    /// the number of a run it abandoned, if any.
+    private func beginRun(_ coordinator: PersistentStoreCoordinator, chunkSize: Int) throws -> (ImportMarker.Run, abandoned: Int?) {
+        let runs = try ImportMarker.runs(coordinator)
+        let feedSize = options.feed == "-" ? -1 : FileOps.fileSize(options.feed) ?? -1
+        var abandoned: Int?
+        if var last = runs.last, last.state == .running {
             var reasons: [String] = []
-            if recorded.feedByteSize != feedSize { reasons.append("the feed differs (\(recorded.feedByteSize) bytes then, \(feedSize) now)") }
-            if recorded.pipelineSHA256 != spec.hash { reasons.append("the pipeline differs") }
-            if recorded.chunkSize != chunkSize { reasons.append("the chunk size differs (\(recorded.chunkSize) then, \(chunkSize) now)") }
-            if reasons.isEmpty, !recorded.feedChecksum.isEmpty,
-               FileOps.fileSize(chunksDirectory + "/" + SplitManifest.fileName) == nil,
-               try Splitter.fullHash(options.feed) != recorded.feedChecksum {
+            if last.feedByteSize != feedSize { reasons.append("the feed differs (\(last.feedByteSize) bytes then, \(feedSize) now)") }
+            if last.pipelineSHA256 != spec.hash { reasons.append("the pipeline differs") }
+            if last.chunkSize != chunkSize { reasons.append("the chunk size differs (\(last.chunkSize) then, \(chunkSize) now)") }
+            let chunks = options.chunks ?? last.chunks
+            if reasons.isEmpty, !last.feedChecksum.isEmpty, options.feed != "-",
+               FileOps.fileSize(chunks + "/" + SplitManifest.fileName) == nil,
+               try Splitter.fullHash(options.feed) != last.feedChecksum {
                 // Without a finished split to compare with, the feed's hash is checked before any chunk is imported.
                 reasons.append("the feed differs (same size, other content)")
             }
-            guard reasons.isEmpty else { throw mismatch(reasons) }
-            return recorded
+            if reasons.isEmpty && !options.abandonRun {
+                last.chunks = chunks
+                return (last, nil)
+            }
+            guard options.abandonRun else { throw unfinished(last, reasons) }
+            last.state = .abandoned
+            last.ended = ImportMarker.now()
+            try ImportMarker.save(last, coordinator)
+            abandoned = last.number
         }
-        let identity = ImportMarker.Identity(feedByteSize: feedSize, feedChecksum: "", pipelineSHA256: spec.hash,
-                                             chunks: 0, chunkSize: chunkSize)
-        let context = ObjectContext(coordinator: coordinator, name: "marker")
-        try context.perform {
-            try context.setMetadata(identity, forKey: ImportMarker.identityKey)
-            try context.setMetadata(ImportMarker.Run(feed: absolute(options.feed), pipeline: options.pipelinePath.map(absolute),
-                                                     chunks: absolute(chunksDirectory), saveEvery: options.saveEvery),
-                                    forKey: ImportMarker.runKey)
-            try context.save()
-        }
-        return identity
+        let number = (runs.last?.number ?? 0) + 1
+        let run = ImportMarker.Run(
+            number: number, feed: options.feed == "-" ? "-" : absolute(options.feed), pipeline: options.pipelinePath.map(absolute),
+            chunks: absolute(options.chunks ?? options.store + ".chunks/run-" + ImportMarker.Keys.pad(number, 4)),
+            saveEvery: options.saveEvery, feedByteSize: feedSize, feedChecksum: "", pipelineSHA256: spec.hash, chunkCount: 0,
+            chunkSize: chunkSize, state: .running, started: ImportMarker.now(), ended: nil,
+            firstRowOfRun: try coordinator.nextRowNumbers())
+        try ImportMarker.save(run, coordinator)
+        return (run, abandoned)
     }
 
-    private func mismatch(_ reasons: [String]) -> ImportError {
-        ImportError("\(options.store) is being filled from another import: \(reasons.joined(separator: "; ")); pass --restart to start over")
+    /// The store's unfinished run blocks an import of another feed or pipeline.
+    private func unfinished(_ run: ImportMarker.Run, _ reasons: [String]) -> ImportError {
+        ImportError("\(options.store) has an unfinished import, run \(run.number) of \(run.feed): \(reasons.joined(separator: "; ")). "
+                    + "Continue it with: ingest resume \(options.store); or pass --abandon-run to leave run \(run.number) as it is "
+                    + "(what it imported stays) and import this feed as run \(run.number + 1)")
     }
 
-    /// A finished split's feed hash must be the one the store recorded, if any.
-    private func checkFeedHash(_ manifest: SplitManifest, recorded: ImportMarker.Identity) throws {
-        if !recorded.feedChecksum.isEmpty, let sum = manifest.feed.checksum, sum != recorded.feedChecksum {
-            throw mismatch(["the feed differs (same size, other content)"])
+    /// Removes a finished run's chunk files (and the directory, once empty); returns
+    /// how many files went.
+    @discardableResult
+    static func deleteChunks(_ directory: String) -> Int {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        var removed = 0
+        for file in files where ChunkInfo.index(inFileName: file) != nil || file == SplitManifest.fileName || file == "split-journal.ndjson" {
+            if (try? FileManager.default.removeItem(atPath: directory + "/" + file)) != nil { removed += 1 }
         }
-    }
-
-    private func recordFeedHash(_ coordinator: PersistentStoreCoordinator, _ manifest: SplitManifest,
-                                recorded: ImportMarker.Identity) throws {
-        guard recorded.feedChecksum.isEmpty || recorded.chunks != manifest.chunks.count else { return }
-        var identity = recorded
-        identity.feedChecksum = manifest.feed.checksum ?? ""
-        identity.chunks = manifest.chunks.count
-        let context = ObjectContext(coordinator: coordinator, name: "marker")
-        try context.perform {
-            try context.setMetadata(identity, forKey: ImportMarker.identityKey)
-            try context.save()
+        if (try? FileManager.default.contentsOfDirectory(atPath: directory))?.isEmpty == true {
+            try? FileManager.default.removeItem(atPath: directory)
+            // The default parent, STORE.chunks, goes too when no run keeps chunks in it.
+            let parent = (directory as NSString).deletingLastPathComponent
+            if parent.hasSuffix(".chunks"), (try? FileManager.default.contentsOfDirectory(atPath: parent))?.isEmpty == true {
+                try? FileManager.default.removeItem(atPath: parent)
+            }
         }
+        return removed
     }
 
     private func absolute(_ path: String) -> String {
         path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
     }
 
-    private func writeRejects(_ rejects: [ImportMarker.Reject]) throws {
+    /// Writes every run's rejects to the rejects file, oldest run first.
+    private func writeRejects(_ coordinator: PersistentStoreCoordinator) throws {
         var text = ""
-        for reject in rejects {
-            let line = JSONValue.object([
-                JSONMember("chunk", .number(String(reject.chunk))), JSONMember("index", .number(String(reject.index))),
-                JSONMember("record", .number(String(reject.record))), JSONMember("reason", .string(reject.reason)),
-                JSONMember("text", .string(reject.text)),
-            ])
-            text += line.description + "\n"
+        for run in try ImportMarker.runs(coordinator) {
+            for reject in try ImportMarker.rejects(coordinator, ImportMarker.Keys(run: run.number)) {
+                let line = JSONValue.object([
+                    JSONMember("run", .number(String(run.number))),
+                    JSONMember("chunk", .number(String(reject.chunk))), JSONMember("index", .number(String(reject.index))),
+                    JSONMember("record", .number(String(reject.record))), JSONMember("reason", .string(reject.reason)),
+                    JSONMember("text", .string(reject.text)),
+                ])
+                text += line.description + "\n"
+            }
         }
         try FileOps.writeAtomically(Array(text.utf8), to: rejectsPath)
     }

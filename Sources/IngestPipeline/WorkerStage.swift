@@ -23,6 +23,8 @@ struct WorkerStage: Sendable {
     var objectPath: Bool
     /// Each entity's first row number made by this run (`nextRowNumbers()` as it began).
     var firstRowOfRun: [String: Int64]
+    /// The run's marker and reject keys.
+    var keys: ImportMarker.Keys
 
     private func makeRows() -> RowMapper? {
         let inserter = BatchInserter(coordinator: coordinator, rules: spec.mappings.mapValues(\.onConflict))
@@ -70,9 +72,9 @@ struct WorkerStage: Sendable {
             return worker.times
         }
         if batch, let rows = makeRows() {
-            return try drain(BatchImportWorker(rows: rows))
+            return try drain(BatchImportWorker(rows: rows, keys: keys))
         }
         let context = ObjectContext(coordinator: coordinator, name: "worker-\(number + 1)")
-        return try context.perform { try drain(ImportWorker(context: context, spec: spec, firstRowOfRun: firstRowOfRun)) }
+        return try context.perform { try drain(ImportWorker(context: context, spec: spec, keys: keys, firstRowOfRun: firstRowOfRun)) }
     }
 }

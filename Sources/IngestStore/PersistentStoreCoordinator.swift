@@ -204,6 +204,20 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
+    /// Renames metadata entries in one transaction: `rename` gives a key's new name, or
+    /// nil to keep it. (Stores written by an earlier version keep their entries under
+    /// older names.)
+    /// - Throws: `StoreError.database` when the store cannot be written.
+    public func renameMetadata(withPrefix prefix: String, _ rename: (String) -> String?) throws {
+        let keys = try metadata(withPrefix: prefix).keys
+        try write { db in
+            for key in keys {
+                guard let newKey = rename(key) else { continue }
+                try db.execute(sql: "UPDATE \(quoted(Self.metadataTable)) SET key = ? WHERE key = ?", arguments: [newKey, key])
+            }
+        }
+    }
+
     /// Reserves permanent row numbers in a transaction of its own.
     func reserveKeys(_ count: Int, for entity: EntityInfo) throws -> Int64 {
         try write { db in try reserveKeys(count, for: entity, db) }

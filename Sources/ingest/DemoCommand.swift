@@ -43,8 +43,9 @@ extension Ingest {
             }
             let spec = try PipelineSpec.load(path: pipeline)
             print("2. import with \(pipeline), \(workers) workers, into \(store) (progress on stderr):")
+            if FileOpsCLI.exists(store) { Console.error("ingest demo: deleting \(store), the demo's store from an earlier demo, to start afresh\n") }
             let importer = Importer(spec: spec, options: .init(feed: feed, store: store, chunks: directory + "/chunks",
-                                                               workers: workers, restart: true, pipelinePath: pipeline))
+                                                               workers: workers, deleteStore: true, pipelinePath: pipeline))
             try Import.run(importer, store: store, quiet: false)
             let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
             let context = ObjectContext(coordinator: coordinator, name: "demo")

@@ -13,9 +13,23 @@ extension Ingest {
         static let configuration = CommandConfiguration(
             abstract: "Import a feed into a store with a pipeline; run again to continue a stopped import.",
             discussion: """
-            Splits the feed into chunks (next to the store unless --chunks), then imports them \
-            with --workers private contexts, each saving every --save-every records together \
-            with the resume marker. Records that cannot be mapped go to STORE.rejects.ndjson.
+            The feed's shape (a top-level array, records at a key path, or NDJSON) and how \
+            records map onto the model are set in the pipeline file (see Pipelines/ and the \
+            README). FEED may be a .gz file, or - for standard input.
+
+            Each import is a run recorded in the store: a store takes any number of feeds, \
+            and a record whose key is stored already updates that object by the pipeline's \
+            onConflict rules. Running the same command again continues a stopped run. The \
+            feed is split into chunks (STORE.chunks/run-N unless --chunks), deleted when the \
+            run finishes unless --keep-chunks. Records that cannot be mapped or saved go to \
+            STORE.rejects.ndjson with their run, chunk, index and reason.
+
+            Exit status: 0 imported, nothing rejected; 3 finished, some records rejected; \
+            1 failed (including: every record rejected, unless --max-rejects allows it); \
+            129/130/143 stopped by SIGHUP/SIGINT/SIGTERM at a save boundary (resumable).
+
+            Example:
+              ingest import photos.json --pipeline Pipelines/photos.json --store photos.sqlite
             """
         )
 
@@ -40,7 +54,17 @@ extension Ingest {
         @Option(help: ArgumentHelp("Directory for the chunk files.", valueName: "dir"))
         var chunks: String?
 
-        @Flag(help: "Start over, even in a store filled from another feed or pipeline.")
+        @Flag(name: .customLong("abandon-run"),
+              help: "Leave the store's unfinished run as it is (what it imported stays) and import this feed as a new run.")
+        var abandonRun = false
+
+        @Flag(name: .customLong("delete-store"), help: "Delete the store and everything imported into it first, then import.")
+        var deleteStore = false
+
+        @Flag(name: .customLong("keep-chunks"), help: "Keep the chunk files when the run finishes (default: delete them).")
+        var keepChunks = false
+
+        @Flag(help: ArgumentHelp("Removed: it deleted the store without saying so. See --abandon-run and --delete-store.", visibility: .hidden))
         var restart = false
 
         @Option(name: .customLong("max-rejects"), help: "Stop (resumably) once more than this many records are rejected.")
@@ -57,12 +81,19 @@ extension Ingest {
                 if let value, value < 1 { throw ValidationError("\(name) must be at least 1") }
             }
             if let maxRejects, maxRejects < 0 { throw ValidationError("--max-rejects must be 0 or more") }
+            if restart {
+                throw ValidationError("--restart was removed: it deleted the store without saying so. To import another feed into a store whose run is unfinished, pass --abandon-run (what was imported stays); to delete the store first, pass --delete-store")
+            }
         }
 
         func run() throws {
             let spec = try PipelineSpec.load(path: pipeline)
+            if deleteStore && FileManager.default.fileExists(atPath: store) {
+                Console.error("ingest: --delete-store: deleting \(store) and everything imported into it\n")
+            }
             let importer = Importer(spec: spec, options: .init(feed: feed, store: store, chunks: chunks, workers: workers,
-                                                              saveEvery: saveEvery, chunkSize: chunkSize, restart: restart,
+                                                              saveEvery: saveEvery, chunkSize: chunkSize, abandonRun: abandonRun,
+                                                              deleteStore: deleteStore, keepChunks: keepChunks,
                                                               maxRejects: maxRejects, keepIndexes: keepIndexes,
                                                               pipelinePath: pipeline))
             try Self.run(importer, store: store, quiet: quiet)
@@ -94,22 +125,43 @@ extension Ingest {
                 view.finish()
                 let signalNumber = received.load(ordering: .relaxed)
                 let name = signalNumber == SIGTERM ? "SIGTERM" : signalNumber == SIGHUP ? "SIGHUP" : "SIGINT"
-                Console.error("ingest: stopped at a save boundary (\(name)); continue with: ingest resume \(store)\n")
+                Console.error("ingest: stopped at a save boundary (\(name)); continue with: \(resumeCommand(importer))\n")
                 Glibc.exit(128 + signalNumber)
             } catch {
                 view.finish()
                 throw error
             }
-            guard !quiet else { return }
-            printSummary(report, reportPath: importer.reportPath)
-            let chunks = importer.options.chunks ?? store + ".chunks"
-            if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: chunks) {
-                print("  chunks: \(chunks) is a symbolic link; the chunk files are in \(target)")
+            if !quiet {
+                printSummary(report, reportPath: importer.reportPath)
+                if let chunks = importer.options.chunks, let target = try? FileManager.default.destinationOfSymbolicLink(atPath: chunks) {
+                    print("  chunks: \(chunks) is a symbolic link; the chunk files are in \(target)")
+                }
             }
+            try exitStatus(report, maxRejects: importer.options.maxRejects)
+        }
+
+        /// 3 when the run finished with rejects; a failure when it rejected every record it
+        /// read (unless --max-rejects allows that many).
+        static func exitStatus(_ report: ImportReport, maxRejects: Int?) throws {
+            guard report.rejectedThisRun > 0 else { return }
+            if report.imported == 0, maxRejects.map({ report.rejectedThisRun > $0 }) ?? true {
+                throw CommandFailure("every record this run read was rejected (\(Format.count(report.rejectedThisRun))); see \(report.rejectsFile) for the reasons")
+            }
+            throw ExitCode(3)
+        }
+
+        /// What continues a stopped import: `ingest resume`, or for a feed read from
+        /// standard input, the same feed piped in again.
+        static func resumeCommand(_ importer: Importer) -> String {
+            let store = importer.options.store
+            guard importer.options.feed == "-" else { return "ingest resume \(store)" }
+            let pipeline = importer.options.pipelinePath.map { " --pipeline \($0)" } ?? ""
+            return "the same feed on standard input again: … | ingest import -\(pipeline) --store \(store) (the records already imported are skipped)"
         }
 
         static func printSummary(_ report: ImportReport, reportPath: String) {
             print("\(report.feed) → \(report.store): \(Format.count(report.records)) records in \(report.chunks) chunk(s), \(report.workers) worker(s)")
+            if let run = report.run { print("  run \(run)" + (report.abandonedRun.map { "; run \($0) was left unfinished (--abandon-run)" } ?? "")) }
             print("  imported \(Format.count(report.imported)) and rejected \(Format.count(report.rejectedThisRun)) this run; \(Format.count(report.rejected)) rejected in all (\(report.rejectsFile))")
             if let outcomes = report.outcomes {
                 print("  records: \(Format.count(outcomes.inserted)) inserted, \(Format.count(outcomes.updated)) updated, \(Format.count(outcomes.unchanged)) unchanged"
@@ -121,6 +173,9 @@ extension Ingest {
             print("  stages: split \(Format.seconds(stages.split)) (alongside), parse \(Format.seconds(stages.parse)), map \(Format.seconds(stages.map)), save \(Format.seconds(stages.save)) (summed over workers), indexes \(Format.seconds(stages.index))")
             if !report.remadeChunks.isEmpty {
                 print("  made again from the feed (changed or missing since the split): " + report.remadeChunks.joined(separator: ", "))
+            }
+            if let deleted = report.deletedChunks, let directory = report.chunksDirectory {
+                print("  chunks: deleted the \(deleted) chunk file(s) in \(directory) (the run finished; --keep-chunks keeps them)")
             }
             if let stale = report.staleLock { print("  took over the lock file left by a run that is gone (\(stale))") }
             print("  report: \(reportPath)")
@@ -146,12 +201,19 @@ extension Ingest {
 
         func run() throws {
             let status = try ImportStatus.read(store: store)
-            guard let feed = status.feed, let pipeline = status.pipeline else {
-                throw CommandFailure("\(store) does not record its feed and pipeline paths; run ingest import again instead")
+            guard let run = status.unfinishedRun else {
+                let last = status.runs[status.runs.count - 1]
+                throw CommandFailure("\(store): nothing to resume: its last import, run \(last.number) of \(last.feed), is \(last.state)")
+            }
+            guard let pipeline = run.pipeline else {
+                throw CommandFailure("\(store) does not record run \(run.number)'s pipeline path; run ingest import again instead")
+            }
+            guard run.feed != "-" else {
+                throw CommandFailure("run \(run.number) read its feed from standard input, which cannot be read again from here. Pipe the same feed in again: … | ingest import - --pipeline \(pipeline) --store \(store) (the records already imported are skipped)")
             }
             let spec = try PipelineSpec.load(path: pipeline)
-            let importer = Importer(spec: spec, options: .init(feed: feed, store: store, chunks: status.chunks, workers: workers,
-                                                              saveEvery: status.saveEvery, chunkSize: status.chunkSize,
+            let importer = Importer(spec: spec, options: .init(feed: run.feed, store: store, chunks: run.chunks, workers: workers,
+                                                              saveEvery: run.saveEvery, chunkSize: run.chunkSize,
                                                               maxRejects: maxRejects, pipelinePath: pipeline))
             try Import.run(importer, store: store, quiet: quiet)
         }
@@ -179,12 +241,18 @@ extension Ingest {
                 return
             }
             let status = try ImportStatus.read(store: store)
-            print("\(store): \(status.finished ? "import finished" : "import not finished")")
-            let total = status.chunkCount.map(String.init) ?? "? (the split has not finished)"
-            print("  chunks: \(status.chunksComplete) of \(total) complete; records done: \(Format.count(status.recordsDone)); rejected: \(Format.count(status.rejected))")
+            print("\(store): \(status.finished ? "import finished" : "import not finished") (\(status.runs.count) run(s))")
             print("  " + status.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
-            if let feed = status.feed { print("  feed: \(feed)") }
-            if let pipeline = status.pipeline { print("  pipeline: \(pipeline)") }
+            for run in status.runs {
+                print("  run \(run.number): \(run.state), started \(run.started)" + (run.ended.map { ", ended \($0)" } ?? ""))
+                let total = run.chunkCount.map(String.init) ?? "? (the split has not finished)"
+                print("    chunks: \(run.chunksComplete) of \(total) complete; records done: \(Format.count(run.recordsDone)); rejected: \(Format.count(run.rejected))")
+                if let outcomes = run.outcomes {
+                    print("    records: \(Format.count(outcomes.inserted)) inserted, \(Format.count(outcomes.updated)) updated, \(Format.count(outcomes.unchanged)) unchanged")
+                }
+                print("    feed: \(run.feed)")
+                if let pipeline = run.pipeline { print("    pipeline: \(pipeline)" + (run.inferred ? " (inferred from the feed)" : "")) }
+            }
             if status.indexesDeferred { print("  secondary indexes: dropped until the import finishes (queries work, slower)") }
         }
     }

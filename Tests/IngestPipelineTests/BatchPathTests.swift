@@ -136,7 +136,7 @@ import Testing
         let report = try Importer(spec: spec, options: .init(feed: feed, store: dir.file("s.sqlite"), workers: 1)).run()
         #expect(report.counts == ["Ticket": 3, "Event": 1])
         let rejects = try String(contentsOfFile: report.rejectsFile, encoding: .utf8)
-        #expect(rejects == #"{"chunk":1,"index":2,"record":2,"reason":"Event 18: name is required (the record gives only its key)","text":"{\"id\": 3, \"event\": 18}"}"# + "\n")
+        #expect(rejects == #"{"run":1,"chunk":1,"index":2,"record":2,"reason":"Event 18: name is required (the record gives only its key)","text":"{\"id\": 3, \"event\": 18}"}"# + "\n")
     }
 
     @Test func pipelinesTheBatchPathCannotWriteTakeTheObjectPath() throws {

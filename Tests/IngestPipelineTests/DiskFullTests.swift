@@ -46,7 +46,7 @@ import Testing
         let clean = try contents(dir.file("clean.sqlite"))
 
         let store = dir.file("store.sqlite")
-        let chunks = store + ".chunks"
+        let chunks = store + ".chunks/run-0001"
         // Full paths, in this test's own directory: the other cases run at the same time.
         let target = switch place {
         case .chunk: chunks + "/.chunk-000002.ndjson.tmp"

@@ -80,7 +80,7 @@ import Testing
             try db.execute(sql: #"UPDATE "Photo" SET "_whoTook" = 999999 WHERE "_pk" IN (SELECT "_pk" FROM "Photo" LIMIT 2)"#)
             try db.execute(sql: #"DROP INDEX "_unique_Photographer_0""#)
             try db.execute(sql: #"INSERT INTO "Photographer" ("id", "name") SELECT "id", "name" FROM "Photographer" LIMIT 1"#)
-            try db.execute(sql: #"UPDATE "_ingest_metadata" SET value = '150' WHERE key = 'ingest.chunk.chunk-000002.ndjson'"#)
+            try db.execute(sql: #"UPDATE "_ingest_metadata" SET value = '150' WHERE key = 'ingest.run.0001.chunk.chunk-000002.ndjson'"#)
         }
         let damaged = try IngestBinary.run(["status", store, "--check"])
         #expect(damaged.status == 1)
@@ -88,7 +88,7 @@ import Testing
             \(store): check found 3 problem(s):
               - 2 Photo row(s) have whoTook pointing at no Photographer row
               - 1 value(s) of Photographer.id appear in more than one row
-              - marker: chunk-000002.ndjson says 150 records done, but it holds 100
+              - run 1 marker: chunk-000002.ndjson says 150 records done, but it holds 100
 
             """)
     }
@@ -117,7 +117,7 @@ import Testing
         try FeedGenerator(records: 600).write(to: feed)
         _ = try importer(feed: feed, store: dir.file("clean.sqlite")).run()
         let store = dir.file("store.sqlite")
-        let chunks = store + ".chunks"
+        let chunks = store + ".chunks/run-0001"
         _ = try Splitter(feedPath: feed, directory: chunks, options: SplitOptions(chunkSize: 100)).run()
         try Self.changeOneDigit(chunks + "/chunk-000003.ndjson")
         let four = try Data(contentsOf: URL(fileURLWithPath: chunks + "/chunk-000004.ndjson"))
@@ -137,7 +137,7 @@ import Testing
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 600).write(to: feed)
         let store = dir.file("store.sqlite")
-        let chunks = store + ".chunks"
+        let chunks = store + ".chunks/run-0001"
         let splitter = Splitter(feedPath: feed, directory: chunks, options: SplitOptions(chunkSize: 100))
         splitter.stopAfterChunks = 4
         #expect(throws: (any Error).self) { try splitter.run() }
@@ -149,23 +149,30 @@ import Testing
         #expect(try ImportStatus.check(store: store).isEmpty)
     }
 
-    /// The same size, other bytes: refused on resume, with or without the chunks, until --restart.
-    @Test func aFeedChangedInPlaceIsRefusedOnResumeUnlessRestarting() throws {
+    /// The same size, other bytes: an unfinished run refuses it, with or without the
+    /// chunks, until --abandon-run.
+    @Test func aFeedChangedInPlaceIsRefusedOnResumeUnlessTheRunIsAbandoned() throws {
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 300).write(to: feed)
         let store = dir.file("store.sqlite")
-        _ = try importer(feed: feed, store: store).run()
+        let chunks = dir.file("chunks")
+        let stopped = importer(feed: feed, store: store, chunks: chunks)
+        stopped.stopAfterSaves.store(1, ordering: .relaxed)
+        #expect(throws: ImportError.self) { try stopped.run() }
+        // Let the split finish, so the feed's checksum is recorded.
+        _ = try Splitter(feedPath: feed, directory: chunks, options: SplitOptions(chunkSize: 100)).run()
         try Self.changeOneDigit(feed)
-        let withChunks = #expect(throws: ImportError.self) { try importer(feed: feed, store: store).run() }
-        #expect(withChunks?.message.hasPrefix("\(store) is being filled from another import: the feed differs from the one the chunks were split from (") == true)
-        #expect(withChunks?.message.hasSuffix("); pass --restart to start over") == true)
-        try FileManager.default.removeItem(atPath: store + ".chunks")
-        let withoutChunks = #expect(throws: ImportError.self) { try importer(feed: feed, store: store).run() }
-        #expect(withoutChunks?.message == "\(store) is being filled from another import: the feed differs (same size, other content); pass --restart to start over")
-        var restart = importer(feed: feed, store: store).options
-        restart.restart = true
-        #expect(try Importer(spec: Self.spec, options: restart).run().counts["Photo"] == 300)
+        let withChunks = #expect(throws: ImportError.self) { try importer(feed: feed, store: store, chunks: chunks).run() }
+        #expect(withChunks?.message.hasPrefix("\(store) has an unfinished import, run 1 of \(feed): the feed differs from the one the chunks were split from (") == true,
+                "\(withChunks?.message ?? "")")
+        try FileManager.default.removeItem(atPath: chunks)
+        let withoutChunks = #expect(throws: ImportError.self) { try importer(feed: feed, store: store, chunks: chunks).run() }
+        #expect(withoutChunks?.message.hasPrefix("\(store) has an unfinished import, run 1 of \(feed): the feed differs (same size, other content). Continue it with: ingest resume") == true,
+                "\(withoutChunks?.message ?? "")")
+        var abandon = importer(feed: feed, store: store, chunks: chunks).options
+        abandon.abandonRun = true
+        #expect(try Importer(spec: Self.spec, options: abandon).run().counts["Photo"] == 300)
     }
 
     /// Same size, other bytes: the first 7 in the file becomes an 8.
@@ -237,7 +244,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: dir.file("chunks"), withDestinationPath: elsewhere)
         let outcome = try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", dir.file("store.sqlite"),
-                                            "--chunks", dir.file("chunks")])
+                                            "--chunks", dir.file("chunks"), "--keep-chunks"])
         #expect(outcome.status == 0, "\(outcome.stderr)")
         #expect(outcome.stdout.contains("  chunks: \(dir.file("chunks")) is a symbolic link; the chunk files are in \(elsewhere)\n"))
         #expect(FileManager.default.fileExists(atPath: elsewhere + "/manifest.json"))

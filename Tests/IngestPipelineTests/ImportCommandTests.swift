@@ -19,7 +19,7 @@ import Testing
         configuration.readonly = true
         let queue = try DatabaseQueue(path: store, configuration: configuration)
         return try queue.read { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM _ingest_metadata WHERE key LIKE 'ingest.chunk.%'") ?? 0
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM _ingest_metadata WHERE key LIKE 'ingest.run.%.chunk.%'") ?? 0
         }
     }
 
@@ -50,13 +50,14 @@ import Testing
 
         let midway = finish(try start(["status", store]))
         #expect(midway.status == 0)
-        #expect(midway.stdout.hasPrefix("\(store): import not finished\n"), "\(midway.stdout)")
+        #expect(midway.stdout.hasPrefix("\(store): import not finished (1 run(s))\n"), "\(midway.stdout)")
         #expect(midway.stdout.contains("feed: \(feed)"))
 
         let resumed = finish(try start(["resume", store, "--quiet"]))
         #expect(resumed.status == 0, "\(resumed.stderr)")
         let done = finish(try start(["status", store]))
-        #expect(done.stdout.hasPrefix("\(store): import finished\n  chunks: 60 of 60 complete; records done: 60,000; rejected: 0\n  Photo: 60,000, Photographer: 3,000\n"))
+        #expect(done.stdout.hasPrefix("\(store): import finished (1 run(s))\n  Photo: 60,000, Photographer: 3,000\n  run 1: finished, started "), "\(done.stdout)")
+        #expect(done.stdout.contains("\n    chunks: 60 of 60 complete; records done: 60,000; rejected: 0\n"))
     }
 }
 

@@ -93,28 +93,68 @@ import Testing
         #expect(report.counts["Photo"] == 150)
         let text = try String(contentsOfFile: report.rejectsFile, encoding: .utf8)
         #expect(text == """
-            {"chunk":1,"index":0,"record":0,"reason":"id: missing required value (from 'id')","text":"{\\"title\\":\\"no id\\"}"}
-            {"chunk":1,"index":57,"record":57,"reason":"views: 1.5 is not an integer","text":"{\\"id\\":\\"x57\\",\\"views\\":1.5}"}
-            {"chunk":2,"index":20,"record":120,"reason":"uploadDate: \\"someday\\" is not a date (expected ISO 8601 or Unix seconds)","text":"{\\"id\\":\\"x120\\",\\"uploadDate\\":\\"someday\\",\\"photographer\\":{\\"id\\":\\"p1\\"}}"}
+            {"run":1,"chunk":1,"index":0,"record":0,"reason":"id: missing required value (from 'id')","text":"{\\"title\\":\\"no id\\"}"}
+            {"run":1,"chunk":1,"index":57,"record":57,"reason":"views: 1.5 is not an integer","text":"{\\"id\\":\\"x57\\",\\"views\\":1.5}"}
+            {"run":1,"chunk":2,"index":20,"record":120,"reason":"uploadDate: \\"someday\\" is not a date (expected ISO 8601 or Unix seconds)","text":"{\\"id\\":\\"x120\\",\\"uploadDate\\":\\"someday\\",\\"photographer\\":{\\"id\\":\\"p1\\"}}"}
 
             """)
     }
 
-    @Test func anotherFeedOrPipelineIsRefusedUnlessRestarting() throws {
+    /// A store takes feed after feed: each import is a run of its own, and a finished run
+    /// never blocks the next.
+    @Test func aFinishedRunNeverBlocksTheNextFeed() throws {
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 120).write(to: feed)
-        _ = try importer(dir, feed: feed).run()
+        let first = try importer(dir, feed: feed).run()
+        #expect(first.run == 1 && first.deletedChunks != nil)
+        #expect(!FileManager.default.fileExists(atPath: dir.file("store.sqlite.chunks")), "a finished run's chunks are deleted")
         let other = dir.file("other.json")
         try FeedGenerator(records: 130).write(to: other)
-        let options = Importer.Options(feed: other, store: dir.file("store.sqlite"), chunks: dir.file("other-chunks"),
-                                       workers: 2, saveEvery: 40, chunkSize: 100)
-        let error = #expect(throws: ImportError.self) { try Importer(spec: Self.spec, options: options).run() }
-        #expect(error?.message.contains("is being filled from another import: the feed differs") == true)
-        #expect(error?.message.hasSuffix("pass --restart to start over") == true)
-        var restart = options
-        restart.restart = true
-        #expect(try Importer(spec: Self.spec, options: restart).run().counts["Photo"] == 130)
+        let second = try importer(dir, feed: other).run()
+        #expect(second.run == 2 && second.counts["Photo"] == 130)
+        #expect((second.outcomes?.updated ?? 0) + (second.outcomes?.unchanged ?? 0) == 120, "the generator's first 120 ids are met again: \(String(describing: second.outcomes))")
+        let again = try importer(dir, feed: other).run()
+        #expect(again.run == 3 && again.outcomes == RecordOutcomes(inserted: 0, updated: 0, unchanged: 130, duplicates: 0))
+        let status = try ImportStatus.read(store: dir.file("store.sqlite"))
+        #expect(status.runs.map(\.state) == ["finished", "finished", "finished"] && status.finished)
+        #expect(status.runs.map(\.chunksComplete) == [2, 2, 2])
+    }
+
+    /// An unfinished run blocks only an import of another feed, which is told how to go on;
+    /// --abandon-run leaves it (and what it imported) and starts the next run.
+    @Test func anUnfinishedRunBlocksAnotherFeedUntilItIsAbandoned() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 600).write(to: feed)
+        let stopped = importer(dir, feed: feed)
+        stopped.stopAfterSaves.store(2, ordering: .relaxed)
+        #expect(throws: ImportError.self) { try stopped.run() }
+        let store = dir.file("store.sqlite")
+        let other = dir.file("other.json")
+        try FeedGenerator(records: 130).write(to: other)
+        let error = #expect(throws: ImportError.self) { try importer(dir, feed: other).run() }
+        #expect(error?.message.hasPrefix("\(store) has an unfinished import, run 1 of \(feed): the feed differs (") == true, "\(error?.message ?? "")")
+        #expect(error?.message.hasSuffix("Continue it with: ingest resume \(store); or pass --abandon-run to leave run 1 as it is (what it imported stays) and import this feed as run 2") == true)
+        let kept = try PersistentStoreCoordinator(existingStoreAt: store).count("Photo")
+        #expect(kept > 0)
+        var abandon = importer(dir, feed: other).options
+        abandon.abandonRun = true
+        let report = try Importer(spec: Self.spec, options: abandon).run()
+        #expect(report.run == 2 && report.abandonedRun == 1)
+        #expect(try ImportStatus.read(store: store).runs.map(\.state) == ["abandoned", "finished"])
+        #expect((report.counts["Photo"] ?? 0) >= max(130, kept), "run 1's photos stay")
+    }
+
+    /// A feed path that names no file is refused before the store records anything.
+    @Test func aMistypedFeedPathLeavesTheStoreUntouched() throws {
+        let dir = try TemporaryDirectory()
+        let error = #expect(throws: ImportError.self) { try importer(dir, feed: dir.file("typo.json")).run() }
+        #expect(error?.message == "cannot read the feed \(dir.file("typo.json")): no such file")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("store.sqlite")))
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 50).write(to: feed)
+        #expect(try importer(dir, feed: feed).run().counts["Photo"] == 50)
     }
 }
 
