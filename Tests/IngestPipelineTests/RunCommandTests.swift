@@ -1,0 +1,95 @@
+import Foundation
+import IngestJSON
+import IngestStore
+import IngestTestSupport
+import Testing
+@testable import IngestPipeline
+
+/// Runs as the command line shows them: exit statuses, the flags that abandon or delete,
+/// a feed read from standard input, and `status --check` on valid nested data.
+@Suite struct RunCommandTests {
+    static let pipeline = PipelineSpecTests.root.appendingPathComponent("Pipelines/photos.json").path
+
+    func ndjson(_ lines: [String]) -> [UInt8] { Array(("[" + lines.joined(separator: ",\n") + "]\n").utf8) }
+
+    @Test func exitStatusSaysWhetherRecordsWereRejected() throws {
+        let dir = try TemporaryDirectory()
+        let clean = try dir.write("clean.json", ndjson([#"{"id":"a"}"#, #"{"id":"b"}"#]))
+        let some = try dir.write("some.json", ndjson([#"{"id":"c"}"#, #"{"title":"no id"}"#]))
+        let none = try dir.write("none.json", ndjson([#"{"title":"no id"}"#, #"{"views":"lots"}"#]))
+        func run(_ feed: String, _ extra: [String] = []) throws -> IngestBinary.Outcome {
+            try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", dir.file("store.sqlite"), "--quiet"] + extra)
+        }
+        #expect(try run(clean).status == 0)
+        let rejected = try run(some)
+        #expect(rejected.status == 3, "\(rejected.stderr)")
+        let all = try run(none)
+        #expect(all.status == 1)
+        #expect(all.stderr == "ingest: every record this run read was rejected (2); see \(dir.file("store.sqlite")).rejects.ndjson for the reasons\n")
+        #expect(try run(none, ["--max-rejects", "2"]).status == 3, "--max-rejects allows it")
+    }
+
+    @Test func deletingTheStoreTakesAFlagThatSaysSoAndIsConfirmed() throws {
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("feed.json", ndjson([#"{"id":"a"}"#]))
+        let store = dir.file("store.sqlite")
+        #expect(try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", store, "--quiet"]).status == 0)
+        let removed = try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", store, "--quiet", "--restart"])
+        #expect(removed.status == 2)
+        #expect(removed.stderr.contains("--restart was removed: it deleted the store without saying so."), "\(removed.stderr)")
+        let deleted = try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", store, "--quiet", "--delete-store"])
+        #expect(deleted.status == 0)
+        #expect(deleted.stderr == "ingest: --delete-store: deleting \(store) and everything imported into it\n")
+        #expect(try ImportStatus.read(store: store).runs.count == 1)
+    }
+
+    /// A feed read from standard input and stopped is continued by piping it in again;
+    /// `resume` says exactly that instead of failing on a file named "-".
+    @Test func aStdinImportIsContinuedByPipingTheFeedAgain() throws {
+        let dir = try TemporaryDirectory()
+        let feed = try FeedGenerator(records: 600).bytes()
+        let store = dir.file("store.sqlite")
+        let running = try IngestBinary.start(["import", "-", "--pipeline", Self.pipeline, "--store", store, "--chunk-size", "100",
+                                              "--save-every", "50", "--quiet", "--max-rejects", "0"], stdin: feed)
+        let done = IngestBinary.finish(running)
+        #expect(done.status == 0, "\(done.stderr)")
+        // Make the run unfinished again behind its back (as a signal would leave it), then ask resume.
+        var run = try #require(try ImportMarker.runs(PersistentStoreCoordinator(existingStoreAt: store)).first)
+        run.state = .running
+        try ImportMarker.save(run, PersistentStoreCoordinator(existingStoreAt: store))
+        let resume = try IngestBinary.run(["resume", store])
+        #expect(resume.status == 1)
+        #expect(resume.stderr == "ingest: run 1 read its feed from standard input, which cannot be read again from here. Pipe the same feed in again: … | ingest import - --pipeline \(Self.pipeline) --store \(store) (the records already imported are skipped)\n")
+        let again = try IngestBinary.run(["import", "-", "--pipeline", Self.pipeline, "--store", store, "--chunk-size", "100", "--quiet"],
+                                         stdin: feed)
+        #expect(again.status == 0, "\(again.stderr)")
+        let status = try ImportStatus.read(store: store)
+        #expect(status.runs.count == 1 && status.finished && status.counts["Photo"] == 600)
+    }
+
+    /// Posts that quote posts: the record entity has more rows than there are records,
+    /// and the check must call that sound.
+    @Test func statusCheckPassesAStoreWithNestedObjectsOfTheRecordEntity() throws {
+        let text = """
+        { "model": { "entities": [
+            { "name": "Post", "attributes": [ { "name": "id", "type": "int64", "optional": false }, { "name": "text", "type": "string" } ],
+              "relationships": [ { "name": "quoted", "destination": "Post", "inverse": "quotedBy" },
+                                 { "name": "quotedBy", "destination": "Post", "inverse": "quoted", "toMany": true } ],
+              "unique": [["id"]] } ] },
+          "feed": { "ndjson": true }, "record": "Post",
+          "mappings": { "Post": { "attributes": { "id": "id", "text": "text" }, "relationships": { "quoted": "quoted" } } } }
+        """
+        let spec = try PipelineSpec.parse(Array(text.utf8))
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("feed.ndjson", Array("""
+            {"id":1,"text":"a","quoted":{"id":100,"text":"quoted one"}}
+            {"id":2,"text":"b","quoted":{"id":101,"text":"quoted two","quoted":{"id":102}}}
+            {"id":3,"quoted":1}
+
+            """.utf8))
+        let store = dir.file("store.sqlite")
+        let report = try Importer(spec: spec, options: .init(feed: feed, store: store)).run()
+        #expect(report.counts["Post"] == 6 && report.imported == 3)
+        #expect(try ImportStatus.check(store: store) == [])
+    }
+}
