@@ -125,11 +125,7 @@ public enum ValueCoercion {
             case (.unixMilliseconds, .number(let n)), (.unixMilliseconds, .string(let n)):
                 if let millis = Double(n), millis.isFinite { return Date(timeIntervalSince1970: millis / 1000) }
             case (.pattern(let pattern), .string(let s)):
-                let formatter = DateFormatter()
-                formatter.locale = Locale(identifier: "en_US_POSIX")
-                formatter.timeZone = TimeZone(identifier: "UTC")
-                formatter.dateFormat = pattern
-                if let date = formatter.date(from: s) { return date }
+                if let date = DatePattern.compiled(pattern).date(from: s) { return date }
             default:
                 continue
             }
