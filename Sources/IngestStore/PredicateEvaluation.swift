@@ -155,6 +155,32 @@ extension Comparison {
 
 /// How two values compare in a predicate; the SQL a predicate compiles to must agree.
 enum ValueComparison {
+    /// An ISO 8601 date literal as predicates accept it, compared with a date attribute:
+    /// `2001-03-01T00:00:00Z`, with fractional seconds or an offset, or a day alone
+    /// (`2001-03-01`, midnight UTC).
+    static func isoDate(_ text: String) -> Date? {
+        let styles: [Date.ISO8601FormatStyle] = [
+            Date.ISO8601FormatStyle(),
+            Date.ISO8601FormatStyle(includingFractionalSeconds: true),
+            Date.ISO8601FormatStyle().year().month().day(),
+        ]
+        for style in styles { if let date = try? style.parse(text) { return date } }
+        return nil
+    }
+
+    /// A comparison's right side with ISO 8601 text made dates, for a date on its left.
+    static func datesFromText(_ expression: Expression) -> Expression {
+        func date(_ value: Value?) -> Value? {
+            guard case .string(let text)? = value, let date = isoDate(text) else { return value }
+            return .date(date)
+        }
+        switch expression {
+        case .value(let value): return .value(date(value))
+        case .list(let items): return .list(items.map(date))
+        default: return expression
+        }
+    }
+
     static func test(_ lhs: Value?, _ op: Comparison.Operator, _ rhs: Value?, _ options: Comparison.Options) throws -> Bool {
         switch op {
         case .equal: return equal(lhs, rhs, options)
@@ -211,6 +237,12 @@ enum ValueComparison {
             let y = Array(fold(b, options).utf8)
             return x == y ? .orderedSame : x.lexicographicallyPrecedes(y) ? .orderedAscending : .orderedDescending
         case (.date(let a)?, .date(let b)?): return compare(a, b)
+        case (.date(let a)?, .string(let b)?):
+            guard let date = isoDate(b) else { return nil }
+            return compare(a, date)
+        case (.string(let a)?, .date(let b)?):
+            guard let date = isoDate(a) else { return nil }
+            return compare(date, b)
         case (.bool(let a)?, .bool(let b)?): return compare(a ? 1 : 0, b ? 1 : 0)
         case (.decimal(let a)?, .decimal(let b)?): return compare(Decimal(string: a) ?? 0, Decimal(string: b) ?? 0)
         case (.uuid(let a)?, .uuid(let b)?): return compare(a.uuidString, b.uuidString)

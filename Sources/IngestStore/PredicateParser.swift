@@ -259,12 +259,36 @@ struct PredicateParser {
             case "NIL", "NULL": return .value(nil)
             case "TRUE", "YES": return .value(.bool(true))
             case "FALSE", "NO": return .value(.bool(false))
+            case "CAST" where peek.map({ if case .symbol("(") = $0.kind { true } else { false } }) == true:
+                return try parseCast(column: token.column)
             default:
                 position -= 1
                 return try parseKeyPath(first: try expectKey())
             }
         default:
             throw QueryPredicateError("expected a key path or a value, found \(describe(token))", column: token.column)
+        }
+    }
+
+    /// `CAST('2001-03-01T00:00:00Z', 'NSDate')` or `CAST(1234.5, 'NSDate')` (seconds since
+    /// 2001, as NSPredicate reads a number): a date constant.
+    private mutating func parseCast(column: Int) throws -> Expression {
+        try expectSymbol("(", "'(' after CAST")
+        let value = try parseExpression()
+        try expectSymbol(",", "',' between CAST's value and its type")
+        guard case .value(.string(let type)?) = try parseExpression(), type == "NSDate" || type == "Date" else {
+            throw QueryPredicateError("CAST converts to 'NSDate' only", column: column)
+        }
+        try expectSymbol(")", "')' to close CAST")
+        switch value {
+        case .value(.string(let text)?):
+            guard let date = ValueComparison.isoDate(text) else {
+                throw QueryPredicateError("'\(text)' is not an ISO 8601 date (as in '2001-03-01T00:00:00Z')", column: column)
+            }
+            return .value(.date(date))
+        case .value(.int(let seconds)?): return .value(.date(Date(timeIntervalSinceReferenceDate: Double(seconds))))
+        case .value(.double(let seconds)?): return .value(.date(Date(timeIntervalSinceReferenceDate: seconds)))
+        default: throw QueryPredicateError("CAST needs a string or a number", column: column)
         }
     }
 

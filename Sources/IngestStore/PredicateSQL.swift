@@ -134,6 +134,9 @@ struct PredicateCompiler {
     /// The test itself: true exactly where `evaluate` is (NULL standing for false, or
     /// turned into 0 under a NOT).
     private mutating func comparison(_ c: Comparison, left: Operand, _ scope: inout Scope) throws -> String {
+        var c = c
+        // A date compared with ISO 8601 text ('2001-03-01T00:00:00Z') compares as dates.
+        if case .column(_, .date?) = left { c.right = ValueComparison.datesFromText(c.right) }
         let folded = !c.options.isEmpty
         func fold(_ sql: String) -> String { folded ? "ingest_fold(\(sql), \(c.options.rawValue))" : sql }
         switch (c.op, c.right) {

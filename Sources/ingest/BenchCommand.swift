@@ -111,29 +111,6 @@ extension Ingest {
 }
 
 /// A plain-text table with right-aligned numbers, for benchmark output and the README.
-enum Table {
-    static func render(header: [String], rows: [[String]]) -> String {
-        let all = [header] + rows
-        let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
-        // Columns of numbers line up on the right; text lines up on the left.
-        let numeric = header.indices.map { column in
-            column > 0 && !rows.isEmpty && rows.allSatisfy { row in
-                row[column].allSatisfy { $0.isNumber || ".,%×-+ ".contains($0) } || row[column].hasSuffix("B") || row[column] == "NULL"
-            }
-        }
-        func line(_ cells: [String]) -> String {
-            "| " + cells.enumerated().map { column, cell in
-                let pad = String(repeating: " ", count: widths[column] - cell.count)
-                return numeric[column] ? pad + cell : cell + pad
-            }.joined(separator: " | ") + " |"
-        }
-        let rule = "|" + widths.enumerated().map { column, width in
-            numeric[column] ? String(repeating: "-", count: width + 1) + ":" : String(repeating: "-", count: width + 2)
-        }.joined(separator: "|") + "|"
-        return ([line(header), rule] + rows.map(line)).joined(separator: "\n")
-    }
-}
-
 extension FileOpsCLI {
     static func size(_ path: String) throws -> Int {
         guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int else {

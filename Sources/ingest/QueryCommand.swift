@@ -96,7 +96,7 @@ extension Ingest {
             case .int(let i)?: String(i)
             case .double(let d)?: String(d)
             case .bool(let b)?: String(b)
-            case .date(let d)?: d.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+            case .date(let d)?: Format.date(d)
             case .binary(let b)?: Data(b).base64EncodedString()
             case .uuid(let u)?: u.uuidString
             }

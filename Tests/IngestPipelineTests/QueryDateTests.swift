@@ -1,0 +1,74 @@
+import Foundation
+import IngestJSON
+import IngestStore
+import IngestTestSupport
+import Testing
+@testable import IngestPipeline
+
+/// Dates on the command line: `--where` takes ISO 8601 literals and CAST as NSPredicate
+/// does, SQL and in-memory evaluation agree, and output shows what is stored, rounded.
+@Suite struct QueryDateTests {
+    static let pipeline = PipelineSpecTests.root.appendingPathComponent("Pipelines/photos.json").path
+
+    func store() throws -> (TemporaryDirectory, String) {
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("feed.json", Array("""
+            [{"id":"early","uploadDate":"2001-02-28T23:59:59Z"},
+             {"id":"march","uploadDate":"2001-03-01T00:00:00Z"},
+             {"id":"millis","uploadDate":1517966773.84},
+             {"id":"none"}]
+            """.utf8))
+        let store = dir.file("store.sqlite")
+        _ = try Importer(spec: try PipelineSpec.load(path: Self.pipeline), options: .init(feed: feed, store: store)).run()
+        return (dir, store)
+    }
+
+    @Test(arguments: [
+        ("uploadDate >= '2001-03-01T00:00:00Z'", ["march", "millis"]),
+        ("uploadDate < '2001-03-01'", ["early"]),
+        ("uploadDate >= CAST('2001-03-01T00:00:00Z', 'NSDate')", ["march", "millis"]),
+        ("uploadDate == CAST(5000000, 'NSDate')", []),
+        ("uploadDate BETWEEN {'2001-01-01T00:00:00+01:00', '2001-03-01T00:00:00.000Z'}", ["early", "march"]),
+    ])
+    func dateLiteralsCompareAsDatesInSQLAndInMemory(_ format: String, _ expected: [String]) throws {
+        let (dir, store) = try store()
+        _ = dir
+        let predicate = try QueryPredicate(format: format)
+        let context = ObjectContext(coordinator: try PersistentStoreCoordinator(existingStoreAt: store))
+        let (viaSQL, inMemory) = try context.perform {
+            let sql = try context.fetch(FetchRequest("Photo", predicate: predicate)).compactMap { $0["id"]?.stringValue }.sorted()
+            let memory = try context.fetch("Photo").filter { try predicate.evaluate(with: $0) }.compactMap { $0["id"]?.stringValue }.sorted()
+            return (sql, memory)
+        }
+        #expect(viaSQL == expected)
+        #expect(inMemory == expected)
+    }
+
+    @Test func outputShowsTheStoredDateRoundedNotCut() throws {
+        let (dir, store) = try store()
+        _ = dir
+        let outcome = try IngestBinary.run(["query", store, "Photo", "--where", "id = 'millis'", "--fields", "uploadDate", "--format", "csv"])
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        #expect(outcome.stdout.contains("2018-02-07T01:26:13.840Z"), "\(outcome.stdout)")
+        let bad = try IngestBinary.run(["query", store, "Photo", "--where", "uploadDate > CAST('yesterday', 'NSDate')"])
+        #expect(bad.status == 1)
+        #expect(bad.stderr.contains("'yesterday' is not an ISO 8601 date"), "\(bad.stderr)")
+    }
+
+    @Test func tableColumnsLineUpWithWideCharacters() throws {
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("feed.json", Array(#"[{"id":"a","title":"東京タワー"},{"id":"b","title":"café"},{"id":"c","title":"👍 ok"}]"#.utf8))
+        let store = dir.file("store.sqlite")
+        _ = try Importer(spec: try PipelineSpec.load(path: Self.pipeline), options: .init(feed: feed, store: store)).run()
+        let outcome = try IngestBinary.run(["query", store, "Photo", "--fields", "title,id", "--sort", "id", "--format", "table"])
+        #expect(outcome.stdout == """
+            | title      | id |
+            |------------|----|
+            | 東京タワー | a  |
+            | café       | b  |
+            | 👍 ok      | c  |
+            (3 rows)
+
+            """, "\(outcome.stdout)")
+    }
+}
