@@ -48,6 +48,19 @@ struct PredicateCompiler {
     mutating func columnWithType(_ path: [String], entity: EntityInfo) throws -> (sql: String, type: AttributeType?) {
         if path.count == 1, let alias = expressionAliases[path[0]] { return (alias, nil) }
         var scope = Scope(alias: "t0", entity: entity, isOuter: true)
+        // `posts.@count`, `photos.@max.views`: an aggregate over a to-many, per row.
+        if let at = path.firstIndex(where: { $0.hasPrefix("@") }) {
+            let name = String(path[at].dropFirst())
+            guard let function = AggregateFunction(rawValue: name == "average" ? "avg" : name) else {
+                throw QueryPredicateError("unknown aggregate '@\(name)' (expected @count, @sum, @avg, @min, @max)", column: 0)
+            }
+            let attribute = Array(path[(at + 1)...])
+            if function != .count && attribute.isEmpty {
+                throw QueryPredicateError("@\(name) needs an attribute after it, as in photos.@\(name).views", column: 0)
+            }
+            let operand = try operand(.aggregate(function, relationship: Array(path[..<at]), attribute: attribute), &scope)
+            return (operand.sql, function == .count ? .int64 : nil)
+        }
         if try splitAtToMany(path, entity) != nil {
             throw QueryPredicateError("the to-many key path \(path.joined(separator: ".")) cannot stand here", column: 0)
         }

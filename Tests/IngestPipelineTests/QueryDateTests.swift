@@ -71,4 +71,19 @@ import Testing
 
             """, "\(outcome.stdout)")
     }
+
+    @Test func fieldsTakeAggregatesOverToManyKeyPaths() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 40).write(to: feed)
+        let store = dir.file("store.sqlite")
+        _ = try Importer(spec: try PipelineSpec.load(path: Self.pipeline), options: .init(feed: feed, store: store)).run()
+        let outcome = try IngestBinary.run(["query", store, "Photographer", "--fields", "id,photos.@count,photos.@max.views",
+                                            "--format", "json"])
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let rows = try JSONValue.parse(Array(outcome.stdout.utf8))
+        guard case .array(let items) = rows else { Issue.record("not an array"); return }
+        let total = items.reduce(0) { sum, row in { if case .number(let n)? = row["photos.@count"] { return sum + (Int(n) ?? 0) } else { return sum } }() }
+        #expect(total == 40, "every photo counted once under its photographer")
+    }
 }
