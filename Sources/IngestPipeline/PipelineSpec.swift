@@ -42,8 +42,8 @@ public struct PipelineSpec: Sendable {
 
     public struct AttributeMapping: Sendable, Equatable {
         public var attribute: String
-        /// Where the value is in the record: a key or a dotted key path.
-        public var from: [String]
+        /// Where the value is in the record (see `JSONPath` for the syntax).
+        public var from: JSONPath
         public var dates: [DateFormat]
         public var defaultValue: Value?
         public var required: Bool
@@ -53,7 +53,7 @@ public struct PipelineSpec: Sendable {
 
     public struct RelationshipMapping: Sendable, Equatable {
         public var relationship: String
-        public var from: [String]
+        public var from: JSONPath
         /// For a to-many given by a record whose object is stored: the list replaces the
         /// stored one, or is added to it (`"update": "replace" | "merge"`).
         public var toMany: ToManyRule = .replace
@@ -202,15 +202,51 @@ public struct PipelineSpec: Sendable {
                         toMany = parsed
                     }
                 }
-                relationships.append(RelationshipMapping(relationship: member.key, from: from.split(separator: ".").map(String.init), toMany: toMany))
+                relationships.append(RelationshipMapping(relationship: member.key, from: try path(from, at: "\(place).from"), toMany: toMany))
             }
         }
+        try checkPaths(attributes.map(\.from) + relationships.map(\.from), at: at)
         return EntityMapping(entity: name, key: key, attributes: attributes, relationships: relationships, onConflict: onConflict)
+    }
+
+    private static func path(_ text: String, at place: String) throws -> JSONPath {
+        do {
+            return try JSONPath(parsing: text)
+        } catch let error as JSONPathError {
+            throw PipelineError("\(place): \(error)")
+        }
+    }
+
+    /// Paths of one mapping that cannot all match: one reads a value as an object (a key
+    /// of letters after it) where another reads it as an array (an index after it).
+    private static func checkPaths(_ paths: [JSONPath], at place: String) throws {
+        var seen: [[JSONPath.Step]: (isArray: Bool, path: JSONPath)] = [:]
+        for path in paths {
+            for (position, step) in path.steps.enumerated() {
+                let prefix = Array(path.steps[..<position])
+                let isArray: Bool
+                switch step {
+                case .index: isArray = true
+                case .key(let key): if key.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) && !key.isEmpty { continue } else { isArray = false }
+                }
+                if let other = seen[prefix], other.isArray != isArray {
+                    let (array, object) = isArray ? (path, other.path) : (other.path, path)
+                    let name = prefix.isEmpty ? "the record" : JSONPath(steps: prefix, description: "").steps.map { step in
+                        switch step {
+                        case .key(let key): key
+                        case .index(let index): "[\(index)]"
+                        }
+                    }.joined(separator: ".")
+                    throw PipelineError("\(place): '\(array)' reads \(name) as an array and '\(object)' as an object; no record can match both")
+                }
+                seen[prefix] = (isArray, path)
+            }
+        }
     }
 
     private static func attributeMapping(_ attribute: Attribute, _ value: JSONValue, at place: String) throws -> AttributeMapping {
         if case .string(let path) = value {
-            return AttributeMapping(attribute: attribute.name, from: path.split(separator: ".").map(String.init),
+            return AttributeMapping(attribute: attribute.name, from: try Self.path(path, at: place),
                                     dates: [.iso8601], defaultValue: attribute.defaultValue, required: !attribute.isOptional, asJSON: false)
         }
         let fields = try Fields(value, at: place, allowed: ["from", "dates", "default", "required", "json"])
@@ -243,7 +279,7 @@ public struct PipelineSpec: Sendable {
         let required = try fields.optional("required").map { try Fields.bool($0, at: "\(place).required") } ?? !attribute.isOptional
         let asJSON = try fields.optional("json").map { try Fields.bool($0, at: "\(place).json") } ?? false
         if asJSON && attribute.type != .string { throw PipelineError("\(place).json: only a string attribute can hold JSON text") }
-        return AttributeMapping(attribute: attribute.name, from: from.split(separator: ".").map(String.init), dates: dates,
+        return AttributeMapping(attribute: attribute.name, from: try path(from, at: "\(place).from"), dates: dates,
                                 defaultValue: defaultValue, required: required, asJSON: asJSON)
     }
 }

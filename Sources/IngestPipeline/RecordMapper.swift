@@ -80,7 +80,7 @@ public struct RecordMapper: Sendable {
 
     struct RelationshipPlan: Sendable {
         var name: String
-        var from: [String]
+        var from: JSONPath
         var destination: String
         var isToMany: Bool
     }
@@ -144,9 +144,14 @@ public struct RecordMapper: Sendable {
     private static func selection(for entity: String, plans: [String: EntityPlan], depth: Int) -> JSONSelection {
         guard depth < 4, let plan = plans[entity] else { return .all }
         var selection = JSONSelection.none
-        for attribute in plan.attributes { selection.keep(attribute.mapping.from) }
+        // A path through an array keeps the array whole.
+        for attribute in plan.attributes { selection.keep(attribute.mapping.from.keyPrefix) }
         for relationship in plan.relationships {
-            selection.keep(relationship.from, inside: Self.selection(for: relationship.destination, plans: plans, depth: depth + 1))
+            if relationship.from.rest == nil {
+                selection.keep(relationship.from.keyPrefix, inside: Self.selection(for: relationship.destination, plans: plans, depth: depth + 1))
+            } else {
+                selection.keep(relationship.from.keyPrefix)
+            }
         }
         return selection
     }
@@ -181,7 +186,7 @@ public struct RecordMapper: Sendable {
             }
             if value == nil { value = attribute.mapping.defaultValue }
             if value == nil && attribute.required {
-                throw CoercionError("\(prefix + attribute.mapping.attribute): missing required value (from '\(attribute.mapping.from.joined(separator: "."))')")
+                throw CoercionError("\(prefix + attribute.mapping.attribute): missing required value (from '\(attribute.mapping.from)')")
             }
             slots.append(value)
         }
@@ -234,9 +239,7 @@ public struct RecordMapper: Sendable {
                             given: [true], key: [value], relations: [])
     }
 
-    private func lookup(_ object: JSONValue, _ path: [String]) -> JSONValue? {
-        var current: JSONValue? = object
-        for key in path { current = current?[key] }
-        return current
+    private func lookup(_ object: JSONValue, _ path: JSONPath) -> JSONValue? {
+        path.value(in: object)
     }
 }

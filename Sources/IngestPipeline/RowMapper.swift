@@ -81,6 +81,7 @@ final class RowMapper {
             let constraint = entity.uniquenessConstraints.first ?? []
             if name != spec.recordEntity || !mapping.key.isEmpty, mapping.key != constraint { return nil }
             for relationship in mapping.relationships where entity.relationship(relationship.relationship)!.isToMany { return nil }
+            for relationship in mapping.relationships where relationship.from.rest != nil { return nil }
         }
         for (name, mapping) in spec.mappings where !mapping.relationships.isEmpty || name != spec.recordEntity {
             if name != spec.recordEntity, mapping.key.count != 1 { return nil }
@@ -89,15 +90,16 @@ final class RowMapper {
         var instances: [Instance] = []
         func add(_ plan: RecordMapper.EntityPlan, node: Int, parent: Int, toOne: Int, slot: Int, depth: Int) {
             let entity = inserter.entityIndex(plan.entity)!
-            let attributeSlots = plan.attributes.map { capturePlan.slot(at: $0.mapping.from, from: node) }
-            let cut = depth + 1 >= Self.maxDepth ? plan.relationships.map { capturePlan.slot(at: $0.from, from: node) } : []
+            // A path through an array captures the array; the rest of the path is read from it.
+            let attributeSlots = plan.attributes.map { capturePlan.slot(at: $0.mapping.from.keyPrefix, from: node) }
+            let cut = depth + 1 >= Self.maxDepth ? plan.relationships.map { capturePlan.slot(at: $0.from.keyPrefix, from: node) } : []
             let me = instances.count
             instances.append(Instance(plan: plan, entity: entity, parent: parent, toOne: toOne, slot: slot,
                                       attributeSlots: attributeSlots, cutSlots: cut))
             guard cut.isEmpty else { return }
             for relationship in plan.relationships {
-                let slot = capturePlan.slot(at: relationship.from, from: node)
-                let child = capturePlan.node(at: relationship.from, from: node)
+                let slot = capturePlan.slot(at: relationship.from.keyPrefix, from: node)
+                let child = capturePlan.node(at: relationship.from.keyPrefix, from: node)
                 add(mapper.plans[relationship.destination]!, node: child, parent: me,
                     toOne: inserter.toOneIndex(relationship.name, of: entity)!, slot: slot, depth: depth + 1)
             }
@@ -117,7 +119,7 @@ final class RowMapper {
             let firstField = Int32(fields.count)
             for (number, (attribute, slot)) in zip(instance.plan.attributes, instance.attributeSlots).enumerated() {
                 let kind: Field.Kind = switch attribute.type {
-                case _ where attribute.mapping.asJSON: .other
+                case _ where attribute.mapping.asJSON || attribute.mapping.from.rest != nil: .other
                 case .string: .string
                 case .int64: .int64
                 case .double: .double
@@ -276,19 +278,29 @@ final class RowMapper {
     private func setConverted(_ capture: JSONCapture, _ attribute: RecordMapper.AttributePlan, _ record: UnsafeRawBufferPointer,
                               row: Int, in request: inout BatchInsertRequest) -> Bool {
         var value: Value?
-        if let json = Self.json(capture, record) {
+        var json = Self.json(capture, record)
+        if let rest = attribute.mapping.from.rest, let whole = json {
+            json = rest.value(in: whole)
+            if json == nil { return attribute.required || attribute.mapping.defaultValue != nil ? false : setAbsent(attribute, row: row, in: &request) }
+        }
+        if let json {
             if attribute.mapping.asJSON, json != .null {
                 value = .string(json.description)
             } else {
                 guard let converted = try? ValueCoercion.value(json, for: attribute.type, dates: attribute.mapping.dates) else { return false }
                 value = converted
             }
-        } else if capture.kind != .absent {
+        } else if capture.kind != .absent && attribute.mapping.from.rest == nil {
             return false
         }
         if value == nil { value = attribute.mapping.defaultValue }
         if value == nil && attribute.required { return false }
         request.set(value, row: row, attribute: attribute.position, given: capture.kind != .absent)
+        return true
+    }
+
+    private func setAbsent(_ attribute: RecordMapper.AttributePlan, row: Int, in request: inout BatchInsertRequest) -> Bool {
+        request.set(.null, row: row, attribute: attribute.position, given: false)
         return true
     }
 

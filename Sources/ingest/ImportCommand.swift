@@ -203,7 +203,8 @@ extension Ingest {
             let status = try ImportStatus.read(store: store)
             guard let run = status.unfinishedRun else {
                 let last = status.runs[status.runs.count - 1]
-                throw CommandFailure("\(store): nothing to resume: its last import, run \(last.number) of \(last.feed), is \(last.state)")
+                if !quiet { print("\(store): nothing to resume: its last import, run \(last.number) of \(last.feed), is \(last.state)") }
+                return
             }
             guard let pipeline = run.pipeline else {
                 throw CommandFailure("\(store) does not record run \(run.number)'s pipeline path; run ingest import again instead")

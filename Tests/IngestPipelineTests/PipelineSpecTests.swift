@@ -17,7 +17,7 @@ import Testing
         #expect(photo.attributes.first { $0.attribute == "uploadDate" }?.dates == [.iso8601, .unixSeconds])
         #expect(photo.attributes.first { $0.attribute == "views" }?.defaultValue == .int(0))
         #expect(photo.attributes.first { $0.attribute == "tags" }?.asJSON == true)
-        #expect(photo.relationships == [.init(relationship: "whoTook", from: ["photographer"])])
+        #expect(photo.relationships == [.init(relationship: "whoTook", from: JSONPath(keys: ["photographer"]))])
         #expect(spec.mappings["Photographer"]?.key == ["id"])
         #expect(spec.hash.count == 64)
     }
