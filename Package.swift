@@ -21,10 +21,16 @@ let package = Package(
             pkgConfig: "yajl",
             providers: [.apt(["libyajl-dev"])]
         ),
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(
             name: "IngestJSON",
             dependencies: [
                 "CYajl",
+                "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -40,7 +40,7 @@ public final class FeedReader {
     /// Opens a feed file, or standard input for "-".
     /// - Throws: `IOError` when the file cannot be opened.
     public convenience init(path: String, options: FeedOptions = FeedOptions()) throws {
-        self.init(source: try FileByteSource(path: path), name: path, options: options)
+        self.init(source: try FeedByteSource(path: path), name: path, options: options)
     }
 
     /// The input's size when known up front (regular files), for progress.

@@ -256,7 +256,8 @@ public final class Splitter {
     }
 
     private static func hash(_ path: String, limit: Int) throws -> String {
-        let source = try FileByteSource(path: path)
+        // Of the feed's JSON: a gzip feed's bytes after inflating, as the split hashes them.
+        let source = try FeedByteSource(path: path)
         var hasher = Checksum()
         var remaining = limit
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)

@@ -36,7 +36,7 @@ struct Ingest: ParsableCommand {
     /// Prints one readable message for `error` and returns the process exit code.
     static func report(_ error: any Error) -> Int32 {
         switch error {
-        case is FeedError, is SplitError, is IOError, is CommandFailure, is StoreError, is QueryPredicateError, is ModelError, is PipelineError, is ImportError:
+        case is FeedError, is SplitError, is IOError, is CompressionError, is CommandFailure, is StoreError, is QueryPredicateError, is ModelError, is PipelineError, is ImportError:
             Console.error("ingest: \(error)\n")
             return 1
         default:

@@ -47,7 +47,7 @@ import Testing
     /// `resume` says exactly that instead of failing on a file named "-".
     @Test func aStdinImportIsContinuedByPipingTheFeedAgain() throws {
         let dir = try TemporaryDirectory()
-        let feed = try FeedGenerator(records: 600).bytes()
+        let feed = FeedGenerator(records: 600).bytes()
         let store = dir.file("store.sqlite")
         let running = try IngestBinary.start(["import", "-", "--pipeline", Self.pipeline, "--store", store, "--chunk-size", "100",
                                               "--save-every", "50", "--quiet", "--max-rejects", "0"], stdin: feed)
@@ -91,5 +91,21 @@ import Testing
         let report = try Importer(spec: spec, options: .init(feed: feed, store: store)).run()
         #expect(report.counts["Post"] == 6 && report.imported == 3)
         #expect(try ImportStatus.check(store: store) == [])
+    }
+
+    @Test func aGzipFeedImportsFromAFileOrAPipe() throws {
+        let dir = try TemporaryDirectory()
+        let gz = PipelineSpecTests.root.appendingPathComponent("Fixtures/feeds/photos-10.json.gz").path
+        let file = try IngestBinary.run(["import", gz, "--pipeline", Self.pipeline, "--store", dir.file("file.sqlite"), "--quiet"])
+        #expect(file.status == 0, "\(file.stderr)")
+        let piped = try IngestBinary.run(["import", "-", "--pipeline", Self.pipeline, "--store", dir.file("pipe.sqlite"), "--quiet"],
+                                         stdin: Array(try Data(contentsOf: URL(fileURLWithPath: gz))))
+        #expect(piped.status == 0, "\(piped.stderr)")
+        for store in ["file.sqlite", "pipe.sqlite"] {
+            #expect(try PersistentStoreCoordinator(existingStoreAt: dir.file(store)).count("Photo") == 10)
+        }
+        // Run again: the same feed is a new run that changes nothing.
+        let again = try Importer(spec: try PipelineSpec.load(path: Self.pipeline), options: .init(feed: gz, store: dir.file("file.sqlite"))).run()
+        #expect(again.run == 2 && again.outcomes?.unchanged == 10)
     }
 }
