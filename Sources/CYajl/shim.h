@@ -29,6 +29,7 @@ typedef struct {
     int records_depth;  /* the depth at which records are values */
     int max_depth;
     int watch;          /* forward every event */
+    int key_depth;      /* forward keys at this depth too (records that are an object's values) */
     int saw_value;      /* any value at all was seen */
     void *swift;
     int (*on_event)(void *swift, int event);
@@ -75,7 +76,7 @@ static int cyajl_feed_end_array(void *ctx) { return cyajl_feed_end(ctx, CYAJL_EN
 
 static int cyajl_feed_map_key(void *ctx, const unsigned char *key, size_t length) {
     cyajl_feed_state *s = (cyajl_feed_state *)ctx;
-    if (s->watch) return s->on_key(s->swift, key, length);
+    if (s->watch || s->depth == s->key_depth) return s->on_key(s->swift, key, length);
     return 1;
 }
 

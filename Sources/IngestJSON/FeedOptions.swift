@@ -6,6 +6,10 @@ public enum FeedShape: Sendable, Hashable, Codable, CustomStringConvertible {
     case keyPath([String])
     /// Newline-delimited JSON: one value per line, blank lines skipped.
     case ndjson
+    /// Records that are the values of an object, keyed by their member names: the
+    /// object at a key path, or the top-level object when the path is empty
+    /// (`{"events": {"138586341": {…}, …}}`). Each record carries its key (`FeedRecord.key`).
+    case keyed([String])
 
     /// Parses `--records-at`'s argument: dot-separated keys, none empty.
     public static func recordsAt(_ path: String) -> FeedShape? {
@@ -19,6 +23,7 @@ public enum FeedShape: Sendable, Hashable, Codable, CustomStringConvertible {
         case .array: "top-level array"
         case .keyPath(let keys): "array at '\(keys.joined(separator: "."))'"
         case .ndjson: "newline-delimited JSON"
+        case .keyed(let keys): keys.isEmpty ? "values of the top-level object" : "values of the object at '\(keys.joined(separator: "."))'"
         }
     }
 }

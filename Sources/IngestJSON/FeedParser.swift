@@ -34,6 +34,9 @@ final class FeedParser {
         didSet { state.pointee.watch = inRecords ? 0 : 1 }
     }
     private let keyPath: [String]?
+    /// Records are an object's values (`FeedShape.keyed`); `recordKey` is the current one's name.
+    private let keyed: Bool
+    private var recordKey: String?
     /// The current key of every open object (nil for arrays) while outside the records.
     private var keyStack: [String?] = []
     private var expectingRecords = false
@@ -63,15 +66,20 @@ final class FeedParser {
             recordsDepth = 0
             inRecords = true
             keyPath = nil
+        case .keyed(let keys):
+            recordsDepth = keys.count + 1
+            inRecords = false
+            keyPath = keys.isEmpty ? nil : keys
         }
+        if case .keyed = options.shape { keyed = true } else { keyed = false }
         // Keys matter only on the way to a key path; without the callback yajl skips
         // decoding them, and a records array of objects has many.
         callbacks = .allocate(capacity: 1)
-        callbacks.initialize(to: cyajl_feed_callbacks(keyPath == nil ? 0 : 1))
+        callbacks.initialize(to: cyajl_feed_callbacks(keyPath == nil && !keyed ? 0 : 1))
         state = .allocate(capacity: 1)
         state.initialize(to: cyajl_feed_state(
             depth: 0, records_depth: Int32(recordsDepth), max_depth: Int32(options.maxDepth),
-            watch: inRecords ? 0 : 1, saw_value: 0, swift: nil, on_event: nil, on_key: nil))
+            watch: inRecords ? 0 : 1, key_depth: keyed ? Int32(recordsDepth) : -1, saw_value: 0, swift: nil, on_event: nil, on_key: nil))
         state.pointee.swift = Unmanaged.passUnretained(self).toOpaque()
         state.pointee.on_event = { swift, event in FeedParser.with(swift) { $0.event(event) } }
         state.pointee.on_key = { swift, key, length in FeedParser.with(swift) { $0.mapKey(key, length) } }
@@ -114,7 +122,7 @@ final class FeedParser {
         if let keyPath, !recordsFound {
             let keys = topLevelKeys.isEmpty ? "none" : topLevelKeys.map { "'\($0)'" }.joined(separator: ", ")
             throw error(.keyPathNotFound,
-                "no array at key path '\(keyPath.joined(separator: "."))' (top-level keys: \(keys))")
+                "no \(keyed ? "object" : "array") at key path '\(keyPath.joined(separator: "."))' (top-level keys: \(keys))")
         }
     }
 
@@ -180,7 +188,8 @@ final class FeedParser {
 
     @inline(__always)
     private static func isSeparator(_ byte: UInt8) -> Bool {
-        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 || byte == 0x2C
+        // The colon comes between a keyed record's name and its value.
+        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 || byte == 0x2C || byte == 0x3A
     }
 
     /// Index of the first byte at or after `start` that is not whitespace or a comma.
@@ -239,7 +248,7 @@ final class FeedParser {
                 "record \(recordCount + 1) (from byte \(start)) is \(bytes.count) bytes, over the record size limit of \(options.maxRecordBytes) bytes")
         }
         do {
-            try onRecord?(FeedRecord(index: recordCount, bytes: bytes, byteOffset: start))
+            try onRecord?(FeedRecord(index: recordCount, bytes: bytes, byteOffset: start, key: recordKey))
         } catch {
             failure = error
             return false
@@ -269,7 +278,7 @@ final class FeedParser {
 
     private func scalar(_ kind: String) -> Bool {
         if expectingRecords {
-            return fail(.keyPathNotAnArray, "the value at key path '\(keyPathText)' is \(kind), not an array of records")
+            return fail(.keyPathNotAnArray, "the value at key path '\(keyPathText)' is \(kind), not \(keyed ? "an object of records" : "an array of records")")
         }
         if depth == 0 {
             switch options.shape {
@@ -277,6 +286,8 @@ final class FeedParser {
                 return fail(.notAnArray, "expected a top-level array of records, found \(kind)")
             case .keyPath:
                 return fail(.keyPathNotFound, "--records-at '\(keyPathText)' needs a top-level object, found \(kind)")
+            case .keyed:
+                return fail(.notAnArray, "expected a top-level object (keyed records), found \(kind)")
             case .ndjson:
                 return endRecord()
             }
@@ -288,8 +299,10 @@ final class FeedParser {
         let bracket = max(currentIndex - 1, 0)
         let kind = isObject ? "an object" : "an array"
         if expectingRecords {
-            guard !isObject else {
-                return fail(.keyPathNotAnArray, "the value at key path '\(keyPathText)' is an object, not an array of records", at: bracket)
+            guard isObject == keyed else {
+                return fail(.keyPathNotAnArray, keyed
+                    ? "the value at key path '\(keyPathText)' is an array, not an object of keyed records"
+                    : "the value at key path '\(keyPathText)' is an object, not an array of records (its values are records when the feed is read as keyed)", at: bracket)
             }
             expectingRecords = false
             recordsFound = true
@@ -304,6 +317,14 @@ final class FeedParser {
             case .keyPath:
                 if !isObject {
                     return fail(.keyPathNotFound, "--records-at '\(keyPathText)' needs a top-level object, found \(kind)", at: bracket)
+                }
+            case .keyed(let keys):
+                if !isObject {
+                    return fail(.notAnArray, "keyed records need a top-level object, found \(kind)", at: bracket)
+                }
+                if keys.isEmpty {
+                    recordsFound = true
+                    return enterRecords()
                 }
             case .ndjson:
                 break
@@ -339,6 +360,14 @@ final class FeedParser {
     }
 
     private func mapKey(_ key: UnsafePointer<UInt8>?, _ length: Int) -> Bool {
+        if keyed && inRecords && depth == recordsDepth {
+            // A keyed record's name: its bytes begin after it (and the colon).
+            recordKey = String(decoding: UnsafeBufferPointer(start: key, count: length), as: UTF8.self)
+            pending.removeAll(keepingCapacity: true)
+            gapStart = bufferBase + currentIndex
+            gapSawNewline = false
+            return true
+        }
         guard let keyPath, !inRecords, depth <= keyPath.count, depth > 0 else { return true }
         let text = String(decoding: UnsafeBufferPointer(start: key, count: length), as: UTF8.self)
         if depth == 1 && topLevelKeys.count < 20 && !topLevelKeys.contains(text) { topLevelKeys.append(text) }

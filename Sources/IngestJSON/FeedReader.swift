@@ -9,6 +9,8 @@ public struct FeedRecord {
     public let bytes: UnsafeRawBufferPointer
     /// Offset of the record's first byte from the start of the input.
     public let byteOffset: Int
+    /// The record's member name, for records that are an object's values (`FeedShape.keyed`).
+    public var key: String? = nil
 }
 
 /// Streams a feed through yajl and hands out its records one at a time, reading

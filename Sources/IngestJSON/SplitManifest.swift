@@ -60,6 +60,7 @@ public struct ShapeRecord: Codable, Sendable, Equatable {
         case .array: kind = "array"
         case .keyPath(let keys): kind = "keyPath"; recordsAt = keys.joined(separator: ".")
         case .ndjson: kind = "ndjson"
+        case .keyed(let keys): kind = "keyed"; recordsAt = keys.joined(separator: ".")
         }
     }
 
@@ -68,6 +69,7 @@ public struct ShapeRecord: Codable, Sendable, Equatable {
         case "array": .array
         case "ndjson": .ndjson
         case "keyPath": recordsAt.flatMap(FeedShape.recordsAt)
+        case "keyed": recordsAt.map { $0.isEmpty ? .keyed([]) : .keyed($0.split(separator: ".").map(String.init)) }
         default: nil
         }
     }

@@ -20,13 +20,17 @@ public struct SplitOptions: Sendable {
     public var chunkSize: Int
     /// Start over in a directory that holds another split.
     public var force: Bool
+    /// What the records are: objects, or rows to name (see `RecordForm`).
+    public var form: RecordForm
 
     public static let defaultChunkSize = 5_000
 
-    public init(feed: FeedOptions = FeedOptions(), chunkSize: Int = SplitOptions.defaultChunkSize, force: Bool = false) {
+    public init(feed: FeedOptions = FeedOptions(), chunkSize: Int = SplitOptions.defaultChunkSize, force: Bool = false,
+                form: RecordForm = .objects) {
         self.feed = feed
         self.chunkSize = chunkSize
         self.force = force
+        self.form = form
     }
 }
 
@@ -75,6 +79,12 @@ public final class Splitter {
         self.feedPath = feedPath
         self.directory = directory
         self.options = options
+    }
+
+    /// Keyed records and rows are rewritten as they are written; plain objects are copied.
+    private func record(needsShaping options: SplitOptions) -> Bool {
+        if case .keyed = options.feed.shape { return true }
+        return options.form != .objects
     }
 
     private var manifestPath: String { directory + "/" + SplitManifest.fileName }
@@ -146,6 +156,8 @@ public final class Splitter {
         let total = reader.totalBytes
         var bytesRead = 0
         var recordsSeen = 0
+        var shaper = RecordShaper(form: options.form)
+        let reshapes = record(needsShaping: options)
 
         func endChunk(_ records: Int) throws {
             committer.write(block)
@@ -162,6 +174,14 @@ public final class Splitter {
                 bytesRead += buffer.count
                 onProgress?(SplitProgress(bytesRead: bytesRead, totalBytes: total, records: recordsSeen))
             }, onRecord: { record in
+                var shaped: [UInt8]?
+                if reshapes {
+                    shaped = try shaper.shape(record) { message in
+                        FeedError(.malformedJSON, "record \(record.index + 1): \(message)",
+                                  at: SourcePosition(byteOffset: record.byteOffset, line: 0, column: 0), source: feedPath)
+                    }
+                    if shaped == nil { return }
+                }
                 if inChunk == 0 {
                     if cancellation.isCancelled || chunkIndex == stopAfterChunks {
                         throw SplitError.interrupted(directory: directory, chunks: chunkIndex)
@@ -169,7 +189,14 @@ public final class Splitter {
                     chunkIndex += 1
                     committer.beginChunk(chunkIndex)
                 }
-                if JSONText.containsLineBreak(record.bytes) {
+                if let shaped {
+                    // Made by JSONValue's printer or from a record without line breaks: one line.
+                    if shaped.contains(0x0A) || shaped.contains(0x0D) {
+                        shaped.withUnsafeBytes { block.append(contentsOf: JSONText.compacted($0)) }
+                    } else {
+                        block.append(contentsOf: shaped)
+                    }
+                } else if JSONText.containsLineBreak(record.bytes) {
                     block.append(contentsOf: JSONText.compacted(record.bytes))
                 } else {
                     block.append(contentsOf: record.bytes)
@@ -206,7 +233,7 @@ public final class Splitter {
         feed.checksum = feedHash
         let manifest = SplitManifest(formatVersion: SplitManifest.currentFormatVersion, feed: feed,
                                      shape: header.shape, chunkSize: header.chunkSize, chunks: chunks,
-                                     totalRecords: reader.recordCount)
+                                     totalRecords: reader.recordCount - shaper.consumed)
         try FileOps.writeAtomically(Self.prettyJSON(manifest), to: manifestPath)
         try FileOps.remove(journalPath)
         try FileOps.syncDirectory(directory)

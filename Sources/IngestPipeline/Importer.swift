@@ -153,7 +153,7 @@ public final class Importer: Sendable {
         let queue = ChunkQueue(consumers: workerCount)
         let split = SplitStage(.init(
             feed: options.feed, directory: directory,
-            options: SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize), done: done,
+            options: SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, form: spec.recordForm), done: done,
             check: { [self] manifest in
                 let recorded = runRecord.withLock { $0 }
                 if !recorded.feedChecksum.isEmpty, let sum = manifest.feed.checksum, sum != recorded.feedChecksum {

@@ -19,8 +19,26 @@ import IngestStore
 public struct PipelineSpec: Sendable {
     public var model: Model
     public var feed: FeedShape
-    /// The entity each record becomes.
+    /// Objects, or rows (arrays of values) named by a header row or given columns.
+    public var recordForm: RecordForm = .objects
+    /// The entity each record becomes (with a discriminator: the one for values it
+    /// does not name, or the first it names).
     public var recordEntity: String
+    /// Chooses each record's entity by a field's value, when the feed mixes kinds.
+    public var discriminator: Discriminator?
+
+    /// `"record": {"by": "type", "entities": {"PushEvent": "Push", …}, "otherwise": "Event"}`:
+    /// the value at `by` names the record's entity, through `entities` (or directly,
+    /// when there is no table); a value it does not name takes `otherwise`, or the
+    /// record is rejected.
+    public struct Discriminator: Sendable, Equatable {
+        public var field: JSONPath
+        /// Value → entity; empty when values are entity names themselves.
+        public var entities: [String: String]
+        public var otherwise: String?
+        /// Every entity a record may become.
+        public var candidates: [String]
+    }
     public var mappings: [String: EntityMapping]
     public var chunkSize: Int
     public var workers: Int?
@@ -97,22 +115,63 @@ public struct PipelineSpec: Sendable {
         }
 
         var shape = FeedShape.array
+        var form = RecordForm.objects
         if let feedValue = top.optional("feed") {
-            let feed = try Fields(feedValue, at: "pipeline.feed", allowed: ["recordsAt", "ndjson"])
+            let feed = try Fields(feedValue, at: "pipeline.feed", allowed: ["recordsAt", "ndjson", "keyed", "rows"])
             let recordsAt = try feed.optional("recordsAt").map { try Fields.string($0, at: "pipeline.feed.recordsAt") }
             let ndjson = try feed.optional("ndjson").map { try Fields.bool($0, at: "pipeline.feed.ndjson") } ?? false
+            let keyed = try feed.optional("keyed").map { try Fields.bool($0, at: "pipeline.feed.keyed") } ?? false
             if recordsAt != nil && ndjson { throw PipelineError("pipeline.feed: recordsAt and ndjson exclude each other") }
+            if keyed && ndjson { throw PipelineError("pipeline.feed: keyed and ndjson exclude each other") }
+            var keys: [String] = []
             if let recordsAt {
-                guard let path = FeedShape.recordsAt(recordsAt) else { throw PipelineError("pipeline.feed.recordsAt: '\(recordsAt)' is not a key path") }
-                shape = path
+                guard case .keyPath(let path)? = FeedShape.recordsAt(recordsAt) else { throw PipelineError("pipeline.feed.recordsAt: '\(recordsAt)' is not a key path") }
+                keys = path
+                shape = .keyPath(path)
             } else if ndjson {
                 shape = .ndjson
             }
+            if keyed { shape = .keyed(keys) }
+            switch feed.optional("rows") {
+            case nil: break
+            case .string("header")?: form = .rows(columns: nil)
+            case .array(let names)?:
+                form = .rows(columns: try names.map { try Fields.string($0, at: "pipeline.feed.rows") })
+            default: throw PipelineError("pipeline.feed.rows: expected \"header\" (the first row names the columns) or a list of column names")
+            }
         }
 
-        let recordEntity = try Fields.string(try top.required("record"), at: "pipeline.record")
-        guard model.entity(recordEntity) != nil else {
-            throw PipelineError("pipeline.record: the model has no entity '\(recordEntity)'")
+        let recordValue = try top.required("record")
+        var discriminator: Discriminator?
+        let recordEntity: String
+        if case .object = recordValue {
+            let record = try Fields(recordValue, at: "pipeline.record", allowed: ["by", "entities", "otherwise"])
+            let byText = try Fields.string(try record.required("by"), at: "pipeline.record.by")
+            let field = try path(byText, at: "pipeline.record.by")
+            var table: [String: String] = [:]
+            if case .object(let members)? = record.optional("entities") {
+                for member in members { table[member.key] = try Fields.string(member.value, at: "pipeline.record.entities.\(member.key)") }
+            } else if record.optional("entities") != nil {
+                throw PipelineError("pipeline.record.entities: expected an object from field values to entity names")
+            }
+            let otherwise = try record.optional("otherwise").map { try Fields.string($0, at: "pipeline.record.otherwise") }
+            var candidates = Array(Set(table.values)).sorted()
+            if let otherwise, !candidates.contains(otherwise) { candidates.append(otherwise) }
+            if table.isEmpty {
+                // Values name entities themselves: any mapped entity may be a record.
+                candidates = model.entities.map(\.name).filter { name in (try? top.required("mappings"))?[name] != nil }
+            }
+            for name in candidates where model.entity(name) == nil {
+                throw PipelineError("pipeline.record: the model has no entity '\(name)'")
+            }
+            guard let first = otherwise ?? candidates.first else { throw PipelineError("pipeline.record: no entity to choose from") }
+            recordEntity = first
+            discriminator = Discriminator(field: field, entities: table, otherwise: otherwise, candidates: candidates)
+        } else {
+            recordEntity = try Fields.string(recordValue, at: "pipeline.record")
+            guard model.entity(recordEntity) != nil else {
+                throw PipelineError("pipeline.record: the model has no entity '\(recordEntity)'")
+            }
         }
         let mappingsValue = try top.required("mappings")
         guard case .object(let members) = mappingsValue else { throw PipelineError("pipeline.mappings: expected an object of entity mappings") }
@@ -120,7 +179,9 @@ public struct PipelineSpec: Sendable {
         for member in members {
             mappings[member.key] = try entityMapping(member.key, member.value, model: model)
         }
-        guard mappings[recordEntity] != nil else { throw PipelineError("pipeline.mappings: no mapping for the record entity '\(recordEntity)'") }
+        for entity in discriminator?.candidates ?? [recordEntity] where mappings[entity] == nil {
+            throw PipelineError("pipeline.mappings: no mapping for the record entity '\(entity)'")
+        }
         for mapping in mappings.values {
             let entity = model.entity(mapping.entity)!
             for relationship in mapping.relationships {
@@ -144,8 +205,11 @@ public struct PipelineSpec: Sendable {
             saveEvery = try options.optional("saveEvery").map { try Fields.positive($0, at: "pipeline.import.saveEvery") } ?? saveEvery
         }
         let hash = SHA256.hash(data: Data(root.description.utf8)).map { String(format: "%02x", $0) }.joined()
-        return PipelineSpec(model: model, feed: shape, recordEntity: recordEntity, mappings: mappings,
-                            chunkSize: chunkSize, workers: workers, saveEvery: saveEvery, hash: hash)
+        var spec = PipelineSpec(model: model, feed: shape, recordEntity: recordEntity, mappings: mappings,
+                                chunkSize: chunkSize, workers: workers, saveEvery: saveEvery, hash: hash)
+        spec.recordForm = form
+        spec.discriminator = discriminator
+        return spec
     }
 
     private static func entityMapping(_ name: String, _ value: JSONValue, model: Model) throws -> EntityMapping {

@@ -137,7 +137,13 @@ public struct RecordMapper: Sendable {
         }
         self.plans = plans
         recordPlan = plans[spec.recordEntity]!
-        selection = Self.selection(for: spec.recordEntity, plans: plans, depth: 0)
+        var selection = Self.selection(for: spec.recordEntity, plans: plans, depth: 0)
+        if let discriminator = spec.discriminator {
+            for entity in discriminator.candidates { selection.keep([], inside: Self.selection(for: entity, plans: plans, depth: 0)) }
+            selection.keep(discriminator.field.keyPrefix)
+        }
+        selection.keep([rowErrorKey])
+        self.selection = selection
     }
 
     /// What mapping an object of `entity` reads; nested objects past a few levels are kept whole.
@@ -160,7 +166,34 @@ public struct RecordMapper: Sendable {
     /// - Throws: `CoercionError` with the reason the record is rejected (it names the
     ///   attribute or relationship).
     public func map(_ record: JSONValue) throws -> MappedObject {
-        try map(record, as: recordPlan, at: "")
+        // A row that did not fit the header, as the splitter marked it.
+        if case .string(let reason)? = record[rowErrorKey] { throw CoercionError(reason) }
+        guard let discriminator = spec.discriminator else { return try map(record, as: recordPlan, at: "") }
+        return try map(record, as: plans[try entity(of: record, discriminator)]!, at: "")
+    }
+
+    /// The entity `discriminator` chooses for `record`.
+    private func entity(of record: JSONValue, _ discriminator: PipelineSpec.Discriminator) throws -> String {
+        let value: String?
+        switch discriminator.field.value(in: record) {
+        case .string(let text)?: value = text
+        case .number(let text)?: value = text
+        case .bool(let flag)?: value = flag ? "true" : "false"
+        default: value = nil
+        }
+        if let value {
+            if discriminator.entities.isEmpty {
+                if plans[value] != nil { return value }
+            } else if let entity = discriminator.entities[value] {
+                return entity
+            }
+        }
+        if let otherwise = discriminator.otherwise { return otherwise }
+        let named = discriminator.entities.isEmpty ? discriminator.candidates : discriminator.entities.keys.sorted()
+        guard let value else {
+            throw CoercionError("\(discriminator.field): missing, so the record's entity is unknown (expected one of \(named.joined(separator: ", ")))")
+        }
+        throw CoercionError("\(discriminator.field): '\(value)' names no entity of the pipeline (expected one of \(named.joined(separator: ", ")))")
     }
 
     private func map(_ object: JSONValue, as plan: EntityPlan, at prefix: String) throws -> MappedObject {

@@ -76,6 +76,8 @@ final class RowMapper {
     /// entity found by something other than its one uniqueness constraint.
     init?(mapper: RecordMapper, inserter: BatchInserter) {
         let spec = mapper.spec
+        // Records of several entities: the object path maps each by its own.
+        guard spec.discriminator == nil else { return nil }
         for (name, mapping) in spec.mappings {
             guard let entity = spec.model.entity(name), inserter.entityIndex(name) != nil else { return nil }
             let constraint = entity.uniquenessConstraints.first ?? []
@@ -162,7 +164,9 @@ final class RowMapper {
     func add(record range: Range<Int>, number: Int, to request: inout BatchInsertRequest) throws {
         request.beginRecord(number: number)
         let mapped = request.text.withUnsafeBytes { text in
-            addFast(UnsafeRawBufferPointer(rebasing: text[range]), offset: range.lowerBound, to: &request)
+            // A row the splitter marked as not fitting its header is rejected the slow way.
+            !Self.isRowError(UnsafeRawBufferPointer(rebasing: text[range]))
+                && addFast(UnsafeRawBufferPointer(rebasing: text[range]), offset: range.lowerBound, to: &request)
         }
         guard !mapped else { return }
         request.abandonRecord()
@@ -302,6 +306,12 @@ final class RowMapper {
     private func setAbsent(_ attribute: RecordMapper.AttributePlan, row: Int, in request: inout BatchInsertRequest) -> Bool {
         request.set(.null, row: row, attribute: attribute.position, given: false)
         return true
+    }
+
+    private static let rowErrorPrefix = Array("{\"\(rowErrorKey)\"".utf8)
+
+    private static func isRowError(_ record: UnsafeRawBufferPointer) -> Bool {
+        record.count > rowErrorPrefix.count && record.prefix(rowErrorPrefix.count).elementsEqual(rowErrorPrefix)
     }
 
     /// The captured value as a JSON value.

@@ -9,6 +9,12 @@ struct FeedShapeOptions: ParsableArguments {
     @Flag(help: "The feed is newline-delimited JSON: one record per line.")
     var ndjson = false
 
+    @Flag(help: "The records are the values of an object (at --records-at, else the top-level one); each gets its name as \"@key\".")
+    var keyed = false
+
+    @Flag(name: .customLong("header-row"), help: "The records are arrays of values; the first one names the columns.")
+    var headerRow = false
+
     @Option(name: .customLong("max-depth"), help: "Deepest nesting allowed.")
     var maxDepth = FeedOptions.defaultMaxDepth
 
@@ -19,6 +25,7 @@ struct FeedShapeOptions: ParsableArguments {
         if recordsAt != nil && ndjson {
             throw ValidationError("--records-at and --ndjson exclude each other")
         }
+        if keyed && ndjson { throw ValidationError("--keyed and --ndjson exclude each other") }
         if let recordsAt, FeedShape.recordsAt(recordsAt) == nil {
             throw ValidationError("--records-at needs dot-separated keys, none empty (got '\(recordsAt)')")
         }
@@ -27,7 +34,12 @@ struct FeedShapeOptions: ParsableArguments {
     }
 
     var feedOptions: FeedOptions {
-        let shape: FeedShape = ndjson ? .ndjson : recordsAt.flatMap(FeedShape.recordsAt) ?? .array
+        var shape: FeedShape = ndjson ? .ndjson : recordsAt.flatMap(FeedShape.recordsAt) ?? .array
+        if keyed {
+            if case .keyPath(let keys) = shape { shape = .keyed(keys) } else { shape = .keyed([]) }
+        }
         return FeedOptions(shape: shape, maxDepth: maxDepth, maxRecordBytes: maxRecordSize)
     }
+
+    var form: RecordForm { headerRow ? .rows(columns: nil) : .objects }
 }

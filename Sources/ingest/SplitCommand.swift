@@ -34,7 +34,7 @@ extension Ingest {
         }
 
         func run() throws {
-            let options = SplitOptions(feed: shape.feedOptions, chunkSize: chunkSize, force: force)
+            let options = SplitOptions(feed: shape.feedOptions, chunkSize: chunkSize, force: force, form: shape.form)
             let report = try SplitRun(feed: feed, directory: directory, options: options, quiet: quiet).run()
             if !quiet { print(report) }
         }

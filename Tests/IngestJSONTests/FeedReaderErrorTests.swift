@@ -32,7 +32,7 @@ import Testing
              message: "no array at key path 'features' (top-level keys: 'type', 'items')"),
         Case(name: "key path to an object", input: Array("{\"features\": {\"a\": 1}}".utf8), shape: .keyPath(["features"]),
              kind: .keyPathNotAnArray, line: 1, column: 14, offset: 13,
-             message: "the value at key path 'features' is an object, not an array of records"),
+             message: "the value at key path 'features' is an object, not an array of records (its values are records when the feed is read as keyed)"),
         Case(name: "key path twice", input: Array("{\"f\": [1],\n \"f\": [2]}".utf8), shape: .keyPath(["f"]),
              kind: .keyPathRepeated, line: 2, column: 5, offset: 15, message: "key path 'f' occurs more than once in the feed"),
         Case(name: "truncated inside a record", input: Array("[{\"a\": 1},\n {\"b\": ".utf8),

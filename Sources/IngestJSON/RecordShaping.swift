@@ -1,0 +1,69 @@
+/// How the splitter turns a feed's records into the objects its chunk files hold, so
+/// that every importer reads plain objects:
+///
+/// - a keyed record (`FeedShape.keyed`) gains its name as `"@key"`:
+///   `"1385": {"type": "push"}` becomes `{"@key":"1385","type":"push"}`, and a value
+///   that is not an object becomes `{"@key":"1385","@value":…}`;
+/// - rows (`RecordForm.rows`), arrays of values, become objects named by the header
+///   row or the given columns: `[1,"Ann"]` becomes `{"id":1,"name":"Ann"}`. A row of
+///   another length becomes `{"@rowError":"…","@row":[…]}`, which the importer
+///   rejects with that reason, the row kept whole.
+public enum RecordForm: Sendable, Hashable, Codable {
+    /// Records are objects already.
+    case objects
+    /// Records are arrays of values; `columns` names them, or the first record (the
+    /// header row, not itself a record) does when nil.
+    case rows(columns: [String]?)
+}
+
+/// The member a row that does not fit the header is reported under.
+public let rowErrorKey = "@rowError"
+
+struct RecordShaper {
+    let form: RecordForm
+    private(set) var columns: [String]?
+    /// Records the shaper consumed (the header row).
+    private(set) var consumed = 0
+
+    init(form: RecordForm) {
+        self.form = form
+        if case .rows(let columns) = form { self.columns = columns }
+    }
+
+    /// The bytes to write for `record`, or nil when the record is the header row.
+    /// - Throws: `FeedError` for a header row that is not an array of strings.
+    mutating func shape(_ record: FeedRecord, error: (String) -> FeedError) throws -> [UInt8]? {
+        var bytes = Array(record.bytes)
+        if case .rows = form {
+            let value = try JSONValue.parse(bytes)
+            guard let columns else {
+                guard case .array(let names) = value, !names.isEmpty else { throw error("the header row is not an array of column names") }
+                self.columns = try names.map { name in
+                    guard case .string(let text) = name else { throw error("the header row holds \(name), not a column name") }
+                    return text
+                }
+                consumed += 1
+                return nil
+            }
+            if case .array(let items) = value {
+                if items.count == columns.count {
+                    bytes = Array(JSONValue.object(zip(columns, items).map { JSONMember($0, $1) }).description.utf8)
+                } else {
+                    let reason = "the row has \(items.count) value\(items.count == 1 ? "" : "s"); the header names \(columns.count) column\(columns.count == 1 ? "" : "s")"
+                    bytes = Array(JSONValue.object([JSONMember(rowErrorKey, .string(reason)), JSONMember("@row", value)]).description.utf8)
+                }
+            }
+        }
+        if let key = record.key {
+            let name = Array(JSONValue.string(key).description.utf8)
+            let trimmed = bytes.drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
+            if trimmed.first == UInt8(ascii: "{") {
+                let rest = trimmed.dropFirst().drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
+                bytes = Array("{\"@key\":".utf8) + name + (rest.first == UInt8(ascii: "}") ? [] : [UInt8(ascii: ",")]) + rest
+            } else {
+                bytes = Array("{\"@key\":".utf8) + name + Array(",\"@value\":".utf8) + bytes + [UInt8(ascii: "}")]
+            }
+        }
+        return bytes
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import GRDB
+import IngestJSON
+import IngestStore
+import IngestTestSupport
+import Testing
+@testable import IngestPipeline
+
+/// The feed forms the pipeline reaches, each with its fixture and the example pipeline
+/// in Pipelines/: records that are an object's values, rows with a header, records
+/// whose entity a field chooses.
+@Suite struct PipelineFormsTests {
+    static let root = PipelineSpecTests.root
+    static func pipeline(_ name: String) throws -> PipelineSpec {
+        try PipelineSpec.load(path: root.appendingPathComponent("Pipelines/\(name)").path)
+    }
+    static func fixture(_ name: String) -> String { root.appendingPathComponent("Fixtures/feeds/\(name)").path }
+
+    func run(_ spec: PipelineSpec, _ feed: String, objectPath: Bool = false) throws -> (ImportReport, TemporaryDirectory) {
+        let dir = try TemporaryDirectory()
+        var options = Importer.Options(feed: feed, store: dir.file("store.sqlite"), chunkSize: 2)
+        options.objectPath = objectPath
+        return (try Importer(spec: spec, options: options).run(), dir)
+    }
+
+    func rows(_ dir: TemporaryDirectory, _ sql: String) throws -> [String] {
+        try DatabaseQueue(path: dir.file("store.sqlite")).read { db in
+            try Row.fetchAll(db, sql: sql).map { row in
+                row.columnNames.map { name in
+                    let value: DatabaseValue = row[name]
+                    return value.isNull ? "NULL" : String.fromDatabaseValue(value) ?? value.description
+                }.joined(separator: "|")
+            }
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func recordsThatAreAnObjectsValuesCarryTheirKey(objectPath: Bool) throws {
+        let (report, dir) = try run(Self.pipeline("keyed-events.json"), Self.fixture("events-keyed.json"), objectPath: objectPath)
+        #expect(report.imported == 4 && report.rejected == 0)
+        #expect(try rows(dir, "SELECT e.id, e.type, a.login FROM Event e LEFT JOIN Actor a ON a._pk = e._actor ORDER BY e.id")
+                == ["138586341|PushEvent|ann", "138586342|WatchEvent|bo", "138586343|PushEvent|ann", "138586344|NULL|NULL"])
+    }
+
+    @Test func keyedRecordsReadFromAnyBufferSplit() throws {
+        let text = #"{"a": {"x": 1}, "b" : [1, 2], "c\"d": "text", "e":{ }}"#
+        for size in 1...text.utf8.count {
+            let reader = FeedReader(source: MemoryByteSource(text, readSize: size), name: "t", options: FeedOptions(shape: .keyed([])))
+            var records: [String] = []
+            try reader.read { records.append(($0.key ?? "?") + "=" + String(decoding: $0.bytes, as: UTF8.self)) }
+            #expect(records == [#"a={"x": 1}"#, "b=[1, 2]", #"c"d="text""#, "e={ }"], "read size \(size)")
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func rowsBecomeObjectsNamedByTheHeaderRow(objectPath: Bool) throws {
+        let (report, dir) = try run(Self.pipeline("cities-rows.json"), Self.fixture("cities-rows.ndjson"), objectPath: objectPath)
+        #expect(report.records == 5, "the header row is not a record")
+        #expect(report.imported == 4 && report.rejected == 1)
+        #expect(try rows(dir, "SELECT id, name, country, population FROM City ORDER BY id")
+                == ["1|Lisbon|PT|545000", "2|Porto|PT|232000", "3|東京|JP|13960000", "5|Osaka|JP|NULL"])
+        let rejects = try String(contentsOfFile: report.rejectsFile, encoding: .utf8)
+        #expect(rejects.contains(#""record":3,"reason":"the row has 2 values; the header names 4 columns""#), "\(rejects)")
+        #expect(rejects.contains(#"[4,\"a short row\"]"#), "the row is kept whole")
+    }
+
+    @Test func aFieldChoosesEachRecordsEntity() throws {
+        let (report, dir) = try run(Self.pipeline("typed-events.json"), Self.fixture("events-typed.ndjson"))
+        #expect(report.imported == 5 && report.rejected == 0)
+        #expect(report.counts == ["PushEvent": 2, "IssueEvent": 1, "Event": 2, "Actor": 3])
+        #expect(try rows(dir, "SELECT p.id, p.ref, p.commits, a.login FROM PushEvent p JOIN Actor a ON a._pk = p._actor ORDER BY p.id")
+                == ["1|refs/heads/main|3|ann", "4|refs/heads/dev|1|cy"])
+        #expect(try rows(dir, "SELECT id, action, issue, title FROM IssueEvent") == ["2|opened|7|Bug"])
+        #expect(try rows(dir, "SELECT id, type FROM Event ORDER BY id") == ["3|WatchEvent", "5|unknown"])
+    }
+
+    @Test func aValueThatNamesNoEntityIsRejectedWithoutAFallback() throws {
+        var spec = try Self.pipeline("typed-events.json")
+        spec.discriminator?.otherwise = nil
+        let mapper = RecordMapper(spec: spec)
+        let error = #expect(throws: CoercionError.self) { try mapper.map(JSONValue.parse(#"{"id":"9","type":"ForkEvent"}"#)) }
+        #expect(error?.message == "type: 'ForkEvent' names no entity of the pipeline (expected one of IssuesEvent, PushEvent)")
+    }
+}
