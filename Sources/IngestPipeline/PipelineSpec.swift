@@ -67,11 +67,23 @@ public struct PipelineSpec: Sendable {
         public var required: Bool
         /// Store the JSON text of the value (an array of tags, say) in a string attribute.
         public var asJSON: Bool
+        /// What is done to the value before it is converted (see `ValueTransform`).
+        public var transform = ValueTransform()
+
+        /// The record's value after the transform (nil: the record does not give one).
+        /// - Throws: `CoercionError` for a value the transform's table does not name.
+        func value(in record: JSONValue) throws -> JSONValue? {
+            if let constant = transform.constant { return constant }
+            return try transform.apply(from.value(in: record))
+        }
     }
 
     public struct RelationshipMapping: Sendable, Equatable {
         public var relationship: String
         public var from: JSONPath
+        /// For a to-many given as one string: the separator that splits it into keys
+        /// (`"red, blue"` with `","` names the tags red and blue).
+        public var split: String?
         /// For a to-many given by a record whose object is stored: the list replaces the
         /// stored one, or is added to it (`"update": "replace" | "merge"`).
         public var toMany: ToManyRule = .replace
@@ -253,10 +265,17 @@ public struct PipelineSpec: Sendable {
                 }
                 let from: String
                 var toMany = ToManyRule.replace
+                var split: String?
                 if case .string(let path) = member.value {
                     from = path
                 } else {
-                    let details = try Fields(member.value, at: place, allowed: ["from", "update"])
+                    let details = try Fields(member.value, at: place, allowed: ["from", "update", "split"])
+                    if let separator = details.optional("split") {
+                        split = try Fields.string(separator, at: "\(place).split")
+                        guard entity.relationship(member.key)!.isToMany, split?.isEmpty == false else {
+                            throw PipelineError("\(place).split: a non-empty separator, for a to-many relationship")
+                        }
+                    }
                     from = try Fields.string(try details.required("from"), at: "\(place).from")
                     if let rule = details.optional("update") {
                         let text = try Fields.string(rule, at: "\(place).update")
@@ -266,7 +285,7 @@ public struct PipelineSpec: Sendable {
                         toMany = parsed
                     }
                 }
-                relationships.append(RelationshipMapping(relationship: member.key, from: try path(from, at: "\(place).from"), toMany: toMany))
+                relationships.append(RelationshipMapping(relationship: member.key, from: try path(from, at: "\(place).from"), split: split, toMany: toMany))
             }
         }
         try checkPaths(attributes.map(\.from) + relationships.map(\.from), at: at)
@@ -313,8 +332,27 @@ public struct PipelineSpec: Sendable {
             return AttributeMapping(attribute: attribute.name, from: try Self.path(path, at: place),
                                     dates: [.iso8601], defaultValue: attribute.defaultValue, required: !attribute.isOptional, asJSON: false)
         }
-        let fields = try Fields(value, at: place, allowed: ["from", "dates", "default", "required", "json"])
-        let from = try Fields.string(try fields.required("from"), at: "\(place).from")
+        let fields = try Fields(value, at: place, allowed: ["from", "dates", "default", "required", "json", "value", "map", "trim", "case"])
+        var transform = ValueTransform()
+        transform.constant = fields.optional("value")
+        if transform.constant != nil, fields.optional("from") != nil {
+            throw PipelineError("\(place): a constant \"value\" takes no \"from\"")
+        }
+        let from = transform.constant != nil ? "@constant" : try Fields.string(try fields.required("from"), at: "\(place).from")
+        if let table = fields.optional("map") {
+            guard case .object(let members) = table, !members.isEmpty else {
+                throw PipelineError("\(place).map: expected an object from the feed's values to the stored ones")
+            }
+            transform.table = Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { $1 })
+        }
+        transform.trim = try fields.optional("trim").map { try Fields.bool($0, at: "\(place).trim") } ?? false
+        if let letterCase = fields.optional("case") {
+            let text = try Fields.string(letterCase, at: "\(place).case")
+            guard let parsed = ValueTransform.LetterCase(rawValue: text) else {
+                throw PipelineError("\(place).case: expected lower or upper")
+            }
+            transform.letterCase = parsed
+        }
         var dates: [DateFormat] = [.iso8601]
         if let datesValue = fields.optional("dates") {
             guard case .array(let items) = datesValue, !items.isEmpty else { throw PipelineError("\(place).dates: expected a list of date formats") }
@@ -343,8 +381,17 @@ public struct PipelineSpec: Sendable {
         let required = try fields.optional("required").map { try Fields.bool($0, at: "\(place).required") } ?? !attribute.isOptional
         let asJSON = try fields.optional("json").map { try Fields.bool($0, at: "\(place).json") } ?? false
         if asJSON && attribute.type != .string { throw PipelineError("\(place).json: only a string attribute can hold JSON text") }
-        return AttributeMapping(attribute: attribute.name, from: try path(from, at: "\(place).from"), dates: dates,
-                                defaultValue: defaultValue, required: required, asJSON: asJSON)
+        var mapping = AttributeMapping(attribute: attribute.name, from: try path(from, at: "\(place).from"), dates: dates,
+                                       defaultValue: defaultValue, required: required, asJSON: asJSON)
+        mapping.transform = transform
+        if let constant = transform.constant {
+            do {
+                _ = try ValueCoercion.value(constant, for: attribute.type, dates: dates)
+            } catch let error as CoercionError {
+                throw PipelineError("\(place).value: \(error.message) for \(attribute.type.rawValue)")
+            }
+        }
+        return mapping
     }
 }
 

@@ -81,6 +81,7 @@ public struct RecordMapper: Sendable {
     struct RelationshipPlan: Sendable {
         var name: String
         var from: JSONPath
+        var split: String?
         var destination: String
         var isToMany: Bool
     }
@@ -123,7 +124,7 @@ public struct RecordMapper: Sendable {
             }
             let relationships = mapping.relationships.map { relationship in
                 let modelRelationship = entity.relationship(relationship.relationship)!
-                return RelationshipPlan(name: relationship.relationship, from: relationship.from,
+                return RelationshipPlan(name: relationship.relationship, from: relationship.from, split: relationship.split,
                                         destination: modelRelationship.destination, isToMany: modelRelationship.isToMany)
             }
             plans[name] = EntityPlan(entity: name, names: attributes.map(\.mapping.attribute), positions: attributes.map(\.position),
@@ -205,7 +206,12 @@ public struct RecordMapper: Sendable {
         var given: [Bool] = []
         given.reserveCapacity(plan.attributes.count)
         for attribute in plan.attributes {
-            let json = lookup(object, attribute.mapping.from)
+            let json: JSONValue?
+            do {
+                json = try attribute.mapping.value(in: object)
+            } catch let error as CoercionError {
+                throw CoercionError("\(prefix + attribute.mapping.attribute): \(error.message)")
+            }
             given.append(json != nil)
             var value: Value?
             do {
@@ -235,8 +241,12 @@ public struct RecordMapper: Sendable {
         for relationship in plan.relationships {
             guard let json = lookup(object, relationship.from), json != .null else { continue }
             let place = prefix + relationship.name
-            let targets: [JSONValue]
-            if case .array(let items) = json {
+            var targets: [JSONValue]
+            if let separator = relationship.split, case .string(let text) = json {
+                // "red, blue": one related object per piece, named by its key.
+                targets = text.components(separatedBy: separator).map { $0.trimmingCharacters(in: .whitespaces) }
+                    .filter { !$0.isEmpty }.map(JSONValue.string)
+            } else if case .array(let items) = json {
                 guard relationship.isToMany else {
                     throw CoercionError("\(place): a list, but \(plan.entity).\(relationship.name) is to-one")
                 }

@@ -38,6 +38,8 @@ final class RowMapper {
         var position: Int32
         var required: Bool
         var hasDefault: Bool
+        /// A constant, a table, trim or case: converted the general way.
+        var transformed: Bool
         /// Index of the instance, and of the attribute in its plan (for the rare paths).
         var instance: Int32
         var attribute: Int32
@@ -130,7 +132,8 @@ final class RowMapper {
                 default: .other
                 }
                 fields.append(Field(kind: kind, slot: Int32(slot), position: Int32(attribute.position), required: attribute.required,
-                                    hasDefault: attribute.mapping.defaultValue != nil, instance: Int32(index), attribute: Int32(number)))
+                                    hasDefault: attribute.mapping.defaultValue != nil, transformed: !attribute.mapping.transform.isIdentity,
+                                    instance: Int32(index), attribute: Int32(number)))
             }
             let firstKey = Int32(lists.count)
             for keySlot in instance.plan.keySlots {
@@ -244,6 +247,9 @@ final class RowMapper {
                          in request: inout BatchInsertRequest) -> Bool {
         let capture = captures[Int(field.slot)]
         let position = Int(field.position)
+        if field.transformed {
+            return setConverted(capture, instances[Int(field.instance)].plan.attributes[Int(field.attribute)], record, row: row, in: &request)
+        }
         switch (field.kind, capture.kind) {
         case (_, .absent), (_, .null):
             if !field.hasDefault && !field.required {
@@ -283,9 +289,14 @@ final class RowMapper {
                               row: Int, in request: inout BatchInsertRequest) -> Bool {
         var value: Value?
         var json = Self.json(capture, record)
-        if let rest = attribute.mapping.from.rest, let whole = json {
-            json = rest.value(in: whole)
-            if json == nil { return attribute.required || attribute.mapping.defaultValue != nil ? false : setAbsent(attribute, row: row, in: &request) }
+        if json == nil && capture.kind != .absent { return false }
+        if let rest = attribute.mapping.from.rest, let whole = json { json = rest.value(in: whole) }
+        let transform = attribute.mapping.transform
+        if let constant = transform.constant {
+            json = constant
+        } else if !transform.isIdentity {
+            guard let transformed = try? transform.apply(json) else { return false }
+            json = transformed
         }
         if let json {
             if attribute.mapping.asJSON, json != .null {
@@ -294,17 +305,10 @@ final class RowMapper {
                 guard let converted = try? ValueCoercion.value(json, for: attribute.type, dates: attribute.mapping.dates) else { return false }
                 value = converted
             }
-        } else if capture.kind != .absent && attribute.mapping.from.rest == nil {
-            return false
         }
         if value == nil { value = attribute.mapping.defaultValue }
         if value == nil && attribute.required { return false }
-        request.set(value, row: row, attribute: attribute.position, given: capture.kind != .absent)
-        return true
-    }
-
-    private func setAbsent(_ attribute: RecordMapper.AttributePlan, row: Int, in request: inout BatchInsertRequest) -> Bool {
-        request.set(.null, row: row, attribute: attribute.position, given: false)
+        request.set(value, row: row, attribute: attribute.position, given: json != nil)
         return true
     }
 

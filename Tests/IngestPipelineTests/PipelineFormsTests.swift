@@ -81,4 +81,49 @@ import Testing
         let error = #expect(throws: CoercionError.self) { try mapper.map(JSONValue.parse(#"{"id":"9","type":"ForkEvent"}"#)) }
         #expect(error?.message == "type: 'ForkEvent' names no entity of the pipeline (expected one of IssuesEvent, PushEvent)")
     }
+
+    static func transforms(tags: Bool) throws -> PipelineSpec {
+        let tagMapping = tags ? #", "relationships": { "tags": { "from": "labels", "split": "," } }"# : ""
+        return try PipelineSpec.parse(Array("""
+        { "model": { "entities": [
+            { "name": "Issue", "attributes": [
+                { "name": "id", "type": "int64", "optional": false }, { "name": "source", "type": "string" },
+                { "name": "state", "type": "string" }, { "name": "login", "type": "string" },
+                { "name": "open", "type": "bool" }, { "name": "country", "type": "string" } ],
+              "relationships": [ { "name": "tags", "destination": "Tag", "inverse": "issues", "toMany": true } ],
+              "unique": [["id"]] },
+            { "name": "Tag", "attributes": [ { "name": "name", "type": "string", "optional": false } ],
+              "relationships": [ { "name": "issues", "destination": "Issue", "inverse": "tags", "toMany": true } ],
+              "unique": [["name"]] } ] },
+          "feed": { "ndjson": true }, "record": "Issue",
+          "mappings": {
+            "Issue": { "attributes": {
+                "id": "id", "source": { "value": "github" },
+                "state": { "from": "s", "map": { "o": "open", "c": "closed" } },
+                "login": { "from": "user", "trim": true, "case": "lower" },
+                "open": { "from": "s", "map": { "o": true, "c": false } },
+                "country": { "from": "cc", "default": "PT" } }\(tagMapping) },
+            "Tag": { "attributes": { "name": "name" } } } }
+        """.utf8))
+    }
+
+    @Test(arguments: [(false, false), (true, false), (true, true)])
+    func valueTransformsApplyOnEveryPath(objectPath: Bool, tags: Bool) throws {
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("issues.ndjson", Array("""
+            {"id": 1, "s": "o", "user": "  Ann ", "labels": "bug, ui,,bug"}
+            {"id": 2, "s": "c", "user": "BO", "cc": "JP"}
+            {"id": 3, "s": "x", "user": "cy"}
+
+            """.utf8))
+        var options = Importer.Options(feed: feed, store: dir.file("store.sqlite"))
+        options.objectPath = objectPath
+        let report = try Importer(spec: try Self.transforms(tags: tags), options: options).run()
+        #expect(report.imported == 2 && report.rejected == 1)
+        #expect(try rows(dir, "SELECT id, source, state, login, open, country FROM Issue ORDER BY id")
+                == ["1|github|open|ann|1|PT", "2|github|closed|bo|0|JP"])
+        let rejects = try String(contentsOfFile: report.rejectsFile, encoding: .utf8)
+        #expect(rejects.contains(#""reason":"state: 'x' is not one of the mapped values ('c', 'o')""#), "\(rejects)")
+        if tags { #expect(try rows(dir, "SELECT name FROM Tag ORDER BY name") == ["bug", "ui"]) }
+    }
 }
