@@ -29,7 +29,7 @@ final class BatchImportWorker: ChunkImporting {
     }
 
     func importChunk(_ chunk: ChunkInfo, directory: String, skip: Int, saveEvery: Int, verified: Bool,
-                     afterSave: (ImportWorker.ChunkResult) throws -> Void) throws {
+                     waitForTurn: () throws -> Void, afterSave: (ImportWorker.ChunkResult) throws -> Void) throws {
         let path = directory + "/" + chunk.file
         let started = StageTimes.now()
         let bytes = try FileOps.readFile(path)
@@ -41,8 +41,17 @@ final class BatchImportWorker: ChunkImporting {
         var rejects: [String: String] = [:]
         var sinceSave = 0
         var index = 0
+        // The whole chunk is mapped before its first save: saves wait for earlier chunks.
+        var batches: [(request: BatchInsertRequest, rejects: [String: String], done: Int)] = []
 
-        func flush(done: Int) throws {
+        func flush(done: Int) {
+            batches.append((request, rejects, done))
+            request = inserter.makeRequest(text: bytes)
+            rejects.removeAll(keepingCapacity: true)
+            sinceSave = 0
+        }
+
+        func save(_ request: BatchInsertRequest, _ rejects: [String: String], done: Int) throws {
             let started = StageTimes.now()
             var metadata = rejects
             metadata[keys.chunkKey(chunk.index)] = String(done)
@@ -53,11 +62,7 @@ final class BatchImportWorker: ChunkImporting {
             times.locked += result.lockedSeconds
             let outcomes = RecordOutcomes(inserted: result.records - result.updated - result.unchanged, updated: result.updated,
                                           unchanged: result.unchanged, duplicates: result.duplicates)
-            let saved = ImportWorker.ChunkResult(imported: result.records, rejected: rejects.count + result.rejected.count, outcomes: outcomes)
-            request.removeAll(text: bytes)
-            rejects.removeAll(keepingCapacity: true)
-            sinceSave = 0
-            try afterSave(saved)
+            try afterSave(ImportWorker.ChunkResult(imported: result.records, rejected: rejects.count + result.rejected.count, outcomes: outcomes))
         }
 
         var start = 0
@@ -89,11 +94,15 @@ final class BatchImportWorker: ChunkImporting {
             if sinceSave == saveEvery {
                 times.map += mapping
                 mapping = 0
-                try flush(done: index + 1)
+                flush(done: index + 1)
             }
         }
         times.map += mapping
-        if sinceSave > 0 || (skip == 0 && index == 0) { try flush(done: index) }
+        if sinceSave > 0 || (skip == 0 && index == 0) { flush(done: index) }
+        let waiting = StageTimes.now()
+        try waitForTurn()
+        times.waiting += StageTimes.now() - waiting
+        for batch in batches { try save(batch.request, batch.rejects, done: batch.done) }
     }
 
     /// The metadata entry of a rejected record, as the object path stages it.

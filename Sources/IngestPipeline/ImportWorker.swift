@@ -88,7 +88,7 @@ final class ImportWorker {
     ///   save fails for a reason no record explains (a full disk, say), or whatever
     ///   `afterSave` throws to stop the run.
     func importChunk(_ chunk: ChunkInfo, directory: String, skip: Int, saveEvery: Int, verified: Bool = false,
-                     afterSave: (ChunkResult) throws -> Void) throws {
+                     waitForTurn: () throws -> Void = {}, afterSave: (ChunkResult) throws -> Void) throws {
         var batch: [Pending] = []
         batch.reserveCapacity(saveEvery)
         var rejects: [ImportMarker.Reject] = []
@@ -100,12 +100,13 @@ final class ImportWorker {
             throw ImportError("\(path) changed after the split (its checksum is not the manifest's); delete it and run ingest resume to make it again from the feed")
         }
         let reader = try FeedReader(path: path, options: FeedOptions(shape: .ndjson))
-        func flush(done: Int) throws {
-            let saved = try save(batch, rejects: rejects, chunk, done: done)
-            batch.removeAll(keepingCapacity: true)
-            rejects.removeAll(keepingCapacity: true)
+        // The whole chunk is mapped before its first save: saves wait for earlier chunks.
+        var batches: [(batch: [Pending], rejects: [ImportMarker.Reject], done: Int)] = []
+        func flush(done: Int) {
+            batches.append((batch, rejects, done))
+            batch.removeAll(keepingCapacity: false)
+            rejects.removeAll(keepingCapacity: false)
             sinceSave = 0
-            try afterSave(saved)
         }
         do {
             try reader.read { record in
@@ -125,12 +126,16 @@ final class ImportWorker {
                     rejects.append(ImportMarker.Reject(chunk, index: index, reason: error.message, text: text()))
                 }
                 sinceSave += 1
-                if sinceSave == saveEvery { try flush(done: index + 1) }
+                if sinceSave == saveEvery { flush(done: index + 1) }
             }
         } catch let error as FeedError where error.kind == .emptyFeed {
             // An empty chunk file: nothing to import.
         }
-        if sinceSave > 0 || (skip == 0 && index == 0) { try flush(done: index) }
+        if sinceSave > 0 || (skip == 0 && index == 0) { flush(done: index) }
+        let waiting = StageTimes.now()
+        try waitForTurn()
+        times.waiting += StageTimes.now() - waiting
+        for saving in batches { try afterSave(try save(saving.batch, rejects: saving.rejects, chunk, done: saving.done)) }
     }
 
     /// Saves the batch with its rejects and the chunk's marker; when the save fails

@@ -26,7 +26,13 @@ final class RunState: Sendable {
     }
 
     func chunkSplit() { counts.withLock { $0.chunksSplit += 1 } }
-    func chunkFinished() { counts.withLock { $0.chunksDone += 1 } }
+    /// Workers commit chunks in feed order through this.
+    let order = CommitOrder()
+
+    func chunkFinished(_ chunk: Int) {
+        counts.withLock { $0.chunksDone += 1 }
+        order.finish(chunk)
+    }
     func setTotal(_ total: Int) { counts.withLock { $0.chunksTotal = total } }
 
     /// Counts a save of worker `worker`; returns the rejects in all so far.
@@ -52,7 +58,10 @@ final class RunState: Sendable {
         }
     }
 
-    func fail(_ error: any Error) { counts.withLock { if $0.failure == nil { $0.failure = error } } }
+    func fail(_ error: any Error) {
+        counts.withLock { if $0.failure == nil { $0.failure = error } }
+        order.cancel()
+    }
     var failed: Bool { counts.withLock { $0.failure != nil } }
     var failure: (any Error)? { counts.withLock { $0.failure } }
     var imported: (imported: Int, rejected: Int) { counts.withLock { ($0.imported, $0.rejectedThisRun) } }

@@ -40,7 +40,7 @@ final class SplitStage: Sendable {
             @Sendable func offer(_ chunk: ChunkInfo, written isNew: Bool) {
                 state.chunkSplit()
                 if isNew { written.withLock { _ = $0.insert(chunk.index) } }
-                if (inputs.done[chunk.index] ?? 0) < chunk.records { queue.push(chunk) } else { state.chunkFinished() }
+                if (inputs.done[chunk.index] ?? 0) < chunk.records { queue.push(chunk) } else { state.chunkFinished(chunk.index) }
             }
             splitter.onChunk = { offer($0, written: $1) }
             do {

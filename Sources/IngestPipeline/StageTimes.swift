@@ -14,8 +14,23 @@ public struct StageTimes: Sendable, Equatable, Codable {
     public var locked = 0.0
     /// Building the secondary indexes at the end (wall time).
     public var index = 0.0
+    /// Workers waiting for earlier chunks to be committed (commits go in feed order), summed.
+    public var waiting = 0.0
 
     public init() {}
+
+    private enum CodingKeys: String, CodingKey { case split, parse, map, save, locked, index, waiting }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        split = try container.decode(Double.self, forKey: .split)
+        parse = try container.decode(Double.self, forKey: .parse)
+        map = try container.decode(Double.self, forKey: .map)
+        save = try container.decode(Double.self, forKey: .save)
+        locked = try container.decodeIfPresent(Double.self, forKey: .locked) ?? 0
+        index = try container.decode(Double.self, forKey: .index)
+        waiting = try container.decodeIfPresent(Double.self, forKey: .waiting) ?? 0
+    }
 
     static func now() -> Double {
         var time = timespec()
@@ -31,6 +46,7 @@ public struct StageTimes: Sendable, Equatable, Codable {
         sum.save += rhs.save
         sum.locked += rhs.locked
         sum.index += rhs.index
+        sum.waiting += rhs.waiting
         return sum
     }
 }

@@ -66,8 +66,10 @@ struct WorkerStage: Sendable {
         func drain(_ worker: some ChunkImporting) throws -> StageTimes {
             while !state.failed, let chunk = queue.pop() {
                 try worker.importChunk(chunk, directory: directory, skip: done[chunk.index] ?? 0, saveEvery: saveEvery,
-                                       verified: trusted(chunk.index)) { saved in try afterSave(number, saved) }
-                state.chunkFinished()
+                                       verified: trusted(chunk.index),
+                                       waitForTurn: { if !state.order.waitForTurn(chunk.index) { throw CommitTurnCancelled() } },
+                                       afterSave: { saved in try afterSave(number, saved) })
+                state.chunkFinished(chunk.index)
             }
             return worker.times
         }

@@ -167,4 +167,39 @@ import Testing
         let error = #expect(throws: PipelineError.self) { try Self.spec(postRule: "overwrite") }
         #expect(error?.message == "pipeline.mappings.Post.onConflict: unknown rule 'overwrite' (expected update, replace, keepExisting, reject)")
     }
+
+    /// Records that repeat keys across chunks, each giving some fields: however many
+    /// workers race, the store ends as one worker leaves it (a later record's fields win).
+    @Test(arguments: [false, true])
+    func workersRacingOverRepeatedKeysEndAsOneWorkerDoes(objectPath: Bool) throws {
+        var seed: UInt64 = 7
+        func next(_ bound: Int) -> Int {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((seed >> 33) % UInt64(bound))
+        }
+        var lines: [String] = []
+        for number in 0..<900 {
+            var fields = [#""id":"p\#(next(40))""#]
+            if next(2) == 0 { fields.append(#""title":"t\#(number)""#) }
+            if next(3) == 0 { fields.append(#""views":\#(number)"#) }
+            if next(3) == 0 { fields.append(#""title":null"#) }
+            if next(2) == 0 {
+                let author = next(15)
+                fields.append(next(2) == 0 ? #""author":\#(author)"# : #""author":{"id":\#(author),"name":"n\#(number)"}"#)
+            }
+            lines.append("{" + fields.joined(separator: ",") + "}")
+        }
+        func store(workers: Int) throws -> [String] {
+            let dir = try TemporaryDirectory()
+            _ = try importLines(lines, spec: Self.spec(), dir: dir, objectPath: objectPath, workers: workers, saveEvery: 7, chunkSize: 30)
+            return try rows(dir, "SELECT p.id, p.title, p.views, a.id AS author, a.name FROM Post p LEFT JOIN Author a ON a._pk = p._author ORDER BY p.id")
+                + rows(dir, "SELECT id, name FROM Author ORDER BY id")
+        }
+        let one = try store(workers: 1)
+        #expect(one.count > 40)
+        for _ in 0..<3 {
+            let four = try store(workers: 4)
+            #expect(four == one)
+        }
+    }
 }
