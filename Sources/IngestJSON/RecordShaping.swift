@@ -19,20 +19,22 @@ public enum RecordForm: Sendable, Hashable, Codable {
 /// The member a row that does not fit the header is reported under.
 public let rowErrorKey = "@rowError"
 
-struct RecordShaper {
-    let form: RecordForm
-    private(set) var columns: [String]?
+/// Rewrites records as `RecordForm` and `FeedShape.keyed` say, as the splitter writes
+/// them to chunks (and `ingest infer` reads them).
+public struct RecordShaper {
+    public let form: RecordForm
+    public private(set) var columns: [String]?
     /// Records the shaper consumed (the header row).
-    private(set) var consumed = 0
+    public private(set) var consumed = 0
 
-    init(form: RecordForm) {
+    public init(form: RecordForm) {
         self.form = form
         if case .rows(let columns) = form { self.columns = columns }
     }
 
     /// The bytes to write for `record`, or nil when the record is the header row.
-    /// - Throws: `FeedError` for a header row that is not an array of strings.
-    mutating func shape(_ record: FeedRecord, error: (String) -> FeedError) throws -> [UInt8]? {
+    /// - Throws: what `error` makes, for a header row that is not an array of strings.
+    public mutating func shape(_ record: FeedRecord, error: (String) -> FeedError) throws -> [UInt8]? {
         var bytes = Array(record.bytes)
         if case .rows = form {
             let value = try JSONValue.parse(bytes)

@@ -48,6 +48,8 @@ public struct ImportReport: Sendable, Codable, Equatable {
     public var chunksDirectory: String?
     /// Chunk files deleted as the run finished; nil when they were kept.
     public var deletedChunks: Int?
+    /// The pipeline was inferred from the feed, not written by a user.
+    public var pipelineInferred: Bool?
 
     /// Writes the report as pretty JSON to `path` (replacing it whole).
     /// - Throws: `IOError` or an encoding error.

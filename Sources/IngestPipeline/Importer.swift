@@ -37,10 +37,12 @@ public final class Importer: Sendable {
         /// Write through managed objects and contexts even where the batch path applies
         /// (it is chosen whenever the pipeline allows: see `RowMapper`).
         public var objectPath = false
+        /// The pipeline was inferred from the feed (`PipelineInference`), as the run records.
+        public var pipelineInferred = false
 
         public init(feed: String, store: String, chunks: String? = nil, workers: Int? = nil, saveEvery: Int? = nil,
                     chunkSize: Int? = nil, abandonRun: Bool = false, deleteStore: Bool = false, keepChunks: Bool = false,
-                    maxRejects: Int? = nil, keepIndexes: Bool = false, pipelinePath: String? = nil) {
+                    maxRejects: Int? = nil, keepIndexes: Bool = false, pipelinePath: String? = nil, pipelineInferred: Bool = false) {
             self.feed = feed
             self.store = store
             self.chunks = chunks
@@ -53,6 +55,7 @@ public final class Importer: Sendable {
             self.maxRejects = maxRejects
             self.keepIndexes = keepIndexes
             self.pipelinePath = pipelinePath
+            self.pipelineInferred = pipelineInferred
         }
     }
 
@@ -224,7 +227,8 @@ public final class Importer: Sendable {
                                   remadeChunks: remade, writePath: batchPath ? "batch" : "objects",
                                   stageRates: StageRates(stages, records: imported.imported + imported.rejected),
                                   timeline: state.timeline, outcomes: state.outcomes, run: begun.number,
-                                  abandonedRun: abandoned, chunksDirectory: directory, deletedChunks: deletedChunks)
+                                  abandonedRun: abandoned, chunksDirectory: directory, deletedChunks: deletedChunks,
+                                  pipelineInferred: begun.inferred)
         try report.write(to: reportPath)
         // The run is finished once everything it writes is written: a report that could not
         // be written leaves it unfinished, and running the import again finishes it.
@@ -302,8 +306,10 @@ public final class Importer: Sendable {
             saveEvery: options.saveEvery, feedByteSize: feedSize, feedChecksum: "", pipelineSHA256: spec.hash, chunkCount: 0,
             chunkSize: chunkSize, state: .running, started: ImportMarker.now(), ended: nil,
             firstRowOfRun: try coordinator.nextRowNumbers())
-        try ImportMarker.save(run, coordinator)
-        return (run, abandoned)
+        var recorded = run
+        if options.pipelineInferred { recorded.inferred = true }
+        try ImportMarker.save(recorded, coordinator)
+        return (recorded, abandoned)
     }
 
     /// The store's unfinished run blocks an import of another feed or pipeline.

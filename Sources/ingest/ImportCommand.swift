@@ -36,8 +36,8 @@ extension Ingest {
         @Argument(help: "The feed file.")
         var feed: String
 
-        @Option(help: ArgumentHelp("The pipeline file.", valueName: "file"))
-        var pipeline: String
+        @Option(help: ArgumentHelp("The pipeline file (default: one inferred from the feed, kept as STORE.pipeline.json).", valueName: "file"))
+        var pipeline: String?
 
         @Option(help: ArgumentHelp("The store file (created if missing).", valueName: "file"))
         var store: String
@@ -87,7 +87,7 @@ extension Ingest {
         }
 
         func run() throws {
-            let spec = try PipelineSpec.load(path: pipeline)
+            let (spec, pipeline, inferred) = try loadOrInferPipeline()
             if deleteStore && FileManager.default.fileExists(atPath: store) {
                 Console.error("ingest: --delete-store: deleting \(store) and everything imported into it\n")
             }
@@ -95,8 +95,29 @@ extension Ingest {
                                                               saveEvery: saveEvery, chunkSize: chunkSize, abandonRun: abandonRun,
                                                               deleteStore: deleteStore, keepChunks: keepChunks,
                                                               maxRejects: maxRejects, keepIndexes: keepIndexes,
-                                                              pipelinePath: pipeline))
+                                                              pipelinePath: pipeline, pipelineInferred: inferred))
             try Self.run(importer, store: store, quiet: quiet)
+        }
+
+        /// The --pipeline file; without one, the pipeline inferred for this store before
+        /// (STORE.pipeline.json, so later feeds map the same way), or one inferred now.
+        private func loadOrInferPipeline() throws -> (PipelineSpec, String, Bool) {
+            if let pipeline { return (try PipelineSpec.load(path: pipeline), pipeline, false) }
+            let kept = store + ".pipeline.json"
+            if FileManager.default.fileExists(atPath: kept) && !deleteStore {
+                if !quiet { Console.error("ingest: no --pipeline: using \(kept), inferred for this store by an earlier import\n") }
+                return (try PipelineSpec.load(path: kept), kept, true)
+            }
+            guard feed != "-" else {
+                throw CommandFailure("a feed on standard input needs --pipeline (to infer one, run ingest infer on a file of the feed)")
+            }
+            let inference = try PipelineInference.infer(feed: feed)
+            try FileOpsCLI.write(inference.text, to: kept)
+            if !quiet {
+                Console.error("ingest: no --pipeline: inferred one from the feed and kept it as \(kept) (edit it and pass --pipeline to change the mapping)\n")
+                Infer.explain(inference, to: nil)
+            }
+            return (inference.spec, kept, true)
         }
 
         /// Runs an import with SIGINT, SIGTERM and SIGHUP stopping it at the next save boundary
@@ -162,6 +183,7 @@ extension Ingest {
         static func printSummary(_ report: ImportReport, reportPath: String) {
             print("\(report.feed) → \(report.store): \(Format.count(report.records)) records in \(report.chunks) chunk(s), \(report.workers) worker(s)")
             if let run = report.run { print("  run \(run)" + (report.abandonedRun.map { "; run \($0) was left unfinished (--abandon-run)" } ?? "")) }
+            if report.pipelineInferred == true { print("  pipeline: inferred from the feed (\(report.store).pipeline.json)") }
             print("  imported \(Format.count(report.imported)) and rejected \(Format.count(report.rejectedThisRun)) this run; \(Format.count(report.rejected)) rejected in all (\(report.rejectsFile))")
             if let outcomes = report.outcomes {
                 print("  records: \(Format.count(outcomes.inserted)) inserted, \(Format.count(outcomes.updated)) updated, \(Format.count(outcomes.unchanged)) unchanged"

@@ -14,7 +14,7 @@ struct Ingest: ParsableCommand {
         commandName: "ingest",
         abstract: "Stream huge JSON feeds into numbered chunks and a SQLite object graph.",
         discussion: "With no subcommand, `./run.sh` runs `ingest demo`.",
-        subcommands: [Demo.self, Generate.self, Split.self, Import.self, Resume.self, Status.self, Query.self, Bench.self]
+        subcommands: [Demo.self, Generate.self, Split.self, Infer.self, Import.self, Resume.self, Status.self, Query.self, Bench.self]
     )
 
     static func main() {

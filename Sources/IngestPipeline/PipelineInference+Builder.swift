@@ -1,0 +1,283 @@
+import Foundation
+import IngestJSON
+import IngestStore
+
+extension PipelineInference {
+    /// An entity being drafted from what the sample holds.
+    final class Draft {
+        struct Attribute {
+            var name: String
+            var type: AttributeType
+            var from: String
+            var dates: [String]?
+            var json = false
+        }
+
+        struct Relationship {
+            var name: String
+            var destination: String
+            var inverse: String
+            var toMany: Bool
+            /// Where the record holds it; nil for an inverse (not mapped).
+            var from: String?
+        }
+
+        let name: String
+        var key: String?
+        var attributes: [Attribute] = []
+        var relationships: [Relationship] = []
+
+        init(name: String) { self.name = name }
+
+        func freeName(_ wanted: String) -> String {
+            var name = wanted
+            var number = 2
+            while attributes.contains(where: { $0.name == name }) || relationships.contains(where: { $0.name == name }) {
+                name = wanted + String(number)
+                number += 1
+            }
+            return name
+        }
+    }
+
+    struct Builder {
+        var report: [String]
+        var drafts: [Draft] = []
+        static let maxDepth = 3
+
+        init(report: [String]) { self.report = report }
+
+        /// The entity for objects like `stats`, its attributes and related entities drafted.
+        mutating func entity(_ wanted: String, _ stats: ObjectStats, path: String, isRecord: Bool, depth: Int) -> Draft {
+            let key = Self.key(of: stats, entity: wanted)
+            // The same name met again with the same key (an actor in two kinds of event): one entity.
+            if !isRecord, let existing = drafts.first(where: { $0.name == wanted && $0.key == key }) {
+                fill(existing, stats, prefix: "", from: "", depth: depth)
+                return existing
+            }
+            var name = wanted
+            var number = 2
+            while drafts.contains(where: { $0.name == name }) {
+                name = wanted + String(number)
+                number += 1
+            }
+            let draft = Draft(name: name)
+            draft.key = key
+            drafts.append(draft)
+            let place = isRecord ? "records" : "objects at \(path)"
+            if let key {
+                report.append("\(name): \(stats.count) \(place) sampled; \(isRecord ? "unique by" : "found or created by") '\(key)' (present in every one)")
+            } else {
+                report.append("\(name): \(stats.count) \(place) sampled; no id-like field (id, _id, uuid, key, code, \(name.prefix(1).lowercased() + name.dropFirst())Id), so no uniqueness: every record is a new object")
+            }
+            fill(draft, stats, prefix: "", from: "", depth: depth)
+            return draft
+        }
+
+        /// Drafts an attribute or relationship for each member of `stats` (members of a
+        /// flattened object get `prefix` and `from` before their own names).
+        mutating func fill(_ draft: Draft, _ stats: ObjectStats, prefix: String, from: String, depth: Int) {
+            for member in stats.order {
+                let field = stats.fields[member]!
+                let path = Self.path(from, member)
+                let label = "\(draft.name).\(prefix + member)"
+                if draft.attributes.contains(where: { $0.from == path }) || draft.relationships.contains(where: { $0.from == path }) { continue }
+                let nonNull = field.nonNull
+                if field.objects > 0 && field.objects == nonNull {
+                    if let childKey = Self.key(of: field.nested, entity: PipelineInference.typeName(PipelineInference.singular(member))),
+                       depth + 1 <= Self.maxDepth {
+                        let child = entity(PipelineInference.typeName(PipelineInference.singular(member)), field.nested,
+                                           path: "\(draft.name).\(member)", isRecord: false, depth: depth + 1)
+                        relate(draft, child, member: prefix + member, from: path, toMany: false)
+                        report.append("\(label): nested objects with '\(childKey)' → to-one relationship to \(child.name)")
+                    } else if depth + 1 <= Self.maxDepth {
+                        report.append("\(label): nested objects without an id-like field → flattened into \(draft.name) as \(PipelineInference.attributeName(prefix + member))_…")
+                        fill(draft, field.nested, prefix: prefix + member + "_", from: path, depth: depth + 1)
+                    } else {
+                        addJSON(draft, prefix + member, path, "nested deeper than \(Self.maxDepth) levels")
+                    }
+                    continue
+                }
+                if field.arraysOfObjects > 0 && field.arraysOfObjects + field.emptyArrays == nonNull {
+                    let childName = PipelineInference.typeName(PipelineInference.singular(member))
+                    if let childKey = Self.key(of: field.elements, entity: childName), depth + 1 <= Self.maxDepth {
+                        let child = entity(childName, field.elements, path: "\(draft.name).\(member)[]", isRecord: false, depth: depth + 1)
+                        relate(draft, child, member: prefix + member, from: path, toMany: true)
+                        report.append("\(label): arrays of objects with '\(childKey)' → to-many relationship to \(child.name)")
+                    } else {
+                        addJSON(draft, prefix + member, path, "arrays of objects without an id-like field")
+                    }
+                    continue
+                }
+                if field.arraysOfScalars + field.emptyArrays > 0 || field.objects > 0 || field.arraysOfObjects > 0 {
+                    addJSON(draft, prefix + member, path, field.objects + field.arraysOfObjects > 0 ? "values of mixed kinds" : "arrays of values")
+                    continue
+                }
+                addScalar(draft, prefix + member, path, field, label: label)
+            }
+        }
+
+        mutating func addScalar(_ draft: Draft, _ member: String, _ path: String, _ field: FieldStats, label: String) {
+            let name = draft.freeName(PipelineInference.attributeName(member))
+            let nonNull = field.nonNull
+            var type = AttributeType.string
+            var dates: [String]?
+            var why: String
+            let numbers = field.ints + field.doubles
+            if nonNull == 0 {
+                why = "always null in the sample → string (could not decide; edit the type if you know it)"
+            } else if field.bools == nonNull {
+                type = .bool
+                why = "bool (\(nonNull) true/false)"
+            } else if field.ints == nonNull {
+                let timeLike = ["time", "date", "_at", "At", "stamp", "created", "updated", "modified"].contains { member.contains($0) }
+                if timeLike && field.minNumber >= 1e8 && field.maxNumber <= 4.2e9 {
+                    type = .date
+                    dates = ["unix"]
+                    why = "date (\(nonNull) whole numbers in the range of Unix seconds, in a field named like a time)"
+                } else if timeLike && field.minNumber >= 1e11 && field.maxNumber <= 4.2e12 {
+                    type = .date
+                    dates = ["unixMillis"]
+                    why = "date (\(nonNull) whole numbers in the range of Unix milliseconds, in a field named like a time)"
+                } else {
+                    type = .int64
+                    why = "int64 (\(nonNull) whole numbers)"
+                }
+            } else if field.ints > 0 && field.ints + field.integerStrings == nonNull {
+                type = .int64
+                why = "int64 (\(field.ints) whole numbers, \(field.integerStrings) strings of digits, which convert exactly)"
+            } else if numbers == nonNull {
+                type = .double
+                why = "double (\(field.ints) whole and \(field.doubles) fractional numbers)"
+            } else if field.strings == nonNull && field.isoDates == nonNull {
+                type = .date
+                dates = ["iso8601"]
+                why = "date (\(nonNull) ISO 8601 strings)"
+            } else if field.strings == nonNull {
+                why = "string (\(nonNull) strings\(field.isoDates > 0 ? "; \(field.isoDates) look like dates, the rest do not" : ""))"
+            } else {
+                why = "string (could not decide: \(field.strings) strings, \(numbers) numbers, \(field.bools) booleans; all are kept as text)"
+            }
+            if field.nulls > 0 { why += ", \(field.nulls) null" }
+            if field.present < field.nulls + nonNull { why += "" }
+            draft.attributes.append(Draft.Attribute(name: name, type: type, from: path, dates: dates))
+            report.append("\(label): \(why)")
+        }
+
+        mutating func addJSON(_ draft: Draft, _ member: String, _ path: String, _ why: String) {
+            let name = draft.freeName(PipelineInference.attributeName(member))
+            draft.attributes.append(Draft.Attribute(name: name, type: .string, from: path, json: true))
+            report.append("\(draft.name).\(member): \(why) → JSON text in the string attribute \(name)")
+        }
+
+        func relate(_ owner: Draft, _ child: Draft, member: String, from: String, toMany: Bool) {
+            let name = owner.freeName(PipelineInference.attributeName(member))
+            let inverseWanted = PipelineInference.attributeName(owner.name.prefix(1).lowercased() + owner.name.dropFirst()) + "s"
+            let inverse = child.freeName(inverseWanted)
+            owner.relationships.append(Draft.Relationship(name: name, destination: child.name, inverse: inverse, toMany: toMany, from: from))
+            // The inverse is to-many: an author has many posts, a tag many posts.
+            child.relationships.append(Draft.Relationship(name: inverse, destination: owner.name, inverse: name, toMany: true, from: nil))
+        }
+
+        /// The member that names an object: present and scalar (a whole number or a string) in every one.
+        static func key(of stats: ObjectStats, entity: String) -> String? {
+            let lower = entity.prefix(1).lowercased() + entity.dropFirst()
+            let candidates = ["@key", "id", "_id", "uuid", "guid", "\(lower)Id", "\(lower)_id", "\(lower)ID", "key", "code", "slug"]
+            for candidate in candidates {
+                guard let field = stats.fields[candidate], stats.count > 0, field.present == stats.count, field.nulls == 0,
+                      field.ints + field.strings == field.present, field.ints == field.present || field.strings == field.present else { continue }
+                return candidate
+            }
+            return nil
+        }
+
+        /// `from` followed by `key`, quoted when the key holds path syntax.
+        static func path(_ from: String, _ key: String) -> String {
+            let plain = !key.isEmpty && !key.contains(where: { $0 == "." || $0 == "[" || $0 == "]" || $0 == "\"" || $0 == "'" })
+            if plain { return from.isEmpty ? key : from + "." + key }
+            return from + "[" + JSONValue.string(key).description + "]"
+        }
+
+        /// The pipeline as JSON text, pretty-printed for editing.
+        func pipelineText(root: Draft, shape: FeedShape, form: RecordForm) -> String {
+            func string(_ text: String) -> JSONValue { .string(text) }
+            var entities: [JSONValue] = []
+            var mappings: [JSONMember] = []
+            for draft in drafts {
+                var attributes: [JSONValue] = []
+                for attribute in draft.attributes {
+                    var members = [JSONMember("name", string(attribute.name)), JSONMember("type", string(attribute.type.rawValue))]
+                    if attribute.from == draft.key { members.append(JSONMember("optional", .bool(false))) }
+                    attributes.append(.object(members))
+                }
+                var entity = [JSONMember("name", string(draft.name)), JSONMember("attributes", .array(attributes))]
+                if !draft.relationships.isEmpty {
+                    entity.append(JSONMember("relationships", .array(draft.relationships.map { relationship in
+                        var members = [JSONMember("name", string(relationship.name)), JSONMember("destination", string(relationship.destination)),
+                                       JSONMember("inverse", string(relationship.inverse))]
+                        if relationship.toMany { members.append(JSONMember("toMany", .bool(true))) }
+                        return .object(members)
+                    })))
+                }
+                if let key = draft.key, let attribute = draft.attributes.first(where: { $0.from == key }) {
+                    entity.append(JSONMember("unique", .array([.array([string(attribute.name)])])))
+                }
+                entities.append(.object(entity))
+                var mapped: [JSONMember] = []
+                for attribute in draft.attributes {
+                    if attribute.dates == nil && !attribute.json {
+                        mapped.append(JSONMember(attribute.name, string(attribute.from)))
+                    } else {
+                        var members = [JSONMember("from", string(attribute.from))]
+                        if let dates = attribute.dates { members.append(JSONMember("dates", .array(dates.map(string)))) }
+                        if attribute.json { members.append(JSONMember("json", .bool(true))) }
+                        mapped.append(JSONMember(attribute.name, .object(members)))
+                    }
+                }
+                var mapping = [JSONMember("attributes", .object(mapped))]
+                let related = draft.relationships.compactMap { relationship in relationship.from.map { JSONMember(relationship.name, string($0)) } }
+                if !related.isEmpty { mapping.append(JSONMember("relationships", .object(related))) }
+                mappings.append(JSONMember(draft.name, .object(mapping)))
+            }
+            var feed: [JSONMember] = []
+            switch shape {
+            case .array: break
+            case .ndjson: feed.append(JSONMember("ndjson", .bool(true)))
+            case .keyPath(let keys): feed.append(JSONMember("recordsAt", string(keys.joined(separator: "."))))
+            case .keyed(let keys):
+                if !keys.isEmpty { feed.append(JSONMember("recordsAt", string(keys.joined(separator: ".")))) }
+                feed.append(JSONMember("keyed", .bool(true)))
+            }
+            switch form {
+            case .objects: break
+            case .rows(let columns?): feed.append(JSONMember("rows", .array(columns.map(string))))
+            case .rows(nil): feed.append(JSONMember("rows", string("header")))
+            }
+            let pipeline = JSONValue.object([
+                JSONMember("model", .object([JSONMember("entities", .array(entities))])),
+                JSONMember("feed", .object(feed)),
+                JSONMember("record", string(root.name)),
+                JSONMember("mappings", .object(mappings)),
+            ])
+            return PrettyJSON.text(pipeline) + "\n"
+        }
+    }
+}
+
+/// JSON for people: nested objects indented, short arrays and objects kept on one line.
+enum PrettyJSON {
+    static func text(_ value: JSONValue, indent: String = "") -> String {
+        let compact = value.description
+        if compact.count + indent.count <= 100 { return compact }
+        let inner = indent + "  "
+        switch value {
+        case .object(let members):
+            return "{\n" + members.map { inner + JSONValue.string($0.key).description + ": " + text($0.value, indent: inner) }
+                .joined(separator: ",\n") + "\n" + indent + "}"
+        case .array(let items):
+            return "[\n" + items.map { inner + text($0, indent: inner) }.joined(separator: ",\n") + "\n" + indent + "]"
+        default:
+            return compact
+        }
+    }
+}

@@ -1,0 +1,275 @@
+import Foundation
+import IngestJSON
+import IngestStore
+
+/// Writes a pipeline for a feed nobody described: reads a sample of its records and
+/// chooses a model and mappings a user can then edit (sqlite-utils' "one command, no
+/// schema", with Core Data's object graph at the end).
+///
+/// - Scalars become attributes: int64, double, bool, string, or date where ISO 8601
+///   strings (or epoch numbers in a field named like a time) make up every value.
+/// - A nested object with an `id`-like field becomes a related entity found or created
+///   by it; one without is flattened into its parent (`geometry_type`).
+/// - An array of objects with an `id`-like field becomes a to-many relationship; other
+///   arrays are kept as JSON text.
+/// - The record's own `id`-like field is its entity's uniqueness constraint.
+///
+/// Each choice is explained in `Inference.report`, with what could not be decided.
+public enum PipelineInference {
+    public struct Options: Sendable {
+        /// Records read; the rest of the feed is not opened.
+        public var sample: Int
+        /// The feed's shape, or nil to detect it from the first bytes.
+        public var shape: FeedShape?
+        public var form: RecordForm
+
+        public init(sample: Int = 1_000, shape: FeedShape? = nil, form: RecordForm = .objects) {
+            self.sample = sample
+            self.shape = shape
+            self.form = form
+        }
+    }
+
+    /// An inferred pipeline: its text (to write and edit), the parsed spec, and the report.
+    public struct Inference: Sendable {
+        public var text: String
+        public var spec: PipelineSpec
+        public var shape: FeedShape
+        public var recordsRead: Int
+        /// One line per choice: what was seen, what was chosen, what could not be decided.
+        public var report: [String]
+    }
+
+    /// Infers a pipeline from the first `options.sample` records of `feed`.
+    /// - Throws: `FeedError`, `IOError`, `CompressionError` when the sample cannot be read;
+    ///   `PipelineError` when no record in it is an object.
+    public static func infer(feed: String, options: Options = Options()) throws -> Inference {
+        var report: [String] = []
+        let shape = try options.shape ?? detectShape(feed, report: &report)
+        var form = options.form
+        if form == .objects, try startsWithHeaderRow(feed, shape: shape) {
+            form = .rows(columns: nil)
+            report.append("feed: rows of values; the first row (all strings) names the columns")
+        }
+        var records: [JSONValue] = []
+        let reader = try FeedReader(path: feed, options: FeedOptions(shape: shape))
+        var shaper = RecordShaper(form: form)
+        struct Enough: Error {}
+        do {
+            try reader.read { record in
+                guard let bytes = try shaper.shape(record, error: { FeedError(.malformedJSON, $0, at: SourcePosition(byteOffset: record.byteOffset, line: 0, column: 0)) }) else { return }
+                records.append(try JSONValue.parse(bytes))
+                if records.count >= options.sample { throw Enough() }
+            }
+        } catch is Enough {}
+        let misfits = records.filter { $0[rowErrorKey] != nil }.count
+        if misfits > 0 { report.append("\(misfits) of the rows read do not have as many values as the header has names: left out of the sample (they will be rejected)") }
+        let objects = records.filter { if case .object = $0, $0[rowErrorKey] == nil { true } else { false } }
+        guard !objects.isEmpty else {
+            throw PipelineError("\(feed): none of the \(records.count) records read is an object, so there is nothing to map")
+        }
+        if objects.count + misfits < records.count {
+            report.append("\(records.count - objects.count - misfits) of the \(records.count) records read are not objects: they will be rejected")
+        }
+        let stats = ObjectStats()
+        for object in objects { stats.observe(object) }
+        var builder = Builder(report: report)
+        let recordName = entityName(forFeed: feed, shape: shape)
+        let root = builder.entity(recordName, stats, path: "", isRecord: true, depth: 0)
+        let text = builder.pipelineText(root: root, shape: shape, form: form)
+        let spec = try PipelineSpec.parse(Array(text.utf8))
+        return Inference(text: text, spec: spec, shape: shape, recordsRead: records.count, report: builder.report)
+    }
+
+    /// The shape from the feed's first bytes: `[` an array, several values NDJSON, one
+    /// object its largest array member (or its values, when they are all objects).
+    static func detectShape(_ feed: String, report: inout [String]) throws -> FeedShape {
+        let source = try FeedByteSource(path: feed)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 8)
+        defer { buffer.deallocate() }
+        var count = 0
+        while count < buffer.count {
+            let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[count...]))
+            if n == 0 { break }
+            count += n
+        }
+        let head = Array(buffer[0..<count])
+        guard let first = head.firstIndex(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 || $0 == 0xEF || $0 == 0xBB || $0 == 0xBF) }) else {
+            return .array
+        }
+        // One line that parses alone, followed by another value: NDJSON (of objects, or of rows).
+        if let newline = head[first...].firstIndex(of: 0x0A), (try? JSONValue.parse(Array(head[first..<newline]))) != nil,
+           head[(newline + 1)...].contains(where: { $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "[") }) {
+            report.append("feed: newline-delimited JSON (one record per line)")
+            return .ndjson
+        }
+        if head[first] == UInt8(ascii: "[") {
+            report.append("feed: a top-level array of records")
+            return .array
+        }
+        // One object: read it whole (the sample needs it anyway) and look at its members.
+        let reader = try FeedReader(path: feed, options: FeedOptions(shape: .ndjson))
+        var top: JSONValue?
+        try reader.read { record in if top == nil { top = try JSONValue.parse(record.bytes) } }
+        guard case .object(let members)? = top else { return .ndjson }
+        // The array of records: the one with the most objects (a GeoJSON bbox has more numbers than features).
+        var best: (key: String, objects: Int, count: Int)?
+        for member in members {
+            guard case .array(let items) = member.value else { continue }
+            let objects = items.filter { if case .object = $0 { true } else { false } }.count
+            if best == nil || (objects, items.count) > (best!.objects, best!.count) { best = (member.key, objects, items.count) }
+        }
+        if let best {
+            report.append("feed: records in the array at '\(best.key)' (\(best.count) of them; the top-level array with the most objects)")
+            return .keyPath([best.key])
+        }
+        let objectMembers = members.filter { if case .object = $0.value { true } else { false } }
+        if let inner = objectMembers.first(where: { member in
+            guard case .object(let values) = member.value, values.count > 1 else { return false }
+            return values.allSatisfy { if case .object = $0.value { true } else { false } }
+        }) {
+            report.append("feed: records are the values of the object at '\(inner.key)', keyed by their names (mapped as \"@key\")")
+            return .keyed([inner.key])
+        }
+        if members.count > 1, members.allSatisfy({ if case .object = $0.value { true } else { false } }) {
+            report.append("feed: records are the values of the top-level object, keyed by their names (mapped as \"@key\")")
+            return .keyed([])
+        }
+        report.append("feed: one object with no array of records in it: read as one record")
+        return .ndjson
+    }
+
+    /// Whether the first record is an array of strings and the second an array: rows
+    /// under a header row.
+    static func startsWithHeaderRow(_ feed: String, shape: FeedShape) throws -> Bool {
+        let reader = try FeedReader(path: feed, options: FeedOptions(shape: shape))
+        var firstTwo: [JSONValue] = []
+        struct Enough: Error {}
+        do {
+            try reader.read { record in
+                firstTwo.append(try JSONValue.parse(record.bytes))
+                if firstTwo.count == 2 { throw Enough() }
+            }
+        } catch is Enough {}
+        guard firstTwo.count == 2, case .array(let names) = firstTwo[0], !names.isEmpty, case .array = firstTwo[1] else { return false }
+        return names.allSatisfy { if case .string = $0 { true } else { false } }
+    }
+
+    /// "photos.json" → Photo, records at "features" → Feature.
+    static func entityName(forFeed feed: String, shape: FeedShape) -> String {
+        var base: String
+        switch shape {
+        case .keyPath(let keys): base = keys.last ?? "Record"
+        case .keyed(let keys) where !keys.isEmpty: base = keys.last!
+        default:
+            base = (feed as NSString).lastPathComponent
+            while let dot = base.lastIndex(of: "."), dot != base.startIndex { base = String(base[..<dot]) }
+            // "photos-2024-03" → "photos": the words, not the dates and counts.
+            let words = base.split(whereSeparator: { !$0.isLetter }).map(String.init)
+            if !words.isEmpty { base = words.joined(separator: "_") }
+        }
+        let name = typeName(singular(base))
+        return name.isEmpty || feed == "-" && !(shape.isKeyPath) ? "Record" : name
+    }
+
+    static func singular(_ word: String) -> String {
+        let lower = word.lowercased()
+        if lower.hasSuffix("ies"), word.count > 3 { return String(word.dropLast(3)) + "y" }
+        if lower.hasSuffix("sses") || lower.hasSuffix("xes") || lower.hasSuffix("ches") || lower.hasSuffix("shes") { return String(word.dropLast(2)) }
+        if lower.hasSuffix("s"), !lower.hasSuffix("ss"), word.count > 1 { return String(word.dropLast()) }
+        return word
+    }
+
+    /// `github_user`, `user-name` → GithubUser, UserName.
+    static func typeName(_ text: String) -> String {
+        let parts = text.split(whereSeparator: { !$0.isLetter && !$0.isNumber })
+        let name = parts.map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+        guard let first = name.first else { return "" }
+        return first.isNumber ? "E" + name : name
+    }
+
+    /// A member name as an attribute name: `_id` → id, `@key` → key, `addr:street` → addr_street.
+    static func attributeName(_ key: String) -> String {
+        var name = String(key.map { $0.isLetter || $0.isNumber || $0 == "_" ? $0 : "_" })
+        while name.hasPrefix("_") { name.removeFirst() }
+        if name.isEmpty { return "value" }
+        return name.first!.isNumber ? "f" + name : name
+    }
+}
+
+extension FeedShape {
+    var isKeyPath: Bool { if case .keyPath = self { true } else { false } }
+}
+
+// MARK: - What the sample holds
+
+/// What one member looked like across the sample.
+final class FieldStats {
+    var present = 0, nulls = 0, bools = 0, ints = 0, doubles = 0, strings = 0, isoDates = 0, integerStrings = 0
+    var objects = 0, arraysOfObjects = 0, arraysOfScalars = 0, emptyArrays = 0
+    var minNumber = Double.infinity, maxNumber = -Double.infinity
+    let nested = ObjectStats()
+    let elements = ObjectStats()
+
+    func observe(_ value: JSONValue) {
+        present += 1
+        switch value {
+        case .null: nulls += 1
+        case .bool: bools += 1
+        case .number(let text):
+            if Int64(text) != nil { ints += 1 } else { doubles += 1 }
+            if let number = Double(text) {
+                minNumber = min(minNumber, number)
+                maxNumber = max(maxNumber, number)
+            }
+        case .string(let text):
+            strings += 1
+            if Int64(text.trimmingCharacters(in: .whitespaces)) != nil { integerStrings += 1 }
+            if text.count >= 10, ValueCoercion.fastISO8601(text) != nil || ValueComparisonDates.isISODate(text) { isoDates += 1 }
+        case .object:
+            objects += 1
+            nested.observe(value)
+        case .array(let items):
+            if items.isEmpty {
+                emptyArrays += 1
+            } else if items.allSatisfy({ if case .object = $0 { true } else { false } }) {
+                arraysOfObjects += 1
+                for item in items { elements.observe(item) }
+            } else {
+                arraysOfScalars += 1
+            }
+        }
+    }
+
+    var nonNull: Int { present - nulls }
+}
+
+/// The members of the objects seen at one place, in first-seen order.
+final class ObjectStats {
+    var count = 0
+    var order: [String] = []
+    var fields: [String: FieldStats] = [:]
+
+    func observe(_ value: JSONValue) {
+        guard case .object(let members) = value else { return }
+        count += 1
+        for member in members {
+            let stats: FieldStats
+            if let known = fields[member.key] {
+                stats = known
+            } else {
+                stats = FieldStats()
+                fields[member.key] = stats
+                order.append(member.key)
+            }
+            stats.observe(member.value)
+        }
+    }
+}
+
+/// ISO 8601 as `ValueCoercion` reads it (the slow path too: offsets, fractions).
+enum ValueComparisonDates {
+    static func isISODate(_ text: String) -> Bool {
+        (try? ValueCoercion.value(.string(text), for: .date, dates: [.iso8601])) != nil
+    }
+}
