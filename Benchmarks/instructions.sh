@@ -75,7 +75,7 @@ count() {
         note="   # STORE: a fresh copy of $WORK/template.db"
         cmd=("$WORK/reference-importer" "$WORK/feed-$n.json" "$store")
     else
-        cmd=("$WORK/ingest" import "$WORK/feed-$n.json" --pipeline "$PIPELINE" --store "$store" --workers 1 --restart --quiet)
+        cmd=("$WORK/ingest" import "$WORK/feed-$n.json" --pipeline "$PIPELINE" --store "$store" --workers 1 --quiet)
     fi
     COMMANDS+=("valgrind --tool=callgrind --callgrind-out-file=$out ${cmd[*]}$note")
     rm -f "$out"

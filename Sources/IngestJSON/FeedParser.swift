@@ -49,6 +49,8 @@ final class FeedParser {
     private var gapSawNewline = false
     private var pending: [UInt8] = []
     private var failure: (any Error)?
+    /// What yajl would let through that RFC 8259 forbids.
+    private var strict = StrictJSONBytes()
 
     init(options: FeedOptions, name: String) {
         self.options = options
@@ -103,6 +105,9 @@ final class FeedParser {
         guard block.count > 0 else { return }
         buffer = block
         bufferBase = base
+        if let (index, message) = strict.check(block) {
+            throw error(message.hasPrefix("invalid UTF-8") ? .invalidUTF8 : .malformedJSON, message, at: index)
+        }
         let status = yajl_parse(handle, block.baseAddress!.assumingMemoryBound(to: UInt8.self), block.count)
         try check(status, atEnd: false)
         if inRecords { try carryPending() }

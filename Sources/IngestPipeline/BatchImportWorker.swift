@@ -51,7 +51,7 @@ final class BatchImportWorker: ChunkImporting {
             sinceSave = 0
         }
 
-        func save(_ request: BatchInsertRequest, _ rejects: [String: String], done: Int) throws {
+        func save(_ request: BatchInserter.Prepared, _ rejects: [String: String], done: Int) throws {
             let started = StageTimes.now()
             var metadata = rejects
             metadata[keys.chunkKey(chunk.index)] = String(done)
@@ -99,10 +99,14 @@ final class BatchImportWorker: ChunkImporting {
         }
         times.map += mapping
         if sinceSave > 0 || (skip == 0 && index == 0) { flush(done: index) }
+        // Key lookups before the wait: they overlap the writes of the chunks before this one.
+        let preparing = StageTimes.now()
+        let prepared = try batches.map { try inserter.prepare($0.request) }
+        times.save += StageTimes.now() - preparing
         let waiting = StageTimes.now()
         try waitForTurn()
         times.waiting += StageTimes.now() - waiting
-        for batch in batches { try save(batch.request, batch.rejects, done: batch.done) }
+        for (batch, request) in zip(batches, prepared) { try save(request, batch.rejects, done: batch.done) }
     }
 
     /// The metadata entry of a rejected record, as the object path stages it.

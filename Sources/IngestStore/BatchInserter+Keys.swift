@@ -8,10 +8,20 @@ extension BatchInserter {
     /// or looked up on a reader for the keys the cache lacks, before the write
     /// transaction, so the writer holds its lock only to bind and step. Also each
     /// unresolved related row's key, for the write to find or create.
-    func resolve(_ request: BatchInsertRequest) throws -> (resolved: [Int64], keys: [Value?]) {
+    ///
+    /// A related object the record describes (an `upsert` row that is not a record's own)
+    /// is resolved too when the cache says its last write gave exactly these fields: it
+    /// needs no write. `contents` holds each such row's hash of its given fields (0: none).
+    func resolve(_ request: BatchInsertRequest) throws -> (resolved: [Int64], keys: [Value?], contents: [UInt64]) {
         var resolved = [Int64](repeating: 0, count: request.rows.count)
+        var contents = [UInt64](repeating: 0, count: request.rows.count)
         var misses: [Int] = []
+        var isOwn = [Bool](repeating: false, count: request.rows.count)
+        for record in request.records where record.firstRow < request.rows.count { isOwn[record.firstRow] = true }
         request.text.withUnsafeBytes { text in
+            for (index, row) in request.rows.enumerated() where row.mode == .upsert && !isOwn[index] {
+                contents[index] = contentHash(request, row, text: text) ?? 0
+            }
             coordinator.keyCache.withLock { cache in
                 var scratch = KeyBytes()
                 for (index, row) in request.rows.enumerated() where row.mode == .findOrCreate {
@@ -19,12 +29,12 @@ extension BatchInserter {
                     guard let position = plan.keyPosition,
                           scratch.cell(entity: row.entity, request.cells[row.firstCell + position], type: plan.info.attributeTypes[position],
                                        request: request, text: text) else { continue }
-                    if let pk = scratch.bytes.withUnsafeBytes({ cache.row(for: $0) }) { resolved[index] = pk } else { misses.append(index) }
+                    if let entry = scratch.bytes.withUnsafeBytes({ cache.entry(for: $0) }) { resolved[index] = entry.row } else { misses.append(index) }
                 }
             }
         }
         var keys = [Value?](repeating: nil, count: request.rows.count)
-        guard !misses.isEmpty else { return (resolved, keys) }
+        guard !misses.isEmpty else { return (resolved, keys, contents) }
         var missing: [Int: Set<Value>] = [:]
         for index in misses {
             let row = request.rows[index]
@@ -48,20 +58,152 @@ extension BatchInserter {
         for index in misses {
             if let pk = found[request.rows[index].entity][keys[index]!] { resolved[index] = pk }
         }
-        return (resolved, keys)
+        return (resolved, keys, contents)
     }
 
-    /// Puts rows found or made into the coordinator's key cache.
-    func remember(_ rows: [[Value: Int64]]) {
+    /// Marks the related objects `request` repeats exactly as needing no write (their row
+    /// in `resolved`). Call it when every earlier write has reached the key cache (commits
+    /// in order): the cache then says what each row holds. The cache learns at once what
+    /// each row will hold after this request (in write order: records in turn, each
+    /// record's rows from the last), so a row repeated after a change in the same request
+    /// is still written; `forget` undoes it for records the write leaves out.
+    func skipUnchanged(_ request: BatchInsertRequest, contents: [UInt64], resolved: inout [Int64]) {
+        guard contents.contains(where: { $0 != 0 }) else { return }
+        request.text.withUnsafeBytes { text in
+            coordinator.keyCache.withLock { cache in
+                var scratch = KeyBytes()
+                for recordIndex in request.records.indices {
+                    for index in request.rowRange(ofRecord: recordIndex).reversed() {
+                        let row = request.rows[index]
+                        guard row.mode == .upsert else { continue }
+                        let plan = plans[row.entity]
+                        guard let position = plan.keyPosition,
+                              scratch.cell(entity: row.entity, request.cells[row.firstCell + position], type: plan.info.attributeTypes[position],
+                                           request: request, text: text) else { continue }
+                        let content = contents[index]
+                        scratch.bytes.withUnsafeBytes { key in
+                            guard let entry = cache.entry(for: key) else { return }
+                            if content != 0 && entry.written == content {
+                                resolved[index] = entry.row
+                            } else {
+                                cache.setWritten(key, content)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The cache no longer knows what the rows of `records` (left out of a write) hold.
+    func forget(records: [Int], of request: BatchInsertRequest) {
+        guard !records.isEmpty else { return }
+        request.text.withUnsafeBytes { text in
+            coordinator.keyCache.withLock { cache in
+                var scratch = KeyBytes()
+                for recordIndex in records {
+                    for index in request.rowRange(ofRecord: recordIndex) where request.rows[index].mode == .upsert {
+                        let row = request.rows[index]
+                        let plan = plans[row.entity]
+                        guard let position = plan.keyPosition,
+                              scratch.cell(entity: row.entity, request.cells[row.firstCell + position], type: plan.info.attributeTypes[position],
+                                           request: request, text: text) else { continue }
+                        scratch.bytes.withUnsafeBytes { cache.setWritten($0, 0) }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A hash of the fields `row` gives (attribute positions and values; text hashed the
+    /// same whether in place or kept as a value), or nil when it gives a to-one, whose
+    /// target row is not known before the write.
+    func contentHash(_ request: BatchInsertRequest, _ row: BatchInsertRequest.Row, text: UnsafeRawBufferPointer) -> UInt64? {
+        let info = plans[row.entity].info
+        let attributes = info.attributeNames.count
+        for link in 0..<info.toOneColumns.count where request.isGiven(row: row, bit: attributes + link) { return nil }
+        var hasher = FieldHasher()
+        for position in 0..<attributes where request.isGiven(row: row, bit: position) {
+            switch request.cells[row.firstCell + position] {
+            case .null: hasher.mix(UInt64(position) << 8)
+            case .int(let number):
+                hasher.mix(UInt64(position) << 8 | 1)
+                hasher.mix(UInt64(bitPattern: number))
+            case .double(let number):
+                hasher.mix(UInt64(position) << 8 | 2)
+                hasher.mix(number.bitPattern)
+            case .text(let offset, let count):
+                hasher.mix(UInt64(position) << 8 | 3)
+                hasher.mix(UnsafeRawBufferPointer(rebasing: text[Int(offset)..<Int(offset + count)]))
+            case .value(let index):
+                if case .string(let string) = request.values[Int(index)] {
+                    hasher.mix(UInt64(position) << 8 | 3)
+                    var string = string
+                    string.withUTF8 { hasher.mix(UnsafeRawBufferPointer($0)) }
+                } else {
+                    hasher.mix(UInt64(position) << 8 | 4)
+                    hasher.mix(UInt64(UInt(bitPattern: request.values[Int(index)].hashValue)))
+                }
+            }
+        }
+        return hasher.value
+    }
+
+    /// Puts rows found or made into the coordinator's key cache, with the hash of the
+    /// fields just written to them where `written` has one (0: no longer known).
+    func remember(_ rows: [[Value: Int64]], written: [[Value: UInt64]] = []) {
         guard rows.contains(where: { !$0.isEmpty }) else { return }
         coordinator.keyCache.withLock { cache in
             var scratch = KeyBytes()
             for (entity, keys) in rows.enumerated() {
                 for (key, pk) in keys {
                     scratch.value(entity: entity, key)
-                    scratch.bytes.withUnsafeBytes { cache.insert($0, row: pk) }
+                    let fields = entity < written.count ? written[entity][key] : nil
+                    scratch.bytes.withUnsafeBytes { cache.insert($0, row: pk, written: fields) }
                 }
             }
         }
+    }
+}
+
+/// A fast 64-bit hash of a row's fields, for the key cache's "last written" check (not
+/// SipHash: no seed to set up per row, and nothing here faces hostile collisions that
+/// could do more than cost a write).
+struct FieldHasher {
+    private var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+
+    mutating func mix(_ word: UInt64) {
+        state = (state ^ word) &* 0xFF51_AFD7_ED55_8CCD
+        state ^= state >> 32
+    }
+
+    mutating func mix(_ bytes: UnsafeRawBufferPointer) {
+        mix(UInt64(bytes.count))
+        var index = 0
+        while index + 8 <= bytes.count {
+            mix(bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            index += 8
+        }
+        var tail: UInt64 = 0
+        var shift: UInt64 = 0
+        while index < bytes.count {
+            tail |= UInt64(bytes[index]) << shift
+            shift += 8
+            index += 1
+        }
+        mix(tail)
+    }
+
+    /// Never 0 (0 means "not known").
+    var value: UInt64 {
+        var h = state &* 0xC4CE_B9FE_1A85_EC53
+        h ^= h >> 29
+        return h == 0 ? 1 : h
+    }
+
+    static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var hasher = FieldHasher()
+        hasher.mix(bytes)
+        return hasher.value
     }
 }

@@ -175,6 +175,23 @@ public final class BatchInserter {
         public var lockedSeconds = 0.0
     }
 
+    /// A request with its related objects' keys looked up (`prepare`), ready to execute.
+    public struct Prepared: Sendable {
+        let request: BatchInsertRequest
+        let resolved: [Int64]
+        let keys: [Value?]
+        let contents: [UInt64]
+    }
+
+    /// Looks up the rows of the related objects `request` names (key cache, then a
+    /// reader), with no write lock: a worker prepares a chunk's batches while another
+    /// worker's are being written.
+    /// - Throws: `StoreError` when the store cannot be read.
+    public func prepare(_ request: BatchInsertRequest) throws -> Prepared {
+        let (resolved, keys, contents) = try resolve(request)
+        return Prepared(request: request, resolved: resolved, keys: keys, contents: contents)
+    }
+
     /// Writes `request` and `metadata` in one transaction. Records that cannot be
     /// written (a row to create lacks a required value) are left out whole and handed to
     /// `rejected`, whose metadata entries commit in the same transaction.
@@ -182,16 +199,32 @@ public final class BatchInserter {
     ///   written); whatever `rejected` throws.
     public func execute(_ request: BatchInsertRequest, metadata: [String: String],
                         rejected: (Rejection) throws -> [String: String] = { _ in [:] }) throws -> Result {
-        let (resolved, keys) = try resolve(request)
+        try execute(try prepare(request), metadata: metadata, rejected: rejected)
+    }
+
+    /// Writes a prepared request (see `execute(_:metadata:rejected:)`). Related objects
+    /// repeated exactly since their last write are not written again.
+    public func execute(_ prepared: Prepared, metadata: [String: String],
+                        rejected: (Rejection) throws -> [String: String] = { _ in [:] }) throws -> Result {
+        let request = prepared.request
+        let (keys, contents) = (prepared.keys, prepared.contents)
+        var resolved = prepared.resolved
+        skipUnchanged(request, contents: contents, resolved: &resolved)
+        // A failed write leaves the rows as they were, which the cache no longer knows.
+        var committed = false
+        defer { if !committed { forget(records: Array(request.records.indices), of: request) } }
         nonisolated(unsafe) let inserter = self
         let observed = coordinator.hasSaveObservers
         var locked = 0.0
         var written = try coordinator.write { db in
             let start = DispatchTime.now().uptimeNanoseconds
             defer { locked = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
-            return try inserter.write(request, keys: keys, resolved: resolved, metadata: metadata, rejected: rejected, observed: observed, db)
+            return try inserter.write(request, keys: keys, resolved: resolved, contents: contents, metadata: metadata, rejected: rejected,
+                                      observed: observed, db)
         }
-        remember(written.learned)
+        committed = true
+        forget(records: written.leftOut, of: request)
+        remember(written.learned, written: written.writtenFields)
         if observed {
             let storeID = coordinator.storeID
             func ids(_ rows: [[Int64]]) -> Set<ObjectID> {
@@ -211,11 +244,14 @@ public final class BatchInserter {
 
     // MARK: - The transaction
 
-    private func write(_ request: BatchInsertRequest, keys: [Value?], resolved: [Int64], metadata: [String: String], rejected: (Rejection) throws -> [String: String],
-                       observed: Bool, _ db: Database) throws -> Written {
+    private func write(_ request: BatchInsertRequest, keys: [Value?], resolved: [Int64], contents: [UInt64], metadata: [String: String],
+                       rejected: (Rejection) throws -> [String: String], observed: Bool, _ db: Database) throws -> Written {
         var result = Result()
         var stagedMetadata = metadata
         var learned: [[Value: Int64]] = Array(repeating: [:], count: plans.count)
+        // The hash of the fields each written related row now holds (0: not known).
+        var writtenFields: [[Value: UInt64]] = Array(repeating: [:], count: plans.count)
+        var leftOut: [Int] = []
         // Row numbers only, inside the lock; the notice's object IDs are made after it.
         var inserted: [[Int64]] = Array(repeating: [], count: plans.count)
         var updated: [[Int64]] = Array(repeating: [], count: plans.count)
@@ -255,6 +291,7 @@ public final class BatchInserter {
                     ?? conflict(in: range, request, existing: existing, differs: differs, text: text, db) {
                     let rejection = Rejection(record: request.records[recordIndex].number, reason: reason)
                     result.rejected.append(rejection)
+                    leftOut.append(recordIndex)
                     for (key, value) in try rejected(rejection) { stagedMetadata[key] = value }
                     continue
                 }
@@ -264,7 +301,8 @@ public final class BatchInserter {
                 for rowIndex in range.reversed() {
                     let row = request.rows[rowIndex]
                     let plan = plans[row.entity]
-                    if row.mode == .findOrCreate && resolved[rowIndex] != 0 {
+                    // Found by key, or (a related object the record repeats exactly) nothing to write.
+                    if resolved[rowIndex] != 0 {
                         rowKeys[rowIndex - range.lowerBound] = resolved[rowIndex]
                         continue
                     }
@@ -308,7 +346,11 @@ public final class BatchInserter {
                     if sqlite3_last_insert_rowid(db.sqliteConnection) != pk, let key {
                         stored = try existing(row.entity, key) ?? pk
                     }
-                    if rowIndex != range.lowerBound, let key { learned[row.entity][key] = stored }
+                    if let key {
+                        learned[row.entity][key] = stored
+                        // A record's own object may also be someone's related object: what its write gave is not hashed.
+                        writtenFields[row.entity][key] = rowIndex != range.lowerBound ? contents[rowIndex] : 0
+                    }
                     rowKeys[rowIndex - range.lowerBound] = stored
                     if stored == pk {
                         insertedCounts[row.entity] += 1
@@ -326,7 +368,8 @@ public final class BatchInserter {
         }
         let sequence = try coordinator.finishSave(db, metadata: stagedMetadata)
         for (entity, count) in insertedCounts.enumerated() where count > 0 { result.inserted[plans[entity].info.name] = count }
-        return Written(result: result, inserted: inserted, updated: updated, sequence: sequence, learned: learned)
+        return Written(result: result, inserted: inserted, updated: updated, sequence: sequence, learned: learned,
+                       writtenFields: writtenFields, leftOut: leftOut)
     }
 
     /// What a write transaction did, handed out of the lock.
@@ -336,6 +379,9 @@ public final class BatchInserter {
         var updated: [[Int64]]
         var sequence: Int
         var learned: [[Value: Int64]]
+        var writtenFields: [[Value: UInt64]]
+        /// Records not written (rejected), by index in the request.
+        var leftOut: [Int]
     }
 
     /// Why the record's rows cannot be written, or nil: a row that would be created (or,

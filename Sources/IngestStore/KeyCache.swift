@@ -8,10 +8,13 @@
 /// it starts over (misses are looked up in the store again), so memory stays bounded.
 struct KeyCache: Sendable {
     /// Per slot: the hash's low 32 bits (0: empty), where the key's bytes start in the
-    /// arena (a length byte, then the bytes), and the row. 16 bytes a slot.
+    /// arena (a length byte, then the bytes), the row, and the hash of its last written fields. 24 bytes a slot.
     private var hashes: [UInt32]
     private var offsets: [UInt32]
     private var rows: [Int64]
+    /// Per slot: a hash of the fields the last write of this row gave (0: not known). A
+    /// related object a record repeats exactly needs no write at all (`BatchInserter`).
+    private var written: [UInt64]
     private var arena: [UInt8] = []
     private(set) var count = 0
     let limit: Int
@@ -21,10 +24,16 @@ struct KeyCache: Sendable {
         hashes = Array(repeating: 0, count: 1024)
         offsets = Array(repeating: 0, count: 1024)
         rows = Array(repeating: 0, count: 1024)
+        written = Array(repeating: 0, count: 1024)
     }
 
     /// The row stored for `key` (encoded by `KeyBytes`), or nil.
     func row(for key: UnsafeRawBufferPointer) -> Int64? {
+        entry(for: key)?.row
+    }
+
+    /// The row stored for `key` and the hash of the fields last written to it (0: not known).
+    func entry(for key: UnsafeRawBufferPointer) -> (row: Int64, written: UInt64)? {
         guard key.count < 256 else { return nil }
         let hash = Self.hash(key)
         let mask = hashes.count - 1
@@ -33,15 +42,33 @@ struct KeyCache: Sendable {
             while true {
                 let stored = hashes[slot]
                 if stored == 0 { return nil }
-                if stored == hash, Self.matches(arena, offsets[slot], key) { return rows[slot] }
+                if stored == hash, Self.matches(arena, offsets[slot], key) { return (rows[slot], written[slot]) }
+                slot = (slot + 1) & mask
+            }
+        }
+    }
+
+    /// Sets the hash of the fields last written to `key`'s row, when the key is here.
+    mutating func setWritten(_ key: UnsafeRawBufferPointer, _ fields: UInt64) {
+        guard key.count < 256 else { return }
+        let hash = Self.hash(key)
+        let mask = hashes.count - 1
+        var slot = Int(hash) & mask
+        arena.withUnsafeBytes { arena in
+            while hashes[slot] != 0 {
+                if hashes[slot] == hash, Self.matches(arena, offsets[slot], key) {
+                    written[slot] = fields
+                    return
+                }
                 slot = (slot + 1) & mask
             }
         }
     }
 
     /// Records `row` for `key` (a key already present keeps its row; keys of 256 bytes
-    /// or more are not kept: they are looked up in the store each time).
-    mutating func insert(_ key: UnsafeRawBufferPointer, row: Int64) {
+    /// or more are not kept: they are looked up in the store each time), and `written`,
+    /// the hash of the fields just written to it (nil: unchanged; 0: no longer known).
+    mutating func insert(_ key: UnsafeRawBufferPointer, row: Int64, written fields: UInt64? = nil) {
         guard key.count < 256 else { return }
         if count >= limit { self = KeyCache(limit: limit) }
         // Linear probing stays short up to seven eighths full, and the table stays small.
@@ -50,12 +77,16 @@ struct KeyCache: Sendable {
         let mask = hashes.count - 1
         var slot = Int(hash) & mask
         while hashes[slot] != 0 {
-            if hashes[slot] == hash, arena.withUnsafeBytes({ Self.matches($0, offsets[slot], key) }) { return }
+            if hashes[slot] == hash, arena.withUnsafeBytes({ Self.matches($0, offsets[slot], key) }) {
+                if let fields { written[slot] = fields }
+                return
+            }
             slot = (slot + 1) & mask
         }
         hashes[slot] = hash
         offsets[slot] = UInt32(arena.count)
         rows[slot] = row
+        written[slot] = fields ?? 0
         arena.append(UInt8(key.count))
         arena.append(contentsOf: key)
         count += 1
@@ -67,20 +98,23 @@ struct KeyCache: Sendable {
     }
 
     private mutating func grow() {
-        let (oldHashes, oldOffsets, oldRows) = (hashes, offsets, rows)
+        let (oldHashes, oldOffsets, oldRows, oldWritten) = (hashes, offsets, rows, written)
         let size = hashes.count * 2
         hashes = []
         offsets = []
         rows = []
+        written = []
         hashes = Array(repeating: 0, count: size)
         offsets = Array(repeating: 0, count: size)
         rows = Array(repeating: 0, count: size)
+        written = Array(repeating: 0, count: size)
         for index in oldHashes.indices where oldHashes[index] != 0 {
             var slot = Int(oldHashes[index]) & (size - 1)
             while hashes[slot] != 0 { slot = (slot + 1) & (size - 1) }
             hashes[slot] = oldHashes[index]
             offsets[slot] = oldOffsets[index]
             rows[slot] = oldRows[index]
+            written[slot] = oldWritten[index]
         }
     }
 

@@ -202,4 +202,19 @@ import Testing
             #expect(four == one)
         }
     }
+
+    /// A related object repeated exactly is not written again (the key cache remembers the
+    /// fields last written): a change and a change back must both land.
+    @Test(arguments: [false, true])
+    func aRelatedObjectChangedAndChangedBackEndsAsTheLastRecordSays(objectPath: Bool) throws {
+        let dir = try TemporaryDirectory()
+        _ = try importLines([
+            #"{"id":"p1","author":{"id":2,"name":"X"}}"#,
+            #"{"id":"p2","author":{"id":2,"name":"X"}}"#,
+            #"{"id":"p3","author":{"id":2,"name":"Y","email":"y@x"}}"#,
+            #"{"id":"p4","author":{"id":2,"name":"X"}}"#,
+            #"{"id":"p5","author":2}"#,
+        ], spec: Self.spec(), dir: dir, objectPath: objectPath, saveEvery: 2)
+        #expect(try rows(dir, "SELECT id, name, email FROM Author") == ["2|X|y@x"])
+    }
 }
