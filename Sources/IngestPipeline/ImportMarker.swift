@@ -146,15 +146,20 @@ enum ImportMarker {
         let done = try progress(coordinator, keys)
         let chunkRecords = paths.flatMap { try? SplitManifest.load(fromDirectory: $0.chunks) }
             .map { Dictionary(uniqueKeysWithValues: $0.chunks.map { ($0.index, $0.records) }) } ?? [:]
+        // Without the manifest the last chunk's size is unknown: an import that ended also
+        // built its deferred indexes, so none still deferred tells a finished one.
+        let indexesDeferred = try coordinator.secondaryIndexesDeferred()
         let finished = old.chunks > 0 && (1...old.chunks).allSatisfy { chunk in
-            (done[chunk] ?? 0) >= (chunkRecords[chunk] ?? old.chunkSize)
-        }
+            let done = done[chunk] ?? 0
+            if let records = chunkRecords[chunk] { return done >= records }
+            return chunk == old.chunks ? done > 0 : done >= old.chunkSize
+        } && (chunkRecords.isEmpty ? !indexesDeferred : true)
         let run = Run(number: 1, feed: paths?.feed ?? "?", pipeline: paths?.pipeline, chunks: paths?.chunks ?? "?",
                       saveEvery: paths?.saveEvery, feedByteSize: old.feedByteSize, feedChecksum: old.feedChecksum ?? "",
                       pipelineSHA256: old.pipelineSHA256, chunkCount: old.chunks, chunkSize: old.chunkSize,
                       state: finished ? .finished : .running, started: "", ended: nil, firstRowOfRun: [:])
         try save(run, coordinator)
-        try coordinator.renameMetadata(withPrefix: "ingest.import") { _ in "ingest.legacy.import" }
+        try coordinator.renameMetadata(withPrefix: "ingest.import") { $0 == "ingest.import" ? "ingest.legacy.import" : nil }
         try coordinator.renameMetadata(withPrefix: "ingest.run") { $0 == "ingest.run" ? "ingest.legacy.run" : nil }
     }
 }

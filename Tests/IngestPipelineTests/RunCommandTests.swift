@@ -109,3 +109,35 @@ import Testing
         #expect(again.run == 2 && again.outcomes?.unchanged == 10)
     }
 }
+
+/// Stores filled before imports had runs keep their one import as run 1.
+@Suite struct SingleImportStoreTests {
+    @Test func aStoreFromBeforeRunsReadsAsRunOneAndTakesTheNextFeed() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 150).write(to: feed)
+        let store = dir.file("store.sqlite")
+        let spec = try PipelineSpec.load(path: RunCommandTests.pipeline)
+        _ = try Importer(spec: spec, options: .init(feed: feed, store: store, chunkSize: 100)).run()
+        // Rewrite the metadata as an earlier version left it: one import, unnumbered.
+        let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
+        try coordinator.renameMetadata(withPrefix: "ingest.run") { key in
+            if key.hasPrefix("ingest.run.0001.chunk.") { return "ingest.chunk." + key.dropFirst("ingest.run.0001.chunk.".count) }
+            return nil
+        }
+        try coordinator.renameMetadata(withPrefix: "ingest.runs.0001") { _ in "ingest.unused" }
+        let context = ObjectContext(coordinator: coordinator, name: "old")
+        struct Old: Encodable { var feedByteSize: Int; var pipelineSHA256: String; var chunks: Int; var chunkSize: Int }
+        struct Paths: Encodable { var feed: String; var chunks: String }
+        try context.perform {
+            try context.setMetadata(Old(feedByteSize: 1, pipelineSHA256: spec.hash, chunks: 2, chunkSize: 100), forKey: "ingest.import")
+            try context.setMetadata(Paths(feed: feed, chunks: dir.file("gone")), forKey: "ingest.run")
+            try context.save()
+        }
+        let status = try ImportStatus.read(store: store)
+        #expect(status.runs.count == 1)
+        #expect(status.runs[0].number == 1 && status.runs[0].state == "finished" && status.runs[0].recordsDone == 150)
+        let next = try Importer(spec: spec, options: .init(feed: feed, store: store, chunkSize: 100)).run()
+        #expect(next.run == 2 && next.outcomes?.unchanged == 150)
+    }
+}
