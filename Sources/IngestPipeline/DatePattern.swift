@@ -114,32 +114,14 @@ final class DatePattern: Sendable {
                 }
             }
         }
-        guard index == text.count, (1...12).contains(month), day >= 1, day <= Self.daysIn(month, of: year),
+        guard index == text.count, (1...12).contains(month), day >= 1, day <= ValueCoercion.daysIn(month, year),
               hour <= 23, minute <= 59, second <= 59 else { return nil }
-        let days = Self.daysFromCivil(year, month, day)
+        let days = ValueCoercion.daysSinceEpoch(year, month, day)
         let seconds = Double(days * 86_400 + hour * 3600 + minute * 60 + second - offset) + fraction
         return Date(timeIntervalSince1970: seconds)
     }
 
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-
-    static func daysIn(_ month: Int, of year: Int) -> Int {
-        switch month {
-        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: 30
-        default: 31
-        }
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-    static func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
 
     /// The fields of a pattern, or nil when it has one this parser does not read.
     private static func compile(_ pattern: [UInt8]) -> [Field]? {

@@ -28,21 +28,24 @@ public struct ImportStatus: Sendable {
     }
 
     public var runs: [Run]
-    public var feed: String?
-    public var pipeline: String?
-    public var chunks: String?
-    /// Chunks in the feed; nil while the first split has not finished.
-    public var chunkCount: Int?
-    /// Records per chunk and per save, as the import was started with.
-    public var chunkSize: Int
-    public var saveEvery: Int?
-    public var chunksComplete: Int
-    public var recordsDone: Int
-    public var rejected: Int
     public var counts: [String: Int]
     public var finished: Bool
     /// The secondary indexes are dropped until the import finishes (reads work, slower).
     public var indexesDeferred: Bool
+
+    /// The latest run (a store has at least one when its status can be read).
+    public var latest: Run { runs[runs.count - 1] }
+    public var feed: String? { latest.feed }
+    public var pipeline: String? { latest.pipeline }
+    public var chunks: String? { latest.chunks }
+    /// Chunks in the latest run's feed; nil while its split has not finished.
+    public var chunkCount: Int? { latest.chunkCount }
+    /// Records per chunk and per save, as the latest run was started with.
+    public var chunkSize: Int { latest.chunkSize }
+    public var saveEvery: Int? { latest.saveEvery }
+    public var chunksComplete: Int { latest.chunksComplete }
+    public var recordsDone: Int { latest.recordsDone }
+    public var rejected: Int { latest.rejected }
 
     /// The latest run that is not finished, if any: what `ingest resume` continues.
     public var unfinishedRun: Run? { runs.last.flatMap { $0.state == "running" ? $0 : nil } }
@@ -74,11 +77,8 @@ public struct ImportStatus: Sendable {
         }
         var counts: [String: Int] = [:]
         for entity in coordinator.model.entities { counts[entity.name] = try coordinator.count(entity.name) }
-        let last = runs[runs.count - 1]
-        return ImportStatus(runs: runs, feed: last.feed, pipeline: last.pipeline, chunks: last.chunks, chunkCount: last.chunkCount,
-                            chunkSize: last.chunkSize, saveEvery: last.saveEvery, chunksComplete: last.chunksComplete,
-                            recordsDone: last.recordsDone, rejected: last.rejected, counts: counts,
-                            finished: latest.state != .running, indexesDeferred: try coordinator.secondaryIndexesDeferred())
+        return ImportStatus(runs: runs, counts: counts, finished: latest.state != .running,
+                            indexesDeferred: try coordinator.secondaryIndexesDeferred())
     }
 
     /// Records per chunk from the manifest where the store says the chunks are (empty

@@ -211,7 +211,7 @@ public enum ValueCoercion {
         return Date(timeIntervalSince1970: seconds)
     }
 
-    private static func daysIn(_ month: Int, _ year: Int) -> Int {
+    static func daysIn(_ month: Int, _ year: Int) -> Int {
         switch month {
         case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
         case 4, 6, 9, 11: 30
@@ -220,7 +220,7 @@ public enum ValueCoercion {
     }
 
     /// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-    private static func daysSinceEpoch(_ year: Int, _ month: Int, _ day: Int) -> Int {
+    static func daysSinceEpoch(_ year: Int, _ month: Int, _ day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400

@@ -120,25 +120,7 @@ struct KeyCache: Sendable {
 
     /// A 32-bit hash of short keys (never 0: 0 marks an empty slot).
     static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(bytes.count)
-        var index = 0
-        while index + 8 <= bytes.count {
-            h = (h ^ bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)) &* 0xFF51_AFD7_ED55_8CCD
-            h ^= h >> 32
-            index += 8
-        }
-        var tail: UInt64 = 0
-        var shift: UInt64 = 0
-        while index < bytes.count {
-            tail |= UInt64(bytes[index]) << shift
-            shift += 8
-            index += 1
-        }
-        h = (h ^ tail) &* 0xC4CE_B9FE_1A85_EC53
-        h ^= h >> 29
-        h = h &* 0xFF51_AFD7_ED55_8CCD
-        h ^= h >> 32
-        let low = UInt32(truncatingIfNeeded: h)
+        let low = UInt32(truncatingIfNeeded: FieldHasher.hash(bytes))
         return low == 0 ? 1 : low
     }
 }

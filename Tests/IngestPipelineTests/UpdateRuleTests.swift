@@ -57,14 +57,7 @@ import Testing
     }
 
     func rows(_ dir: TemporaryDirectory, _ sql: String) throws -> [String] {
-        try DatabaseQueue(path: dir.file("store.sqlite")).read { db in
-            try Row.fetchAll(db, sql: sql).map { row in
-                row.columnNames.map { name in
-                    let value: DatabaseValue = row[name]
-                    return value.isNull ? "NULL" : String.fromDatabaseValue(value) ?? value.description
-                }.joined(separator: "|")
-            }
-        }
+        try storeRows(dir.file("store.sqlite"), sql)
     }
 
     func rejects(_ report: ImportReport) throws -> [String] {

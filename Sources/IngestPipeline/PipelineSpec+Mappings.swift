@@ -1,0 +1,175 @@
+import IngestJSON
+import IngestStore
+
+/// Reading the `mappings` part of a pipeline file.
+extension PipelineSpec {
+    static func entityMapping(_ name: String, _ value: JSONValue, model: Model) throws -> EntityMapping {
+        let at = "pipeline.mappings.\(name)"
+        guard let entity = model.entity(name) else { throw PipelineError("\(at): the model has no entity '\(name)'") }
+        let fields = try Fields(value, at: at, allowed: ["key", "attributes", "relationships", "onConflict"])
+        var onConflict = ConflictRule.update
+        if let rule = fields.optional("onConflict") {
+            let text = try Fields.string(rule, at: "\(at).onConflict")
+            guard let parsed = ConflictRule(rawValue: text) else {
+                throw PipelineError("\(at).onConflict: unknown rule '\(text)' (expected \(ConflictRule.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            onConflict = parsed
+        }
+        var key = entity.uniquenessConstraints.first ?? []
+        if let keyValue = fields.optional("key") {
+            guard case .array(let items) = keyValue else { throw PipelineError("\(at).key: expected an array of attribute names") }
+            key = try items.map { try Fields.string($0, at: "\(at).key") }
+            for attribute in key where entity.attribute(attribute) == nil {
+                throw PipelineError("\(at).key: \(name) has no attribute '\(attribute)'")
+            }
+        }
+        var attributes: [AttributeMapping] = []
+        if case .object(let members)? = fields.optional("attributes") {
+            for member in members {
+                let place = "\(at).attributes.\(member.key)"
+                guard let attribute = entity.attribute(member.key) else {
+                    throw PipelineError("\(place): \(name) has no attribute '\(member.key)'")
+                }
+                attributes.append(try attributeMapping(attribute, member.value, at: place))
+            }
+        } else if fields.optional("attributes") != nil {
+            throw PipelineError("\(at).attributes: expected an object")
+        }
+        var relationships: [RelationshipMapping] = []
+        if case .object(let members)? = fields.optional("relationships") {
+            for member in members {
+                let place = "\(at).relationships.\(member.key)"
+                guard entity.relationship(member.key) != nil else {
+                    throw PipelineError("\(place): \(name) has no relationship '\(member.key)'")
+                }
+                let from: String
+                var toMany = ToManyRule.replace
+                var split: String?
+                if case .string(let path) = member.value {
+                    from = path
+                } else {
+                    let details = try Fields(member.value, at: place, allowed: ["from", "update", "split"])
+                    if let separator = details.optional("split") {
+                        split = try Fields.string(separator, at: "\(place).split")
+                        guard entity.relationship(member.key)!.isToMany, split?.isEmpty == false else {
+                            throw PipelineError("\(place).split: a non-empty separator, for a to-many relationship")
+                        }
+                    }
+                    from = try Fields.string(try details.required("from"), at: "\(place).from")
+                    if let rule = details.optional("update") {
+                        let text = try Fields.string(rule, at: "\(place).update")
+                        guard let parsed = ToManyRule(rawValue: text), entity.relationship(member.key)!.isToMany else {
+                            throw PipelineError("\(place).update: expected replace or merge, for a to-many relationship")
+                        }
+                        toMany = parsed
+                    }
+                }
+                relationships.append(RelationshipMapping(relationship: member.key, from: try path(from, at: "\(place).from"), split: split, toMany: toMany))
+            }
+        }
+        try checkPaths(attributes.map(\.from) + relationships.map(\.from), at: at)
+        return EntityMapping(entity: name, key: key, attributes: attributes, relationships: relationships, onConflict: onConflict)
+    }
+
+    static func path(_ text: String, at place: String) throws -> JSONPath {
+        do {
+            return try JSONPath(parsing: text)
+        } catch let error as JSONPathError {
+            throw PipelineError("\(place): \(error)")
+        }
+    }
+
+    /// Paths of one mapping that cannot all match: one reads a value as an object (a key
+    /// of letters after it) where another reads it as an array (an index after it).
+    static func checkPaths(_ paths: [JSONPath], at place: String) throws {
+        var seen: [[JSONPath.Step]: (isArray: Bool, path: JSONPath)] = [:]
+        for path in paths {
+            for (position, step) in path.steps.enumerated() {
+                let prefix = Array(path.steps[..<position])
+                let isArray: Bool
+                switch step {
+                case .index: isArray = true
+                case .key(let key): if key.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) && !key.isEmpty { continue } else { isArray = false }
+                }
+                if let other = seen[prefix], other.isArray != isArray {
+                    let (array, object) = isArray ? (path, other.path) : (other.path, path)
+                    let name = prefix.isEmpty ? "the record" : JSONPath(steps: prefix, description: "").steps.map { step in
+                        switch step {
+                        case .key(let key): key
+                        case .index(let index): "[\(index)]"
+                        }
+                    }.joined(separator: ".")
+                    throw PipelineError("\(place): '\(array)' reads \(name) as an array and '\(object)' as an object; no record can match both")
+                }
+                seen[prefix] = (isArray, path)
+            }
+        }
+    }
+
+    static func attributeMapping(_ attribute: Attribute, _ value: JSONValue, at place: String) throws -> AttributeMapping {
+        if case .string(let path) = value {
+            return AttributeMapping(attribute: attribute.name, from: try Self.path(path, at: place),
+                                    dates: [.iso8601], defaultValue: attribute.defaultValue, required: !attribute.isOptional, asJSON: false)
+        }
+        let fields = try Fields(value, at: place, allowed: ["from", "dates", "default", "required", "json", "value", "map", "trim", "case"])
+        var transform = ValueTransform()
+        transform.constant = fields.optional("value")
+        if transform.constant != nil, fields.optional("from") != nil {
+            throw PipelineError("\(place): a constant \"value\" takes no \"from\"")
+        }
+        let from = transform.constant != nil ? "@constant" : try Fields.string(try fields.required("from"), at: "\(place).from")
+        if let table = fields.optional("map") {
+            guard case .object(let members) = table, !members.isEmpty else {
+                throw PipelineError("\(place).map: expected an object from the feed's values to the stored ones")
+            }
+            transform.table = Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { $1 })
+        }
+        transform.trim = try fields.optional("trim").map { try Fields.bool($0, at: "\(place).trim") } ?? false
+        if let letterCase = fields.optional("case") {
+            let text = try Fields.string(letterCase, at: "\(place).case")
+            guard let parsed = ValueTransform.LetterCase(rawValue: text) else {
+                throw PipelineError("\(place).case: expected lower or upper")
+            }
+            transform.letterCase = parsed
+        }
+        var dates: [DateFormat] = [.iso8601]
+        if let datesValue = fields.optional("dates") {
+            guard case .array(let items) = datesValue, !items.isEmpty else { throw PipelineError("\(place).dates: expected a list of date formats") }
+            dates = try items.map { item in
+                let text = try Fields.string(item, at: "\(place).dates")
+                switch text {
+                case "iso8601": return .iso8601
+                case "unix": return .unixSeconds
+                case "unixMillis": return .unixMilliseconds
+                default:
+                    guard text.hasPrefix("pattern:"), text.count > 8 else {
+                        throw PipelineError("\(place).dates: unknown date format '\(text)' (expected iso8601, unix, unixMillis or pattern:…)")
+                    }
+                    return .pattern(String(text.dropFirst(8)))
+                }
+            }
+        }
+        var defaultValue = attribute.defaultValue
+        if let given = fields.optional("default") {
+            do {
+                defaultValue = try ValueCoercion.value(given, for: attribute.type, dates: dates)
+            } catch let error as CoercionError {
+                throw PipelineError("\(place).default: \(error.message) for \(attribute.type.rawValue)")
+            }
+        }
+        let required = try fields.optional("required").map { try Fields.bool($0, at: "\(place).required") } ?? !attribute.isOptional
+        let asJSON = try fields.optional("json").map { try Fields.bool($0, at: "\(place).json") } ?? false
+        if asJSON && attribute.type != .string { throw PipelineError("\(place).json: only a string attribute can hold JSON text") }
+        var mapping = AttributeMapping(attribute: attribute.name, from: try path(from, at: "\(place).from"), dates: dates,
+                                       defaultValue: defaultValue, required: required, asJSON: asJSON)
+        mapping.transform = transform
+        if let constant = transform.constant {
+            do {
+                _ = try ValueCoercion.value(constant, for: attribute.type, dates: dates)
+            } catch let error as CoercionError {
+                throw PipelineError("\(place).value: \(error.message) for \(attribute.type.rawValue)")
+            }
+        }
+        return mapping
+    }
+}

@@ -1,0 +1,68 @@
+import GRDB
+
+extension BatchInserter {
+    /// An entity as the batch path writes it.
+    // A class: rows reach their plan once each, and a struct would be copied (its
+    // strings and arrays retained) every time.
+    final class EntityPlan: Sendable {
+        let info: EntityInfo
+        /// The model's defaults, as cells.
+        let defaultCells: [BatchInsertRequest.Cell]
+        /// The key attribute's position (the entity's one uniqueness constraint), if any.
+        let keyPosition: Int?
+        /// How an `upsert` row meets a stored row with its key.
+        let rule: ConflictRule
+        /// 64-bit words of a row's given-mask (attributes, then to-ones).
+        let maskWords: Int
+        /// The upsert by `rule`; it changes nothing when the stored row already says it all.
+        let insertSQL: String
+        let findOrCreateSQL: String
+        /// Under `reject`: 1 when the stored row `?1` differs from the row's given attributes.
+        let differsSQL: String?
+        /// Positions of the attributes a row must have a value for.
+        let requiredPositions: [Int]
+
+        init(info: EntityInfo, defaultCells: [BatchInsertRequest.Cell], keyPosition: Int?, rule: ConflictRule) {
+            self.info = info
+            self.defaultCells = defaultCells
+            self.keyPosition = keyPosition
+            self.rule = rule
+            let columns = info.attributes.map { quoted($0.name) } + info.toOneColumns.map { quoted($0.column) }
+            maskWords = max(1, (columns.count + 63) / 64)
+            // Parameters: ?1 the row number, then the cells and links, then the mask words.
+            let firstMask = columns.count + 2
+            func given(_ bit: Int) -> String { "((?\(firstMask + bit / 64) >> \(bit % 64)) & 1)" }
+            var upsert = info.insertSQL
+            var findOrCreate = info.insertSQL
+            var differs: String?
+            if let constraint = info.uniquenessConstraints.first {
+                let target = constraint.map(quoted).joined(separator: ", ")
+                findOrCreate += " ON CONFLICT (\(target)) DO NOTHING"
+                let changing = columns.enumerated().filter { !constraint.contains(info.attributes.indices.contains($0.offset) ? info.attributes[$0.offset].name : "") }
+                switch rule {
+                case .update:
+                    upsert += " ON CONFLICT (\(target)) DO UPDATE SET "
+                        + changing.map { "\($1) = CASE WHEN \(given($0)) THEN excluded.\($1) ELSE \($1) END" }.joined(separator: ", ")
+                        + " WHERE " + changing.map { "(\(given($0)) AND \($1) IS NOT excluded.\($1))" }.joined(separator: " OR ")
+                case .replace:
+                    upsert += " ON CONFLICT (\(target)) DO UPDATE SET "
+                        + changing.map { "\($1) = excluded.\($1)" }.joined(separator: ", ")
+                        + " WHERE " + changing.map { "\($1) IS NOT excluded.\($1)" }.joined(separator: " OR ")
+                case .keepExisting, .reject:
+                    upsert = findOrCreate
+                }
+                if changing.isEmpty { upsert = findOrCreate }
+                if rule == .reject {
+                    let compared = info.attributes.indices.filter { !constraint.contains(info.attributes[$0].name) }
+                    differs = "SELECT 1 FROM \(info.table) WHERE \"_pk\" = ?1 AND ("
+                        + (compared.isEmpty ? "0" : compared.map { "(\(given($0)) AND \(quoted(info.attributes[$0].name)) IS NOT ?\($0 + 2))" }.joined(separator: " OR "))
+                        + ")"
+                }
+            }
+            insertSQL = upsert
+            findOrCreateSQL = findOrCreate
+            differsSQL = differs
+            requiredPositions = info.attributeRequired.indices.filter { info.attributeRequired[$0] }
+        }
+    }
+}
