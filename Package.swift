@@ -12,7 +12,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
@@ -20,6 +19,11 @@ let package = Package(
             name: "CYajl",
             pkgConfig: "yajl",
             providers: [.apt(["libyajl-dev"])]
+        ),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
         ),
         .systemLibrary(
             name: "CZlib",
@@ -31,7 +35,6 @@ let package = Package(
             dependencies: [
                 "CYajl",
                 "CZlib",
-                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .target(
@@ -39,12 +42,12 @@ let package = Package(
             dependencies: [
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                "COpenSSL",
             ]
         ),
         .target(
             name: "IngestPipeline",
-            dependencies: ["IngestJSON", "IngestStore", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["IngestJSON", "IngestStore"]
         ),
         .executableTarget(
             name: "ingest",

@@ -9,6 +9,7 @@ need=()
 pkg-config --exists yajl 2>/dev/null || need+=(libyajl-dev)
 [ -f /usr/include/sqlite3.h ] || need+=(libsqlite3-dev)
 [ -f /usr/include/zlib.h ] || need+=(zlib1g-dev)                 # gzip feeds
+[ -f /usr/include/openssl/evp.h ] || need+=(libssl-dev)          # SHA-256 (libcrypto)
 command -v json_verify >/dev/null 2>&1 || need+=(yajl-tools)   # bench split's reference parser
 command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)           # bench fetch's reference shell
 if [ ${#need[@]} -gt 0 ]; then

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import IngestJSON
 import IngestStore
@@ -216,7 +215,7 @@ public struct PipelineSpec: Sendable {
             workers = try options.optional("workers").map { try Fields.positive($0, at: "pipeline.import.workers") }
             saveEvery = try options.optional("saveEvery").map { try Fields.positive($0, at: "pipeline.import.saveEvery") } ?? saveEvery
         }
-        let hash = SHA256.hash(data: Data(root.description.utf8)).map { String(format: "%02x", $0) }.joined()
+        let hash = SHA256Digest.hex(Array(root.description.utf8))
         var spec = PipelineSpec(model: model, feed: shape, recordEntity: recordEntity, mappings: mappings,
                                 chunkSize: chunkSize, workers: workers, saveEvery: saveEvery, hash: hash)
         spec.recordForm = form

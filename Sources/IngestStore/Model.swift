@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// One attribute of an entity.
@@ -91,7 +90,7 @@ public struct Model: Sendable, Hashable, Codable {
 
     /// SHA-256 of the canonical JSON, kept in the store to tell models apart.
     public var hash: String {
-        SHA256.hash(data: jsonData()).map { String(format: "%02x", $0) }.joined()
+        SHA256Digest.hex(Array(jsonData()))
     }
 }
 
