@@ -61,24 +61,3 @@ extension Ingest {
         }
     }
 }
-
-enum FileOpsCLI {
-    static func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
-
-    /// Writes `text` whole (to a temporary name, then renamed).
-    static func write(_ text: String, to path: String) throws {
-        do {
-            try FileOps.writeAtomically(Array(text.utf8), to: path)
-        } catch {
-            throw CommandFailure("cannot write \(path): \(error)")
-        }
-    }
-
-    static func makeDirectory(_ path: String) throws {
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        } catch {
-            throw CommandFailure("cannot create directory \(path): \(error.localizedDescription)")
-        }
-    }
-}

@@ -163,10 +163,3 @@ enum ImportMarker {
         try coordinator.renameMetadata(withPrefix: "ingest.run") { $0 == "ingest.run" ? "ingest.legacy.run" : nil }
     }
 }
-
-/// Why an import cannot start or go on.
-public struct ImportError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
-}

@@ -111,12 +111,3 @@ extension Ingest {
 }
 
 /// A plain-text table with right-aligned numbers, for benchmark output and the README.
-extension FileOpsCLI {
-    static func size(_ path: String) throws -> Int {
-        guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int else {
-            throw CommandFailure("cannot read the size of \(path)")
-        }
-        return size
-    }
-}
-
