@@ -6,6 +6,7 @@ extension Ingest {
     struct Bench: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Measure throughput and memory (build with -c release first: ./run.sh does).",
+            discussion: "Example: ingest bench import --runs 3",
             subcommands: [BenchSplit.self, BenchStore.self, BenchFetch.self, BenchImport.self, BenchStoreRun.self]
         )
     }
@@ -18,6 +19,9 @@ extension Ingest {
             Generates (or reuses) feeds of --small-records and --records records in --work-dir, \
             then times json_verify (parse only) and `ingest split` on each, --runs times, each \
             in its own process, and prints the best run: MB/s, records/s and peak RSS.
+
+            Example:
+              ingest bench split --records 1000000 --runs 3
             """
         )
 

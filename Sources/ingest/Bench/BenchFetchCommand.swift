@@ -12,6 +12,9 @@ extension Ingest {
             Builds (or reuses) a store of --objects items and one owner per 20 items in --work-dir, \
             then times each query through Ingest (median of --runs, warm) and the very same SQL \
             through the sqlite3 command-line shell (its .timer, median of --runs).
+
+            Example:
+              ingest bench fetch --objects 1000000 --runs 3
             """
         )
 

@@ -13,6 +13,9 @@ extension Ingest {
             Each run is its own process: --small-objects and --objects objects of a 10-attribute \
             entity, saved every 5,000 and the context reset after each save; the raw run binds \
             the same rows on one prepared statement with the same transaction size.
+
+            Example:
+              ingest bench store --objects 1000000 --runs 3
             """
         )
 

@@ -7,7 +7,8 @@ import IngestStore
 extension Ingest {
     struct Demo: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Generate a demo feed, import it with Pipelines/photos.json, query it (what `./run.sh` runs)."
+            abstract: "Generate a demo feed, import it with Pipelines/photos.json, query it (what `./run.sh` runs).",
+            discussion: "Example: ingest demo --records 50000 --workers 4"
         )
 
         @Option(help: "Records in the demo feed.")

@@ -8,7 +8,12 @@ extension Ingest {
     struct Generate: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Write a deterministic feed of Flickr-like photo records.",
-            discussion: "The same --records and --seed give the same bytes on every machine."
+            discussion: """
+            The same --records and --seed give the same bytes on every machine.
+
+            Example:
+              ingest generate --records 100000 --ndjson --output photos.ndjson
+            """
         )
 
         @Option(help: "Number of records.")

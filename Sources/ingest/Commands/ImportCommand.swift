@@ -42,9 +42,6 @@ extension Ingest {
         @Option(help: ArgumentHelp("The store file (created if missing).", valueName: "file"))
         var store: String
 
-        @Option(help: "Worker contexts (default: the pipeline's, else the number of cores).")
-        var workers: Int?
-
         @Option(name: .customLong("save-every"), help: "Records per save.")
         var saveEvery: Int?
 
@@ -67,20 +64,19 @@ extension Ingest {
         @Flag(help: ArgumentHelp("Removed: it deleted the store without saying so. See --abandon-run and --delete-store.", visibility: .hidden))
         var restart = false
 
-        @Option(name: .customLong("max-rejects"), help: "Stop (resumably) once more than this many records are rejected.")
-        var maxRejects: Int?
-
         @Flag(name: .customLong("keep-indexes"), help: "Keep secondary indexes during the import (default: build them at the end).")
         var keepIndexes = false
 
-        @Flag(help: "Print nothing but errors.")
-        var quiet = false
+        @OptionGroup var running: RunOptions
+
+        var workers: Int? { running.workers }
+        var maxRejects: Int? { running.maxRejects }
+        var quiet: Bool { running.quiet }
 
         func validate() throws {
-            for (name, value) in [("--workers", workers), ("--save-every", saveEvery), ("--chunk-size", chunkSize)] {
+            for (name, value) in [("--save-every", saveEvery), ("--chunk-size", chunkSize)] {
                 if let value, value < 1 { throw ValidationError("\(name) must be at least 1") }
             }
-            if let maxRejects, maxRejects < 0 { throw ValidationError("--max-rejects must be 0 or more") }
             if restart {
                 throw ValidationError("--restart was removed: it deleted the store without saying so. To import another feed into a store whose run is unfinished, pass --abandon-run (what was imported stays); to delete the store first, pass --delete-store")
             }
@@ -201,82 +197,6 @@ extension Ingest {
             }
             if let stale = report.staleLock { print("  took over the lock file left by a run that is gone (\(stale))") }
             print("  report: \(reportPath)")
-        }
-    }
-
-    struct Resume: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Continue a stopped import, with the feed, pipeline and chunks the store records."
-        )
-
-        @Argument(help: "The store file.")
-        var store: String
-
-        @Option(help: "Worker contexts.")
-        var workers: Int?
-
-        @Option(name: .customLong("max-rejects"), help: "Stop (resumably) once more than this many records are rejected.")
-        var maxRejects: Int?
-
-        @Flag(help: "Print nothing but errors.")
-        var quiet = false
-
-        func run() throws {
-            let status = try ImportStatus.read(store: store)
-            guard let run = status.unfinishedRun else {
-                let last = status.runs[status.runs.count - 1]
-                if !quiet { print("\(store): nothing to resume: its last import, run \(last.number) of \(last.feed), is \(last.state)") }
-                return
-            }
-            guard let pipeline = run.pipeline else {
-                throw CommandFailure("\(store) does not record run \(run.number)'s pipeline path; run ingest import again instead")
-            }
-            guard run.feed != "-" else {
-                throw CommandFailure("run \(run.number) read its feed from standard input, which cannot be read again from here. Pipe the same feed in again: … | ingest import - --pipeline \(pipeline) --store \(store) (the records already imported are skipped)")
-            }
-            let spec = try PipelineSpec.load(path: pipeline)
-            let importer = Importer(spec: spec, options: .init(feed: run.feed, store: store, chunks: run.chunks, workers: workers,
-                                                              saveEvery: run.saveEvery, chunkSize: run.chunkSize,
-                                                              maxRejects: maxRejects, pipelinePath: pipeline))
-            try Import.run(importer, store: store, quiet: quiet)
-        }
-    }
-
-    struct Status: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Where an import into a store stands (works while it runs).")
-
-        @Argument(help: "The store file.")
-        var store: String
-
-        @Flag(help: "Also check the store: SQLite's integrity check, to-ones, uniqueness, and the marker against the rows (exit 1 on a problem).")
-        var check = false
-
-        func run() throws {
-            if check {
-                let problems = try ImportStatus.check(store: store)
-                if problems.isEmpty {
-                    print("\(store): check passed (SQLite integrity, to-one references, uniqueness, import marker)")
-                } else {
-                    print("\(store): check found \(problems.count) problem(s):")
-                    problems.forEach { print("  - " + $0) }
-                }
-                if !problems.isEmpty { throw ExitCode(1) }
-                return
-            }
-            let status = try ImportStatus.read(store: store)
-            print("\(store): \(status.finished ? "import finished" : "import not finished") (\(status.runs.count) run(s))")
-            print("  " + status.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
-            for run in status.runs {
-                print("  run \(run.number): \(run.state), started \(run.started)" + (run.ended.map { ", ended \($0)" } ?? ""))
-                let total = run.chunkCount.map(String.init) ?? "? (the split has not finished)"
-                print("    chunks: \(run.chunksComplete) of \(total) complete; records done: \(Format.count(run.recordsDone)); rejected: \(Format.count(run.rejected))")
-                if let outcomes = run.outcomes {
-                    print("    records: \(Format.count(outcomes.inserted)) inserted, \(Format.count(outcomes.updated)) updated, \(Format.count(outcomes.unchanged)) unchanged")
-                }
-                print("    feed: \(run.feed)")
-                if let pipeline = run.pipeline { print("    pipeline: \(pipeline)" + (run.inferred ? " (inferred from the feed)" : "")) }
-            }
-            if status.indexesDeferred { print("  secondary indexes: dropped until the import finishes (queries work, slower)") }
         }
     }
 }

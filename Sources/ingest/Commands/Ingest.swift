@@ -14,8 +14,12 @@ struct Ingest: ParsableCommand {
         commandName: "ingest",
         abstract: "Stream huge JSON feeds into numbered chunks and a SQLite object graph.",
         discussion: "With no subcommand, `./run.sh` runs `ingest demo`.",
+        version: Ingest.version,
         subcommands: [Demo.self, Generate.self, Split.self, Infer.self, Import.self, Resume.self, Status.self, Query.self, Bench.self]
     )
+
+    /// This build's version (CHANGELOG.md lists what each holds).
+    static let version = "0.5.0-dev"
 
     static func main() {
         // One malloc arena: the import's threads allocate little per record, and glibc's

@@ -9,6 +9,9 @@ extension Ingest {
             Writes DIR/chunk-000001.ndjson, chunk-000002.ndjson, … (one record per line) and, \
             last, DIR/manifest.json. Run again on the same feed and directory to continue \
             an interrupted split after its last complete chunk.
+
+            Example:
+              ingest split events.json.gz --out chunks --records-at events --keyed
             """
         )
 

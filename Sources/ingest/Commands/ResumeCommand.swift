@@ -1,0 +1,46 @@
+import ArgumentParser
+import IngestPipeline
+
+extension Ingest {
+    struct Resume: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Continue a stopped import, with the feed, pipeline and chunks the store records.",
+            discussion: """
+            Continues the store's unfinished run; a store whose last run finished has nothing to \
+            resume (exit 0). Exit statuses as for ingest import.
+
+            Example:
+              ingest resume photos.sqlite --workers 4
+            """
+        )
+
+        @Argument(help: "The store file.")
+        var store: String
+
+        @OptionGroup var running: RunOptions
+
+        var workers: Int? { running.workers }
+        var maxRejects: Int? { running.maxRejects }
+        var quiet: Bool { running.quiet }
+
+        func run() throws {
+            let status = try ImportStatus.read(store: store)
+            guard let run = status.unfinishedRun else {
+                let last = status.runs[status.runs.count - 1]
+                if !quiet { print("\(store): nothing to resume: its last import, run \(last.number) of \(last.feed), is \(last.state)") }
+                return
+            }
+            guard let pipeline = run.pipeline else {
+                throw CommandFailure("\(store) does not record run \(run.number)'s pipeline path; run ingest import again instead")
+            }
+            guard run.feed != "-" else {
+                throw CommandFailure("run \(run.number) read its feed from standard input, which cannot be read again from here. Pipe the same feed in again: … | ingest import - --pipeline \(pipeline) --store \(store) (the records already imported are skipped)")
+            }
+            let spec = try PipelineSpec.load(path: pipeline)
+            let importer = Importer(spec: spec, options: .init(feed: run.feed, store: store, chunks: run.chunks, workers: workers,
+                                                              saveEvery: run.saveEvery, chunkSize: run.chunkSize,
+                                                              maxRejects: maxRejects, pipelinePath: pipeline))
+            try Import.run(importer, store: store, quiet: quiet)
+        }
+    }
+}

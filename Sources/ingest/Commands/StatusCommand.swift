@@ -1,0 +1,48 @@
+import ArgumentParser
+import IngestPipeline
+
+extension Ingest {
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Where the imports into a store stand: its runs, records, rejects and counts (works while one runs).",
+            discussion: """
+            Example:
+              ingest status photos.sqlite --check
+            """
+        )
+
+        @Argument(help: "The store file.")
+        var store: String
+
+        @Flag(help: "Also check the store: SQLite's integrity check, to-ones, uniqueness, and the marker against the rows (exit 1 on a problem).")
+        var check = false
+
+        func run() throws {
+            if check {
+                let problems = try ImportStatus.check(store: store)
+                if problems.isEmpty {
+                    print("\(store): check passed (SQLite integrity, to-one references, uniqueness, import marker)")
+                } else {
+                    print("\(store): check found \(problems.count) problem(s):")
+                    problems.forEach { print("  - " + $0) }
+                }
+                if !problems.isEmpty { throw ExitCode(1) }
+                return
+            }
+            let status = try ImportStatus.read(store: store)
+            print("\(store): \(status.finished ? "import finished" : "import not finished") (\(status.runs.count) run(s))")
+            print("  " + status.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
+            for run in status.runs {
+                print("  run \(run.number): \(run.state), started \(run.started)" + (run.ended.map { ", ended \($0)" } ?? ""))
+                let total = run.chunkCount.map(String.init) ?? "? (the split has not finished)"
+                print("    chunks: \(run.chunksComplete) of \(total) complete; records done: \(Format.count(run.recordsDone)); rejected: \(Format.count(run.rejected))")
+                if let outcomes = run.outcomes {
+                    print("    records: \(Format.count(outcomes.inserted)) inserted, \(Format.count(outcomes.updated)) updated, \(Format.count(outcomes.unchanged)) unchanged")
+                }
+                print("    feed: \(run.feed)")
+                if let pipeline = run.pipeline { print("    pipeline: \(pipeline)" + (run.inferred ? " (inferred from the feed)" : "")) }
+            }
+            if status.indexesDeferred { print("  secondary indexes: dropped until the import finishes (queries work, slower)") }
+        }
+    }
+}
