@@ -13,6 +13,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .systemLibrary(
@@ -47,7 +48,7 @@ let package = Package(
         ),
         .target(
             name: "IngestPipeline",
-            dependencies: ["IngestJSON", "IngestStore"]
+            dependencies: ["IngestJSON", "IngestStore", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "ingest",
@@ -57,6 +58,7 @@ let package = Package(
                 "IngestPipeline",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Helpers the test targets share: temporary directories, running the built binary.

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import IngestJSON
+import Logging
 import IngestStore
 
 /// One worker on the batch path: reads a whole chunk, checks its checksum, finds
@@ -21,6 +22,7 @@ final class BatchImportWorker: ChunkImporting {
     }()
 
     let keys: ImportMarker.Keys
+    var logger = Logger(label: "ingest.import", factory: { _ in SwiftLogNoOpLogHandler() })
 
     init(rows: RowMapper, keys: ImportMarker.Keys) {
         self.rows = rows
@@ -62,7 +64,11 @@ final class BatchImportWorker: ChunkImporting {
             times.locked += result.lockedSeconds
             let outcomes = RecordOutcomes(inserted: result.records - result.updated - result.unchanged, updated: result.updated,
                                           unchanged: result.unchanged, duplicates: result.duplicates)
-            try afterSave(ImportWorker.ChunkResult(imported: result.records, rejected: rejects.count + result.rejected.count, outcomes: outcomes))
+            for rejection in result.rejected {
+                logger.trace("record rejected at save", metadata: ["chunk": "\(chunk.index)", "index": "\(rejection.record)", "reason": "\(rejection.reason)"])
+            }
+            try afterSave(ImportWorker.ChunkResult(imported: result.records, rejected: rejects.count + result.rejected.count, outcomes: outcomes,
+                                                   seconds: StageTimes.now() - started, lockedSeconds: result.lockedSeconds))
         }
 
         var start = 0
@@ -87,6 +93,7 @@ final class BatchImportWorker: ChunkImporting {
                 reason = error.message
             }
             if let reason {
+                logger.trace("record rejected", metadata: ["chunk": "\(chunk.index)", "index": "\(index)", "reason": "\(reason)"])
                 rejects.merge(try entry(chunk, index, reason, text: String(decoding: bytes[start..<end], as: UTF8.self))) { $1 }
             }
             mapping += StageTimes.now() - mapped
@@ -103,6 +110,8 @@ final class BatchImportWorker: ChunkImporting {
         let preparing = StageTimes.now()
         let prepared = try batches.map { try inserter.prepare($0.request) }
         times.save += StageTimes.now() - preparing
+        logger.debug("keys looked up", metadata: ["chunk": "\(chunk.index)", "batches": "\(batches.count)",
+                                                  "ms": "\(Int((StageTimes.now() - preparing) * 1000))"])
         let waiting = StageTimes.now()
         try waitForTurn()
         times.waiting += StageTimes.now() - waiting

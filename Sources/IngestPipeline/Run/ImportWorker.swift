@@ -1,5 +1,6 @@
 import Foundation
 import IngestJSON
+import Logging
 import IngestStore
 
 /// One worker: a private context for its whole life, importing whole chunks in
@@ -49,7 +50,12 @@ final class ImportWorker {
         var rejected = 0
         /// Of the records imported: what happened to each record's own object.
         var outcomes = RecordOutcomes()
+        /// The save's time, and the part spent holding the write lock (batch path).
+        var seconds = 0.0
+        var lockedSeconds = 0.0
     }
+
+    var logger = Logger(label: "ingest.import", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// A mapped record waiting for its batch's save.
     private struct Pending {
@@ -135,7 +141,12 @@ final class ImportWorker {
         let waiting = StageTimes.now()
         try waitForTurn()
         times.waiting += StageTimes.now() - waiting
-        for saving in batches { try afterSave(try save(saving.batch, rejects: saving.rejects, chunk, done: saving.done)) }
+        for saving in batches {
+            let started = StageTimes.now()
+            var saved = try save(saving.batch, rejects: saving.rejects, chunk, done: saving.done)
+            saved.seconds = StageTimes.now() - started
+            try afterSave(saved)
+        }
     }
 
     /// Saves the batch with its rejects and the chunk's marker; when the save fails
@@ -147,6 +158,8 @@ final class ImportWorker {
             return try write(batch, rejects: rejects, chunk, done: done)
         } catch let error as StoreError where error.isAboutRecords {
             discard()
+            logger.debug("save refused because of a record: saving the batch one record at a time",
+                         metadata: ["chunk": "\(chunk.index)", "records": "\(batch.count)", "reason": "\(error)"])
         }
         var result = ChunkResult()
         var staged = rejects
@@ -160,6 +173,8 @@ final class ImportWorker {
             } catch let error as StoreError where error.isAboutRecords {
                 discard()
                 staged.append(ImportMarker.Reject(chunk, index: pending.index, reason: reason(error, pending.mapped), text: pending.text))
+                logger.trace("record rejected at save", metadata: ["chunk": "\(chunk.index)", "index": "\(pending.index)",
+                                                                    "reason": "\(staged[staged.count - 1].reason)"])
             }
         }
         if !staged.isEmpty {

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import IngestJSON
+import Logging
 import IngestStore
 import Synchronization
 #if canImport(Glibc)
@@ -39,10 +40,14 @@ public final class Importer: Sendable {
         public var objectPath = false
         /// The pipeline was inferred from the feed (`PipelineInference`), as the run records.
         public var pipelineInferred = false
+        /// Where the run logs: its stages at `info`; each chunk, save, wait and lookup at
+        /// `debug`; each rejected record at `trace`. Default: nowhere.
+        public var logger = Logger(label: "ingest.import", factory: { _ in SwiftLogNoOpLogHandler() })
 
         public init(feed: String, store: String, chunks: String? = nil, workers: Int? = nil, saveEvery: Int? = nil,
                     chunkSize: Int? = nil, abandonRun: Bool = false, deleteStore: Bool = false, keepChunks: Bool = false,
-                    maxRejects: Int? = nil, keepIndexes: Bool = false, pipelinePath: String? = nil, pipelineInferred: Bool = false) {
+                    maxRejects: Int? = nil, keepIndexes: Bool = false, pipelinePath: String? = nil, pipelineInferred: Bool = false,
+                    logger: Logger? = nil) {
             self.feed = feed
             self.store = store
             self.chunks = chunks
@@ -56,6 +61,7 @@ public final class Importer: Sendable {
             self.keepIndexes = keepIndexes
             self.pipelinePath = pipelinePath
             self.pipelineInferred = pipelineInferred
+            if let logger { self.logger = logger }
         }
     }
 
@@ -138,6 +144,12 @@ public final class Importer: Sendable {
         let saveEvery = options.saveEvery ?? begun.saveEvery ?? spec.saveEvery
         let directory = begun.chunks
         let state = RunState(rejected: rejectedBefore, workers: workerCount, started: started)
+        var logger = options.logger
+        logger[metadataKey: "run"] = "\(begun.number)"
+        logger.info("import run started", metadata: [
+            "feed": "\(options.feed)", "store": "\(options.store)", "workers": "\(workerCount)", "chunks": "\(directory)",
+            "continued": "\(!done.isEmpty)", "abandoned": "\(abandoned.map(String.init) ?? "none")",
+        ])
 
         // The main context: starts from the store's counts and merges every worker's save.
         let main = ObjectContext(coordinator: coordinator, name: "main")
@@ -188,10 +200,15 @@ public final class Importer: Sendable {
                     throw ImportError("stopped: \(rejected) records rejected, more than --max-rejects \(maxRejects) (see \(rejectsPath)); raise it and run ingest resume \(options.store) to go on")
                 }
             },
-            objectPath: options.objectPath, firstRowOfRun: begun.firstRowOfRun, keys: keys)
+            objectPath: options.objectPath, firstRowOfRun: begun.firstRowOfRun, keys: keys, logger: logger)
         let batchPath = workers.batchPath
         var stages = workers.run(count: workerCount, batch: batchPath, queue: queue, state: state, split: split)
+        logger.info("workers started", metadata: ["path": "\(batchPath ? "batch" : "objects")"])
         let (finishedManifest, splitSeconds) = split.wait()
+        if let manifest = finishedManifest {
+            logger.info("split finished", metadata: ["chunks": "\(manifest.chunks.count)", "records": "\(manifest.totalRecords)",
+                                                     "seconds": "\(splitSeconds)"])
+        }
         // Every save's merge was queued before its save returned: this drains them.
         let finalCounts = main.perform {
             main.automaticallyMergesChangesFromCoordinator = false
@@ -201,11 +218,15 @@ public final class Importer: Sendable {
 
         let rejects = try ImportMarker.rejects(coordinator, keys)
         try writeRejects(coordinator)
-        if let error = state.failure { throw error }
+        if let error = state.failure {
+            logger.info("import run stopped", metadata: ["reason": "\(error)"])
+            throw error
+        }
         guard let manifest = finishedManifest else { throw ImportError("the split ended without a manifest") }
         let indexing = StageTimes.now()
         if try coordinator.secondaryIndexesDeferred() { try coordinator.restoreSecondaryIndexes() }
         let indexSeconds = StageTimes.now() - indexing
+        logger.info("secondary indexes built", metadata: ["seconds": "\(indexSeconds)"])
         var storeCounts: [String: Int] = [:]
         for entity in spec.model.entities { storeCounts[entity.name] = try coordinator.count(entity.name) }
         let seconds = StageTimes.now() - started
@@ -238,6 +259,10 @@ public final class Importer: Sendable {
         finished.outcomes = state.outcomes
         try ImportMarker.save(finished, coordinator)
         if !options.keepChunks { Self.deleteChunks(directory) }
+        logger.info("import run finished", metadata: [
+            "imported": "\(report.imported)", "rejected": "\(report.rejectedThisRun)", "seconds": "\(report.seconds)",
+            "inserted": "\(state.outcomes.inserted)", "updated": "\(state.outcomes.updated)", "unchanged": "\(state.outcomes.unchanged)",
+        ])
         return report
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import IngestJSON
+import Logging
 import IngestStore
 import Synchronization
 
@@ -25,6 +26,7 @@ struct WorkerStage: Sendable {
     var firstRowOfRun: [String: Int64]
     /// The run's marker and reject keys.
     var keys: ImportMarker.Keys
+    var logger: Logger
 
     private func makeRows() -> RowMapper? {
         let inserter = BatchInserter(coordinator: coordinator, rules: spec.mappings.mapValues(\.onConflict))
@@ -63,20 +65,42 @@ struct WorkerStage: Sendable {
     }
 
     private func work(_ number: Int, batch: Bool, queue: ChunkQueue, state: RunState) throws -> StageTimes {
+        var logger = logger
+        logger[metadataKey: "worker"] = "\(number + 1)"
         func drain(_ worker: some ChunkImporting) throws -> StageTimes {
             while !state.failed, let chunk = queue.pop() {
+                let started = StageTimes.now()
+                logger.debug("chunk started", metadata: ["chunk": "\(chunk.index)", "records": "\(chunk.records)",
+                                                         "done before": "\(done[chunk.index] ?? 0)"])
                 try worker.importChunk(chunk, directory: directory, skip: done[chunk.index] ?? 0, saveEvery: saveEvery,
                                        verified: trusted(chunk.index),
-                                       waitForTurn: { if !state.order.waitForTurn(chunk.index) { throw CommitTurnCancelled() } },
-                                       afterSave: { saved in try afterSave(number, saved) })
+                                       waitForTurn: {
+                                           let waiting = StageTimes.now()
+                                           if !state.order.waitForTurn(chunk.index) { throw CommitTurnCancelled() }
+                                           logger.debug("turn to commit", metadata: ["chunk": "\(chunk.index)",
+                                                                                     "waited ms": "\(Int((StageTimes.now() - waiting) * 1000))"])
+                                       },
+                                       afterSave: { saved in
+                                           logger.debug("saved", metadata: ["chunk": "\(chunk.index)", "records": "\(saved.imported)",
+                                                                            "rejected": "\(saved.rejected)", "ms": "\(Int(saved.seconds * 1000))",
+                                                                            "locked ms": "\(Int(saved.lockedSeconds * 1000))"])
+                                           try afterSave(number, saved)
+                                       })
                 state.chunkFinished(chunk.index)
+                logger.debug("chunk finished", metadata: ["chunk": "\(chunk.index)", "ms": "\(Int((StageTimes.now() - started) * 1000))"])
             }
             return worker.times
         }
         if batch, let rows = makeRows() {
-            return try drain(BatchImportWorker(rows: rows, keys: keys))
+            let worker = BatchImportWorker(rows: rows, keys: keys)
+            worker.logger = logger
+            return try drain(worker)
         }
         let context = ObjectContext(coordinator: coordinator, name: "worker-\(number + 1)")
-        return try context.perform { try drain(ImportWorker(context: context, spec: spec, keys: keys, firstRowOfRun: firstRowOfRun)) }
+        return try context.perform {
+            let worker = ImportWorker(context: context, spec: spec, keys: keys, firstRowOfRun: firstRowOfRun)
+            worker.logger = logger
+            return try drain(worker)
+        }
     }
 }

@@ -91,7 +91,8 @@ extension Ingest {
                                                               saveEvery: saveEvery, chunkSize: chunkSize, abandonRun: abandonRun,
                                                               deleteStore: deleteStore, keepChunks: keepChunks,
                                                               maxRejects: maxRejects, keepIndexes: keepIndexes,
-                                                              pipelinePath: pipeline, pipelineInferred: inferred))
+                                                              pipelinePath: pipeline, pipelineInferred: inferred,
+                                                              logger: try StderrLogHandler.logger(running.logLevel)))
             try Self.run(importer, store: store, quiet: quiet)
         }
 

@@ -39,7 +39,8 @@ extension Ingest {
             let spec = try PipelineSpec.load(path: pipeline)
             let importer = Importer(spec: spec, options: .init(feed: run.feed, store: store, chunks: run.chunks, workers: workers,
                                                               saveEvery: run.saveEvery, chunkSize: run.chunkSize,
-                                                              maxRejects: maxRejects, pipelinePath: pipeline))
+                                                              maxRejects: maxRejects, pipelinePath: pipeline,
+                                                              logger: try StderrLogHandler.logger(running.logLevel)))
             try Import.run(importer, store: store, quiet: quiet)
         }
     }

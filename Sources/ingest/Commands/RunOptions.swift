@@ -11,6 +11,10 @@ struct RunOptions: ParsableArguments {
     @Flag(help: "Print nothing but errors.")
     var quiet = false
 
+    @Option(name: .customLong("log-level"),
+            help: "Log on stderr from this level: trace (each record), debug (each chunk, save, wait, lookup), info (the run's stages), warning (default; also INGEST_LOG_LEVEL).")
+    var logLevel: String?
+
     func validate() throws {
         if let workers, workers < 1 { throw ValidationError("--workers must be at least 1") }
         if let maxRejects, maxRejects < 0 { throw ValidationError("--max-rejects must be 0 or more") }
