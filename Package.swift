@@ -3,7 +3,7 @@ import PackageDescription
 
 let package = Package(
     name: "Ingest",
-    platforms: [.macOS(.v15)],
+    // Linux only: no Apple platform is declared (each library says so with #error elsewhere).
     products: [
         .executable(name: "ingest", targets: ["ingest"]),
         .library(name: "IngestJSON", targets: ["IngestJSON"]),
