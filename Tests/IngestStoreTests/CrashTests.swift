@@ -1,3 +1,4 @@
+import Synchronization
 import IngestTestSupport
 import Foundation
 import Testing

@@ -1,3 +1,4 @@
+import Foundation
 import IngestJSON
 
 /// What an attribute mapping does to a record's value before converting it: the small

@@ -1,3 +1,5 @@
+import Dispatch
+
 extension ObjectContext {
     /// Brings another context's save into this one: updated objects registered here
     /// reload (keeping this context's own unsaved changes on top), deleted ones leave

@@ -1,3 +1,4 @@
+import Synchronization
 import GRDB
 import GRDBSQLite
 

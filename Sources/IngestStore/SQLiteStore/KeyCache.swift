@@ -181,5 +181,6 @@ struct KeyBytes {
 }
 
 #if canImport(Glibc)
+import Foundation
 import Glibc
 #endif

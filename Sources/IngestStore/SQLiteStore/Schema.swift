@@ -1,3 +1,5 @@
+import Foundation
+
 /// A quoted SQL identifier. Identifiers come only from a validated model; quoting
 /// (with embedded quotes doubled) keeps keywords, spaces and quotes in names harmless.
 func quoted(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import IngestJSON
 import Glibc
 #endif
 
