@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A fresh directory per test, removed when the test ends.
 public final class TemporaryDirectory: @unchecked Sendable {

@@ -1,6 +1,6 @@
-import Foundation
-import IngestJSON
-import IngestStore
+public import Foundation
+public import IngestJSON
+public import IngestStore
 
 /// Writes a pipeline for a feed nobody described: reads a sample of its records and
 /// chooses a model and mappings a user can then edit (sqlite-utils' "one command, no

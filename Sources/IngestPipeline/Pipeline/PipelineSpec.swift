@@ -1,6 +1,6 @@
-import Foundation
-import IngestJSON
-import IngestStore
+public import Foundation
+public import IngestJSON
+public import IngestStore
 
 /// A pipeline file: the model, the feed's shape, which entity a record becomes, how
 /// record keys map onto attributes and relationships, and import defaults.

@@ -1,6 +1,6 @@
-import Foundation
-import IngestJSON
-import IngestStore
+public import Foundation
+public import IngestJSON
+public import IngestStore
 
 /// A record turned into what the importer writes: the root object's attribute values,
 /// and for each relationship the related objects to find or create by key.

@@ -1,6 +1,6 @@
-import Foundation
-import IngestJSON
-import IngestStore
+public import Foundation
+public import IngestJSON
+public import IngestStore
 
 /// Why a record's value cannot become an attribute's value. The message goes to the
 /// rejects file as is.

@@ -1,5 +1,5 @@
 import Foundation
-import IngestJSON
+public import IngestJSON
 
 /// What an attribute mapping does to a record's value before converting it: the small
 /// transforms users otherwise write code for.

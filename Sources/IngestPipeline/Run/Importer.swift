@@ -1,9 +1,9 @@
 import Dispatch
-import Foundation
-import IngestJSON
-import Logging
-import IngestStore
-import Synchronization
+public import Foundation
+public import IngestJSON
+public import Logging
+public import IngestStore
+public import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// One attribute of an entity.
 public struct Attribute: Sendable, Hashable, Codable {

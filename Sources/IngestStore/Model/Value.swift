@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// An attribute's value. `nil` (as `Value?`) is the absence of a value, SQL NULL.
 public enum Value: Sendable, Hashable, CustomStringConvertible {

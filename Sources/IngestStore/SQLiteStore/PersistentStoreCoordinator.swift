@@ -1,6 +1,6 @@
-import Foundation
-import GRDB
-import Synchronization
+public import Foundation
+public import GRDB
+public import Synchronization
 
 /// Owns one SQLite store file (WAL mode): opens or creates it for a model, serializes
 /// writes through one writer connection, serves reads from a pool of readers that

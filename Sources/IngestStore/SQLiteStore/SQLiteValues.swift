@@ -1,6 +1,6 @@
-import Foundation
-import GRDB
-import GRDBSQLite
+public import Foundation
+public import GRDB
+public import GRDBSQLite
 
 /// SQLite copies bound text and blobs at once with this destructor.
 let SQLITE_TRANSIENT = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
