@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one entry point. `./run.sh` installs what is missing, builds in release mode
 # and runs the demo; `./run.sh ARGS…` runs `ingest ARGS…`; `./run.sh test` runs
-# the whole test suite; `./run.sh soak` runs the long kill-and-resume soak test.
+# the whole test suite; `./run.sh soak` runs the long kill-and-resume soak test;
+# `./run.sh docs` builds the DocC documentation.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -22,6 +23,18 @@ if [ ${#need[@]} -gt 0 ]; then
     echo "run.sh: missing system packages; run as root: apt-get install -y ${need[*]}" >&2
     for p in "${need[@]}"; do [ "$p" = yajl-tools ] || [ "$p" = sqlite3 ] || exit 1; done
   fi
+fi
+
+if [ "${1:-}" = docs ]; then
+  # DocC for the libraries, warnings as errors, into .build/docs (swift-docc-plugin).
+  out=.build/docs
+  mkdir -p "$out"
+  for target in IngestStore IngestPipeline; do
+    swift package --allow-writing-to-directory "$out" generate-documentation --target "$target" \
+      --output-path "$out/$target" --warnings-as-errors --disable-indexing
+  done
+  echo "documentation in $out/IngestStore and $out/IngestPipeline" >&2
+  exit 0
 fi
 
 if [ "${1:-}" = test ]; then

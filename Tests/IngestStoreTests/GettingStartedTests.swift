@@ -1,0 +1,44 @@
+import Foundation
+import IngestTestSupport
+import Testing
+@testable import IngestStore
+
+/// The getting-started article's code (IngestStore.docc/GettingStarted.md), as written
+/// there: it compiles and does what the article says.
+@Suite struct GettingStartedTests {
+    @Test func theArticlesCodeRuns() throws {
+        let dir = try TemporaryDirectory()
+        let model = Model(entities: [
+            Entity("Photographer", attributes: [Attribute("id", .string, optional: false), Attribute("name", .string)],
+                   relationships: [Relationship("photos", to: "Photo", inverse: "whoTook", toMany: true)],
+                   uniquenessConstraints: [["id"]]),
+            Entity("Photo", attributes: [Attribute("id", .string, optional: false), Attribute("views", .int64)],
+                   relationships: [Relationship("whoTook", to: "Photographer", inverse: "photos")],
+                   uniquenessConstraints: [["id"]]),
+        ])
+        let coordinator = try PersistentStoreCoordinator(model: model, path: dir.file("photos.sqlite"))
+
+        let worker = ObjectContext(coordinator: coordinator, name: "worker")
+        try worker.perform {
+            for n in 0..<10_000 {
+                let photo = worker.insert("Photo")
+                photo["id"] = .string("p\(n)")
+                photo["views"] = .int(Int64(n))
+                if n % 1_000 == 999 {
+                    try worker.save()
+                    worker.reset()
+                }
+            }
+            try worker.save()
+        }
+
+        let main = ObjectContext(coordinator: coordinator, name: "main")
+        main.perform { main.automaticallyMergesChangesFromCoordinator = true }
+
+        let popular = FetchRequest("Photo", predicate: try QueryPredicate(format: "views > %d", 9_000),
+                                   sortDescriptors: [FetchSortDescriptor("views", ascending: false)], fetchLimit: 10)
+        let ids = try main.perform { try main.fetch(popular).map(\.objectID) }
+        #expect(ids.count == 10)
+        #expect(try coordinator.count("Photo") == 10_000)
+    }
+}
