@@ -58,22 +58,22 @@ public final class FileByteSource: ByteSource {
 
 /// Bytes already in memory, handed out at most `readSize` at a time, so tests can
 /// cut the input at every possible place.
-public struct MemoryByteSource: ByteSource {
+package struct MemoryByteSource: ByteSource {
     private let bytes: [UInt8]
     private var offset = 0
     private let readSize: Int
-    public var totalBytes: Int? { bytes.count }
+    package var totalBytes: Int? { bytes.count }
 
-    public init(_ bytes: [UInt8], readSize: Int = .max) {
+    package init(_ bytes: [UInt8], readSize: Int = .max) {
         self.bytes = bytes
         self.readSize = max(1, readSize)
     }
 
-    public init(_ text: String, readSize: Int = .max) {
+    package init(_ text: String, readSize: Int = .max) {
         self.init(Array(text.utf8), readSize: readSize)
     }
 
-    public mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    package mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         let n = min(buffer.count, readSize, bytes.count - offset)
         guard n > 0 else { return 0 }
         bytes.withUnsafeBytes { source in

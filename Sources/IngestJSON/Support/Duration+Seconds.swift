@@ -1,6 +1,6 @@
 extension Duration {
     /// The duration in seconds, for rates and reports.
-    public var seconds: Double {
+    package var seconds: Double {
         let (whole, attoseconds) = components
         return Double(whole) + Double(attoseconds) / 1e18
     }

@@ -6,7 +6,7 @@ import Darwin
 import Foundation
 
 /// The few file operations the splitter needs, with errors that name the file.
-public enum FileOps {
+package enum FileOps {
     static func openForWriting(_ path: String, append: Bool = false) throws -> Int32 {
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
         let fd = open(path, flags, 0o644)
@@ -42,7 +42,7 @@ public enum FileOps {
     /// Writes a whole file under a temporary name, flushes it and renames it into
     /// place: readers see the old file or the new one, never a part.
     /// - Throws: `IOError` naming the file (and the free space, when the disk is full).
-    public static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
+    package static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
         let temporary = path + ".tmp"
         let fd = try openForWriting(temporary)
         do {
@@ -65,7 +65,7 @@ public enum FileOps {
     }
 
     /// The size of the file at `path`, or nil when there is none.
-    public static func fileSize(_ path: String) -> Int? {
+    package static func fileSize(_ path: String) -> Int? {
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return Int(info.st_size)

@@ -41,8 +41,8 @@ public struct IOError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Human-readable byte counts: 1023 B, 1.5 KiB, 370.2 MiB.
-public enum ByteCount {
-    public static func format(_ bytes: Int) -> String {
+package enum ByteCount {
+    package static func format(_ bytes: Int) -> String {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]
         var value = Double(bytes)
         var unit = 0

@@ -5,11 +5,11 @@ import Darwin
 #endif
 
 /// Byte-level helpers for JSON text that is already known to be well formed.
-public enum JSONText {
+package enum JSONText {
     /// Removes whitespace outside strings, so a record written across several lines
     /// fits on one line of a chunk file. Strings, numbers and member order are left
     /// exactly as they were: no value is re-serialized.
-    public static func compacted(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+    package static func compacted(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
         var inString = false
@@ -36,7 +36,7 @@ public enum JSONText {
     }
 
     /// Whether the text holds a line break, which a one-record-per-line chunk cannot.
-    public static func containsLineBreak(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    package static func containsLineBreak(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return false }
         return memchr(base, 0x0A, bytes.count) != nil || memchr(base, 0x0D, bytes.count) != nil
     }

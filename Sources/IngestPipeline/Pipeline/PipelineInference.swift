@@ -1,6 +1,6 @@
-public import Foundation
+import Foundation
 public import IngestJSON
-public import IngestStore
+import IngestStore
 
 /// Writes a pipeline for a feed nobody described: reads a sample of its records and
 /// chooses a model and mappings a user can then edit (sqlite-utils' "one command, no

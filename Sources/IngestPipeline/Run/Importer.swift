@@ -1,8 +1,8 @@
 import Dispatch
 public import Foundation
-public import IngestJSON
+import IngestJSON
 public import Logging
-public import IngestStore
+import IngestStore
 public import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 public import Foundation
-public import Synchronization
+import Synchronization
 
 /// Names one object of one store, across contexts and queues: Sendable, Hashable, and
 /// Codable as a URI string, `ingest://<store-uuid>/<Entity>/<key>`. A new object's ID

@@ -1,6 +1,6 @@
 public import Foundation
-public import GRDB
-public import Synchronization
+import GRDB
+import Synchronization
 
 /// Owns one SQLite store file (WAL mode): opens or creates it for a model, serializes
 /// writes through one writer connection, serves reads from a pool of readers that

@@ -1,6 +1,6 @@
-public import Foundation
-public import GRDB
-public import GRDBSQLite
+package import Foundation
+import GRDB
+import GRDBSQLite
 
 /// SQLite copies bound text and blobs at once with this destructor.
 let SQLITE_TRANSIENT = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
@@ -79,7 +79,7 @@ enum SQLiteValues {
 
 /// `uuid.uuidString`'s text (uppercase, hyphenated) written into a stack buffer:
 /// Foundation formats it with sprintf, which costs more than the insert it is for.
-public func withUUIDText<R>(_ uuid: UUID, _ body: (UnsafeBufferPointer<CChar>) -> R) -> R {
+package func withUUIDText<R>(_ uuid: UUID, _ body: (UnsafeBufferPointer<CChar>) -> R) -> R {
     let digits: StaticString = "0123456789ABCDEF"
     return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 36) { text in
         withUnsafeBytes(of: uuid.uuid) { bytes in
