@@ -5,34 +5,34 @@ import Testing
 
 @Suite struct PredicateParsingTests {
     @Test func formatsParseToTheExpectedTree() throws {
-        #expect(try QueryPredicate(format: "views > 10") == .comparison(Comparison(.keyPath(["views"]), .greater, .value(.int(10)))))
+        #expect(try QueryPredicate(format: "views > 10") == .comparison(PredicateComparison(.keyPath(["views"]), .greater, .value(.int(10)))))
         #expect(try QueryPredicate(format: "whoTook.name ==[cd] %@", "Ana") ==
-            .comparison(Comparison(.keyPath(["whoTook", "name"]), .equal, .value(.string("Ana")),
+            .comparison(PredicateComparison(.keyPath(["whoTook", "name"]), .equal, .value(.string("Ana")),
                                    options: [.caseInsensitive, .diacriticInsensitive])))
         #expect(try QueryPredicate(format: "a = 1 OR b = 2 AND NOT c = 3") == .or([
-            .comparison(Comparison(.keyPath(["a"]), .equal, .value(.int(1)))),
-            .and([.comparison(Comparison(.keyPath(["b"]), .equal, .value(.int(2)))),
-                  .not(.comparison(Comparison(.keyPath(["c"]), .equal, .value(.int(3)))))]),
+            .comparison(PredicateComparison(.keyPath(["a"]), .equal, .value(.int(1)))),
+            .and([.comparison(PredicateComparison(.keyPath(["b"]), .equal, .value(.int(2)))),
+                  .not(.comparison(PredicateComparison(.keyPath(["c"]), .equal, .value(.int(3)))))]),
         ]))
         #expect(try QueryPredicate(format: "(a = 1 || b = 2) && !(c <> nil)") == .and([
-            .or([.comparison(Comparison(.keyPath(["a"]), .equal, .value(.int(1)))),
-                 .comparison(Comparison(.keyPath(["b"]), .equal, .value(.int(2))))]),
-            .not(.comparison(Comparison(.keyPath(["c"]), .notEqual, .value(nil)))),
+            .or([.comparison(PredicateComparison(.keyPath(["a"]), .equal, .value(.int(1)))),
+                 .comparison(PredicateComparison(.keyPath(["b"]), .equal, .value(.int(2))))]),
+            .not(.comparison(PredicateComparison(.keyPath(["c"]), .notEqual, .value(nil)))),
         ]))
         #expect(try QueryPredicate(format: "ANY photos.title BEGINSWITH 'x'") ==
-            .comparison(Comparison(.keyPath(["photos", "title"]), .beginsWith, .value(.string("x")), quantifier: .any)))
+            .comparison(PredicateComparison(.keyPath(["photos", "title"]), .beginsWith, .value(.string("x")), quantifier: .any)))
         #expect(try QueryPredicate(format: "photos.@sum.views >= 5") ==
-            .comparison(Comparison(.aggregate(.sum, relationship: ["photos"], attribute: ["views"]), .greaterOrEqual, .value(.int(5)))))
+            .comparison(PredicateComparison(.aggregate(.sum, relationship: ["photos"], attribute: ["views"]), .greaterOrEqual, .value(.int(5)))))
         #expect(try QueryPredicate(format: "views BETWEEN {1, 5}") ==
-            .comparison(Comparison(.keyPath(["views"]), .between, .list([.int(1), .int(5)]))))
+            .comparison(PredicateComparison(.keyPath(["views"]), .between, .list([.int(1), .int(5)]))))
         #expect(try QueryPredicate(format: "%K IN %@", "title", [.string("a"), .string("b")]) ==
-            .comparison(Comparison(.keyPath(["title"]), .in, .list([.string("a"), .string("b")]))))
+            .comparison(PredicateComparison(.keyPath(["title"]), .in, .list([.string("a"), .string("b")]))))
         #expect(try QueryPredicate(format: "TRUEPREDICATE") == .constant(true))
         #expect(try QueryPredicate(format: "views > $MIN").substituting(["MIN": 3]) ==
-            .comparison(Comparison(.keyPath(["views"]), .greater, .value(.int(3)))))
+            .comparison(PredicateComparison(.keyPath(["views"]), .greater, .value(.int(3)))))
         #expect(try QueryPredicate(format: "views >= %d AND ratio < %f", 2, 0.5) == .and([
-            .comparison(Comparison(.keyPath(["views"]), .greaterOrEqual, .value(.int(2)))),
-            .comparison(Comparison(.keyPath(["ratio"]), .less, .value(.double(0.5)))),
+            .comparison(PredicateComparison(.keyPath(["views"]), .greaterOrEqual, .value(.int(2)))),
+            .comparison(PredicateComparison(.keyPath(["ratio"]), .less, .value(.double(0.5)))),
         ]))
     }
 

@@ -361,10 +361,10 @@ final class ImportWorker {
                     var list = slice.map { Optional($0[0]) }
                     let size = max(8, 1 << (Int.bitWidth - (list.count - 1).leadingZeroBitCount))
                     list += repeatElement(list[0], count: size - list.count)
-                    predicate = .comparison(Comparison(.keyPath(keyNames), .in, .list(list)))
+                    predicate = .comparison(PredicateComparison(.keyPath(keyNames), .in, .list(list)))
                 } else {
                     predicate = .or(slice.map { key in
-                        .and(zip(keyNames, key).map { .comparison(Comparison(.keyPath([$0]), .equal, .value($1))) })
+                        .and(zip(keyNames, key).map { .comparison(PredicateComparison(.keyPath([$0]), .equal, .value($1))) })
                     })
                 }
                 let request = FetchRequest(entity, predicate: predicate, includesPendingChanges: false)

@@ -61,7 +61,7 @@ public struct FetchSortDescriptor: Sendable, Hashable {
     }
 
     static func value(_ object: ManagedObject, _ path: [String]) -> Value? {
-        guard case .single(let value)? = try? IngestStore.Comparison.resolve(.keyPath(path), object, allowMany: false) else { return nil }
+        guard case .single(let value)? = try? IngestStore.PredicateComparison.resolve(.keyPath(path), object, allowMany: false) else { return nil }
         return value
     }
 }

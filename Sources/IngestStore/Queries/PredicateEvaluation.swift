@@ -20,7 +20,7 @@ extension QueryPredicate {
     }
 }
 
-extension Comparison {
+extension PredicateComparison {
     func evaluate(with object: ManagedObject) throws -> Bool {
         let right = try Self.resolve(right, object, allowMany: false)
         let left = try Self.resolve(left, object, allowMany: true)
@@ -67,7 +67,7 @@ extension Comparison {
         case list([Value?])
     }
 
-    static func resolve(_ expression: Expression, _ object: ManagedObject, allowMany: Bool) throws -> Resolved {
+    static func resolve(_ expression: PredicateExpression, _ object: ManagedObject, allowMany: Bool) throws -> Resolved {
         switch expression {
         case .value(let v): return .single(v)
         case .list(let items): return .list(items)
@@ -169,7 +169,7 @@ enum ValueComparison {
     }
 
     /// A comparison's right side with ISO 8601 text made dates, for a date on its left.
-    static func datesFromText(_ expression: Expression) -> Expression {
+    static func datesFromText(_ expression: PredicateExpression) -> PredicateExpression {
         func date(_ value: Value?) -> Value? {
             guard case .string(let text)? = value, let date = isoDate(text) else { return value }
             return .date(date)
@@ -181,7 +181,7 @@ enum ValueComparison {
         }
     }
 
-    static func test(_ lhs: Value?, _ op: Comparison.Operator, _ rhs: Value?, _ options: Comparison.Options) throws -> Bool {
+    static func test(_ lhs: Value?, _ op: PredicateComparison.Operator, _ rhs: Value?, _ options: PredicateComparison.Options) throws -> Bool {
         switch op {
         case .equal: return equal(lhs, rhs, options)
         case .notEqual: return !equal(lhs, rhs, options)
@@ -211,7 +211,7 @@ enum ValueComparison {
         }
     }
 
-    static func equal(_ lhs: Value?, _ rhs: Value?, _ options: Comparison.Options) -> Bool {
+    static func equal(_ lhs: Value?, _ rhs: Value?, _ options: PredicateComparison.Options) -> Bool {
         switch (lhs, rhs) {
         case (nil, nil): return true
         case (nil, _), (_, nil): return false
@@ -222,7 +222,7 @@ enum ValueComparison {
 
     /// The order of two values of comparable kinds (numbers with numbers, strings with
     /// strings, …); nil when either is nil or they are of kinds that do not compare.
-    static func order(_ lhs: Value?, _ rhs: Value?, _ options: Comparison.Options) -> ComparisonResult? {
+    static func order(_ lhs: Value?, _ rhs: Value?, _ options: PredicateComparison.Options) -> ComparisonResult? {
         func compare<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
             a < b ? .orderedAscending : a > b ? .orderedDescending : .orderedSame
         }
@@ -252,7 +252,7 @@ enum ValueComparison {
         }
     }
 
-    static func fold(_ text: String, _ options: Comparison.Options) -> String {
+    static func fold(_ text: String, _ options: PredicateComparison.Options) -> String {
         var fold: String.CompareOptions = []
         if options.contains(.caseInsensitive) { fold.insert(.caseInsensitive) }
         if options.contains(.diacriticInsensitive) { fold.insert(.diacriticInsensitive) }

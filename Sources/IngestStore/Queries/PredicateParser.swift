@@ -26,7 +26,7 @@ struct PredicateToken: Equatable {
         case string(String)
         case number(String)
         case symbol(String)        // = == != <> < <= > >= && || ! ( ) { } , .
-        case options(Comparison.Options)
+        case options(PredicateComparison.Options)
         case format(String)        // @ K d i ld lld f
         case variable(String)
     }
@@ -110,7 +110,7 @@ enum PredicateTokenizer {
                 i += 1 + spec.count
             } else if c == "[" {
                 guard let close = chars[i...].firstIndex(of: "]") else { throw QueryPredicateError("unclosed '['", column: column) }
-                var options: Comparison.Options = []
+                var options: PredicateComparison.Options = []
                 for flag in chars[(i + 1)..<close] {
                     switch flag {
                     case "c": options.insert(.caseInsensitive)
@@ -192,13 +192,13 @@ struct PredicateParser {
         }
         if acceptWord("TRUEPREDICATE") { return .constant(true) }
         if acceptWord("FALSEPREDICATE") { return .constant(false) }
-        var quantifier: Comparison.Quantifier?
+        var quantifier: PredicateComparison.Quantifier?
         if acceptWord("ANY") || acceptWord("SOME") { quantifier = .any }
         else if acceptWord("ALL") { quantifier = .all }
         else if acceptWord("NONE") { quantifier = .notAny }
         let left = try parseExpression()
         let (op, column) = try parseOperator()
-        var options: Comparison.Options = []
+        var options: PredicateComparison.Options = []
         if case .options(let o)? = peek?.kind {
             options = o
             position += 1
@@ -209,19 +209,19 @@ struct PredicateParser {
                 throw QueryPredicateError("BETWEEN needs two bounds, as {low, high}", column: column)
             }
         }
-        return .comparison(Comparison(left, op, right, options: options, quantifier: quantifier))
+        return .comparison(PredicateComparison(left, op, right, options: options, quantifier: quantifier))
     }
 
-    private mutating func parseOperator() throws -> (Comparison.Operator, Int) {
+    private mutating func parseOperator() throws -> (PredicateComparison.Operator, Int) {
         guard let token = peek else { throw QueryPredicateError("expected a comparison operator, found the end", column: end) }
         let column = token.column
         switch token.kind {
         case .symbol(let s):
-            let map: [String: Comparison.Operator] = ["=": .equal, "==": .equal, "!=": .notEqual, "<": .less,
+            let map: [String: PredicateComparison.Operator] = ["=": .equal, "==": .equal, "!=": .notEqual, "<": .less,
                                                      "<=": .lessOrEqual, ">": .greater, ">=": .greaterOrEqual]
             if let op = map[s] { position += 1; return (op, column) }
         case .word(let w):
-            let map: [String: Comparison.Operator] = ["BETWEEN": .between, "IN": .in, "BEGINSWITH": .beginsWith,
+            let map: [String: PredicateComparison.Operator] = ["BETWEEN": .between, "IN": .in, "BEGINSWITH": .beginsWith,
                                                      "ENDSWITH": .endsWith, "CONTAINS": .contains, "LIKE": .like,
                                                      "MATCHES": .matches]
             if let op = map[w.uppercased()] { position += 1; return (op, column) }
@@ -231,7 +231,7 @@ struct PredicateParser {
         throw QueryPredicateError("expected a comparison operator (=, !=, <, <=, >, >=, BETWEEN, IN, BEGINSWITH, ENDSWITH, CONTAINS, LIKE, MATCHES), found \(describe(token))", column: column)
     }
 
-    private mutating func parseExpression(forList: Bool = false) throws -> Expression {
+    private mutating func parseExpression(forList: Bool = false) throws -> PredicateExpression {
         guard let token = peek else { throw QueryPredicateError("expected a key path or a value, found the end", column: end) }
         position += 1
         switch token.kind {
@@ -272,7 +272,7 @@ struct PredicateParser {
 
     /// `CAST('2001-03-01T00:00:00Z', 'NSDate')` or `CAST(1234.5, 'NSDate')` (seconds since
     /// 2001, as NSPredicate reads a number): a date constant.
-    private mutating func parseCast(column: Int) throws -> Expression {
+    private mutating func parseCast(column: Int) throws -> PredicateExpression {
         try expectSymbol("(", "'(' after CAST")
         let value = try parseExpression()
         try expectSymbol(",", "',' between CAST's value and its type")
@@ -293,7 +293,7 @@ struct PredicateParser {
     }
 
     /// `name`, `whoTook.name`, `photos.@count`, `photos.@sum.views`.
-    private mutating func parseKeyPath(first: String) throws -> Expression {
+    private mutating func parseKeyPath(first: String) throws -> PredicateExpression {
         var path = [first]
         while acceptSymbol(".") {
             if case .aggregate(let name)? = peek?.kind {
@@ -314,7 +314,7 @@ struct PredicateParser {
         return .keyPath(path)
     }
 
-    private mutating func argument(_ spec: String, column: Int) throws -> Expression {
+    private mutating func argument(_ spec: String, column: Int) throws -> PredicateExpression {
         guard nextArgument < arguments.count else {
             throw QueryPredicateError("the format uses more arguments than the \(arguments.count) given", column: column)
         }

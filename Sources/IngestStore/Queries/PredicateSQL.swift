@@ -96,7 +96,7 @@ struct PredicateCompiler {
 
     // MARK: - Comparisons
 
-    private mutating func compile(_ c: Comparison, _ scope: inout Scope) throws -> String {
+    private mutating func compile(_ c: PredicateComparison, _ scope: inout Scope) throws -> String {
         guard case .keyPath(let path) = c.left, let split = try splitAtToMany(path, scope.entity) else {
             // No to-many on the left: a plain comparison (a quantifier over a to-one path
             // treats it as a collection of one, as evaluate does).
@@ -136,7 +136,7 @@ struct PredicateCompiler {
     private func guarded(_ sql: String) -> String { negated ? "coalesce(\(sql), 0)" : sql }
 
     /// Whether the comparison is false whenever its left side is NULL.
-    private static func rejectsNull(_ c: Comparison) -> Bool {
+    private static func rejectsNull(_ c: PredicateComparison) -> Bool {
         switch (c.op, c.right) {
         case (.notEqual, _), (.equal, .value(nil)): return false
         case (.in, .list(let items)): return !items.contains(nil)
@@ -146,7 +146,7 @@ struct PredicateCompiler {
 
     /// The test itself: true exactly where `evaluate` is (NULL standing for false, or
     /// turned into 0 under a NOT).
-    private mutating func comparison(_ c: Comparison, left: Operand, _ scope: inout Scope) throws -> String {
+    private mutating func comparison(_ c: PredicateComparison, left: Operand, _ scope: inout Scope) throws -> String {
         var c = c
         // A date compared with ISO 8601 text ('2001-03-01T00:00:00Z') compares as dates.
         if case .column(_, .date?) = left { c.right = ValueComparison.datesFromText(c.right) }
@@ -235,7 +235,7 @@ struct PredicateCompiler {
         var type: AttributeType? { if case .column(_, let t) = self { t } else { nil } }
     }
 
-    private mutating func operand(_ expression: Expression, _ scope: inout Scope) throws -> Operand {
+    private mutating func operand(_ expression: PredicateExpression, _ scope: inout Scope) throws -> Operand {
         switch expression {
         case .value(let value): return .value(value, value == nil ? "NULL" : bind(value))
         case .list: throw QueryPredicateError("a list can only stand on the right of IN or BETWEEN", column: 0)
@@ -413,7 +413,7 @@ enum PredicateFunctions {
         db.add(collation: DatabaseCollation("ingest_localized") { a, b in a.localizedStandardCompare(b) })
         db.add(function: DatabaseFunction("ingest_fold", argumentCount: 2, pure: true) { values in
             guard let text = String.fromDatabaseValue(values[0]), let flags = Int.fromDatabaseValue(values[1]) else { return nil }
-            return ValueComparison.fold(text, Comparison.Options(rawValue: flags))
+            return ValueComparison.fold(text, PredicateComparison.Options(rawValue: flags))
         })
         db.add(function: DatabaseFunction("ingest_like", argumentCount: 2, pure: true) { values in
             guard let text = String.fromDatabaseValue(values[0]), let pattern = String.fromDatabaseValue(values[1]) else { return nil }
@@ -422,7 +422,7 @@ enum PredicateFunctions {
         db.add(function: DatabaseFunction("ingest_matches", argumentCount: 3, pure: true) { values in
             guard let text = String.fromDatabaseValue(values[0]), let pattern = String.fromDatabaseValue(values[1]),
                   let flags = Int.fromDatabaseValue(values[2]) else { return nil }
-            return try ValueComparison.test(.string(text), .matches, .string(pattern), Comparison.Options(rawValue: flags))
+            return try ValueComparison.test(.string(text), .matches, .string(pattern), PredicateComparison.Options(rawValue: flags))
         })
     }
 }

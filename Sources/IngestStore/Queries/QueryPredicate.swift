@@ -8,7 +8,7 @@ public indirect enum QueryPredicate: Sendable, Hashable {
     case not(QueryPredicate)
     case and([QueryPredicate])
     case or([QueryPredicate])
-    case comparison(Comparison)
+    case comparison(PredicateComparison)
 
     public static func && (lhs: QueryPredicate, rhs: QueryPredicate) -> QueryPredicate { .and([lhs, rhs]) }
     public static func || (lhs: QueryPredicate, rhs: QueryPredicate) -> QueryPredicate { .or([lhs, rhs]) }
@@ -16,7 +16,7 @@ public indirect enum QueryPredicate: Sendable, Hashable {
 }
 
 /// `left op right`, optionally quantified over a to-many key path.
-public struct Comparison: Sendable, Hashable {
+public struct PredicateComparison: Sendable, Hashable {
     public enum Operator: String, Sendable, Hashable {
         case equal = "=="
         case notEqual = "!="
@@ -45,12 +45,12 @@ public struct Comparison: Sendable, Hashable {
     }
 
     public var quantifier: Quantifier?
-    public var left: Expression
+    public var left: PredicateExpression
     public var op: Operator
-    public var right: Expression
+    public var right: PredicateExpression
     public var options: Options
 
-    public init(_ left: Expression, _ op: Operator, _ right: Expression, options: Options = [], quantifier: Quantifier? = nil) {
+    public init(_ left: PredicateExpression, _ op: Operator, _ right: PredicateExpression, options: Options = [], quantifier: Quantifier? = nil) {
         self.left = left
         self.op = op
         self.right = right
@@ -60,7 +60,7 @@ public struct Comparison: Sendable, Hashable {
 }
 
 /// One side of a comparison.
-public indirect enum Expression: Sendable, Hashable {
+public indirect enum PredicateExpression: Sendable, Hashable {
     /// An attribute or relationship, possibly through relationships: `whoTook.name`.
     case keyPath([String])
     /// A value; nil is NIL/NULL.
@@ -97,7 +97,7 @@ extension QueryPredicate {
     /// Replaces `$NAME` variables with values.
     /// - Throws: `QueryPredicateError` naming a variable the dictionary does not have.
     public func substituting(_ variables: [String: PredicateArgument]) throws -> QueryPredicate {
-        func expression(_ e: Expression) throws -> Expression {
+        func expression(_ e: PredicateExpression) throws -> PredicateExpression {
             guard case .variable(let name) = e else { return e }
             switch variables[name] {
             case .value(let value)?: return .value(value)

@@ -147,8 +147,8 @@ public final class FetchedResultsController {
     }
 
     private func sectionName(of object: ManagedObject, _ keyPath: String) -> String {
-        let expression = Expression.keyPath(keyPath.split(separator: ".").map(String.init))
-        guard case .single(let value)? = try? Comparison.resolve(expression, object, allowMany: false), let value else { return "" }
+        let expression = PredicateExpression.keyPath(keyPath.split(separator: ".").map(String.init))
+        guard case .single(let value)? = try? PredicateComparison.resolve(expression, object, allowMany: false), let value else { return "" }
         if case .string(let text) = value { return text }
         return value.description
     }
