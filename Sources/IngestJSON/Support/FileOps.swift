@@ -6,6 +6,9 @@ import Darwin
 import Foundation
 
 /// The few file operations the splitter needs, with errors that name the file.
+/// (Glibc directly, not swift-system's `FileDescriptor`: these are a dozen calls —
+/// open, write, fsync, rename, flock — whose errno becomes an `IOError` naming the file
+/// and the free space, and swift-system would add a dependency to wrap them once more.)
 package enum FileOps {
     static func openForWriting(_ path: String, append: Bool = false) throws -> Int32 {
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)

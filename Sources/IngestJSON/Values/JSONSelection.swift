@@ -78,6 +78,8 @@ extension JSONValue {
 /// refuses: overlong leads (C0, C1, E0 80–9F, F0 80–8F), encoded surrogates (ED A0–BF)
 /// and code points past U+10FFFF (F4 90–, F5–FF). yajl has checked the rest (lead and
 /// continuation bytes); ASCII, the usual case, is passed eight bytes at a time.
+// Not `String(validating:)`: it builds a String (an allocation and a copy per record)
+// where only a yes or no is wanted, on every record the importer reads.
 func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
     var index = 0
     let count = bytes.count

@@ -4,7 +4,9 @@ import Synchronization
 
 /// Hands chunks to workers in order as the splitter finishes them, so importing starts
 /// on chunk 1 while later chunks are still being written. `pop()` waits for the next
-/// chunk and returns nil once the queue is closed and empty.
+/// chunk and returns nil once the queue is closed and empty. (An array and a read index,
+/// not swift-collections' `Deque`: a run has at most a few thousand chunks, popped once
+/// each in order, so nothing is ever removed from the front.)
 final class ChunkQueue: Sendable {
     private let state = Mutex<(chunks: [ChunkInfo], next: Int, closed: Bool)>(([], 0, false))
     /// One signal per chunk pushed, plus one per waiting worker when closed.

@@ -1,5 +1,7 @@
 /// A set of small indexes (attributes or relationships of one entity) as bits: it is
 /// updated on every property change, where a `Set<Int>` would hash and allocate.
+/// (Not swift-collections' `BitSet`: that allocates storage for any member, and most
+/// entities here fit the inline first word, which keeps a change free of allocation.)
 struct ChangeMask: Equatable, ExpressibleByArrayLiteral {
     private var words: (UInt64, [UInt64]) = (0, [])
 
