@@ -24,7 +24,7 @@ import Testing
              kind: .malformedJSON, line: 1, column: 5, offset: 4, message: "malformed JSON: invalid char in json text"),
         Case(name: "object at top level", input: Array("{\"a\": 1}".utf8),
              kind: .notAnArray, line: 1, column: 1, offset: 0,
-             message: "expected a top-level array of records, found an object (use --records-at KEY for records under a key, or --ndjson)"),
+             message: "expected a top-level array of records, found an object"),
         Case(name: "string at top level", input: Array("\n  \"text\"".utf8),
              kind: .notAnArray, line: 2, column: 9, offset: 9, message: "expected a top-level array of records, found a string"),
         Case(name: "missing key path", input: Array("{\"type\": \"x\", \"items\": []}".utf8), shape: .keyPath(["features"]),

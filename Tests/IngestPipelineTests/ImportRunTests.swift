@@ -111,7 +111,8 @@ import Testing
                                                      maxRejects: maxRejects))
         }
         let error = #expect(throws: ImportError.self) { try importer(2).run() }
-        #expect(error?.message == "stopped: 3 records rejected, more than --max-rejects 2 (see \(store).rejects.ndjson); raise it and run ingest resume \(store) to go on")
+        #expect(error?.kind == .tooManyRejects(rejected: 3, limit: 2, rejectsFile: store + ".rejects.ndjson"))
+        #expect(error?.message == "stopped: 3 records rejected, more than the limit of 2 (see \(store).rejects.ndjson)")
         let stopped = try String(contentsOfFile: store + ".rejects.ndjson", encoding: .utf8)
         #expect(stopped.split(separator: "\n").count == 3)
         #expect(try ImportStatus.read(store: store).finished == false)

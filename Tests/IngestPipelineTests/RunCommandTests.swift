@@ -2,6 +2,7 @@ import Foundation
 import IngestJSON
 import IngestStore
 import IngestTestSupport
+import Synchronization
 import Testing
 @testable import IngestPipeline
 
@@ -139,5 +140,29 @@ import Testing
         #expect(status.runs[0].number == 1 && status.runs[0].state == "finished" && status.runs[0].recordsDone == 150)
         let next = try Importer(spec: spec, options: .init(feed: feed, store: store, chunkSize: 100)).run()
         #expect(next.run == 2 && next.outcomes?.unchanged == 150)
+    }
+}
+
+/// The libraries say what is wrong; the command line adds what to type next.
+@Suite struct AdviceTests {
+    @Test func theCommandLineTurnsErrorsIntoAdvice() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 600).write(to: feed)
+        let store = dir.file("store.sqlite")
+        let stopped = Importer(spec: try PipelineSpec.load(path: RunCommandTests.pipeline),
+                               options: .init(feed: feed, store: store, saveEvery: 50, chunkSize: 100, pipelinePath: RunCommandTests.pipeline))
+        stopped.stopAfterSaves.store(1, ordering: .relaxed)
+        #expect(throws: ImportError.self) { try stopped.run() }
+        let other = dir.file("other.json")
+        try FeedGenerator(records: 30).write(to: other)
+        let refused = try IngestBinary.run(["import", other, "--pipeline", RunCommandTests.pipeline, "--store", store, "--quiet"])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.hasSuffix(". Continue it with: ingest resume \(store); or pass --abandon-run to leave run 1 as it is (what it imported stays) and import this feed as run 2\n"),
+                "\(refused.stderr)")
+        let split = try IngestBinary.run(["split", other, "--out", dir.file("chunks")])
+        #expect(split.status == 0)
+        let again = try IngestBinary.run(["split", feed, "--out", dir.file("chunks")])
+        #expect(again.stderr.contains("; choose another --out directory, or pass --force to split this feed into it from the start"), "\(again.stderr)")
     }
 }

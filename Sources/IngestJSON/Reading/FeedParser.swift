@@ -290,7 +290,7 @@ final class FeedParser {
             case .array:
                 return fail(.notAnArray, "expected a top-level array of records, found \(kind)")
             case .keyPath:
-                return fail(.keyPathNotFound, "--records-at '\(keyPathText)' needs a top-level object, found \(kind)")
+                return fail(.keyPathNotFound, "records at key path '\(keyPathText)' need a top-level object, found \(kind)")
             case .keyed:
                 return fail(.notAnArray, "expected a top-level object (keyed records), found \(kind)")
             case .ndjson:
@@ -317,11 +317,11 @@ final class FeedParser {
             switch options.shape {
             case .array:
                 return isObject ? fail(.notAnArray,
-                    "expected a top-level array of records, found an object (use --records-at KEY for records under a key, or --ndjson)", at: bracket)
+                    "expected a top-level array of records, found an object", at: bracket)
                     : enterRecords()
             case .keyPath:
                 if !isObject {
-                    return fail(.keyPathNotFound, "--records-at '\(keyPathText)' needs a top-level object, found \(kind)", at: bracket)
+                    return fail(.keyPathNotFound, "records at key path '\(keyPathText)' need a top-level object, found \(kind)", at: bracket)
                 }
             case .keyed(let keys):
                 if !isObject {

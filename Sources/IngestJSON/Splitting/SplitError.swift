@@ -1,4 +1,4 @@
-/// Why a chunk directory cannot be used for this split. Each message says what to do.
+/// Why a chunk directory cannot be used for this split (the command line adds what to do).
 public enum SplitError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The directory holds a split of another feed, or of the same feed with other options.
     case differentFeed(directory: String, reason: String)
@@ -14,17 +14,17 @@ public enum SplitError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .differentFeed(let directory, let reason):
-            "\(directory) holds the split of a different feed (\(reason)); choose another --out directory, or pass --force to split this feed into it from the start"
+            "\(directory) holds the split of a different feed (\(reason))"
         case .unknownChunks(let directory, let count):
-            "\(directory) holds \(count) chunk file(s) that no split journal or manifest describes; choose another --out directory, or pass --force to replace them"
+            "\(directory) holds \(count) chunk file(s) that no split journal or manifest describes"
         case .feedChanged(let directory, let chunk):
-            "the feed no longer gives \(chunk) as it did when the split into \(directory) began: the feed changed; pass --force to split it again from the start"
+            "the feed no longer gives \(chunk) as it did when the split into \(directory) began: the feed changed"
         case .unreadableState(let path):
-            "cannot read \(path): it is damaged or not Ingest's; pass --force to split again from the start"
+            "cannot read \(path): it is damaged or not Ingest's"
         case .invalidOption(let text):
             text
         case .interrupted(let directory, let chunks):
-            "split into \(directory) stopped after \(chunks) chunk(s); run the same command again to continue"
+            "split into \(directory) stopped after \(chunks) chunk(s); splitting again continues from there"
         }
     }
 }

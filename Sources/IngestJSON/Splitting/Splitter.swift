@@ -95,7 +95,7 @@ public final class Splitter {
     ///   kept); `SplitError` when the directory belongs to another feed; `IOError`
     ///   when a file cannot be read or written.
     public func run() throws -> SplitReport {
-        guard options.chunkSize >= 1 else { throw SplitError.invalidOption("--chunk-size must be at least 1") }
+        guard options.chunkSize >= 1 else { throw SplitError.invalidOption("the chunk size must be at least 1") }
         try FileOps.makeDirectory(directory)
         let entries = try FileOps.contents(of: directory)
         for name in entries where name.hasSuffix(".tmp") { try FileOps.remove(directory + "/" + name) }
@@ -250,7 +250,7 @@ public final class Splitter {
             throw refuse("it was split as \(shape.shape?.description ?? shape.kind), not as \(options.feed.shape)")
         }
         if chunkSize != current.chunkSize {
-            throw refuse("it was split with --chunk-size \(chunkSize), not \(current.chunkSize)")
+            throw refuse("it was split in chunks of \(chunkSize) records, not \(current.chunkSize)")
         }
         if let was = recorded.byteSize, let now = current.feed.byteSize, was != now {
             throw refuse("the feed it was split from had \(was) bytes, this one has \(now)")

@@ -34,7 +34,7 @@ final class ImportLock {
             close(descriptor)
             guard failure == EWOULDBLOCK else { throw IOError(errno: failure, operation: "lock", path: path) }
             let who = recorded.map { "pid \($0.pid) on \($0.host), started \($0.startedAt)" } ?? "a process that has not written its name yet"
-            throw ImportError("\(store) is being imported by another process (\(who)); wait for it or stop it — ingest status \(store) shows its progress")
+            throw ImportError(.storeBusy(store: store, holder: who))
         }
         // Read again under the lock: what is there now was left by a holder that is gone.
         previous = Self.read(descriptor)

@@ -56,7 +56,7 @@ public struct ImportStatus: Sendable {
         let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
         let records = try ImportMarker.runs(coordinator)
         guard let latest = records.last else {
-            throw ImportError("\(store) is an Ingest store, but no import has written to it")
+            throw ImportError(.noImport(store: store))
         }
         var runs: [Run] = []
         for record in records {

@@ -36,7 +36,7 @@ final class BatchImportWorker: ChunkImporting {
         let started = StageTimes.now()
         let bytes = try FileOps.readFile(path)
         guard verified || bytes.withUnsafeBytes({ Checksum.hex(of: $0) }) == chunk.checksum else {
-            throw ImportError("\(path) changed after the split (its checksum is not the manifest's); delete it and run ingest resume to make it again from the feed")
+            throw ImportError(.chunkChanged(path: path))
         }
         times.parse += StageTimes.now() - started
         var request = inserter.makeRequest(text: bytes)

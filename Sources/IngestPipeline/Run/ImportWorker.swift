@@ -103,7 +103,7 @@ final class ImportWorker {
         let path = directory + "/" + chunk.file
         // The scanner trusts that the splitter's yajl validated these bytes: make sure they are those bytes.
         guard try verified || Splitter.fullHash(path) == chunk.checksum else {
-            throw ImportError("\(path) changed after the split (its checksum is not the manifest's); delete it and run ingest resume to make it again from the feed")
+            throw ImportError(.chunkChanged(path: path))
         }
         let reader = try FeedReader(path: path, options: FeedOptions(shape: .ndjson))
         // The whole chunk is mapped before its first save: saves wait for earlier chunks.

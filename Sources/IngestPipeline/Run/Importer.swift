@@ -120,7 +120,7 @@ public final class Importer: Sendable {
         let started = StageTimes.now()
         // Checked before the store records anything: a mistyped path must not become the store's feed.
         guard options.feed == "-" || FileOps.fileSize(options.feed) != nil else {
-            throw ImportError("cannot read the feed \(options.feed): \(FileManager.default.fileExists(atPath: options.feed) ? "not a readable file" : "no such file")")
+            throw ImportError(.feedUnreadable(path: options.feed, exists: FileManager.default.fileExists(atPath: options.feed)))
         }
         let lock = try ImportLock(store: options.store)
         defer { lock.release() }
@@ -197,7 +197,7 @@ public final class Importer: Sendable {
                 }
                 if cancellation.load(ordering: .relaxed) { throw ImportInterrupted() }
                 if let maxRejects, rejected > maxRejects {
-                    throw ImportError("stopped: \(rejected) records rejected, more than --max-rejects \(maxRejects) (see \(rejectsPath)); raise it and run ingest resume \(options.store) to go on")
+                    throw ImportError(.tooManyRejects(rejected: rejected, limit: maxRejects, rejectsFile: rejectsPath))
                 }
             },
             objectPath: options.objectPath, firstRowOfRun: begun.firstRowOfRun, keys: keys, logger: logger)
@@ -339,9 +339,7 @@ public final class Importer: Sendable {
 
     /// The store's unfinished run blocks an import of another feed or pipeline.
     private func unfinished(_ run: ImportMarker.Run, _ reasons: [String]) -> ImportError {
-        ImportError("\(options.store) has an unfinished import, run \(run.number) of \(run.feed): \(reasons.joined(separator: "; ")). "
-                    + "Continue it with: ingest resume \(options.store); or pass --abandon-run to leave run \(run.number) as it is "
-                    + "(what it imported stays) and import this feed as run \(run.number + 1)")
+        ImportError(.unfinishedRun(store: options.store, run: run.number, feed: run.feed, reasons: reasons))
     }
 
     /// Removes a finished run's chunk files (and the directory, once empty); returns

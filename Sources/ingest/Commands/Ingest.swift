@@ -41,7 +41,7 @@ struct Ingest: ParsableCommand {
     static func report(_ error: any Error) -> Int32 {
         switch error {
         case is FeedError, is SplitError, is IOError, is CompressionError, is CommandFailure, is StoreError, is QueryPredicateError, is ModelError, is PipelineError, is ImportError:
-            Console.error("ingest: \(error)\n")
+            Console.error("ingest: \(Advice.message(error))\n")
             return 1
         default:
             let code = exitCode(for: error)

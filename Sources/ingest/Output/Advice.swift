@@ -1,0 +1,49 @@
+import IngestJSON
+import IngestPipeline
+
+/// What to type next, for the library errors whose way on is a command or a flag: the
+/// libraries say what is wrong in their own terms, and the command line says what to do.
+enum Advice {
+    static func advice(for error: any Error) -> String? {
+        switch error {
+        case let error as ImportError:
+            switch error.kind {
+            case .unfinishedRun(let store, let run, _, _):
+                return "Continue it with: ingest resume \(store); or pass --abandon-run to leave run \(run) as it is (what it imported stays) and import this feed as run \(run + 1)"
+            case .tooManyRejects(_, _, let rejectsFile):
+                let store = rejectsFile.hasSuffix(".rejects.ndjson") ? String(rejectsFile.dropLast(".rejects.ndjson".count)) : "STORE"
+                return "raise --max-rejects and run ingest resume \(store) to go on"
+            case .chunkChanged:
+                return "delete it and run ingest resume to make it again from the feed"
+            case .storeBusy(let store, _):
+                return "wait for it or stop it — ingest status \(store) shows its progress"
+            case .feedUnreadable, .noImport, .other:
+                return nil
+            }
+        case let error as SplitError:
+            switch error {
+            case .differentFeed: return "choose another --out directory, or pass --force to split this feed into it from the start"
+            case .unknownChunks: return "choose another --out directory, or pass --force to replace them"
+            case .feedChanged, .unreadableState: return "pass --force to split it again from the start"
+            case .interrupted: return "run the same command again to continue"
+            case .invalidOption: return nil
+            }
+        case let error as FeedError where error.kind == .notAnArray || error.kind == .keyPathNotFound:
+            return "the shape is set by --records-at KEY, --keyed or --ndjson for split and infer, and by the pipeline's \"feed\" for import"
+        default:
+            return nil
+        }
+    }
+
+    /// `error`'s message with its advice, as the command line prints it.
+    static func message(_ error: any Error) -> String {
+        guard let advice = advice(for: error) else { return "\(error)" }
+        let text = "\(error)"
+        // A feed error ends with its excerpt: the advice goes on the first line.
+        if let newline = text.firstIndex(of: "\n") {
+            return text[..<newline] + " (" + advice + ")" + text[newline...]
+        }
+        // A sentence of its own after an import's reasons; a clause after the splitter's.
+        return text + (error is ImportError ? ". " : "; ") + advice
+    }
+}
