@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import IngestTestSupport
 import Testing
 @testable import IngestStore
@@ -40,5 +41,27 @@ import Testing
         let ids = try main.perform { try main.fetch(popular).map(\.objectID) }
         #expect(ids.count == 10)
         #expect(try coordinator.count("Photo") == 10_000)
+    }
+}
+
+/// A SQLite failure reaches a Swift caller as a value with SQLite's result code.
+@Suite struct StoreErrorCodeTests {
+    @Test func aRefusedWriteCarriesSQLitesResultCode() throws {
+        let dir = try TemporaryDirectory()
+        let model = Model(entities: [Entity("Note", attributes: [Attribute("text", .string)])])
+        let path = dir.file("notes.sqlite")
+        let coordinator = try PersistentStoreCoordinator(model: model, path: path)
+        // A trigger added behind the store's back refuses every insert, as a constraint would.
+        try GRDB.DatabaseQueue(path: path).write { db in
+            try db.execute(sql: #"CREATE TRIGGER refuse BEFORE INSERT ON "Note" BEGIN SELECT RAISE(ABORT, 'no notes'); END"#)
+        }
+        let context = ObjectContext(coordinator: coordinator)
+        let error = context.perform {
+            _ = context.insert("Note")
+            return #expect(throws: StoreError.self) { try context.save() }
+        }
+        guard case .database(let message, let code)? = error else { Issue.record("\(String(describing: error))"); return }
+        #expect(message.contains("no notes"))
+        #expect(code.map { $0 & 0xFF } == 19, "SQLITE_CONSTRAINT")
     }
 }

@@ -383,7 +383,8 @@ extension StoreError {
     var isAboutRecords: Bool {
         switch self {
         case .validation, .uniquenessConflict: true
-        case .database(let message): message.contains("constraint failed")
+        // SQLITE_CONSTRAINT (19), whatever the extended code; the message where no code came back.
+        case .database(let message, let code): code.map { $0 & 0xFF == 19 } ?? message.contains("constraint failed")
         default: false
         }
     }

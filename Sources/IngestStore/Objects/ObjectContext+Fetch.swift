@@ -80,7 +80,7 @@ extension ObjectContext {
         while true {
             let code = sqlite3_step(statement)
             if code == SQLITE_DONE { break }
-            guard code == SQLITE_ROW else { throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection))) }
+            guard code == SQLITE_ROW else { throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection)), code: sqlite3_extended_errcode(db.sqliteConnection)) }
             let id = ObjectID(storeID: coordinator.storeID, entityName: info.name, key: .permanent(sqlite3_column_int64(statement, 0)))
             let object: ManagedObject
             if let registeredObject = registered[id] {

@@ -274,7 +274,7 @@ extension ObjectContext {
         let code = sqlite3_step(statement)
         guard code == SQLITE_ROW else {
             if code == SQLITE_DONE { return nil }
-            throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection)))
+            throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection)), code: sqlite3_extended_errcode(db.sqliteConnection))
         }
         return sqlite3_column_int64(statement, 0)
     }

@@ -93,7 +93,7 @@ extension ObjectContext {
             // statements vary too much to be worth its cache.
             var prepared: SQLiteStatement?
             guard sqlite3_prepare_v2(db.sqliteConnection, finalSQL, -1, &prepared, nil) == SQLITE_OK, let statement = prepared else {
-                throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection)))
+                throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection)), code: sqlite3_extended_errcode(db.sqliteConnection))
             }
             defer { sqlite3_finalize(statement) }
             for (index, value) in arguments.enumerated() { SQLiteValues.bind(value, to: statement, at: Int32(index + 1)) }
@@ -101,7 +101,7 @@ extension ObjectContext {
             while true {
                 let code = sqlite3_step(statement)
                 if code == SQLITE_DONE { break }
-                guard code == SQLITE_ROW else { throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection))) }
+                guard code == SQLITE_ROW else { throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection)), code: sqlite3_extended_errcode(db.sqliteConnection)) }
                 var row: [String: Value?] = [:]
                 for (index, column) in columns.enumerated() {
                     row[column.name] = Self.readResult(statement, Int32(index), type: column.type, function: column.function)

@@ -67,7 +67,7 @@ extension ObjectContext {
             defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
             for (index, value) in query.arguments.enumerated() { SQLiteValues.bind(value, to: statement, at: Int32(index + 1)) }
             guard sqlite3_step(statement) == SQLITE_ROW else {
-                throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection)))
+                throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection)), code: sqlite3_extended_errcode(db.sqliteConnection))
             }
             return Int(sqlite3_column_int64(statement, 0))
         }

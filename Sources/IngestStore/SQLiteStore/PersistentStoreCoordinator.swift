@@ -62,7 +62,7 @@ public final class PersistentStoreCoordinator: Sendable {
         } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
             throw StoreError.notAStore(path: path, reason: "the file is not a SQLite database")
         } catch let error as DatabaseError {
-            throw StoreError.database(error.message ?? "\(error)")
+            throw StoreError.database(error.message ?? "\(error)", code: error.extendedResultCode.rawValue)
         }
     }
 
@@ -75,7 +75,7 @@ public final class PersistentStoreCoordinator: Sendable {
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
             throw StoreError.diskFull(path: path, freeBytes: Self.freeBytes(near: path))
         } catch let error as DatabaseError {
-            throw StoreError.database(error.message ?? "\(error)")
+            throw StoreError.database(error.message ?? "\(error)", code: error.extendedResultCode.rawValue)
         }
     }
 
@@ -105,7 +105,7 @@ public final class PersistentStoreCoordinator: Sendable {
         do {
             return try pool.read(body)
         } catch let error as DatabaseError {
-            throw StoreError.database(error.message ?? "\(error)")
+            throw StoreError.database(error.message ?? "\(error)", code: error.extendedResultCode.rawValue)
         }
     }
 

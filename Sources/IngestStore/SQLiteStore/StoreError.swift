@@ -12,8 +12,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case objectNotFound(ObjectID)
     case unknownEntity(String)
     case unknownProperty(entity: String, property: String)
-    /// A SQLite failure, with SQLite's message.
-    case database(String)
+    /// A SQLite failure: SQLite's message and its (extended) result code, when known
+    /// (`SQLITE_CONSTRAINT_UNIQUE` is 2067, say; the primary code is `code & 0xFF`).
+    case database(String, code: Int32? = nil)
     /// The disk holding the store is full; nothing of the failed save was written.
     case diskFull(path: String, freeBytes: Int?)
 
@@ -33,7 +34,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .objectNotFound(let id): "no object with ID \(id) in the store"
         case .unknownEntity(let name): "the model has no entity '\(name)'"
         case .unknownProperty(let entity, let property): "entity \(entity) has no property '\(property)'"
-        case .database(let message): "SQLite: \(message)"
+        case .database(let message, let code): "SQLite: \(message)" + (code.map { " (result code \($0))" } ?? "")
         case .diskFull(let path, let free):
             "cannot write \(path): the disk is full" + (free.map { " (\($0 / 1024) KiB free on that file system)" } ?? "")
         }

@@ -132,7 +132,7 @@ extension PersistentStoreCoordinator {
         } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
             throw StoreError.notAStore(path: path, reason: "the file is not a SQLite database")
         } catch let error as DatabaseError {
-            throw StoreError.database(error.message ?? "\(error)")
+            throw StoreError.database(error.message ?? "\(error)", code: error.extendedResultCode.rawValue)
         }
         try self.init(model: model, path: path)
     }
