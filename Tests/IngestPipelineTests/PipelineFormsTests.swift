@@ -119,4 +119,19 @@ import Testing
         #expect(rejects.contains(#""reason":"state: 'x' is not one of the mapped values ('c', 'o')""#), "\(rejects)")
         if tags { #expect(try rows(dir, "SELECT name FROM Tag ORDER BY name") == ["bug", "ui"]) }
     }
+
+    /// A pipeline error is a value: its kind, its file and its place, not only words.
+    @Test func pipelineErrorsNameFilePlaceAndKind() throws {
+        let dir = try TemporaryDirectory()
+        var text = try String(contentsOfFile: Self.root.appendingPathComponent("Pipelines/cities-rows.json").path, encoding: .utf8)
+        text = text.replacingOccurrences(of: #""name": "name""#, with: #""name": {"form": "name"}"#)
+        let path = try dir.write("bad.json", Array(text.utf8))
+        let error = #expect(throws: PipelineError.self) { try PipelineSpec.load(path: path) }
+        #expect(error?.kind == .invalidField)
+        #expect(error?.file == path)
+        #expect(error?.place == "pipeline.mappings.City.attributes.name")
+        #expect(error?.message == "\(path): pipeline.mappings.City.attributes.name: \(error?.problem ?? "")")
+        let missing = #expect(throws: PipelineError.self) { try PipelineSpec.load(path: dir.file("none.json")) }
+        #expect(missing?.kind == .unreadable && missing?.place == nil)
+    }
 }

@@ -95,12 +95,14 @@ public struct PipelineSpec: Sendable {
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw PipelineError("\(path): cannot read the pipeline file (\(error.localizedDescription))")
+            throw PipelineError(kind: .unreadable, file: path, place: nil,
+                                problem: "cannot read the pipeline file (\(error.localizedDescription))")
         }
         do {
             return try parse(Array(data))
-        } catch let error as PipelineError {
-            throw PipelineError("\(path): \(error.message)")
+        } catch var error as PipelineError {
+            error.file = path
+            throw error
         }
     }
 
@@ -226,8 +228,45 @@ public struct PipelineSpec: Sendable {
 
 /// A pipeline file that cannot be used, with the place in it.
 public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var message: String
-    public init(_ message: String) { self.message = message }
+    public enum Kind: Sendable, Equatable {
+        /// The file cannot be read.
+        case unreadable
+        /// The file is not JSON.
+        case notJSON
+        /// The model in it is not a valid model.
+        case invalidModel
+        /// A field of the file is missing, unknown or wrong (`place` says which).
+        case invalidField
+    }
+
+    public var kind: Kind
+    /// The pipeline file, when it was read from one.
+    public var file: String?
+    /// Where in the file: a dotted path such as `pipeline.mappings.Photo.attributes.views`.
+    public var place: String?
+    /// What is wrong there.
+    public var problem: String
+
+    /// An error whose text starts with its place (`pipeline.feed.rows: expected …`).
+    public init(_ message: String) {
+        if message.hasPrefix("pipeline"), let colon = message.range(of: ": ") {
+            place = String(message[..<colon.lowerBound])
+            problem = String(message[colon.upperBound...])
+        } else {
+            problem = message
+        }
+        kind = place == "pipeline.model" ? .invalidModel : message.hasPrefix("not valid JSON") ? .notJSON : .invalidField
+    }
+
+    init(kind: Kind, file: String?, place: String?, problem: String) {
+        self.kind = kind
+        self.file = file
+        self.place = place
+        self.problem = problem
+    }
+
+    /// `FILE: PLACE: PROBLEM`, the parts there are.
+    public var message: String { [file, place, problem].compactMap { $0 }.joined(separator: ": ") }
     public var description: String { message }
 }
 
