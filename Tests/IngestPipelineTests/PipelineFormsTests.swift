@@ -124,7 +124,7 @@ import Testing
     @Test func pipelineErrorsNameFilePlaceAndKind() throws {
         let dir = try TemporaryDirectory()
         var text = try String(contentsOfFile: Self.root.appendingPathComponent("Pipelines/cities-rows.json").path, encoding: .utf8)
-        text = text.replacingOccurrences(of: #""name": "name""#, with: #""name": {"form": "name"}"#)
+        text = text.replacingOccurrences(of: #""id": "id", "name": "name""#, with: #""id": "id", "name": {"form": "name"}"#)
         let path = try dir.write("bad.json", Array(text.utf8))
         let error = #expect(throws: PipelineError.self) { try PipelineSpec.load(path: path) }
         #expect(error?.kind == .invalidField)
