@@ -131,7 +131,6 @@ public final class Importer: Sendable {
         }
         // Readers here only look keys up: a small cache each keeps memory flat however big the store grows.
         let coordinator = try PersistentStoreCoordinator(model: spec.model, path: options.store, readerCacheKiB: 512)
-        coordinator.logger = options.logger
         let chunkSize = options.chunkSize ?? spec.chunkSize
         let (begun, abandoned) = try beginRun(coordinator, chunkSize: chunkSize)
         let runRecord = Mutex(begun)

@@ -1,6 +1,4 @@
-import Dispatch
 import GRDB
-import Logging
 import GRDBSQLite
 
 /// What a save's transaction decided, applied to the context once it has committed.
@@ -30,14 +28,6 @@ extension ObjectContext {
         let policy = mergePolicy
         nonisolated(unsafe) let context = self
         let plan: SavePlan
-        let started = DispatchTime.now().uptimeNanoseconds
-        let counts = (inserted: insertedList.count, updated: updatedSet.count, deleted: deletedSet.count)
-        defer {
-            coordinator.logger.debug("context saved", metadata: [
-                "context": "\(name)", "inserted": "\(counts.inserted)", "updated": "\(counts.updated)",
-                "deleted": "\(counts.deleted)", "ms": "\((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)",
-            ])
-        }
         do {
             plan = try coordinator.write { db in try context.writeChanges(db, policy: policy) }
         } catch {

@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import GRDB
-import Logging
 import GRDBSQLite
 
 /// Writes `BatchInsertRequest`s: the bulk path of the store, for imports (Core Data's
@@ -175,10 +174,6 @@ public final class BatchInserter {
                                         sequence: written.sequence, contextName: "batch insert", contextIdentity: nil))
         }
         written.result.lockedSeconds = locked
-        coordinator.logger.debug("batch inserted", metadata: [
-            "records": "\(written.result.records)", "rejected": "\(written.result.rejected.count)", "rows": "\(request.rows.count)",
-            "locked ms": "\(Int(locked * 1000))",
-        ])
         return written.result
     }
 

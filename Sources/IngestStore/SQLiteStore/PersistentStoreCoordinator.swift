@@ -1,6 +1,5 @@
 public import Foundation
 import GRDB
-public import Logging
 import Synchronization
 
 /// Owns one SQLite store file (WAL mode): opens or creates it for a model, serializes
@@ -21,13 +20,6 @@ public final class PersistentStoreCoordinator: Sendable {
     let queryCache = Mutex<[ObjectContext.QueryCacheKey: ObjectContext.SelectQuery]>([:])
     /// Related objects' keys → rows, shared by the coordinator's batch inserters.
     let keyCache = Mutex(KeyCache(limit: 250_000))
-    /// Where the store logs each save (context or batch insert: objects, rows, ms) at
-    /// `debug`. Default: nowhere. Set it before the contexts that save through it start.
-    public var logger: Logger {
-        get { loggerBox.withLock { $0 } }
-        set { loggerBox.withLock { $0 = newValue } }
-    }
-    private let loggerBox = Mutex(Logger(label: "ingest.store", factory: { _ in SwiftLogNoOpLogHandler() }))
     /// Tests put a failure or a crash here, between a save's rows and its commit.
     let beforeCommit = Mutex<(@Sendable () throws -> Void)?>(nil)
 
