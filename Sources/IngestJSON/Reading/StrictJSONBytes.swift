@@ -25,6 +25,17 @@ struct StrictJSONBytes {
         let high: UInt64 = 0x8080_8080_8080_8080
         let ones: UInt64 = 0x0101_0101_0101_0101
         while index < count {
+            // Sixteen bytes at a time while none has its high bit set or is below 0x20 (the
+            // usual case: tabs and line breaks are the only control bytes JSON has, and few).
+            if index + 16 <= count {
+                let first = block.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                let second = block.loadUnaligned(fromByteOffset: index + 8, as: UInt64.self)
+                let below = ((first &- ones &* 0x20) & ~first) | ((second &- ones &* 0x20) & ~second)
+                if (first | second | below) & high == 0 {
+                    index += 16
+                    continue
+                }
+            }
             if index + 8 <= count {
                 let word = block.loadUnaligned(fromByteOffset: index, as: UInt64.self)
                 let vt = word ^ (ones &* 0x0B), ff = word ^ (ones &* 0x0C)
