@@ -93,18 +93,20 @@ public struct BatchInsertRequest: Sendable {
     /// Sets attribute `position` (its place in the entity's attributes) of `row`.
     /// `given`: the record gives this value (false for a default standing in for an
     /// absent field), so it overwrites a stored row's under the `update` rule.
+    @inline(__always)
     public mutating func set(_ cell: Cell, row: Int, attribute position: Int, given: Bool = true) {
-        cells[rows[row].firstCell + position] = cell
-        if given { markGiven(row: row, bit: position) }
+        let stored = rows[row]
+        cells[stored.firstCell + position] = cell
+        if given { masks[stored.firstMask + position >> 6] |= 1 << UInt64(position & 63) }
     }
 
     private mutating func markGiven(row: Int, bit: Int) {
-        masks[rows[row].firstMask + bit / 64] |= 1 << UInt64(bit % 64)
+        masks[rows[row].firstMask + bit >> 6] |= 1 << UInt64(bit & 63)
     }
 
     /// Whether the record gives bit `bit` (attribute, then to-one) of `row`.
     func isGiven(row: Row, bit: Int) -> Bool {
-        masks[row.firstMask + bit / 64] & (1 << UInt64(bit % 64)) != 0
+        masks[row.firstMask + bit >> 6] & (1 << UInt64(bit & 63)) != 0
     }
 
     /// Sets attribute `position` of `row` (a row of the current record) to a value kept in the request.
