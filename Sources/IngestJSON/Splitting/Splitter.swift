@@ -94,16 +94,18 @@ public final class Splitter {
     /// - Throws: `FeedError` for bad input (nothing after the last complete chunk is
     ///   kept); `SplitError` when the directory belongs to another feed; `IOError`
     ///   when a file cannot be read or written.
+    /// Whether a file in a chunk directory is the split's own: a chunk, the manifest or the journal.
+    public static func isSplitFile(_ name: String) -> Bool {
+        ChunkInfo.index(inFileName: name) != nil || name == SplitManifest.fileName || name == SplitJournal.fileName
+    }
+
     public func run() throws -> SplitReport {
         guard options.chunkSize >= 1 else { throw SplitError.invalidOption("the chunk size must be at least 1") }
         try FileOps.makeDirectory(directory)
         let entries = try FileOps.contents(of: directory)
         for name in entries where name.hasSuffix(".tmp") { try FileOps.remove(directory + "/" + name) }
         if options.force {
-            for name in entries where ChunkInfo.index(inFileName: name) != nil
-                || name == SplitManifest.fileName || name == SplitJournal.fileName {
-                try FileOps.remove(directory + "/" + name)
-            }
+            for name in entries where Self.isSplitFile(name) { try FileOps.remove(directory + "/" + name) }
         }
 
         let reader = try FeedReader(path: feedPath, options: options.feed)

@@ -225,7 +225,7 @@ final class FieldStats {
         case .string(let text):
             strings += 1
             if Int64(text.trimmingCharacters(in: .whitespaces)) != nil { integerStrings += 1 }
-            if text.count >= 10, ValueCoercion.fastISO8601(text) != nil || ValueComparisonDates.isISODate(text) { isoDates += 1 }
+            if text.count >= 10, ValueCoercion.iso8601(text) != nil { isoDates += 1 }
         case .object:
             objects += 1
             nested.observe(value)
@@ -267,9 +267,3 @@ final class ObjectStats {
     }
 }
 
-/// ISO 8601 as `ValueCoercion` reads it (the slow path too: offsets, fractions).
-enum ValueComparisonDates {
-    static func isISODate(_ text: String) -> Bool {
-        (try? ValueCoercion.value(.string(text), for: .date, dates: [.iso8601])) != nil
-    }
-}

@@ -14,6 +14,8 @@ public struct MappedObject: Sendable, Equatable {
     var positions: [Int]
     /// Per slot: the record gives this field (a default fills a slot it does not give).
     var given: [Bool]
+    /// The record names this object by its key alone (`"author": 7`), not as an object.
+    var byKeyAlone = false
     /// The values of the entity's key attributes, in key order (find-or-create by these).
     public var key: [Value]
     /// Related objects by relationship, in the mapping's order.
@@ -240,7 +242,7 @@ public struct RecordMapper: Sendable {
         }
         var relations: [(relationship: String, objects: [MappedObject])] = []
         for relationship in plan.relationships {
-            guard let json = lookup(object, relationship.from), json != .null else { continue }
+            guard let json = relationship.from.value(in: object), json != .null else { continue }
             let place = prefix + relationship.name
             var targets: [JSONValue]
             if let separator = relationship.split, case .string(let text) = json {
@@ -279,11 +281,10 @@ public struct RecordMapper: Sendable {
             throw CoercionError("\(place): \(error.message)")
         }
         guard let value else { throw CoercionError("\(place): missing key value") }
-        return MappedObject(entity: entity, names: [plan.key[0]], slots: [value], positions: [plan.keyAttributes[0].position],
-                            given: [true], key: [value], relations: [])
+        var object = MappedObject(entity: entity, names: [plan.key[0]], slots: [value], positions: [plan.keyAttributes[0].position],
+                                  given: [true], key: [value], relations: [])
+        object.byKeyAlone = true
+        return object
     }
 
-    private func lookup(_ object: JSONValue, _ path: JSONPath) -> JSONValue? {
-        path.value(in: object)
-    }
 }

@@ -191,8 +191,7 @@ final class RowMapper {
         for (relationship, targets) in object.relations {
             for target in targets {
                 // An object given by its key alone is found or made; one given whole is written by its rule.
-                let child = addRows(target, mode: target.relations.isEmpty && target.names == mapper.plans[target.entity]!.key
-                                                 && target.given.count == 1 ? .findOrCreate : .upsert, to: &request)
+                let child = addRows(target, mode: target.byKeyAlone ? .findOrCreate : .upsert, to: &request)
                 request.link(row: row, toOne: inserter.toOneIndex(relationship, of: entity)!, to: child)
             }
         }

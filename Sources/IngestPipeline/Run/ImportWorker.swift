@@ -230,7 +230,7 @@ final class ImportWorker {
         func collect(_ object: MappedObject) {
             for (_, targets) in object.relations {
                 for target in targets {
-                    if target.given.count == 1, target.names == spec.mappings[target.entity]?.key {
+                    if target.byKeyAlone {
                         keyOnly.append("\(target.entity) \(target.key[0]):")
                     }
                     collect(target)

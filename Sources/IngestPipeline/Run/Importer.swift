@@ -348,7 +348,7 @@ public final class Importer: Sendable {
     static func deleteChunks(_ directory: String) -> Int {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         var removed = 0
-        for file in files where ChunkInfo.index(inFileName: file) != nil || file == SplitManifest.fileName || file == "split-journal.ndjson" {
+        for file in files where Splitter.isSplitFile(file) {
             if (try? FileManager.default.removeItem(atPath: directory + "/" + file)) != nil { removed += 1 }
         }
         if (try? FileManager.default.contentsOfDirectory(atPath: directory))?.isEmpty == true {
