@@ -29,6 +29,11 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
         .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
             name: "CZlib",
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
@@ -46,6 +51,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 "COpenSSL",
+                "CLibPQ",
             ]
         ),
         .target(

@@ -13,6 +13,11 @@ import Testing
     /// Posts with an author (nested or by key), an event by key (its name is required)
     /// and, when `tags`, a to-many of tags (which takes the object path).
     static func spec(postRule: String = "update", authorRule: String = "update", tags: String? = nil) throws -> PipelineSpec {
+        try PipelineSpec.parse(Array(pipelineText(postRule: postRule, authorRule: authorRule, tags: tags).utf8))
+    }
+
+    /// The text of `spec(postRule:authorRule:tags:)`.
+    static func pipelineText(postRule: String = "update", authorRule: String = "update", tags: String? = nil) -> String {
         let tagMapping = tags.map { #", "tags": { "from": "tags", "update": "\#($0)" }"# } ?? ""
         let text = """
         { "model": { "entities": [
@@ -44,7 +49,7 @@ import Testing
             "Event": { "attributes": { "id": "id", "name": "name" } },
             "Tag": { "attributes": { "name": "name" } } } }
         """
-        return try PipelineSpec.parse(Array(text.utf8))
+        return text
     }
 
     func importLines(_ lines: [String], spec: PipelineSpec, dir: TemporaryDirectory, objectPath: Bool,

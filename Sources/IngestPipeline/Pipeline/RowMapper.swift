@@ -57,7 +57,7 @@ final class RowMapper {
     }
 
     let mapper: RecordMapper
-    let inserter: BatchInserter
+    let inserter: any BatchRequestMaking
     let capturePlan: JSONCapturePlan
     let instances: [Instance]
     private let captures: UnsafeMutableBufferPointer<JSONCapture>
@@ -76,7 +76,7 @@ final class RowMapper {
     /// A row mapper for `mapper`'s pipeline, or nil when the pipeline needs the object
     /// path: a to-many mapping, an entity the batch path cannot write, or a related
     /// entity found by something other than its one uniqueness constraint.
-    init?(mapper: RecordMapper, inserter: BatchInserter) {
+    init?(mapper: RecordMapper, inserter: any BatchRequestMaking) {
         let spec = mapper.spec
         // Records of several entities: the object path maps each by its own.
         guard spec.discriminator == nil else { return nil }

@@ -24,10 +24,10 @@ final class BatchImportWorker: ChunkImporting {
     let keys: ImportMarker.Keys
     var logger = Logger(label: "ingest.import", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    init(rows: RowMapper, keys: ImportMarker.Keys) {
+    init(rows: RowMapper, inserter: BatchInserter, keys: ImportMarker.Keys) {
         self.rows = rows
         self.keys = keys
-        inserter = rows.inserter
+        self.inserter = inserter
     }
 
     func importChunk(_ chunk: ChunkInfo, directory: String, skip: Int, saveEvery: Int, verified: Bool,
@@ -42,7 +42,6 @@ final class BatchImportWorker: ChunkImporting {
         var request = inserter.makeRequest(text: bytes)
         var rejects: [String: String] = [:]
         var sinceSave = 0
-        var index = 0
         // The whole chunk is mapped before its first save: saves wait for earlier chunks.
         var batches: [(request: BatchInsertRequest, rejects: [String: String], done: Int)] = []
 
@@ -58,7 +57,7 @@ final class BatchImportWorker: ChunkImporting {
             var metadata = rejects
             metadata[keys.chunkKey(chunk.index)] = String(done)
             let result = try inserter.execute(request, metadata: metadata) { [self] rejection in
-                try entry(chunk, rejection.record, rejection.reason, text: text(ofRecord: rejection.record, in: bytes))
+                try entry(chunk, rejection.record, rejection.reason, text: ChunkLines.text(ofRecord: rejection.record, in: bytes))
             }
             times.save += StageTimes.now() - started
             times.locked += result.lockedSeconds
@@ -71,37 +70,23 @@ final class BatchImportWorker: ChunkImporting {
                                                    seconds: StageTimes.now() - started, lockedSeconds: result.lockedSeconds))
         }
 
-        var start = 0
         var mapping = 0.0
-        while start < bytes.count {
-            let end = bytes.withUnsafeBytes { buffer -> Int in
-                guard let newline = memchr(buffer.baseAddress! + start, 0x0A, buffer.count - start) else { return buffer.count }
-                return buffer.baseAddress!.distance(to: UnsafeRawPointer(newline))
-            }
-            defer {
-                start = end + 1
-                index += 1
-            }
-            guard index >= skip else { continue }
+        var index = skip
+        var reason: String?
+        try ChunkLines.forEach(in: bytes, from: skip) { range, number in
+            index = number + 1
             let mapped = StageTimes.now()
-            var reason: String?
-            do {
-                try rows.add(record: start..<end, number: index, to: &request)
-            } catch let error as CoercionError {
-                reason = error.message
-            } catch let error as FeedError {
-                reason = error.message
-            }
+            try rows.add(record: range, number: number, to: &request, reason: &reason)
             if let reason {
-                logger.trace("record rejected", metadata: ["chunk": "\(chunk.index)", "index": "\(index)", "reason": "\(reason)"])
-                rejects.merge(try entry(chunk, index, reason, text: String(decoding: bytes[start..<end], as: UTF8.self))) { $1 }
+                logger.trace("record rejected", metadata: ["chunk": "\(chunk.index)", "index": "\(number)", "reason": "\(reason)"])
+                rejects.merge(try entry(chunk, number, reason, text: String(decoding: bytes[range], as: UTF8.self))) { $1 }
             }
             mapping += StageTimes.now() - mapped
             sinceSave += 1
             if sinceSave == saveEvery {
                 times.map += mapping
                 mapping = 0
-                flush(done: index + 1)
+                flush(done: number + 1)
             }
         }
         times.map += mapping
@@ -122,17 +107,5 @@ final class BatchImportWorker: ChunkImporting {
     private func entry(_ chunk: ChunkInfo, _ index: Int, _ reason: String, text: String) throws -> [String: String] {
         let reject = ImportMarker.Reject(chunk, index: index, reason: reason, text: text)
         return [keys.rejectKey(chunk: chunk.index, index: index): String(decoding: try encoder.encode(reject), as: UTF8.self)]
-    }
-
-    /// The text of record `index` of the chunk (rejects are rare: found by counting lines).
-    private func text(ofRecord index: Int, in bytes: [UInt8]) -> String {
-        var line = 0
-        var start = 0
-        for position in bytes.indices where bytes[position] == 0x0A {
-            if line == index { return String(decoding: bytes[start..<position], as: UTF8.self) }
-            line += 1
-            start = position + 1
-        }
-        return line == index ? String(decoding: bytes[start...], as: UTF8.self) : ""
     }
 }

@@ -28,10 +28,10 @@ struct WorkerStage: Sendable {
     var keys: ImportMarker.Keys
     var logger: Logger
 
-    private func makeRows() -> RowMapper? {
+    private func makeRows() -> (rows: RowMapper, inserter: BatchInserter)? {
         let inserter = BatchInserter(coordinator: coordinator, rules: spec.mappings.mapValues(\.onConflict))
         inserter.firstRowOfRun = firstRowOfRun
-        return RowMapper(mapper: RecordMapper(spec: spec), inserter: inserter)
+        return RowMapper(mapper: RecordMapper(spec: spec), inserter: inserter).map { ($0, inserter) }
     }
 
     /// Whether the workers will take the batch path.
@@ -91,8 +91,8 @@ struct WorkerStage: Sendable {
             }
             return worker.times
         }
-        if batch, let rows = makeRows() {
-            let worker = BatchImportWorker(rows: rows, keys: keys)
+        if batch, let (rows, inserter) = makeRows() {
+            let worker = BatchImportWorker(rows: rows, inserter: inserter, keys: keys)
             worker.logger = logger
             return try drain(worker)
         }

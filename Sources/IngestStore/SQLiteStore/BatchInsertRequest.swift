@@ -67,9 +67,23 @@ public struct BatchInsertRequest: Sendable {
         self.text = text
     }
 
+    /// An empty request for `plans`, with the defaults that are not plain cells kept as values.
+    init(plans: [BatchInserter.EntityPlan], text: [UInt8]) {
+        self.init(entities: plans, text: text)
+        defaultValues = plans.map { plan in
+            plan.info.attributeDefaults.enumerated().compactMap { position, value in
+                guard let value, case .null = plan.defaultCells[position] else { return nil }
+                return (position, value)
+            }
+        }
+    }
+
     /// Records added so far.
     public var recordCount: Int { records.count }
     public var isEmpty: Bool { records.isEmpty }
+
+    /// The caller's number of record `index` (given to `beginRecord(number:)`).
+    public func recordNumber(_ index: Int) -> Int { records[index].number }
 
     /// Starts the rows of another record; `number` comes back with its rejection, if any.
     public mutating func beginRecord(number: Int) {

@@ -16,7 +16,7 @@ import GRDBSQLite
 /// set both ways (the to-many side of a one-to-many is the to-one's column); and the
 /// coordinator's observers get a `SaveNotice` with the object IDs inserted and updated,
 /// so main contexts merge these saves as any other.
-public final class BatchInserter {
+public final class BatchInserter: BatchRequestMaking {
     public let coordinator: PersistentStoreCoordinator
     let plans: [EntityPlan]
     private let planIndex: [String: Int]
@@ -42,10 +42,19 @@ public final class BatchInserter {
     /// writing stored objects by `rules` (per entity name; `update` where none is given).
     public init(coordinator: PersistentStoreCoordinator, rules: [String: ConflictRule] = [:]) {
         self.coordinator = coordinator
-        let model = coordinator.model
+        let plans = Self.makePlans(schema: coordinator.schema, rules: rules)
+        self.plans = plans
+        planIndex = Dictionary(uniqueKeysWithValues: plans.enumerated().map { ($1.info.name, $0) })
+        runStart = Array(repeating: .max, count: plans.count)
+    }
+
+    /// The batch path's plan of each entity of `schema` that `supports(_:in:)` accepts,
+    /// writing stored objects by `rules`: shared by the SQLite and PostgreSQL writers.
+    static func makePlans(schema: Schema, rules: [String: ConflictRule]) -> [EntityPlan] {
+        let model = schema.model
         var plans: [EntityPlan] = []
         for entity in model.entities where Self.supports(entity, in: model) {
-            let info = coordinator.schema.entity(entity.name)!
+            let info = schema.entity(entity.name)!
             let defaults = entity.attributes.map { attribute -> BatchInsertRequest.Cell in
                 switch attribute.defaultValue {
                 case nil: .null
@@ -59,9 +68,7 @@ public final class BatchInserter {
             let key = entity.uniquenessConstraints.first.map { constraint in info.attributeIndex[constraint[0]]! }
             plans.append(EntityPlan(info: info, defaultCells: defaults, keyPosition: key, rule: rules[entity.name] ?? .update))
         }
-        self.plans = plans
-        planIndex = Dictionary(uniqueKeysWithValues: plans.enumerated().map { ($1.info.name, $0) })
-        runStart = Array(repeating: .max, count: plans.count)
+        return plans
     }
 
     /// The index of `entity` for `BatchInsertRequest.addRow`, or nil when the batch path
@@ -77,20 +84,18 @@ public final class BatchInserter {
 
     /// An empty request for this inserter's entities, reading text cells from `text`.
     public func makeRequest(text: [UInt8] = []) -> BatchInsertRequest {
-        var request = BatchInsertRequest(entities: plans, text: text)
-        request.defaultValues = plans.map { plan in
-            plan.info.attributeDefaults.enumerated().compactMap { position, value in
-                guard let value, case .null = plan.defaultCells[position] else { return nil }
-                return (position, value)
-            }
-        }
-        return request
+        BatchInsertRequest(plans: plans, text: text)
     }
 
     /// A record the inserter rejected, with the reason in the model's names.
     public struct Rejection: Sendable, Equatable {
         public var record: Int
         public var reason: String
+
+        public init(record: Int, reason: String) {
+            self.record = record
+            self.reason = reason
+        }
     }
 
     /// What one `execute` wrote.
@@ -108,6 +113,8 @@ public final class BatchInserter {
         public var duplicates = 0
         /// Seconds inside the write transaction (holding the store's write lock).
         public var lockedSeconds = 0.0
+
+        public init() {}
     }
 
     /// A request with its related objects' keys looked up (`prepare`), ready to execute.
@@ -222,7 +229,7 @@ public final class BatchInserter {
         try request.text.withUnsafeBytes { text in
             for recordIndex in request.records.indices {
                 let range = request.rowRange(ofRecord: recordIndex)
-                if let reason = try request.records[recordIndex].invalid ?? problem(in: range, request, keys: keys, existing: existing)
+                if let reason = try request.records[recordIndex].invalid ?? request.problem(in: range, keys: keys, existing: existing)
                     ?? conflict(in: range, request, existing: existing, differs: differs, text: text, db) {
                     let rejection = Rejection(record: request.records[recordIndex].number, reason: reason)
                     result.rejected.append(rejection)
@@ -317,40 +324,6 @@ public final class BatchInserter {
         var writtenFields: [[Value: UInt64]]
         /// Records not written (rejected), by index in the request.
         var leftOut: [Int]
-    }
-
-    /// Why the record's rows cannot be written, or nil: a row that would be created (or,
-    /// for the record's own object, written) lacks a required value. (A value of the
-    /// wrong type is caught as the request is built.)
-    private func problem(in range: Range<Int>, _ request: BatchInsertRequest, keys: [Value?],
-                         existing: (Int, Value) throws -> Int64?) throws -> String? {
-        for rowIndex in range {
-            let row = request.rows[rowIndex]
-            let plan = plans[row.entity]
-            var missing: [String] = []
-            for position in plan.requiredPositions {
-                if case .null = request.cells[row.firstCell + position] { missing.append(plan.info.attributeNames[position]) }
-            }
-            guard !missing.isEmpty else { continue }
-            let info = plan.info
-            let key = keys[rowIndex] ?? plan.keyPosition.flatMap { request.value(request.cells[row.firstCell + $0], type: info.attributeTypes[$0]) }
-            if let key, try existing(row.entity, key) != nil {
-                // A stored row keeps what the record does not give (unless replaced).
-                if row.mode == .findOrCreate || plan.rule == .keepExisting { continue }
-                if plan.rule != .replace {
-                    missing = missing.filter { name in request.isGiven(row: row, bit: info.attributeIndex[name]!) }
-                    if missing.isEmpty { continue }
-                }
-            }
-            let names = missing.joined(separator: ", ")
-            let which = key.map { "\(info.name) \($0)" } ?? info.name
-            let verb = missing.count == 1 ? "is" : "are"
-            let onlyKey = row.mode == .findOrCreate && (0..<info.attributeNames.count).allSatisfy { position in
-                position == plan.keyPosition || request.cells[row.firstCell + position] == plan.defaultCells[position]
-            }
-            return "\(which): \(names) \(verb) required" + (onlyKey ? " (the record gives only its key)" : "")
-        }
-        return nil
     }
 
     /// Under the `reject` rule: why the record is rejected (an object it describes is

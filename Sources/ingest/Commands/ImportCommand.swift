@@ -39,7 +39,7 @@ extension Ingest {
         @Option(help: ArgumentHelp("The pipeline file (default: one inferred from the feed, kept as STORE.pipeline.json).", valueName: "file"))
         var pipeline: String?
 
-        @Option(help: ArgumentHelp("The store file (created if missing).", valueName: "file"))
+        @Option(help: ArgumentHelp("The store file (created if missing), or a PostgreSQL URL (postgresql://user@host:port/db).", valueName: "file|url"))
         var store: String
 
         @Option(name: .customLong("save-every"), help: "Records per save.")
@@ -60,6 +60,9 @@ extension Ingest {
 
         @Flag(name: .customLong("keep-chunks"), help: "Keep the chunk files when the run finishes (default: delete them).")
         var keepChunks = false
+
+        @Option(name: .customLong("lease-seconds"), help: ArgumentHelp("PostgreSQL stores: seconds a chunk stays claimed without a heartbeat.", visibility: .hidden))
+        var leaseSeconds: Double?
 
         @Flag(help: ArgumentHelp("Removed: it deleted the store without saying so. See --abandon-run and --delete-store.", visibility: .hidden))
         var restart = false
@@ -83,6 +86,7 @@ extension Ingest {
         }
 
         func run() throws {
+            if PostgresURL.isPostgres(store) { return try runOnPostgres() }
             let (spec, pipeline, inferred) = try loadOrInferPipeline()
             if deleteStore && FileManager.default.fileExists(atPath: store) {
                 Console.error("ingest: --delete-store: deleting \(store) and everything imported into it\n")
@@ -94,6 +98,32 @@ extension Ingest {
                                                               pipelinePath: pipeline, pipelineInferred: inferred,
                                                               logger: try StderrLogHandler.logger(running.logLevel)))
             try Self.run(importer, store: store, quiet: quiet)
+        }
+
+        /// An import into a PostgreSQL store: the run is registered there (chunks included)
+        /// and this process imports it with any `ingest join` processes.
+        private func runOnPostgres() throws {
+            let fileOnly = [("--chunks", chunks != nil), ("--keep-chunks", keepChunks), ("--delete-store", deleteStore),
+                            ("--keep-indexes", keepIndexes), ("--max-rejects", maxRejects != nil)]
+            if let (flag, _) = fileOnly.first(where: { $0.1 }) {
+                throw CommandFailure("\(flag) works on SQLite stores only; a PostgreSQL store keeps its chunks in the database (to start over, drop and create the database)")
+            }
+            let url = try PostgresURL(store)
+            let bytes: [UInt8]
+            if let pipeline {
+                _ = try PipelineSpec.load(path: pipeline)
+                bytes = try FileOps.readFile(pipeline)
+            } else {
+                guard feed != "-" else { throw CommandFailure("a feed on standard input needs --pipeline") }
+                let inference = try PipelineInference.infer(feed: feed)
+                if !quiet {
+                    Console.error("ingest: no --pipeline: inferred one from the feed; the run keeps it in the store\n")
+                    Infer.explain(inference, to: nil)
+                }
+                bytes = Array(inference.text.utf8)
+            }
+            try PostgresCLI.importFeed(feed, pipeline: bytes, url: url, running: running, saveEvery: saveEvery, chunkSize: chunkSize,
+                                       abandonRun: abandonRun, leaseSeconds: leaseSeconds)
         }
 
         /// The --pipeline file; without one, the pipeline inferred for this store before

@@ -50,6 +50,9 @@ extension Ingest {
         }
 
         func run() throws {
+            if PostgresURL.isPostgres(store) {
+                throw CommandFailure("query does not read PostgreSQL stores yet (fetch requests are compiled for SQLite only); use psql on the tables, named after the entities")
+            }
             let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
             guard let entityModel = coordinator.model.entity(entity) else {
                 throw CommandFailure("\(store) has no entity '\(entity)' (it has: \(coordinator.model.entities.map(\.name).joined(separator: ", ")))")

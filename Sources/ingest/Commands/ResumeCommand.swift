@@ -1,5 +1,6 @@
 import ArgumentParser
 import IngestPipeline
+import IngestStore
 
 extension Ingest {
     struct Resume: ParsableCommand {
@@ -24,6 +25,9 @@ extension Ingest {
         var quiet: Bool { running.quiet }
 
         func run() throws {
+            if PostgresURL.isPostgres(store) {
+                return try PostgresCLI.join(url: try PostgresURL(store), run: nil, running: running)
+            }
             let status = try ImportStatus.read(store: store)
             guard let run = status.unfinishedRun else {
                 let last = status.runs[status.runs.count - 1]

@@ -1,5 +1,6 @@
 import ArgumentParser
 import IngestPipeline
+import IngestStore
 
 extension Ingest {
     struct Status: ParsableCommand {
@@ -11,13 +12,19 @@ extension Ingest {
             """
         )
 
-        @Argument(help: "The store file.")
+        @Argument(help: "The store file, or a PostgreSQL URL (postgresql://…).")
         var store: String
 
         @Flag(help: "Also check the store: SQLite's integrity check, to-ones, uniqueness, and the marker against the rows (exit 1 on a problem).")
         var check = false
 
         func run() throws {
+            if PostgresURL.isPostgres(store) {
+                guard !check else {
+                    throw CommandFailure("status --check works on SQLite stores only for now; on PostgreSQL the unique indexes and the chunk markers are kept by the server")
+                }
+                return PostgresCLI.printStatus(try PostgresStatus.read(url: try PostgresURL(store)))
+            }
             if check {
                 let problems = try ImportStatus.check(store: store)
                 if problems.isEmpty {

@@ -1,0 +1,61 @@
+import IngestStore
+
+/// A chunk a process holds: claimed with `SELECT … FOR UPDATE SKIP LOCKED`, kept by the
+/// process's heartbeat, and lost when the heartbeat stops for longer than the lease
+/// (then any process may claim it and go on from its marker).
+struct ChunkLease: Sendable {
+    var run: Int
+    var number: Int
+    var firstRecord: Int
+    var records: Int
+    /// Records of the chunk done (committed with their rows).
+    var done: Int
+    var checksum: String
+
+    /// A save found the chunk claimed by another process (this one's lease ran out).
+    struct Lost: Error {}
+
+    /// Claims the first chunk of `run` that no live process holds, or nil when there is none now.
+    static func claim(run: Int, owner: String, leaseSeconds: Double, _ connection: PostgresConnection) throws -> ChunkLease? {
+        try connection.execute("BEGIN")
+        do {
+            let rows = try connection.execute("""
+                SELECT number, first_record, records, done, checksum FROM _ingest_chunks
+                WHERE run = $1 AND finished IS NULL AND (owner IS NULL OR lease_until < now())
+                ORDER BY number LIMIT 1 FOR UPDATE SKIP LOCKED
+                """, [String(run)])
+            guard rows.count == 1 else {
+                try connection.execute("COMMIT")
+                return nil
+            }
+            let lease = ChunkLease(run: run, number: Int(rows[0, 0]!)!, firstRecord: Int(rows[0, 1]!)!, records: Int(rows[0, 2]!)!,
+                                   done: Int(rows[0, 3]!)!, checksum: rows[0, 4]!)
+            try connection.execute("""
+                UPDATE _ingest_chunks SET owner = $3, lease_until = now() + make_interval(secs => $4)
+                WHERE run = $1 AND number = $2
+                """, [String(run), String(lease.number), owner, String(leaseSeconds)])
+            try connection.execute("COMMIT")
+            return lease
+        } catch {
+            _ = try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Chunks of `run` not finished yet (held by a process or waiting).
+    static func unfinished(run: Int, _ connection: PostgresConnection) throws -> Int {
+        Int(try connection.execute("SELECT count(*) FROM _ingest_chunks WHERE run = $1 AND finished IS NULL", [String(run)])[0, 0]!)!
+    }
+
+    /// Inside a save's transaction, first: moves the chunk's marker to `done` and renews the
+    /// lease, locking the chunk's row so no claim can take it before the commit.
+    /// - Throws: `Lost` when another process holds the chunk now.
+    func advance(to done: Int, owner: String, leaseSeconds: Double, _ connection: PostgresConnection) throws {
+        let changed = try connection.execute("""
+            UPDATE _ingest_chunks SET done = $3, lease_until = now() + make_interval(secs => $5),
+                finished = CASE WHEN $3::integer >= records THEN now() END
+            WHERE run = $1 AND number = $2 AND owner = $4 AND finished IS NULL
+            """, [String(run), String(number), String(done), owner, String(leaseSeconds)]).changed
+        if changed != 1 { throw Lost() }
+    }
+}

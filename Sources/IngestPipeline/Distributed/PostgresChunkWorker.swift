@@ -1,0 +1,175 @@
+import Foundation
+import IngestJSON
+import IngestStore
+import Logging
+
+/// One worker of a process joined to an import on a PostgreSQL store: its own
+/// connection, batch writer and row mapper. It claims chunks until none is left, maps
+/// each K records into a request and saves them with the chunk's marker (and rejects)
+/// in one transaction, retried when PostgreSQL reports a deadlock or a concurrent insert.
+final class PostgresChunkWorker {
+    struct Totals: Sendable {
+        var chunks = 0
+        var records = 0
+        var rejected = 0
+        var outcomes = RecordOutcomes()
+        var leasesLost = 0
+    }
+
+    let connection: PostgresConnection
+    let writer: PostgresBatchWriter
+    let rows: RowMapper
+    let run: Int
+    let record: PostgresRunRecord
+    let owner: String
+    let logger: Logger
+    private(set) var totals = Totals()
+    private let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
+
+    /// - Throws: `PostgresError` (including `.unsupported` for a pipeline the batch path
+    ///   cannot map, which PostgreSQL stores do not import yet).
+    init(store: PostgresStore, spec: PipelineSpec, run: Int, record: PostgresRunRecord, owner: String, logger: Logger) throws {
+        connection = try store.connect()
+        writer = try PostgresBatchWriter(store: store, connection: connection, rules: spec.mappings.mapValues(\.onConflict))
+        writer.firstRowOfRun = record.firstRowOfRun
+        guard let rows = RowMapper(mapper: RecordMapper(spec: spec), inserter: writer) else {
+            throw PostgresError.unsupported("this pipeline needs the object path (a discriminator, a to-many mapping, or a related entity found by another key); PostgreSQL stores take batch-path pipelines only")
+        }
+        self.rows = rows
+        self.run = run
+        self.record = record
+        self.owner = owner
+        self.logger = logger
+    }
+
+    /// Claims and imports chunks until the run has none unclaimed; waits while chunks
+    /// are held by other processes, so a dead one's chunks are taken once its lease ends.
+    func work(stop: @escaping () -> Bool) throws {
+        while !stop() {
+            guard let lease = try ChunkLease.claim(run: run, owner: owner, leaseSeconds: record.leaseSeconds, connection) else {
+                if try ChunkLease.unfinished(run: run, connection) == 0 { return }
+                Thread.sleep(forTimeInterval: min(1, record.leaseSeconds / 4))
+                continue
+            }
+            do {
+                try importChunk(lease, stop: stop)
+            } catch is ChunkLease.Lost {
+                totals.leasesLost += 1
+                logger.warning("chunk lease lost to another process (this process stalled longer than the lease)",
+                               metadata: ["chunk": "\(lease.number)"])
+            }
+        }
+    }
+
+    private func importChunk(_ lease: ChunkLease, stop: @escaping () -> Bool) throws {
+        logger.debug("chunk claimed", metadata: ["chunk": "\(lease.number)", "done": "\(lease.done)", "records": "\(lease.records)"])
+        guard let bytes = try connection.fetchBytes("SELECT bytes FROM _ingest_chunks WHERE run = $1 AND number = $2",
+                                                     [String(run), String(lease.number)]) else { throw ChunkLease.Lost() }
+        guard bytes.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum else {
+            throw ImportError(.chunkChanged(path: "chunk \(lease.number) of run \(run) in \(connection.target)"))
+        }
+        var request = writer.makeRequest(text: bytes)
+        var rejects: [(index: Int, reason: String)] = []
+        var pending = 0
+        var reason: String?
+        var lines = ChunkLines.Iterator(bytes: bytes, skip: lease.done)
+        while let (range, index) = lines.next() {
+            try rows.add(record: range, number: index, to: &request, reason: &reason)
+            if let reason { rejects.append((index, reason)) }
+            pending += 1
+            if pending == record.saveEvery || index + 1 == lease.records {
+                try save(request, rejects: rejects, done: index + 1, lease: lease, bytes: bytes)
+                request.removeAll(text: bytes)
+                rejects.removeAll(keepingCapacity: true)
+                pending = 0
+                if stop() { return }
+            }
+        }
+        if lease.records == 0 { try save(request, rejects: [], done: 0, lease: lease, bytes: bytes) }
+        totals.chunks += 1
+    }
+
+    /// Writes one batch with the chunk's marker, its rejects and the process's counts in
+    /// one transaction.
+    private func save(_ request: BatchInsertRequest, rejects mapped: [(index: Int, reason: String)], done: Int,
+                      lease: ChunkLease, bytes: [UInt8]) throws {
+        let started = Date()
+        var attempt = 0
+        while true {
+            do {
+                try connection.execute("BEGIN")
+                let result = try saveInTransaction(request, rejects: mapped, done: done, lease: lease, bytes: bytes)
+                try connection.execute("COMMIT")
+                totals.records += result.records
+                totals.rejected += result.rejected.count
+                totals.outcomes = totals.outcomes + RecordOutcomes(inserted: result.records - result.updated - result.unchanged,
+                                                                   updated: result.updated, unchanged: result.unchanged,
+                                                                   duplicates: result.duplicates)
+                logger.debug("saved", metadata: ["chunk": "\(lease.number)", "done": "\(done)", "records": "\(result.records)",
+                                                 "rejected": "\(result.rejected.count)", "ms": "\(Int(Date().timeIntervalSince(started) * 1000))"])
+                return
+            } catch {
+                _ = try? connection.execute("ROLLBACK")
+                // Deadlocks and keys inserted by another process at the same moment: try again.
+                guard case .server(_, let state)? = error as? PostgresError, state == "40001" || state == "40P01", attempt < 20 else { throw error }
+                attempt += 1
+                logger.debug("save retried", metadata: ["chunk": "\(lease.number)", "reason": "\(error)"])
+                Thread.sleep(forTimeInterval: Double.random(in: 0.005...0.05) * Double(attempt))
+            }
+        }
+    }
+
+    private func saveInTransaction(_ request: BatchInsertRequest, rejects mapped: [(index: Int, reason: String)], done: Int,
+                                   lease: ChunkLease, bytes: [UInt8]) throws -> BatchInserter.Result {
+        try lease.advance(to: done, owner: owner, leaseSeconds: record.leaseSeconds, connection)
+        var result = try writeRecordByRecordOnDataErrors(request)
+        let rejects = mapped + result.rejected.map { (index: $0.record, reason: $0.reason) }
+        let chunk = ChunkInfo(index: lease.number, firstRecord: lease.firstRecord, records: lease.records, byteSize: bytes.count,
+                              checksum: lease.checksum)
+        for (index, reason) in rejects {
+            let reject = ImportMarker.Reject(chunk, index: index, reason: reason, text: ChunkLines.text(ofRecord: index, in: bytes))
+            try connection.execute("INSERT INTO _ingest_rejects VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                                   [String(run), String(lease.number), String(index), String(decoding: try encoder.encode(reject), as: UTF8.self)])
+            logger.trace("record rejected", metadata: ["chunk": "\(lease.number)", "index": "\(index)", "reason": "\(reason)"])
+        }
+        try connection.execute("UPDATE _ingest_processes SET records = records + $2, chunks = chunks + $3, heartbeat = now() WHERE id = $1",
+                               [owner, String(result.records + rejects.count), done >= lease.records ? "1" : "0"])
+        result.rejected = rejects.map { BatchInserter.Rejection(record: $0.index, reason: $0.reason) }
+        return result
+    }
+
+    /// The batch in one go; when the server refuses its data (a value out of a column's
+    /// range, say), the same records again one at a time, each behind a savepoint, so
+    /// only the records at fault are rejected, with the server's reason.
+    private func writeRecordByRecordOnDataErrors(_ request: BatchInsertRequest) throws -> BatchInserter.Result {
+        try connection.execute("SAVEPOINT batch")
+        do {
+            return try writer.write(request)
+        } catch {
+            guard error.isAboutData else { throw error }
+            try connection.execute("ROLLBACK TO SAVEPOINT batch")
+            logger.debug("save retried record by record", metadata: ["reason": "\(error)"])
+        }
+        var total = BatchInserter.Result()
+        for index in 0..<request.recordCount {
+            try connection.execute("SAVEPOINT record")
+            do {
+                let one = try writer.write(request, only: [index])
+                total.records += one.records
+                total.rejected += one.rejected
+                total.updated += one.updated
+                total.unchanged += one.unchanged
+                total.duplicates += one.duplicates
+            } catch {
+                guard error.isAboutData else { throw error }
+                try connection.execute("ROLLBACK TO SAVEPOINT record")
+                total.rejected.append(BatchInserter.Rejection(record: request.recordNumber(index), reason: error.description))
+            }
+        }
+        return total
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+public import IngestStore
+import Logging
+public import Synchronization
+
+/// One process's part in an import on a PostgreSQL store: it registers itself, keeps a
+/// heartbeat (which renews the leases of the chunks it holds), and runs workers that
+/// claim chunks until the run has none left. Any number of processes, on any machines,
+/// may join the same run; one killed at any moment loses nothing (its saves are whole
+/// transactions) and repeats nothing (its chunks go on from their markers once its
+/// leases run out).
+public final class PostgresJoin: Sendable {
+    public let url: PostgresURL
+    public let options: PostgresImportOptions
+    /// Set to stop at the next save boundary (a signal, say).
+    public let cancellation = Atomic<Bool>(false)
+
+    /// What this process did.
+    public struct Report: Sendable {
+        public var run: Int
+        public var process: String
+        public var workers: Int
+        public var chunks: Int
+        public var records: Int
+        public var rejected: Int
+        public var outcomes: RecordOutcomes
+        public var seconds: Double
+        /// Whether the run has no chunk left (this process or another finished it).
+        public var runFinished: Bool
+        public var stopped: Bool
+        public var leasesLost: Int
+        /// The run's totals, as the store has them after this process is done.
+        public var runRecords: Int
+        public var runRejected: Int
+    }
+
+    public init(url: PostgresURL, options: PostgresImportOptions) {
+        self.url = url
+        self.options = options
+    }
+
+    /// Joins the store's running import (`run`, or the newest unfinished one).
+    /// - Throws: `ImportError.noImport` when no run is unfinished; `PostgresError` when the
+    ///   store cannot be reached or written; `PipelineError` when the run's pipeline no
+    ///   longer loads; `ImportError.chunkChanged` when a chunk's bytes were altered.
+    public func run(run wanted: Int? = nil) throws -> Report {
+        let started = Date()
+        let connection = try PostgresConnection(url)
+        let found: (Int, PostgresRunRecord)?
+        if let wanted {
+            let rows = try connection.execute("SELECT record FROM _ingest_runs WHERE run = $1 AND state = 'running'", [String(wanted)])
+            found = rows.count == 1 ? (wanted, try JSONDecoder().decode(PostgresRunRecord.self, from: Data(rows[0, 0]!.utf8))) : nil
+        } else {
+            found = try PostgresImport.latestUnfinished(connection)
+        }
+        guard let (run, record) = found else { throw ImportError(.noImport(store: url.description)) }
+        let spec = try PipelineSpec.parse(Array(record.pipeline.utf8))
+        let store = try PostgresStore(url: url, model: spec.model)
+        let workerCount = max(1, options.workers ?? spec.workers ?? ProcessInfo.processInfo.activeProcessorCount)
+        let host = ProcessInfo.processInfo.hostName
+        let pid = Int(ProcessInfo.processInfo.processIdentifier)
+        let process = "\(host):\(pid):\(UUID().uuidString.prefix(8).lowercased())"
+        try connection.execute("INSERT INTO _ingest_processes (id, run, host, pid, workers) VALUES ($1, $2, $3, $4, $5)",
+                               [process, String(run), host, String(pid), String(workerCount)])
+        options.logger.info("joined the import", metadata: ["run": "\(run)", "process": "\(process)", "workers": "\(workerCount)"])
+
+        let heartbeat = Heartbeat(url: url, process: process, leaseSeconds: record.leaseSeconds, logger: options.logger)
+        let totals = Mutex(PostgresChunkWorker.Totals())
+        let failure = Mutex<(any Error)?>(nil)
+        let group = DispatchGroup()
+        let logger = options.logger
+        for _ in 0..<workerCount {
+            group.enter()
+            Thread.detachNewThread { [self] in
+                defer { group.leave() }
+                do {
+                    let worker = try PostgresChunkWorker(store: store, spec: spec, run: run, record: record, owner: process, logger: logger)
+                    try worker.work { [self] in self.cancellation.load(ordering: .relaxed) || failure.withLock { $0 != nil } }
+                    totals.withLock { total in
+                        total.chunks += worker.totals.chunks
+                        total.records += worker.totals.records
+                        total.rejected += worker.totals.rejected
+                        total.outcomes = total.outcomes + worker.totals.outcomes
+                        total.leasesLost += worker.totals.leasesLost
+                    }
+                } catch {
+                    failure.withLock { if $0 == nil { $0 = error } }
+                }
+            }
+        }
+        group.wait()
+        heartbeat.stop()
+        let stopped = cancellation.load(ordering: .relaxed)
+        let error = failure.withLock { $0 }
+        let finished = try ChunkLease.unfinished(run: run, connection) == 0
+        if finished {
+            try connection.execute("UPDATE _ingest_runs SET state = 'finished', ended = now() WHERE run = $1 AND state = 'running'", [String(run)])
+        }
+        try connection.execute("UPDATE _ingest_processes SET state = $2, heartbeat = now() WHERE id = $1",
+                               [process, error != nil ? "failed" : stopped ? "stopped" : "finished"])
+        // Chunks this process still holds go back to the pool at once, not when the lease ends.
+        try connection.execute("UPDATE _ingest_chunks SET owner = NULL, lease_until = NULL WHERE owner = $1 AND finished IS NULL", [process])
+        if let error { throw error }
+        let counts = try connection.execute("""
+            SELECT coalesce(sum(done), 0), (SELECT count(*) FROM _ingest_rejects WHERE run = $1) FROM _ingest_chunks WHERE run = $1
+            """, [String(run)])
+        let total = totals.withLock { $0 }
+        return Report(run: run, process: process, workers: workerCount, chunks: total.chunks, records: total.records,
+                      rejected: total.rejected, outcomes: total.outcomes, seconds: Date().timeIntervalSince(started),
+                      runFinished: finished, stopped: stopped, leasesLost: total.leasesLost,
+                      runRecords: Int(counts[0, 0]!)!, runRejected: Int(counts[0, 1]!)!)
+    }
+}
+
+/// A process's heartbeat, on a thread and connection of its own: every third of the
+/// lease it marks the process alive and renews the leases of the chunks it holds.
+final class Heartbeat: Sendable {
+    private let stopped = Atomic<Bool>(false)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(url: PostgresURL, process: String, leaseSeconds: Double, logger: Logger) {
+        Thread.detachNewThread { [self] in
+            defer { done.signal() }
+            var connection: PostgresConnection?
+            var last = Date.distantPast
+            while !stopped.load(ordering: .relaxed) {
+                if Date().timeIntervalSince(last) >= leaseSeconds / 3 {
+                    last = Date()
+                    do {
+                        if connection == nil || connection?.isOK == false { connection = try PostgresConnection(url) }
+                        try connection!.execute("UPDATE _ingest_processes SET heartbeat = now() WHERE id = $1", [process])
+                        try connection!.execute("""
+                            UPDATE _ingest_chunks SET lease_until = now() + make_interval(secs => $2) WHERE owner = $1 AND finished IS NULL
+                            """, [process, String(leaseSeconds)])
+                    } catch {
+                        logger.warning("heartbeat failed; chunks held may be claimed by others when their lease ends", metadata: ["error": "\(error)"])
+                        connection = nil
+                    }
+                }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
+    }
+
+    func stop() {
+        stopped.store(true, ordering: .relaxed)
+        done.wait()
+    }
+}

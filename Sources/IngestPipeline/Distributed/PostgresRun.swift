@@ -1,0 +1,162 @@
+import Foundation
+import IngestJSON
+public import IngestStore
+public import Logging
+
+/// An import run on a PostgreSQL store, as `_ingest_runs.record` keeps it: everything a
+/// process joining from another machine needs, the pipeline included.
+struct PostgresRunRecord: Codable, Sendable {
+    var feed: String
+    var feedByteSize: Int
+    /// The pipeline file's text, so every process maps records alike.
+    var pipeline: String
+    var pipelineSHA256: String
+    var chunkCount: Int
+    var chunkSize: Int
+    var records: Int
+    var saveEvery: Int
+    /// How long a chunk stays claimed without a heartbeat before another process may take it.
+    var leaseSeconds: Double
+    /// Each entity's first row number made by this run (for counting duplicates).
+    var firstRowOfRun: [String: Int64]
+}
+
+/// How an import on a PostgreSQL store runs (`PostgresImport.start`, `PostgresImport.join`).
+public struct PostgresImportOptions: Sendable {
+    /// Workers in this process, each with its own connection.
+    public var workers: Int?
+    public var saveEvery: Int?
+    public var chunkSize: Int?
+    /// Seconds a claimed chunk survives without its process's heartbeat (renewed every third of it).
+    public var leaseSeconds: Double
+    /// Leave the store's unfinished run of another feed as it is and start a new run.
+    public var abandonRun: Bool
+    public var logger: Logger
+
+    public init(workers: Int? = nil, saveEvery: Int? = nil, chunkSize: Int? = nil, leaseSeconds: Double = 30,
+                abandonRun: Bool = false, logger: Logger = Logger(label: "ingest.import", factory: { _ in SwiftLogNoOpLogHandler() })) {
+        self.workers = workers
+        self.saveEvery = saveEvery
+        self.chunkSize = chunkSize
+        self.leaseSeconds = leaseSeconds
+        self.abandonRun = abandonRun
+        self.logger = logger
+    }
+}
+
+/// Imports on a PostgreSQL store, shared by many processes: `start` splits a feed and
+/// registers its chunks in the store (the chunk bytes live in the database, so every
+/// machine that reaches it can import them); `join` imports chunks until none is left.
+public enum PostgresImport {
+    /// What `start` did.
+    public struct Started: Sendable {
+        public var run: Int
+        /// False when the store's unfinished run of this feed and pipeline was found instead.
+        public var registered: Bool
+        public var chunks: Int
+        public var records: Int
+        public var bytes: Int
+        public var splitSeconds: Double
+        public var uploadSeconds: Double
+    }
+
+    /// Splits `feed` by `pipeline` (the pipeline file's bytes) and registers its chunks as a
+    /// new run of the store at `url`, in one transaction, or finds the unfinished run of the
+    /// same feed and pipeline.
+    /// - Throws: `PipelineError` for a bad pipeline; `ImportError` (`.feedUnreadable`,
+    ///   `.unfinishedRun` for another feed's unfinished run); `FeedError` for a malformed
+    ///   feed; `PostgresError` when the store cannot be reached or written.
+    public static func start(feed: String, pipeline: [UInt8], url: PostgresURL, options: PostgresImportOptions) throws -> Started {
+        let spec = try PipelineSpec.parse(pipeline)
+        if feed != "-" {
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: feed, isDirectory: &isDirectory)
+            guard exists, !isDirectory.boolValue, FileManager.default.isReadableFile(atPath: feed) else {
+                throw ImportError(.feedUnreadable(path: feed, exists: exists))
+            }
+        }
+        let store = try PostgresStore(url: url, model: spec.model)
+        let connection = try store.connect()
+        let feedSize = feed == "-" ? 0 : ((try? FileManager.default.attributesOfItem(atPath: feed)[.size] as? Int) ?? 0)
+        if let (run, record) = try latestUnfinished(connection) {
+            var reasons: [String] = []
+            if record.feed != feed { reasons.append("its feed is \(record.feed)") }
+            if record.feedByteSize != feedSize { reasons.append("the feed's size differs") }
+            if record.pipelineSHA256 != spec.hash { reasons.append("the pipeline differs") }
+            if reasons.isEmpty || feed == "-" && record.feed == "-" && record.pipelineSHA256 == spec.hash {
+                options.logger.info("continuing the store's unfinished run", metadata: ["run": "\(run)"])
+                return Started(run: run, registered: false, chunks: record.chunkCount, records: record.records, bytes: 0,
+                               splitSeconds: 0, uploadSeconds: 0)
+            }
+            guard options.abandonRun else {
+                throw ImportError(.unfinishedRun(store: url.description, run: run, feed: record.feed, reasons: reasons))
+            }
+            try connection.execute("UPDATE _ingest_runs SET state = 'abandoned', ended = now() WHERE run = $1", [String(run)])
+        }
+
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-split-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let chunkSize = options.chunkSize ?? spec.chunkSize
+        let splitStarted = Date()
+        options.logger.info("splitting the feed", metadata: ["feed": "\(feed)", "chunk size": "\(chunkSize)"])
+        let splitter = Splitter(feedPath: feed, directory: directory,
+                                options: SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, form: spec.recordForm))
+        let manifest = try splitter.run().manifest
+        let splitSeconds = Date().timeIntervalSince(splitStarted)
+
+        let uploadStarted = Date()
+        var bytes = 0
+        let run: Int = try connection.transaction {
+            // One run is registered at a time; the row numbers it starts from are taken inside.
+            try connection.execute("SELECT pg_advisory_xact_lock(727002)")
+            let run = Int(try connection.execute("SELECT coalesce(max(run), 0) + 1 FROM _ingest_runs")[0, 0]!)!
+            var firstRows: [String: Int64] = [:]
+            for entity in spec.model.entities {
+                let next = try connection.execute("SELECT coalesce(max(\"_pk\"), 0) + 1 FROM \"\(entity.name.replacingOccurrences(of: "\"", with: "\"\""))\"")
+                firstRows[entity.name] = Int64(next[0, 0]!)!
+            }
+            let record = PostgresRunRecord(feed: feed, feedByteSize: feedSize, pipeline: String(decoding: pipeline, as: UTF8.self),
+                                           pipelineSHA256: spec.hash, chunkCount: manifest.chunks.count, chunkSize: chunkSize,
+                                           records: manifest.chunks.reduce(0) { $0 + $1.records },
+                                           saveEvery: options.saveEvery ?? spec.saveEvery, leaseSeconds: options.leaseSeconds,
+                                           firstRowOfRun: firstRows)
+            let encoded = String(decoding: try JSONEncoder().encode(record), as: UTF8.self)
+            try connection.execute("INSERT INTO _ingest_runs (run, state, record) VALUES ($1, $2, $3)",
+                                   [String(run), manifest.chunks.isEmpty ? "finished" : "running", encoded])
+            for chunk in manifest.chunks {
+                let data = try FileOps.readFile(directory + "/" + chunk.file)
+                bytes += data.count
+                try connection.execute("""
+                    INSERT INTO _ingest_chunks (run, number, first_record, records, bytes, checksum) VALUES ($1, $2, $3, $4, $5::bytea, $6)
+                    """, [String(run), String(chunk.index), String(chunk.firstRecord), String(chunk.records), hexBytea(data), chunk.checksum])
+            }
+            return run
+        }
+        let uploadSeconds = Date().timeIntervalSince(uploadStarted)
+        options.logger.info("run registered", metadata: ["run": "\(run)", "chunks": "\(manifest.chunks.count)",
+                                                         "upload ms": "\(Int(uploadSeconds * 1000))"])
+        return Started(run: run, registered: true, chunks: manifest.chunks.count,
+                       records: manifest.chunks.reduce(0) { $0 + $1.records }, bytes: bytes,
+                       splitSeconds: splitSeconds, uploadSeconds: uploadSeconds)
+    }
+
+    /// The newest run still running, with its record.
+    static func latestUnfinished(_ connection: PostgresConnection) throws -> (Int, PostgresRunRecord)? {
+        let rows = try connection.execute("SELECT run, record FROM _ingest_runs WHERE state = 'running' ORDER BY run DESC LIMIT 1")
+        guard rows.count == 1 else { return nil }
+        return (Int(rows[0, 0]!)!, try JSONDecoder().decode(PostgresRunRecord.self, from: Data(rows[0, 1]!.utf8)))
+    }
+
+    /// `bytes` as a bytea literal in hex form (`\x…`).
+    static func hexBytea(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text = [UInt8](repeating: 0, count: 2 + bytes.count * 2)
+        text[0] = 0x5C
+        text[1] = 0x78
+        for (index, byte) in bytes.enumerated() {
+            text[2 + index * 2] = digits[Int(byte >> 4)]
+            text[3 + index * 2] = digits[Int(byte & 15)]
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+public import IngestStore
+
+/// Where the imports into a PostgreSQL store stand: its runs, the processes importing
+/// the newest, and its row counts. Read while imports run; no password is in it.
+public struct PostgresStatus: Sendable {
+    public struct Run: Sendable {
+        public var number: Int
+        public var state: String
+        public var feed: String
+        public var chunkCount: Int
+        public var chunksFinished: Int
+        public var chunksHeld: Int
+        public var records: Int
+        public var recordsDone: Int
+        public var rejected: Int
+        public var started: String
+        public var ended: String?
+    }
+
+    public struct Process: Sendable {
+        public var id: String
+        public var host: String
+        public var pid: Int
+        public var workers: Int
+        /// running, finished, stopped or failed, as the process last said.
+        public var state: String
+        /// Whether its heartbeat is within the lease (a running process that is not alive died).
+        public var alive: Bool
+        public var chunks: Int
+        public var records: Int
+        /// Chunks it holds now.
+        public var holding: [Int]
+        public var seconds: Double
+        public var secondsSinceHeartbeat: Double
+        public var recordsPerSecond: Double { seconds > 0 ? Double(records) / seconds : 0 }
+    }
+
+    public var store: String
+    public var runs: [Run]
+    /// The processes of the newest run, oldest first.
+    public var processes: [Process]
+    public var counts: [String: Int]
+    /// The newest run's first rejects, each as its JSON line.
+    public var rejects: [String]
+
+    /// - Throws: `PostgresError` when the store cannot be reached or is not an Ingest store.
+    public static func read(url: PostgresURL) throws -> PostgresStatus {
+        let connection = try PostgresConnection(url)
+        let tables = try connection.execute("SELECT to_regclass('_ingest_runs') IS NOT NULL")
+        guard tables[0, 0] == "t" else {
+            throw PostgresError.notAStore(target: url.description)
+        }
+        var status = PostgresStatus(store: url.description, runs: [], processes: [], counts: [:], rejects: [])
+        let runs = try connection.execute("""
+            SELECT r.run, r.state, r.record, to_char(r.started, 'YYYY-MM-DD HH24:MI:SS TZ'), to_char(r.ended, 'YYYY-MM-DD HH24:MI:SS TZ'),
+                (SELECT count(*) FROM _ingest_chunks c WHERE c.run = r.run),
+                (SELECT count(*) FROM _ingest_chunks c WHERE c.run = r.run AND c.finished IS NOT NULL),
+                (SELECT count(*) FROM _ingest_chunks c WHERE c.run = r.run AND c.finished IS NULL AND c.lease_until > now()),
+                (SELECT coalesce(sum(done), 0) FROM _ingest_chunks c WHERE c.run = r.run),
+                (SELECT count(*) FROM _ingest_rejects j WHERE j.run = r.run)
+            FROM _ingest_runs r ORDER BY r.run
+            """)
+        let decoder = JSONDecoder()
+        for row in 0..<runs.count {
+            let record = try decoder.decode(PostgresRunRecord.self, from: Data(runs[row, 2]!.utf8))
+            status.runs.append(Run(number: Int(runs[row, 0]!)!, state: runs[row, 1]!, feed: record.feed, chunkCount: Int(runs[row, 5]!)!,
+                                   chunksFinished: Int(runs[row, 6]!)!, chunksHeld: Int(runs[row, 7]!)!, records: record.records,
+                                   recordsDone: Int(runs[row, 8]!)!, rejected: Int(runs[row, 9]!)!, started: runs[row, 3]!, ended: runs[row, 4]))
+        }
+        if let newest = status.runs.last {
+            let lease = try decoder.decode(PostgresRunRecord.self, from: Data(runs[runs.count - 1, 2]!.utf8)).leaseSeconds
+            let processes = try connection.execute("""
+                SELECT p.id, p.host, p.pid, p.workers, p.state, p.chunks, p.records,
+                    extract(epoch from (CASE WHEN p.state = 'running' THEN now() ELSE p.heartbeat END) - p.started),
+                    extract(epoch from now() - p.heartbeat),
+                    coalesce((SELECT string_agg(c.number::text, ',' ORDER BY c.number) FROM _ingest_chunks c
+                              WHERE c.owner = p.id AND c.finished IS NULL AND c.lease_until > now()), '')
+                FROM _ingest_processes p WHERE p.run = $1 ORDER BY p.started
+                """, [String(newest.number)])
+            for row in 0..<processes.count {
+                let sinceHeartbeat = Double(processes[row, 8]!)!
+                status.processes.append(Process(
+                    id: processes[row, 0]!, host: processes[row, 1]!, pid: Int(processes[row, 2]!)!, workers: Int(processes[row, 3]!)!,
+                    state: processes[row, 4]!, alive: processes[row, 4] == "running" && sinceHeartbeat < lease,
+                    chunks: Int(processes[row, 5]!)!, records: Int(processes[row, 6]!)!,
+                    holding: processes[row, 9]!.split(separator: ",").compactMap { Int($0) },
+                    seconds: Double(processes[row, 7]!)!, secondsSinceHeartbeat: sinceHeartbeat))
+            }
+            let rejects = try connection.execute("SELECT record FROM _ingest_rejects WHERE run = $1 ORDER BY chunk, index LIMIT 5",
+                                                 [String(newest.number)])
+            status.rejects = (0..<rejects.count).map { rejects[$0, 0]! }
+        }
+        let model = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model'")
+        if model.count == 1, let parsed = try? Model.load(json: Data(model[0, 0]!.utf8)) {
+            for entity in parsed.entities {
+                let table = "\"" + entity.name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+                status.counts[entity.name] = Int(try connection.execute("SELECT count(*) FROM \(table)")[0, 0]!)!
+            }
+        }
+        return status
+    }
+}

@@ -1,0 +1,161 @@
+import CLibPQ
+import Foundation
+
+/// One libpq connection, used by one thread at a time: each worker, heartbeat and
+/// command opens its own (it is not `Sendable`). Every value is sent as a bound
+/// parameter in text form; identifiers are quoted by the callers (`quoted(_:)`).
+public final class PostgresConnection {
+    private let raw: OpaquePointer
+    /// Where the connection goes, without the password (for messages).
+    public let target: String
+
+    /// Connects to `url`.
+    /// - Throws: `PostgresError.connection` naming host, port, database and libpq's
+    ///   reason (never the password).
+    public init(_ url: PostgresURL) throws(PostgresError) {
+        target = url.description
+        guard let connection = PQconnectdb(url.conninfo) else {
+            throw .connection(target: target, reason: "libpq could not allocate a connection")
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let reason = PostgresURL.trimmed(String(cString: PQerrorMessage(connection)))
+            PQfinish(connection)
+            throw .connection(target: target, reason: reason)
+        }
+        raw = connection
+        // Notices (NOTICE: relation exists, skipping) are not the user's business.
+        PQsetNoticeProcessor(raw, { _, _ in }, nil)
+        _ = try execute("SET client_min_messages = warning")
+    }
+
+    deinit { PQfinish(raw) }
+
+    /// Runs `sql` with `parameters` bound as `$1`, `$2`… (text form; nil is NULL).
+    /// - Throws: `PostgresError.server` with the server's message and SQLSTATE.
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> PostgresRows {
+        let result: OpaquePointer?
+        if parameters.isEmpty {
+            result = PQexecParams(raw, sql, 0, nil, nil, nil, nil, 0)
+        } else {
+            let copies = parameters.map { $0.map { strdup($0) } ?? nil }
+            defer { for copy in copies { free(copy) } }
+            result = copies.withUnsafeBufferPointer { values in
+                values.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: values.count) { pointer in
+                    PQexecParams(raw, sql, Int32(values.count), nil, pointer, nil, nil, 0)
+                }
+            }
+        }
+        return try PostgresRows(checking: result, connection: raw)
+    }
+
+    /// The first column of the first row `sql` returns, as raw bytes (a `bytea` sent in
+    /// binary form: half the bytes of its text form), or nil when there is no row.
+    /// - Throws: `PostgresError.server`.
+    public func fetchBytes(_ sql: String, _ parameters: [String]) throws(PostgresError) -> [UInt8]? {
+        let copies = parameters.map { strdup($0) }
+        defer { for copy in copies { free(copy) } }
+        let result = copies.withUnsafeBufferPointer { values in
+            values.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: values.count) { pointer in
+                PQexecParams(raw, sql, Int32(values.count), nil, pointer, nil, nil, 1)
+            }
+        }
+        let rows = try PostgresRows(checking: result, connection: raw)
+        return rows.bytes(row: 0, column: 0)
+    }
+
+    /// Sends `data` (COPY's text format) to `copy`, a `COPY … FROM STDIN` statement.
+    /// - Throws: `PostgresError.server` when the server refuses the statement or a row.
+    public func copyIn(_ copy: String, data: [UInt8]) throws(PostgresError) {
+        let start = PQexec(raw, copy)
+        guard PQresultStatus(start) == PGRES_COPY_IN else {
+            _ = try PostgresRows(checking: start, connection: raw)
+            throw .server("COPY did not start", sqlState: "XX000")
+        }
+        PQclear(start)
+        var failure: String?
+        data.withUnsafeBufferPointer { buffer in
+            var offset = 0
+            while offset < buffer.count, failure == nil {
+                let count = min(1 << 20, buffer.count - offset)
+                let sent = (buffer.baseAddress! + offset).withMemoryRebound(to: CChar.self, capacity: count) {
+                    PQputCopyData(raw, $0, Int32(count))
+                }
+                if sent != 1 { failure = String(cString: PQerrorMessage(raw)) }
+                offset += count
+            }
+        }
+        if PQputCopyEnd(raw, failure) != 1 {
+            throw .server(PostgresURL.trimmed(String(cString: PQerrorMessage(raw))), sqlState: "08000")
+        }
+        var firstError: PostgresError?
+        while let result = PQgetResult(raw) {
+            do throws(PostgresError) { _ = try PostgresRows(checking: result, connection: raw) } catch {
+                if firstError == nil { firstError = error }
+            }
+        }
+        if let firstError { throw firstError }
+    }
+
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            _ = try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Whether the connection still works (a statement failed because the server went away, say).
+    public var isOK: Bool { PQstatus(raw) == CONNECTION_OK }
+}
+
+/// A statement's result rows, in text form.
+public final class PostgresRows {
+    private let result: OpaquePointer?
+    public let count: Int
+    public let columns: Int
+
+    init(checking result: OpaquePointer?, connection: OpaquePointer) throws(PostgresError) {
+        let status = result.map { PQresultStatus($0) } ?? PGRES_FATAL_ERROR
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_COPY_IN else {
+            let message: String
+            var state = "XX000"
+            if let result {
+                message = String(cString: PQresultErrorMessage(result))
+                if let code = PQresultErrorField(result, Int32(UInt8(ascii: "C"))) { state = String(cString: code) }
+                PQclear(result)
+            } else {
+                message = String(cString: PQerrorMessage(connection))
+                state = "08000"
+            }
+            throw .server(PostgresURL.trimmed(message.replacingOccurrences(of: "ERROR:  ", with: "")), sqlState: state)
+        }
+        self.result = result
+        count = Int(PQntuples(result))
+        columns = Int(PQnfields(result))
+    }
+
+    deinit { if let result { PQclear(result) } }
+
+    /// The value at `row`, `column`, or nil for NULL.
+    public subscript(row: Int, column: Int) -> String? {
+        guard PQgetisnull(result, Int32(row), Int32(column)) == 0 else { return nil }
+        return String(cString: PQgetvalue(result, Int32(row), Int32(column)))
+    }
+
+    /// The raw bytes of a binary-format result's value, or nil for none.
+    func bytes(row: Int, column: Int) -> [UInt8]? {
+        guard row < count, column < columns, PQgetisnull(result, Int32(row), Int32(column)) == 0,
+              let value = PQgetvalue(result, Int32(row), Int32(column)) else { return nil }
+        let length = Int(PQgetlength(result, Int32(row), Int32(column)))
+        return Array(UnsafeRawBufferPointer(start: value, count: length))
+    }
+
+    /// Rows changed by an INSERT, UPDATE or DELETE.
+    public var changed: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
+}

@@ -1,0 +1,30 @@
+/// Why a PostgreSQL store refused an operation. No message holds a password.
+public enum PostgresError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The server could not be reached or refused the login: where, and libpq's reason.
+    case connection(target: String, reason: String)
+    /// A statement failed: the server's message and its SQLSTATE (`23505` is a unique violation).
+    case server(String, sqlState: String)
+    /// The store or the pipeline needs something the PostgreSQL store does not do yet.
+    case unsupported(String)
+    /// The database holds another model's tables, or tables Ingest did not make.
+    case modelMismatch(target: String, reason: String)
+    /// The database holds no Ingest store (nothing was imported into it).
+    case notAStore(target: String)
+
+    public var description: String {
+        switch self {
+        case .connection(let target, let reason): "cannot connect to PostgreSQL at \(target): \(reason)"
+        case .server(let message, let state): "PostgreSQL: \(message) (SQLSTATE \(state))"
+        case .unsupported(let what): "not supported on a PostgreSQL store: \(what)"
+        case .modelMismatch(let target, let reason): "the PostgreSQL store \(target) was made with a different model: \(reason)"
+        case .notAStore(let target): "\(target) holds no Ingest store: nothing has been imported into it"
+        }
+    }
+
+    /// Whether the failure is about the data written (SQLSTATE classes 22 and 23), so a
+    /// batch may be retried record by record.
+    public var isAboutData: Bool {
+        if case .server(_, let state) = self { return state.hasPrefix("22") || state.hasPrefix("23") }
+        return false
+    }
+}

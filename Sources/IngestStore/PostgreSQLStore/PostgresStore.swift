@@ -1,0 +1,107 @@
+import Foundation
+
+/// An object graph's tables in a PostgreSQL database, and the bookkeeping tables of the
+/// imports that write them. Opening one makes what is missing, in one transaction under
+/// an advisory lock, so many processes may open the same store at once.
+///
+/// One database (or one schema, chosen with libpq's `options=-csearch_path=…`) holds one
+/// model: opening it with another model is refused, as a SQLite store refuses.
+public final class PostgresStore: Sendable {
+    public let url: PostgresURL
+    public let model: Model
+    let schema: Schema
+
+    /// The bookkeeping tables, made with the model's.
+    static let bookkeeping = [
+        "CREATE TABLE IF NOT EXISTS _ingest_store (key text PRIMARY KEY, value text NOT NULL)",
+        """
+        CREATE TABLE IF NOT EXISTS _ingest_runs (run integer PRIMARY KEY, state text NOT NULL, record text NOT NULL,
+            started timestamptz NOT NULL DEFAULT now(), ended timestamptz)
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS _ingest_chunks (run integer NOT NULL, number integer NOT NULL, first_record bigint NOT NULL,
+            records integer NOT NULL, bytes bytea NOT NULL, checksum text NOT NULL, done integer NOT NULL DEFAULT 0,
+            owner text, lease_until timestamptz, finished timestamptz, PRIMARY KEY (run, number))
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS _ingest_processes (id text PRIMARY KEY, run integer NOT NULL, host text NOT NULL,
+            pid integer NOT NULL, workers integer NOT NULL, started timestamptz NOT NULL DEFAULT now(),
+            heartbeat timestamptz NOT NULL DEFAULT now(), chunks integer NOT NULL DEFAULT 0,
+            records bigint NOT NULL DEFAULT 0, state text NOT NULL DEFAULT 'running')
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS _ingest_rejects (run integer NOT NULL, chunk integer NOT NULL, index integer NOT NULL,
+            record text NOT NULL, PRIMARY KEY (run, chunk, index))
+        """,
+    ]
+
+    /// Opens the store at `url` for `model`, making its tables when the database has none.
+    /// - Throws: `PostgresError.connection` when the server cannot be reached;
+    ///   `.modelMismatch` when the database holds another model; `.unsupported` for a
+    ///   model whose names PostgreSQL would cut; `.server` when a statement fails.
+    public init(url: PostgresURL, model: Model) throws(PostgresError) {
+        self.url = url
+        self.model = model
+        schema = Schema(model)
+        for info in schema.entities.values {
+            if let long = info.postgresIdentifiers.first(where: { $0.utf8.count > 63 }) {
+                throw .unsupported("the name \(long) is longer than PostgreSQL's 63 bytes")
+            }
+        }
+        let connection = try PostgresConnection(url)
+        let schema = schema
+        do {
+            try connection.transaction {
+                // One creator at a time: others wait here, then find the tables made.
+                try connection.execute("SELECT pg_advisory_xact_lock(727001)")
+                for statement in Self.bookkeeping { try connection.execute(statement) }
+                let stored = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model.sha256'")
+                if stored.count == 1 {
+                    guard stored[0, 0] == model.hash else {
+                        throw PostgresError.modelMismatch(target: url.description, reason: "its tables hold model \(stored[0, 0]!.prefix(12)), the pipeline's is \(model.hash.prefix(12))")
+                    }
+                    return
+                }
+                for info in schema.entities.values.sorted(by: { $0.name < $1.name }) {
+                    for statement in info.postgresCreateStatements() { try connection.execute(statement) }
+                }
+                try connection.execute("INSERT INTO _ingest_store VALUES ('model.sha256', $1), ('model', $2)",
+                                       [model.hash, String(decoding: model.jsonData(), as: UTF8.self)])
+            }
+        } catch let error as PostgresError {
+            throw error
+        } catch {
+            throw .server("\(error)", sqlState: "XX000")
+        }
+    }
+
+    /// A new connection to the store.
+    /// - Throws: `PostgresError.connection`.
+    public func connect() throws(PostgresError) -> PostgresConnection { try PostgresConnection(url) }
+
+    /// Every row of `entity`: its attributes in model order, then each to-one as the
+    /// destination's key (or its row number when it has no key), all as text (nil for
+    /// NULL). Dates are seconds since 2001 with 6 decimals, bools 0 or 1, as the SQLite
+    /// store keeps them: for comparing two stores.
+    /// - Throws: `PostgresError`.
+    public func rows(of entity: String, _ connection: PostgresConnection) throws(PostgresError) -> [[String?]] {
+        guard let info = schema.entity(entity) else { throw .unsupported("the model has no entity \(entity)") }
+        var columns: [String] = info.attributes.map { attribute in
+            let column = "t." + quoted(attribute.name)
+            switch attribute.type {
+            case .date: return "to_char(extract(epoch from \(column)) - 978307200, 'FM999999999990.000000')"
+            case .bool: return "(\(column))::int::text"
+            default: return "(\(column))::text"
+            }
+        }
+        var joins = ""
+        for (number, (relationship, column)) in info.toOneColumns.enumerated() {
+            let destination = schema.entity(info.relationships[relationship].destination)!
+            let key = destination.uniquenessConstraints.first?.first ?? "_pk"
+            joins += " LEFT JOIN \(destination.table) d\(number) ON d\(number).\"_pk\" = t.\(quoted(column))"
+            columns.append("(d\(number).\(quoted(key)))::text")
+        }
+        let rows = try connection.execute("SELECT " + (columns.isEmpty ? "1" : columns.joined(separator: ", ")) + " FROM \(info.table) t\(joins)")
+        return (0..<rows.count).map { row in (0..<columns.count).map { rows[row, $0] } }
+    }
+}

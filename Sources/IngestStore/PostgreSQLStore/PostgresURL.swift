@@ -1,0 +1,55 @@
+import CLibPQ
+
+/// A PostgreSQL store's address: a libpq URL (`postgresql://user@host:port/db`) or
+/// key-value string; what it leaves out comes from the `PG*` variables and the password
+/// from the URL, `PGPASSWORD` or `~/.pgpass`, as libpq decides.
+public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
+    /// What the user gave, password included: passed to libpq only, never printed.
+    let conninfo: String
+
+    /// Whether `text` names a PostgreSQL store rather than a SQLite file.
+    public static func isPostgres(_ text: String) -> Bool {
+        text.hasPrefix("postgresql://") || text.hasPrefix("postgres://")
+    }
+
+    /// - Throws: `PostgresError.connection` when libpq cannot parse `text`.
+    public init(_ text: String) throws(PostgresError) {
+        var error: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(text, &error) else {
+            let reason = error.map { String(cString: $0) } ?? "cannot parse the address"
+            if let error { PQfreemem(error) }
+            throw .connection(target: "(an address libpq cannot read)", reason: Self.trimmed(reason))
+        }
+        PQconninfoFree(options)
+        conninfo = text
+    }
+
+    /// The address without its password: `postgresql://user@host:port/db`, with what
+    /// the address leaves to the environment filled in from the `PG*` variables.
+    public var description: String {
+        var parts: [String: String] = [:]
+        if let options = PQconninfoParse(conninfo, nil) {
+            var option = options
+            while let keyword = option.pointee.keyword {
+                if let value = option.pointee.val { parts[String(cString: keyword)] = String(cString: value) }
+                option += 1
+            }
+            PQconninfoFree(options)
+        }
+        let environment = ProcessInfo.processInfo.environment
+        func part(_ key: String, _ variable: String) -> String? { parts[key] ?? environment[variable] }
+        let user = part("user", "PGUSER").map { $0 + "@" } ?? ""
+        let host = part("host", "PGHOST") ?? "localhost"
+        let port = part("port", "PGPORT") ?? "5432"
+        let database = part("dbname", "PGDATABASE") ?? (part("user", "PGUSER") ?? "")
+        // A unix socket's directory goes in the query, where libpq reads it back.
+        if host.hasPrefix("/") { return "postgresql://\(user)/\(database)?host=\(host)&port=\(port)" }
+        return "postgresql://\(user)\(host):\(port)/\(database)"
+    }
+
+    static func trimmed(_ message: String) -> String {
+        message.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "\n\t", with: " ").replacingOccurrences(of: "\n", with: "; ")
+    }
+}
+
+import Foundation

@@ -1,0 +1,140 @@
+import ArgumentParser
+import Foundation
+import IngestJSON
+import IngestPipeline
+import IngestStore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Ingest {
+    struct Join: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Join the running import of a PostgreSQL store: claim its chunks and import them, from any machine.",
+            discussion: """
+            `ingest import FEED --store postgresql://…` splits a feed into chunks kept in the \
+            database and starts importing them; any number of `ingest join` processes, on this \
+            machine or others that reach the database, import the same run beside it. A worker \
+            claims a chunk with SELECT … FOR UPDATE SKIP LOCKED and holds it with a heartbeat: \
+            the chunks of a process that dies go back to the pool when its lease ends, and go on \
+            from their markers. Exits when no chunk is left. Exit statuses as for ingest import.
+
+            Example:
+              ingest join postgresql://ingest@db.example.com/photos --workers 4
+            """
+        )
+
+        @Argument(help: ArgumentHelp("The store: a PostgreSQL URL (libpq's; PG* variables and ~/.pgpass apply).", valueName: "url"))
+        var store: String
+
+        @Option(name: .customLong("run"), help: "The run to join (default: the newest unfinished one).")
+        var runNumber: Int?
+
+        @OptionGroup var running: RunOptions
+
+        func validate() throws {
+            guard PostgresURL.isPostgres(store) else {
+                throw ValidationError("join works on PostgreSQL stores (postgresql://…); to continue an import into \(store), run ingest resume \(store)")
+            }
+        }
+
+        func run() throws {
+            let url = try PostgresURL(store)
+            try PostgresCLI.join(url: url, run: runNumber, running: running)
+        }
+    }
+}
+
+/// The commands' work on PostgreSQL stores.
+enum PostgresCLI {
+    /// `ingest import FEED --store postgresql://…`: registers the run, then imports as one of its processes.
+    static func importFeed(_ feed: String, pipeline: [UInt8], url: PostgresURL, running: RunOptions, saveEvery: Int?,
+                           chunkSize: Int?, abandonRun: Bool, leaseSeconds: Double?) throws {
+        let options = PostgresImportOptions(workers: running.workers, saveEvery: saveEvery, chunkSize: chunkSize,
+                                            leaseSeconds: leaseSeconds ?? 30, abandonRun: abandonRun,
+                                            logger: try StderrLogHandler.logger(running.logLevel))
+        let started = try PostgresImport.start(feed: feed, pipeline: pipeline, url: url, options: options)
+        if !running.quiet {
+            if started.registered {
+                Console.error("ingest: \(url): run \(started.run) registered: \(Format.count(started.records)) records in \(started.chunks) chunk(s), \(ByteCount.format(started.bytes)) stored in the database (split \(Format.seconds(started.splitSeconds)), upload \(Format.seconds(started.uploadSeconds))); other machines join with: ingest join \(url)\n")
+            } else {
+                Console.error("ingest: \(url): continuing its unfinished run \(started.run) of this feed\n")
+            }
+        }
+        try join(url: url, run: started.run, running: running)
+    }
+
+    /// Runs this process's part of the import, stopping at a save boundary on SIGINT/SIGTERM/SIGHUP.
+    static func join(url: PostgresURL, run: Int?, running: RunOptions) throws {
+        let options = PostgresImportOptions(workers: running.workers, logger: try StderrLogHandler.logger(running.logLevel))
+        let join = PostgresJoin(url: url, options: options)
+        let received = Atomic<Int32>(0)
+        var sources: [any DispatchSourceSignal] = []
+        for signalNumber in [SIGINT, SIGTERM, SIGHUP] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler {
+                received.store(signalNumber, ordering: .relaxed)
+                join.cancellation.store(true, ordering: .relaxed)
+            }
+            source.resume()
+            sources.append(source)
+        }
+        defer { sources.forEach { $0.cancel() } }
+        let report: PostgresJoin.Report
+        do {
+            report = try join.run(run: run)
+        } catch let error as ImportError where error.kind == .noImport(store: url.description) {
+            let status = try PostgresStatus.read(url: url)
+            let last = status.runs.last.map { "its last import, run \($0.number), is \($0.state)" } ?? "no import has started"
+            if !running.quiet { print("\(url): nothing to join: \(last)") }
+            return
+        }
+        if !running.quiet {
+            print("\(url): run \(report.run): this process (\(report.process), \(report.workers) worker(s)) imported \(Format.count(report.records)) records in \(report.chunks) chunk(s) and rejected \(Format.count(report.rejected)) in \(Format.seconds(report.seconds)) (\(Format.count(Int(Double(report.records) / max(report.seconds, 0.001)))) records/s)")
+            let outcomes = report.outcomes
+            print("  records: \(Format.count(outcomes.inserted)) inserted, \(Format.count(outcomes.updated)) updated, \(Format.count(outcomes.unchanged)) unchanged"
+                  + (outcomes.duplicates > 0 ? " (\(Format.count(outcomes.duplicates)) repeated a key seen earlier in this run)" : ""))
+            if report.leasesLost > 0 { print("  lost \(report.leasesLost) chunk lease(s) to other processes (this one stalled past the lease)") }
+            print(report.runFinished
+                  ? "  run \(report.run) finished: \(Format.count(report.runRecords)) records done, \(Format.count(report.runRejected)) rejected in all (ingest status \(url) lists them)"
+                  : "  run \(report.run) goes on in other processes: \(Format.count(report.runRecords)) records done so far")
+        }
+        if report.stopped {
+            let signalNumber = received.load(ordering: .relaxed)
+            let name = signalNumber == SIGTERM ? "SIGTERM" : signalNumber == SIGHUP ? "SIGHUP" : "SIGINT"
+            Console.error("ingest: stopped at a save boundary (\(name)); continue with: ingest join \(url)\n")
+            Glibc.exit(128 + (signalNumber == 0 ? SIGINT : signalNumber))
+        }
+        if report.rejected > 0 { throw ExitCode(3) }
+    }
+}
+
+extension PostgresCLI {
+    static func printStatus(_ status: PostgresStatus) {
+        let unfinished = status.runs.contains { $0.state == "running" }
+        print("\(status.store): \(unfinished ? "import not finished" : "import finished") (\(status.runs.count) run(s))")
+        print("  " + status.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
+        for run in status.runs {
+            print("  run \(run.number): \(run.state), started \(run.started)" + (run.ended.map { ", ended \($0)" } ?? ""))
+            print("    chunks: \(run.chunksFinished) of \(run.chunkCount) complete, \(run.chunksHeld) held now; records done: \(Format.count(run.recordsDone)) of \(Format.count(run.records)); rejected: \(Format.count(run.rejected))")
+            print("    feed: \(run.feed)")
+        }
+        guard let newest = status.runs.last else { return }
+        print("  processes of run \(newest.number):")
+        let rows = status.processes.map { process in
+            [process.id, process.alive ? "alive" : (process.state == "running" ? "dead (no heartbeat for \(Format.seconds(process.secondsSinceHeartbeat)))" : process.state),
+             String(process.workers), String(process.chunks), Format.count(process.records),
+             Format.count(Int(process.recordsPerSecond)), process.holding.map(String.init).joined(separator: ",")]
+        }
+        if rows.isEmpty { print("    none yet") } else {
+            let table = Table.render(header: ["process", "state", "workers", "chunks", "records", "records/s", "holding"], rows: rows)
+            print(table.split(separator: "\n", omittingEmptySubsequences: false).map { "    " + $0 }.joined(separator: "\n"))
+        }
+        if !status.rejects.isEmpty {
+            print("  first rejects of run \(newest.number) (SELECT record FROM _ingest_rejects WHERE run = \(newest.number) lists them all):")
+            status.rejects.forEach { print("    " + $0) }
+        }
+    }
+}

@@ -1,0 +1,225 @@
+import Foundation
+import GRDB
+import IngestJSON
+import IngestStore
+import IngestTestSupport
+import Testing
+@testable import IngestPipeline
+
+/// Imports into a PostgreSQL store, on a real server each test starts (`PostgresServer`):
+/// the end state must be what the same import leaves in SQLite, row for row.
+@Suite(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
+struct PostgresImportTests {
+    static let photos = PipelineSpecTests.root.appendingPathComponent("Pipelines/photos.json").path
+
+    /// Every row of every entity, normalized by attribute type, sorted: what two stores must share.
+    static func sqliteRows(_ path: String, _ model: Model) throws -> [String: [String]] {
+        try DatabaseQueue(path: path).read { db in
+            var all: [String: [String]] = [:]
+            for entity in model.entities {
+                var columns = entity.attributes.map { "t.\"\($0.name)\"" }
+                var joins = ""
+                var types = entity.attributes.map(\.type)
+                for (number, relationship) in entity.relationships.enumerated() where !relationship.isToMany {
+                    let destination = model.entity(relationship.destination)!
+                    let key = destination.uniquenessConstraints.first?.first ?? "_pk"
+                    joins += " LEFT JOIN \"\(destination.name)\" d\(number) ON d\(number)._pk = t.\"_\(relationship.name)\""
+                    columns.append("d\(number).\"\(key)\"")
+                    types.append(destination.attribute(key)?.type ?? .int64)
+                }
+                let rows = try Row.fetchAll(db, sql: "SELECT \(columns.isEmpty ? "1" : columns.joined(separator: ", ")) FROM \"\(entity.name)\" t\(joins)")
+                all[entity.name] = rows.map { row in
+                    (0..<columns.count).map { index in
+                        let value: DatabaseValue = row[index]
+                        let text: String? = switch value.storage {
+                        case .null: nil
+                        case .int64(let number): String(number)
+                        case .double(let number): "\(number)"
+                        case .string(let string): string
+                        case .blob(let data): "\\x" + data.map { String(format: "%02x", $0) }.joined()
+                        }
+                        return normalized(text, types[index])
+                    }.joined(separator: "|")
+                }.sorted()
+            }
+            return all
+        }
+    }
+
+    static func postgresRows(_ url: String, _ model: Model) throws -> [String: [String]] {
+        let store = try PostgresStore(url: try PostgresURL(url), model: model)
+        let connection = try store.connect()
+        var all: [String: [String]] = [:]
+        for entity in model.entities {
+            var types = entity.attributes.map(\.type)
+            for relationship in entity.relationships where !relationship.isToMany {
+                let destination = model.entity(relationship.destination)!
+                types.append(destination.uniquenessConstraints.first.flatMap { destination.attribute($0[0])?.type } ?? .int64)
+            }
+            all[entity.name] = try store.rows(of: entity.name, connection).map { row in
+                row.enumerated().map { normalized($1, types[$0]) }.joined(separator: "|")
+            }.sorted()
+        }
+        return all
+    }
+
+    static func normalized(_ text: String?, _ type: AttributeType) -> String {
+        guard let text else { return "NULL" }
+        switch type {
+        case .double: return Double(text).map { "\($0)" } ?? text
+        case .date: return Double(text).map { String(format: "%.6f", $0) } ?? text
+        case .bool: return text == "1" || text == "t" || text == "true" ? "1" : "0"
+        default: return text
+        }
+    }
+
+    /// Imports `feeds` one after another into SQLite (the importer) and PostgreSQL (start and join).
+    static func importBoth(_ feeds: [String], pipeline: String, url: String, dir: TemporaryDirectory,
+                           workers: Int = 1, saveEvery: Int = 100, chunkSize: Int = 100) throws -> (sqlite: [String: [String]], postgres: [String: [String]], joins: [PostgresJoin.Report]) {
+        let spec = try PipelineSpec.parse(Array(pipeline.utf8))
+        var joins: [PostgresJoin.Report] = []
+        for feed in feeds {
+            _ = try Importer(spec: spec, options: Importer.Options(feed: feed, store: dir.file("store.sqlite"), workers: workers,
+                                                                   saveEvery: saveEvery, chunkSize: chunkSize)).run()
+            let options = PostgresImportOptions(workers: workers, saveEvery: saveEvery, chunkSize: chunkSize)
+            let started = try PostgresImport.start(feed: feed, pipeline: Array(pipeline.utf8), url: try PostgresURL(url), options: options)
+            joins.append(try PostgresJoin(url: try PostgresURL(url), options: options).run(run: started.run))
+        }
+        return (try sqliteRows(dir.file("store.sqlite"), spec.model), try postgresRows(url, spec.model), joins)
+    }
+
+    @Test func aGeneratedFeedEndsAsOnSQLiteWithEveryColumnAndLink() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 1_500, seed: 7).write(to: feed)
+        let stores = try Self.importBoth([feed], pipeline: String(contentsOfFile: Self.photos, encoding: .utf8), url: server.url, dir: dir,
+                                         workers: 2, saveEvery: 70, chunkSize: 300)
+        #expect(stores.sqlite["Photo"]?.count == 1_500)
+        for (entity, rows) in stores.sqlite {
+            let other = stores.postgres[entity] ?? []
+            #expect(other == rows, "\(entity): first difference \(zip(rows, other).first { $0 != $1 }.map { "\($0)\n vs \($1)" } ?? "in count")")
+        }
+        #expect(stores.joins[0].runFinished && stores.joins[0].records == 1_500 && stores.joins[0].chunks == 5)
+    }
+
+    @Test(arguments: [1, 100])
+    func updateRulesEndAsOnSQLite(saveEvery: Int) throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let first = try dir.write("first.ndjson", Array("""
+            {"id":"p1","title":"first","views":5,"author":2}
+            {"id":"p2","author":{"id":2,"name":"Bea","email":"b@x"}}
+            {"id":"p1","title":"second"}
+            {"id":"p3","author":{"id":2,"name":"Bea Renamed"},"eventId":9}
+            {"id":"p2","title":null}
+            {"id":"p4","author":{"id":5,"name":"Eve"}}
+            {"id":"p2"}
+
+            """.utf8))
+        let second = try dir.write("second.ndjson", Array("""
+            {"id":"p4","title":"later","author":{"id":5,"email":"e@x"}}
+            {"id":"p1","views":7,"author":{"id":6,"name":"Fay"}}
+            {"id":"p5","title":"new"}
+
+            """.utf8))
+        for (post, author) in [("update", "update"), ("replace", "replace"), ("keepExisting", "keepExisting"), ("update", "replace")] {
+            let database = "rules_\(post)_\(author)_\(saveEvery)".lowercased()
+            let url = try server.createDatabase(database)
+            let rulesDir = try TemporaryDirectory()
+            let stores = try Self.importBoth([first, second], pipeline: UpdateRuleTests.pipelineText(postRule: post, authorRule: author),
+                                             url: url, dir: rulesDir, saveEvery: saveEvery, chunkSize: 4)
+            #expect(stores.postgres == stores.sqlite, "onConflict \(post)/\(author), save every \(saveEvery)")
+            #expect(stores.postgres["Event"] == [], "event 9 is given by key alone and its name is required: p3 is rejected")
+        }
+    }
+
+    @Test func aRecordPostgreSQLCannotHoldIsRejectedWithItsReasonAndTheRunGoesOn() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("feed.ndjson", Array(#"""
+            {"id":"p1","title":"fine"}
+            {"id":"p2","title":"nul \u0000 inside"}
+            {"id":"p3","views":"many"}
+            {"id":"p4","title":"fine too"}
+
+            """#.utf8))
+        let started = try PostgresImport.start(feed: feed, pipeline: Array(UpdateRuleTests.pipelineText().utf8), url: try PostgresURL(server.url),
+                                               options: PostgresImportOptions(saveEvery: 10))
+        let report = try PostgresJoin(url: try PostgresURL(server.url), options: PostgresImportOptions(workers: 1)).run(run: started.run)
+        #expect(report.records == 2 && report.rejected == 2 && report.runFinished)
+        let status = try PostgresStatus.read(url: try PostgresURL(server.url))
+        #expect(status.runs.last?.rejected == 2)
+        #expect(status.rejects.count == 2)
+        #expect(status.rejects.first?.contains("PostgreSQL text cannot hold the character U+0000") == true, "\(status.rejects)")
+        #expect(status.rejects.first?.contains(#""chunk":1,"index":1"#) == true)
+        #expect(status.counts["Post"] == 2)
+    }
+
+    @Test func anotherModelsStoreIsRefusedAndAnUnreachableServerIsNamedWithoutItsPassword() throws {
+        let server = try PostgresServer()
+        _ = try PostgresStore(url: try PostgresURL(server.url), model: try UpdateRuleTests.spec().model)
+        let other = try PipelineSpec.load(path: Self.photos).model
+        #expect(throws: PostgresError.self) { try PostgresStore(url: try PostgresURL(server.url), model: other) }
+        do {
+            _ = try PostgresConnection(try PostgresURL("postgresql://ann:s3cret-pw@127.0.0.1:1/warehouse?connect_timeout=2"))
+            Issue.record("connected to port 1")
+        } catch {
+            let message = "\(error)"
+            #expect(message.contains("127.0.0.1") && message.contains(":1/") && message.contains("warehouse"), "\(message)")
+            #expect(!message.contains("s3cret-pw"), "\(message)")
+        }
+        #expect(try PostgresURL("postgresql://ann:s3cret-pw@db:5433/w?password=other").description.contains("s3cret") == false)
+    }
+
+    /// Three processes on one import, each killed with SIGKILL at random moments and
+    /// started again with `ingest join`: the store ends as a clean SQLite import of the
+    /// feed, and every record was committed exactly once (the processes' counts, kept in
+    /// the same transactions as the rows, add up to the feed).
+    @Test(.timeLimit(.minutes(5)))
+    func threeProcessesKilledAtRandomAndRejoinedEndAsACleanSQLiteImport() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 12_000, seed: 11).write(to: feed)
+        var processes = [try IngestBinary.start(["import", feed, "--pipeline", Self.photos, "--store", server.url, "--workers", "2",
+                                                 "--chunk-size", "400", "--save-every", "50", "--lease-seconds", "1.5", "--quiet"])]
+        let url = try PostgresURL(server.url)
+        func registered() -> Bool { ((try? PostgresStatus.read(url: url))?.runs.count ?? 0) > 0 }
+        let deadline = Date().addingTimeInterval(60)
+        while !registered() && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(registered(), "the run was registered")
+        let join = ["join", server.url, "--workers", "2", "--quiet"]
+        processes.append(try IngestBinary.start(join))
+        processes.append(try IngestBinary.start(join))
+        var kills = 0
+        var generator = SystemRandomNumberGenerator()
+        while kills < 9 {
+            Thread.sleep(forTimeInterval: Double.random(in: 0.15...0.6, using: &generator))
+            guard let status = try? PostgresStatus.read(url: url), status.runs.last?.state == "running" else { break }
+            let victim = Int.random(in: 0..<processes.count, using: &generator)
+            guard processes[victim].process.isRunning else { continue }
+            kill(processes[victim].process.processIdentifier, SIGKILL)
+            _ = IngestBinary.finish(processes[victim])
+            kills += 1
+            processes[victim] = try IngestBinary.start(join)
+        }
+        for process in processes {
+            let outcome = IngestBinary.finish(process)
+            #expect(outcome.status == 0, "\(outcome.stderr)")
+        }
+        #expect(kills >= 3, "processes were killed during the import")
+        let status = try PostgresStatus.read(url: url)
+        #expect(status.runs.last?.state == "finished")
+        #expect(status.processes.count == 3 + kills)
+        #expect(status.processes.count { $0.state == "running" } == kills, "each killed process never said it ended")
+        #expect(status.processes.reduce(0) { $0 + $1.records } == 12_000, "every record committed exactly once")
+
+        let spec = try PipelineSpec.load(path: Self.photos)
+        _ = try Importer(spec: spec, options: Importer.Options(feed: feed, store: dir.file("store.sqlite"), workers: 1)).run()
+        let sqlite = try Self.sqliteRows(dir.file("store.sqlite"), spec.model)
+        let postgres = try Self.postgresRows(server.url, spec.model)
+        #expect(sqlite["Photo"]?.count == 12_000)
+        #expect(postgres == sqlite)
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+
+/// A throwaway PostgreSQL server for a test: `initdb` into a temporary directory and
+/// `pg_ctl start` on a unix socket there (no TCP port), stopped and removed on deinit.
+/// PostgreSQL refuses to run as root, so under root (CI) it runs as the `postgres`
+/// user Debian's package creates, through `runuser`.
+public final class PostgresServer: @unchecked Sendable {
+    /// The server binaries, or nil (then `unavailableReason` says why).
+    public static let binaries: String? = {
+        let roots = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        for version in roots.sorted(by: >) {
+            let bin = "/usr/lib/postgresql/\(version)/bin"
+            if FileManager.default.isExecutableFile(atPath: bin + "/initdb"),
+               FileManager.default.isExecutableFile(atPath: bin + "/pg_ctl") { return bin }
+        }
+        return nil
+    }()
+
+    /// Why the tests that need a server are skipped here, or nil when they can run.
+    public static let unavailableReason: String? = {
+        guard binaries != nil else {
+            return "no PostgreSQL server binaries (initdb, pg_ctl) under /usr/lib/postgresql: install the postgresql package"
+        }
+        if getuid() == 0, getpwnam("postgres") == nil {
+            return "running as root and there is no postgres user to run the server as"
+        }
+        return nil
+    }()
+
+    public static var isAvailable: Bool { unavailableReason == nil }
+
+    public let directory: String
+    public let port: Int
+    /// A libpq URL for database `ingest` as the server's superuser.
+    public let url: String
+
+    /// Starts a server with an empty database `ingest`.
+    /// - Throws: when `initdb`, `pg_ctl` or `createdb` fails (their output is in the error).
+    public init() throws {
+        guard let bin = Self.binaries, Self.unavailableReason == nil else {
+            throw ServerError(message: Self.unavailableReason ?? "no server")
+        }
+        directory = "/tmp/ingest-pg-\(UUID().uuidString.prefix(8))"
+        port = Int.random(in: 20_000..<60_000)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        if getuid() == 0, let user = getpwnam("postgres") {
+            chown(directory, user.pointee.pw_uid, user.pointee.pw_gid)
+        }
+        let user = getuid() == 0 ? "postgres" : (ProcessInfo.processInfo.environment["USER"] ?? "postgres")
+        url = "postgresql://\(user)@/ingest?host=\(directory)&port=\(port)"
+        try Self.run(bin + "/initdb", ["-D", directory + "/data", "-U", user, "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"])
+        try Self.run(bin + "/pg_ctl", ["-D", directory + "/data", "-l", directory + "/server.log", "-w", "-o",
+                                       "-k \(directory) -p \(port) -c listen_addresses= -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+                                       "start"])
+        try Self.run(bin + "/createdb", ["-h", directory, "-p", String(port), "-U", user, "ingest"])
+    }
+
+    deinit {
+        if let bin = Self.binaries {
+            _ = try? Self.run(bin + "/pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Makes another empty database and returns its URL.
+    public func createDatabase(_ name: String) throws -> String {
+        let user = getuid() == 0 ? "postgres" : (ProcessInfo.processInfo.environment["USER"] ?? "postgres")
+        try Self.run(Self.binaries! + "/createdb", ["-h", directory, "-p", String(port), "-U", user, name])
+        return "postgresql://\(user)@/\(name)?host=\(directory)&port=\(port)"
+    }
+
+    /// Runs `psql` on the `ingest` database with `arguments`, returning its output.
+    public func psql(_ arguments: [String]) throws -> String {
+        let user = getuid() == 0 ? "postgres" : (ProcessInfo.processInfo.environment["USER"] ?? "postgres")
+        return try Self.run(Self.binaries! + "/psql", ["-X", "-q", "-h", directory, "-p", String(port), "-U", user, "-d", "ingest"] + arguments)
+    }
+
+    public struct ServerError: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+    }
+
+    /// Runs `tool` (as the postgres user under root) with its output in a file, by
+    /// posix_spawn and waitpid: Foundation's `Process` can miss the exit of a child whose
+    /// own child (the server pg_ctl starts) lives on.
+    @discardableResult
+    static func run(_ tool: String, _ arguments: [String]) throws -> String {
+        let argv = getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--", tool] + arguments : [tool] + arguments
+        let log = "/tmp/ingest-pg-tool-\(UUID().uuidString).log"
+        defer { unlink(log) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var pid: pid_t = 0
+        let cArguments = argv.map { strdup($0) } + [nil]
+        defer { cArguments.forEach { free($0) } }
+        let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArguments, environ)
+        guard spawned == 0 else { throw ServerError(message: "cannot start \(argv[0]): error \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        guard status == 0 else {
+            throw ServerError(message: "\((tool as NSString).lastPathComponent) \(arguments.joined(separator: " ")) failed: \(text)")
+        }
+        return text
+    }
+}
