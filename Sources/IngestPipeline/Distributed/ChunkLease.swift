@@ -48,12 +48,14 @@ struct ChunkLease: Sendable {
     }
 
     /// Inside a save's transaction, first: moves the chunk's marker to `done` and renews the
-    /// lease, locking the chunk's row so no claim can take it before the commit.
+    /// lease, locking the chunk's row so no claim can take it before the commit. The save
+    /// that finishes the chunk drops its bytes, as a finished run's chunk files are deleted.
     /// - Throws: `Lost` when another process holds the chunk now.
     func advance(to done: Int, owner: String, leaseSeconds: Double, _ connection: PostgresConnection) throws {
         let changed = try connection.execute("""
             UPDATE _ingest_chunks SET done = $3, lease_until = now() + make_interval(secs => $5),
-                finished = CASE WHEN $3::integer >= records THEN now() END
+                finished = CASE WHEN $3::integer >= records THEN now() END,
+                bytes = CASE WHEN $3::integer >= records THEN ''::bytea ELSE bytes END
             WHERE run = $1 AND number = $2 AND owner = $4 AND finished IS NULL
             """, [String(run), String(number), String(done), owner, String(leaseSeconds)]).changed
         if changed != 1 { throw Lost() }

@@ -127,8 +127,8 @@ public enum PostgresImport {
                 let data = try FileOps.readFile(directory + "/" + chunk.file)
                 bytes += data.count
                 try connection.execute("""
-                    INSERT INTO _ingest_chunks (run, number, first_record, records, bytes, checksum) VALUES ($1, $2, $3, $4, $5::bytea, $6)
-                    """, [String(run), String(chunk.index), String(chunk.firstRecord), String(chunk.records), hexBytea(data), chunk.checksum])
+                    INSERT INTO _ingest_chunks (run, number, first_record, records, checksum, bytes) VALUES ($1, $2, $3, $4, $5, $6)
+                    """, [String(run), String(chunk.index), String(chunk.firstRecord), String(chunk.records), chunk.checksum], bytes: data)
             }
             return run
         }
@@ -145,18 +145,5 @@ public enum PostgresImport {
         let rows = try connection.execute("SELECT run, record FROM _ingest_runs WHERE state = 'running' ORDER BY run DESC LIMIT 1")
         guard rows.count == 1 else { return nil }
         return (Int(rows[0, 0]!)!, try JSONDecoder().decode(PostgresRunRecord.self, from: Data(rows[0, 1]!.utf8)))
-    }
-
-    /// `bytes` as a bytea literal in hex form (`\x…`).
-    static func hexBytea(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8](repeating: 0, count: 2 + bytes.count * 2)
-        text[0] = 0x5C
-        text[1] = 0x78
-        for (index, byte) in bytes.enumerated() {
-            text[2 + index * 2] = digits[Int(byte >> 4)]
-            text[3 + index * 2] = digits[Int(byte & 15)]
-        }
-        return String(decoding: text, as: UTF8.self)
     }
 }

@@ -116,8 +116,11 @@ public final class PostgresBatchWriter: BatchRequestMaking {
         }
         let columns = info.attributeNames.map(quoted) + info.toOneColumns.map { quoted($0.column) }
         let values = (0..<attributeCount).map(attribute) + (0..<linkCount).map(link)
+        // Keys go in in key order: two transactions inserting the same new keys then wait
+        // for each other in one order, never in a cycle (a deadlock).
+        let insertOrder = plan.keyPosition.map { "s.c\($0)" } ?? "s._rec"
         var insert = "INSERT INTO \(info.table) (\(columns.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
-            + "FROM \(stage) s WHERE s._op = 'i' ORDER BY s._rec"
+            + "FROM \(stage) s WHERE s._op = 'i' ORDER BY \(insertOrder)"
         var existing: String?
         var update: String?
         if let key = plan.keyPosition {

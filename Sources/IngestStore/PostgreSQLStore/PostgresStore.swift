@@ -23,6 +23,8 @@ public final class PostgresStore: Sendable {
             records integer NOT NULL, bytes bytea NOT NULL, checksum text NOT NULL, done integer NOT NULL DEFAULT 0,
             owner text, lease_until timestamptz, finished timestamptz, PRIMARY KEY (run, number))
         """,
+        // Chunks are read once and dropped when done: compressing them costs more than it saves.
+        "ALTER TABLE _ingest_chunks ALTER COLUMN bytes SET STORAGE EXTERNAL",
         """
         CREATE TABLE IF NOT EXISTS _ingest_processes (id text PRIMARY KEY, run integer NOT NULL, host text NOT NULL,
             pid integer NOT NULL, workers integer NOT NULL, started timestamptz NOT NULL DEFAULT now(),
@@ -54,7 +56,10 @@ public final class PostgresStore: Sendable {
             try connection.transaction {
                 // One creator at a time: others wait here, then find the tables made.
                 try connection.execute("SELECT pg_advisory_xact_lock(727001)")
-                for statement in Self.bookkeeping { try connection.execute(statement) }
+                // Made once: statements on existing tables (ALTER TABLE) would lock out running imports.
+                if try connection.execute("SELECT to_regclass('_ingest_chunks') IS NULL")[0, 0] == "t" {
+                    for statement in Self.bookkeeping { try connection.execute(statement) }
+                }
                 let stored = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model.sha256'")
                 if stored.count == 1 {
                     guard stored[0, 0] == model.hash else {

@@ -47,6 +47,32 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         return "postgresql://\(user)\(host):\(port)/\(database)"
     }
 
+    /// The password the address itself holds (in the URL or as `password=`), if any.
+    package var password: String? {
+        guard let options = PQconninfoParse(conninfo, nil) else { return nil }
+        defer { PQconninfoFree(options) }
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if String(cString: keyword) == "password", let value = option.pointee.val { return String(cString: value) }
+            option += 1
+        }
+        return nil
+    }
+
+    /// The address as given with its password taken out, for another process (which
+    /// gets the password from `PGPASSWORD`, not from its command line).
+    package var withoutPassword: String {
+        var text = conninfo
+        if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].firstIndex(of: "@") {
+            let userInfo = scheme.upperBound..<at
+            if let colon = text[userInfo].firstIndex(of: ":") { text.removeSubrange(colon..<at) }
+        }
+        // password=… as a URL parameter or a key-value pair.
+        while let range = text.range(of: #"(?<=[?&\s]|^)password=[^&\s]*&?"#, options: .regularExpression) { text.removeSubrange(range) }
+        if text.hasSuffix("?") || text.hasSuffix("&") { text.removeLast() }
+        return text
+    }
+
     static func trimmed(_ message: String) -> String {
         message.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "\n\t", with: " ").replacingOccurrences(of: "\n", with: "; ")
     }

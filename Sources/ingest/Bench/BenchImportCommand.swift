@@ -22,6 +22,10 @@ extension Ingest {
             references, and the import's stage times. --svg draws the per-worker timeline of the \
             largest feed's import with 2 workers (or the last worker count).
 
+            With --store postgresql://…: the feed imported into that PostgreSQL store by 1, 2 and 4 \
+            processes (--processes; --workers N gives each N workers, default 1), beside psql's \\copy \
+            of the same rows into the same tables.
+
             Example: ingest bench import --runs 3 --svg timeline.svg
             """
         )
@@ -46,6 +50,12 @@ extension Ingest {
 
         @Option(name: .customLong("work-dir"), help: "Where feeds and stores go.")
         var workDirectory = "/tmp/ingest-bench"
+
+        @Option(help: ArgumentHelp("A PostgreSQL store (postgresql://…) to bench instead: 1, 2 and 4 processes beside psql's \\copy. Its tables are dropped and made again.", valueName: "url"))
+        var store: String?
+
+        @Option(help: "With --store: process counts to run, comma-separated.")
+        var processes = "1,2,4"
 
         @Option(help: ArgumentHelp("Write the records/s timeline of the largest import with 2 workers as an SVG chart.",
                                    valueName: "file"))
@@ -72,6 +82,16 @@ extension Ingest {
 
         func run() throws {
             try FileOpsCLI.makeDirectory(workDirectory)
+            if let store {
+                guard PostgresURL.isPostgres(store) else { throw ValidationError("--store takes a PostgreSQL URL (postgresql://…)") }
+                let counts = processes.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+                guard !counts.isEmpty, counts.allSatisfy({ $0 >= 1 }) else { throw ValidationError("--processes takes counts like 1,2,4") }
+                let (feed, bytes) = try BenchSplit.generatedFeed(records: records, in: workDirectory)
+                return try BenchPostgresImport(url: try PostgresURL(store), feed: feed, bytes: bytes, records: records,
+                                               pipeline: pipeline,
+                                               processCounts: counts, workersPerProcess: workerCounts.count == 1 ? workerCounts[0] : 1,
+                                               runs: runs, workDirectory: workDirectory).run()
+            }
             let spec = try PipelineSpec.load(path: pipeline)
             let template = "\(workDirectory)/template.sqlite"
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: template + suffix) }

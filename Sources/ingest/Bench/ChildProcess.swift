@@ -18,6 +18,28 @@ struct ChildProcess {
     /// stdout to /dev/null.
     /// - Throws: `CommandFailure` when the program cannot be started.
     static func run(_ path: String, _ arguments: [String], standardInput: String? = nil) throws -> Result {
+        try start(path, arguments, standardInput: standardInput).wait()
+    }
+
+    /// A started program; `wait` measures it to its end.
+    struct Started {
+        let pid: pid_t
+        let started: ContinuousClock.Instant
+
+        func wait() -> Result {
+            var status: Int32 = 0
+            var usage = rusage()
+            while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+            let seconds = (ContinuousClock.now - started).seconds
+            let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+            let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+            return Result(status: exitStatus, seconds: seconds, peakRSSBytes: Int(usage.ru_maxrss) * 1024, cpuSeconds: cpu)
+        }
+    }
+
+    /// Starts `path` as `run` does, without waiting for it.
+    /// - Throws: `CommandFailure` when the program cannot be started.
+    static func start(_ path: String, _ arguments: [String], standardInput: String? = nil) throws -> Started {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -26,20 +48,13 @@ struct ChildProcess {
 
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
-        let clock = ContinuousClock()
-        let start = clock.now
+        let started = ContinuousClock.now
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
         guard spawned == 0 else {
             throw CommandFailure("cannot run \(path): \(String(cString: strerror(spawned)))")
         }
-        var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
-        let seconds = (clock.now - start).seconds
-        let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-        let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-        return Result(status: exitStatus, seconds: seconds, peakRSSBytes: Int(usage.ru_maxrss) * 1024, cpuSeconds: cpu)
+        return Started(pid: pid, started: started)
     }
 
     /// The full path of a program on PATH, or nil.
