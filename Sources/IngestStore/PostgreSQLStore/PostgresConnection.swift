@@ -14,13 +14,14 @@ public final class PostgresConnection {
     ///   reason (never the password).
     public init(_ url: PostgresURL) throws(PostgresError) {
         target = url.description
+        let endpoint = "\(url.description) (\(url.endpoint))"
         guard let connection = PQconnectdb(url.conninfo) else {
-            throw .connection(target: target, reason: "libpq could not allocate a connection")
+            throw .connection(target: endpoint, reason: "libpq could not allocate a connection")
         }
         guard PQstatus(connection) == CONNECTION_OK else {
             let reason = PostgresURL.trimmed(String(cString: PQerrorMessage(connection)))
             PQfinish(connection)
-            throw .connection(target: target, reason: reason)
+            throw .connection(target: endpoint, reason: reason)
         }
         raw = connection
         // Notices (NOTICE: relation exists, skipping) are not the user's business.

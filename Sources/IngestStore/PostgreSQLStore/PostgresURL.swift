@@ -24,9 +24,12 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         conninfo = text
     }
 
-    /// The address without its password: `postgresql://user@host:port/db`, with what
-    /// the address leaves to the environment filled in from the `PG*` variables.
-    public var description: String {
+    /// The address as given, without its password (what messages and hints show).
+    public var description: String { withoutPassword }
+
+    /// Where the address leads, with what it leaves to the environment filled in from the
+    /// `PG*` variables and libpq's defaults: `host H, port P, database D, user U`.
+    public var endpoint: String {
         var parts: [String: String] = [:]
         if let options = PQconninfoParse(conninfo, nil) {
             var option = options
@@ -38,13 +41,11 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         }
         let environment = ProcessInfo.processInfo.environment
         func part(_ key: String, _ variable: String) -> String? { parts[key] ?? environment[variable] }
-        let user = part("user", "PGUSER").map { $0 + "@" } ?? ""
-        let host = part("host", "PGHOST") ?? "localhost"
+        let user = part("user", "PGUSER") ?? (environment["USER"] ?? "")
+        let host = part("host", "PGHOST") ?? "the default socket"
         let port = part("port", "PGPORT") ?? "5432"
-        let database = part("dbname", "PGDATABASE") ?? (part("user", "PGUSER") ?? "")
-        // A unix socket's directory goes in the query, where libpq reads it back.
-        if host.hasPrefix("/") { return "postgresql://\(user)/\(database)?host=\(host)&port=\(port)" }
-        return "postgresql://\(user)\(host):\(port)/\(database)"
+        let database = part("dbname", "PGDATABASE") ?? user
+        return "host \(host), port \(port), database \(database), user \(user)"
     }
 
     /// The password the address itself holds (in the URL or as `password=`), if any.
@@ -68,7 +69,8 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
             if let colon = text[userInfo].firstIndex(of: ":") { text.removeSubrange(colon..<at) }
         }
         // password=… as a URL parameter or a key-value pair.
-        while let range = text.range(of: #"(?<=[?&\s]|^)password=[^&\s]*&?"#, options: .regularExpression) { text.removeSubrange(range) }
+        while let range = text.range(of: #"(?<=[?&\s]|^)password\s*=\s*('(\\.|[^'])*'|[^&\s]*)(&|\s+)?"#, options: .regularExpression) { text.removeSubrange(range) }
+        text = text.trimmingCharacters(in: .whitespaces)
         if text.hasSuffix("?") || text.hasSuffix("&") { text.removeLast() }
         return text
     }
