@@ -174,6 +174,31 @@ struct PostgresImportTests {
         #expect(try PostgresURL("host=db password=kv-pw dbname=w").description == "host=db dbname=w")
     }
 
+    @Test func anotherFeedWaitsForTheUnfinishedRunAndJoinSaysWhenThereIsNothingToJoin() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let first = try dir.write("first.ndjson", Array(#"{"id":"p1","title":"one"}"#.utf8) + [0x0A])
+        let second = try dir.write("second.ndjson", Array(#"{"id":"p2","title":"two"}"#.utf8) + [0x0A])
+        let pipeline = try dir.write("pipeline.json", Array(UpdateRuleTests.pipelineText().utf8))
+        // Registered, not imported: as if its processes had all died.
+        _ = try PostgresImport.start(feed: first, pipeline: Array(UpdateRuleTests.pipelineText().utf8), url: try PostgresURL(server.url),
+                                     options: PostgresImportOptions(leaseSeconds: 1))
+        let refused = try IngestBinary.run(["import", second, "--pipeline", pipeline, "--store", server.url])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("has an unfinished import, run 1 of \(first)") && refused.stderr.contains("ingest resume \(server.url)")
+                && refused.stderr.contains("--abandon-run"), "\(refused.stderr)")
+        let joined = try IngestBinary.run(["join", server.url])
+        #expect(joined.status == 0 && joined.stdout.contains("run 1 finished: 1 records done"), "\(joined.stdout)\(joined.stderr)")
+        let nothing = try IngestBinary.run(["join", server.url])
+        #expect(nothing.status == 0 && nothing.stdout.contains("nothing to join: its last import, run 1, is finished"), "\(nothing.stdout)")
+        let next = try IngestBinary.run(["import", second, "--pipeline", pipeline, "--store", server.url, "--quiet"])
+        #expect(next.status == 0, "\(next.stderr)")
+        let status = try IngestBinary.run(["status", server.url])
+        #expect(status.stdout.contains("Post: 2") && status.stdout.contains("run 2: finished"), "\(status.stdout)")
+        let query = try IngestBinary.run(["query", server.url, "Post"])
+        #expect(query.status == 1 && query.stderr.contains("query does not read PostgreSQL stores yet"), "\(query.stderr)")
+    }
+
     /// Three processes on one import, each killed with SIGKILL at random moments and
     /// started again with `ingest join`: the store ends as a clean SQLite import of the
     /// feed, and every record was committed exactly once (the processes' counts, kept in

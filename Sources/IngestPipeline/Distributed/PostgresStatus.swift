@@ -101,3 +101,29 @@ public struct PostgresStatus: Sendable {
         return status
     }
 }
+
+extension PostgresStatus {
+    /// How far a run is, cheaply (no row counts): for progress lines while it runs.
+    public struct Progress: Sendable {
+        public var run: Int
+        public var recordsDone: Int
+        public var records: Int
+        public var processesAlive: Int
+    }
+
+    /// `run`'s progress (or the newest unfinished run's), or nil when there is none.
+    /// - Throws: `PostgresError`.
+    public static func progress(run: Int?, _ connection: PostgresConnection) throws -> Progress? {
+        let rows = try connection.execute("""
+            SELECT r.run, (SELECT coalesce(sum(done), 0) FROM _ingest_chunks c WHERE c.run = r.run),
+                (SELECT coalesce(sum(records), 0) FROM _ingest_chunks c WHERE c.run = r.run),
+                (SELECT count(*) FROM _ingest_processes p WHERE p.run = r.run AND p.state = 'running'
+                    AND p.heartbeat > now() - make_interval(secs => (r.record::json->>'leaseSeconds')::float8))
+            FROM _ingest_runs r WHERE ($1::integer IS NULL AND r.state = 'running') OR r.run = $1::integer
+            ORDER BY r.run DESC LIMIT 1
+            """, [run.map(String.init)])
+        guard rows.count == 1 else { return nil }
+        return Progress(run: Int(rows[0, 0]!)!, recordsDone: Int(rows[0, 1]!)!, records: Int(rows[0, 2]!)!,
+                        processesAlive: Int(rows[0, 3]!)!)
+    }
+}
