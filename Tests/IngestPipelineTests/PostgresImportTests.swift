@@ -238,8 +238,11 @@ struct PostgresImportTests {
         #expect(kills >= 3, "processes were killed during the import")
         let status = try PostgresStatus.read(url: url)
         #expect(status.runs.last?.state == "finished")
-        #expect(status.processes.count == 3 + kills)
-        #expect(status.processes.count { $0.state == "running" } == kills, "each killed process never said it ended")
+        // A process killed before it registered leaves no row; the three that ran to the end say so.
+        #expect(status.processes.count { $0.state == "finished" } == 3)
+        #expect(status.processes.allSatisfy { $0.state == "finished" || $0.state == "running" },
+                "the others are the killed ones, which never said they ended")
+        #expect(status.processes.count > 3 && status.processes.count <= 3 + kills)
         #expect(status.processes.reduce(0) { $0 + $1.records } == 12_000, "every record committed exactly once")
 
         let spec = try PipelineSpec.load(path: Self.photos)

@@ -106,9 +106,14 @@ public enum PostgresImport {
 
         let uploadStarted = Date()
         var bytes = 0
-        let run: Int = try connection.transaction {
+        let run: Int? = try connection.transaction {
             // One run is registered at a time; the row numbers it starts from are taken inside.
             try connection.execute("SELECT pg_advisory_xact_lock(727002)")
+            // Another `import` may have registered a run while this one split the feed.
+            if let (other, _) = try latestUnfinished(connection) {
+                options.logger.info("another process registered a run meanwhile; joining it", metadata: ["run": "\(other)"])
+                return nil
+            }
             let run = Int(try connection.execute("SELECT coalesce(max(run), 0) + 1 FROM _ingest_runs")[0, 0]!)!
             var firstRows: [String: Int64] = [:]
             for entity in spec.model.entities {
@@ -131,6 +136,10 @@ public enum PostgresImport {
                     """, [String(run), String(chunk.index), String(chunk.firstRecord), String(chunk.records), chunk.checksum], bytes: data)
             }
             return run
+        }
+        guard let run else {
+            // Joined as a run of its own feed or refused as another's, by the checks above.
+            return try start(feed: feed, pipeline: pipeline, url: url, options: options)
         }
         let uploadSeconds = Date().timeIntervalSince(uploadStarted)
         options.logger.info("run registered", metadata: ["run": "\(run)", "chunks": "\(manifest.chunks.count)",
