@@ -156,6 +156,19 @@ struct PostgresImportTests {
         #expect(status.counts["Post"] == 2)
     }
 
+    @Test func keysAreToldApartByTheirBytesAsPostgreSQLDoes() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        // "é" composed and decomposed: one key to Swift's String equality, two to PostgreSQL.
+        let feed = try dir.write("feed.ndjson", Array("{\"id\":\"caf\u{E9}\",\"title\":\"one\"}\n{\"id\":\"cafe\u{301}\",\"title\":\"two\"}\n".utf8))
+        let started = try PostgresImport.start(feed: feed, pipeline: Array(UpdateRuleTests.pipelineText().utf8), url: try PostgresURL(server.url),
+                                               options: PostgresImportOptions(saveEvery: 10))
+        let report = try PostgresJoin(url: try PostgresURL(server.url), options: PostgresImportOptions(workers: 1)).run(run: started.run)
+        #expect(report.records == 2 && report.outcomes.inserted == 2)
+        let rows = try Self.postgresRows(server.url, try UpdateRuleTests.spec().model)["Post"] ?? []
+        #expect(rows.count == 2 && rows.contains { $0.hasSuffix("|one|0|NULL|NULL") } && rows.contains { $0.hasSuffix("|two|0|NULL|NULL") }, "\(rows)")
+    }
+
     @Test func anotherModelsStoreIsRefusedAndAnUnreachableServerIsNamedWithoutItsPassword() throws {
         let server = try PostgresServer()
         _ = try PostgresStore(url: try PostgresURL(server.url), model: try UpdateRuleTests.spec().model)
@@ -172,6 +185,12 @@ struct PostgresImportTests {
         let shown = try PostgresURL("postgresql://ann:s3cret-pw@db:5433/w?sslmode=disable&password=other-pw").description
         #expect(shown == "postgresql://ann@db:5433/w?sslmode=disable", "\(shown)")
         #expect(try PostgresURL("host=db password=kv-pw dbname=w").description == "host=db dbname=w")
+        do {
+            _ = try PostgresURL("postgresql://ann:s3cr%zz@db/w")
+            Issue.record("a malformed address was accepted")
+        } catch {
+            #expect(!"\(error)".contains("s3cr"), "libpq's parse message quotes the password: \(error)")
+        }
     }
 
     @Test func anotherFeedWaitsForTheUnfinishedRunAndJoinSaysWhenThereIsNothingToJoin() throws {

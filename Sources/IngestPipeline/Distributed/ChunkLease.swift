@@ -50,14 +50,16 @@ struct ChunkLease: Sendable {
     /// Inside a save's transaction, first: moves the chunk's marker to `done` and renews the
     /// lease, locking the chunk's row so no claim can take it before the commit. The save
     /// that finishes the chunk drops its bytes, as a finished run's chunk files are deleted.
-    /// - Throws: `Lost` when another process holds the chunk now.
-    func advance(to done: Int, owner: String, leaseSeconds: Double, _ connection: PostgresConnection) throws {
+    /// - Throws: `Lost` when another worker holds the chunk now, or has saved in it since.
+    func advance(from previous: Int, to done: Int, owner: String, leaseSeconds: Double, _ connection: PostgresConnection) throws {
+        // The marker must still read what this worker last saved: a compare-and-set on top
+        // of the owner check, so no two claims of one chunk can both write.
         let changed = try connection.execute("""
             UPDATE _ingest_chunks SET done = $3, lease_until = now() + make_interval(secs => $5),
                 finished = CASE WHEN $3::integer >= records THEN now() END,
                 bytes = CASE WHEN $3::integer >= records THEN ''::bytea ELSE bytes END
-            WHERE run = $1 AND number = $2 AND owner = $4 AND finished IS NULL
-            """, [String(run), String(number), String(done), owner, String(leaseSeconds)]).changed
+            WHERE run = $1 AND number = $2 AND owner = $4 AND finished IS NULL AND done = $6
+            """, [String(run), String(number), String(done), owner, String(leaseSeconds), String(previous)]).changed
         if changed != 1 { throw Lost() }
     }
 }

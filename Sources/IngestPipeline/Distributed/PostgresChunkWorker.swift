@@ -21,7 +21,10 @@ final class PostgresChunkWorker {
     let rows: RowMapper
     let run: Int
     let record: PostgresRunRecord
+    /// This worker's name on the chunks it claims: its process's ID, a slash, its number.
     let owner: String
+    /// Its process's ID (`_ingest_processes.id`).
+    let process: String
     let logger: Logger
     private(set) var totals = Totals()
     private let encoder: JSONEncoder = {
@@ -32,7 +35,7 @@ final class PostgresChunkWorker {
 
     /// - Throws: `PostgresError` (including `.unsupported` for a pipeline the batch path
     ///   cannot map, which PostgreSQL stores do not import yet).
-    init(store: PostgresStore, spec: PipelineSpec, run: Int, record: PostgresRunRecord, owner: String, logger: Logger) throws {
+    init(store: PostgresStore, spec: PipelineSpec, run: Int, record: PostgresRunRecord, process: String, number: Int, logger: Logger) throws {
         connection = try store.connect()
         writer = try PostgresBatchWriter(store: store, connection: connection, rules: spec.mappings.mapValues(\.onConflict))
         writer.firstRowOfRun = record.firstRowOfRun
@@ -42,7 +45,8 @@ final class PostgresChunkWorker {
         self.rows = rows
         self.run = run
         self.record = record
-        self.owner = owner
+        self.process = process
+        owner = "\(process)/\(number)"
         self.logger = logger
     }
 
@@ -76,33 +80,35 @@ final class PostgresChunkWorker {
         var rejects: [(index: Int, reason: String)] = []
         var pending = 0
         var reason: String?
+        var saved = lease.done
         var lines = ChunkLines.Iterator(bytes: bytes, skip: lease.done)
         while let (range, index) = lines.next() {
             try rows.add(record: range, number: index, to: &request, reason: &reason)
             if let reason { rejects.append((index, reason)) }
             pending += 1
             if pending == record.saveEvery || index + 1 == lease.records {
-                try save(request, rejects: rejects, done: index + 1, lease: lease, bytes: bytes)
+                try save(request, rejects: rejects, from: saved, done: index + 1, lease: lease, bytes: bytes)
+                saved = index + 1
                 request.removeAll(text: bytes)
                 rejects.removeAll(keepingCapacity: true)
                 pending = 0
                 if stop() { return }
             }
         }
-        if lease.records == 0 { try save(request, rejects: [], done: 0, lease: lease, bytes: bytes) }
+        if lease.records == 0 { try save(request, rejects: [], from: 0, done: 0, lease: lease, bytes: bytes) }
         totals.chunks += 1
     }
 
     /// Writes one batch with the chunk's marker, its rejects and the process's counts in
     /// one transaction.
-    private func save(_ request: BatchInsertRequest, rejects mapped: [(index: Int, reason: String)], done: Int,
+    private func save(_ request: BatchInsertRequest, rejects mapped: [(index: Int, reason: String)], from previous: Int, done: Int,
                       lease: ChunkLease, bytes: [UInt8]) throws {
         let started = Date()
         var attempt = 0
         while true {
             do {
                 try connection.execute("BEGIN")
-                let result = try saveInTransaction(request, rejects: mapped, done: done, lease: lease, bytes: bytes)
+                let result = try saveInTransaction(request, rejects: mapped, from: previous, done: done, lease: lease, bytes: bytes)
                 try connection.execute("COMMIT")
                 totals.records += result.records
                 totals.rejected += result.rejected.count
@@ -123,9 +129,9 @@ final class PostgresChunkWorker {
         }
     }
 
-    private func saveInTransaction(_ request: BatchInsertRequest, rejects mapped: [(index: Int, reason: String)], done: Int,
-                                   lease: ChunkLease, bytes: [UInt8]) throws -> BatchInserter.Result {
-        try lease.advance(to: done, owner: owner, leaseSeconds: record.leaseSeconds, connection)
+    private func saveInTransaction(_ request: BatchInsertRequest, rejects mapped: [(index: Int, reason: String)], from previous: Int,
+                                   done: Int, lease: ChunkLease, bytes: [UInt8]) throws -> BatchInserter.Result {
+        try lease.advance(from: previous, to: done, owner: owner, leaseSeconds: record.leaseSeconds, connection)
         var result = try writeRecordByRecordOnDataErrors(request)
         let rejects = mapped + result.rejected.map { (index: $0.record, reason: $0.reason) }
         let chunk = ChunkInfo(index: lease.number, firstRecord: lease.firstRecord, records: lease.records, byteSize: bytes.count,
@@ -137,7 +143,7 @@ final class PostgresChunkWorker {
             logger.trace("record rejected", metadata: ["chunk": "\(lease.number)", "index": "\(index)", "reason": "\(reason)"])
         }
         try connection.execute("UPDATE _ingest_processes SET records = records + $2, chunks = chunks + $3, heartbeat = now() WHERE id = $1",
-                               [owner, String(result.records + rejects.count), done >= lease.records ? "1" : "0"])
+                               [process, String(result.records + rejects.count), done >= lease.records ? "1" : "0"])
         result.rejected = rejects.map { BatchInserter.Rejection(record: $0.index, reason: $0.reason) }
         return result
     }
@@ -148,7 +154,9 @@ final class PostgresChunkWorker {
     private func writeRecordByRecordOnDataErrors(_ request: BatchInsertRequest) throws -> BatchInserter.Result {
         try connection.execute("SAVEPOINT batch")
         do {
-            return try writer.write(request)
+            let result = try writer.write(request)
+            try connection.execute("RELEASE SAVEPOINT batch")
+            return result
         } catch {
             guard error.isAboutData else { throw error }
             try connection.execute("ROLLBACK TO SAVEPOINT batch")
@@ -159,6 +167,7 @@ final class PostgresChunkWorker {
             try connection.execute("SAVEPOINT record")
             do {
                 let one = try writer.write(request, only: [index])
+                try connection.execute("RELEASE SAVEPOINT record")
                 total.records += one.records
                 total.rejected += one.rejected
                 total.updated += one.updated
@@ -167,6 +176,7 @@ final class PostgresChunkWorker {
             } catch {
                 guard error.isAboutData else { throw error }
                 try connection.execute("ROLLBACK TO SAVEPOINT record")
+                try connection.execute("RELEASE SAVEPOINT record")
                 total.rejected.append(BatchInserter.Rejection(record: request.recordNumber(index), reason: error.description))
             }
         }

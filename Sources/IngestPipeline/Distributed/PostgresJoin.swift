@@ -69,12 +69,12 @@ public final class PostgresJoin: Sendable {
         let failure = Mutex<(any Error)?>(nil)
         let group = DispatchGroup()
         let logger = options.logger
-        for _ in 0..<workerCount {
+        for number in 1...workerCount {
             group.enter()
             Thread.detachNewThread { [self] in
                 defer { group.leave() }
                 do {
-                    let worker = try PostgresChunkWorker(store: store, spec: spec, run: run, record: record, owner: process, logger: logger)
+                    let worker = try PostgresChunkWorker(store: store, spec: spec, run: run, record: record, process: process, number: number, logger: logger)
                     try worker.work { [self] in self.cancellation.load(ordering: .relaxed) || failure.withLock { $0 != nil } }
                     totals.withLock { total in
                         total.chunks += worker.totals.chunks
@@ -99,7 +99,9 @@ public final class PostgresJoin: Sendable {
         try connection.execute("UPDATE _ingest_processes SET state = $2, heartbeat = now() WHERE id = $1",
                                [process, error != nil ? "failed" : stopped ? "stopped" : "finished"])
         // Chunks this process still holds go back to the pool at once, not when the lease ends.
-        try connection.execute("UPDATE _ingest_chunks SET owner = NULL, lease_until = NULL WHERE owner = $1 AND finished IS NULL", [process])
+        try connection.execute("""
+            UPDATE _ingest_chunks SET owner = NULL, lease_until = NULL WHERE left(owner, length($1) + 1) = $1 || '/' AND finished IS NULL
+            """, [process])
         if let error { throw error }
         let counts = try connection.execute("""
             SELECT coalesce(sum(done), 0), (SELECT count(*) FROM _ingest_rejects WHERE run = $1) FROM _ingest_chunks WHERE run = $1
@@ -127,10 +129,15 @@ final class Heartbeat: Sendable {
                 if Date().timeIntervalSince(last) >= leaseSeconds / 3 {
                     last = Date()
                     do {
-                        if connection == nil || connection?.isOK == false { connection = try PostgresConnection(url) }
+                        if connection == nil || connection?.isOK == false {
+                            connection = try PostgresConnection(url)
+                            // A beat that cannot finish within the lease is no beat.
+                            try connection!.execute("SET statement_timeout = \(Int(leaseSeconds * 1000))")
+                        }
                         try connection!.execute("UPDATE _ingest_processes SET heartbeat = now() WHERE id = $1", [process])
                         try connection!.execute("""
-                            UPDATE _ingest_chunks SET lease_until = now() + make_interval(secs => $2) WHERE owner = $1 AND finished IS NULL
+                            UPDATE _ingest_chunks SET lease_until = now() + make_interval(secs => $2)
+                            WHERE left(owner, length($1) + 1) = $1 || '/' AND finished IS NULL
                             """, [process, String(leaseSeconds)])
                     } catch {
                         logger.warning("heartbeat failed; chunks held may be claimed by others when their lease ends", metadata: ["error": "\(error)"])
@@ -144,6 +151,7 @@ final class Heartbeat: Sendable {
 
     func stop() {
         stopped.store(true, ordering: .relaxed)
-        done.wait()
+        // A beat stuck on a dead network must not keep the process from ending.
+        _ = done.wait(timeout: .now() + 5)
     }
 }

@@ -75,7 +75,7 @@ public struct PostgresStatus: Sendable {
                     extract(epoch from (CASE WHEN p.state = 'running' THEN now() ELSE p.heartbeat END) - p.started),
                     extract(epoch from now() - p.heartbeat),
                     coalesce((SELECT string_agg(c.number::text, ',' ORDER BY c.number) FROM _ingest_chunks c
-                              WHERE c.owner = p.id AND c.finished IS NULL AND c.lease_until > now()), '')
+                              WHERE left(c.owner, length(p.id) + 1) = p.id || '/' AND c.finished IS NULL AND c.lease_until > now()), '')
                 FROM _ingest_processes p WHERE p.run = $1 ORDER BY p.started
                 """, [String(newest.number)])
             for row in 0..<processes.count {

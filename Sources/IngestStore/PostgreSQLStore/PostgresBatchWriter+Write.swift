@@ -1,5 +1,11 @@
 import Foundation
 
+/// A key's text by its bytes.
+struct TextKey: Hashable {
+    let bytes: [UInt8]
+    init(_ text: String) { bytes = Array(text.utf8) }
+}
+
 extension PostgresBatchWriter {
     /// One stored object a request writes: the rows of its key folded in record order.
     struct Folded {
@@ -31,30 +37,36 @@ extension PostgresBatchWriter {
 
         // Each row's key, and the keys stored already.
         var rowKey = [String?](repeating: nil, count: request.rows.count)
-        var keys = Array(repeating: Set<String>(), count: plans.count)
+        // Keys are told apart by their bytes, as PostgreSQL compares text (Swift's String
+        // equality would make "é" and "e\u{301}" one key).
+        var keys = Array(repeating: [TextKey: String](), count: plans.count)
         for record in accepted {
             for rowIndex in request.rowRange(ofRecord: record) {
                 let row = request.rows[rowIndex]
                 guard let position = plans[row.entity].keyPosition,
-                      let key = keyText(request.cells[row.firstCell + position], request) else { continue }
+                      var key = keyText(request.cells[row.firstCell + position], request) else { continue }
+                // PostgreSQL keeps dates to the microsecond: keys closer than that are one key there.
+                if plans[row.entity].info.attributeTypes[position] == .date, let seconds = Double(key) {
+                    key = Self.keyText((seconds * 1e6).rounded() / 1e6)
+                }
                 rowKey[rowIndex] = key
-                keys[row.entity].insert(key)
+                keys[row.entity][TextKey(key)] = key
             }
         }
-        var existing = Array(repeating: [String: Int64](), count: plans.count)
+        var existing = Array(repeating: [TextKey: Int64](), count: plans.count)
         for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty {
-            let found = try connection.execute(statements[entity].existing!, [Self.arrayLiteral(entityKeys)])
-            for row in 0..<found.count { existing[entity][found[row, 0]!] = Int64(found[row, 1]!)! }
+            let found = try connection.execute(statements[entity].existing!, [Self.arrayLiteral(entityKeys.values)])
+            for row in 0..<found.count { existing[entity][TextKey(found[row, 0]!)] = Int64(found[row, 1]!)! }
         }
 
         // A record whose new rows lack required values is rejected whole (as on SQLite).
-        var created = Array(repeating: Set<String>(), count: plans.count)
+        var created = Array(repeating: Set<TextKey>(), count: plans.count)
         var kept: [Int] = []
         let noKeys = [Value?](repeating: nil, count: request.rows.count)
         for record in accepted {
             let range = request.rowRange(ofRecord: record)
             let reason = (try? request.problem(in: range, keys: noKeys) { entity, value in
-                guard let key = Self.keyText(value) else { return nil }
+                guard let key = Self.keyText(value).map(TextKey.init) else { return nil }
                 return existing[entity][key] ?? (created[entity].contains(key) ? -1 : nil)
             }) ?? nil
             if let reason {
@@ -63,7 +75,7 @@ extension PostgresBatchWriter {
             }
             kept.append(record)
             for rowIndex in range {
-                if let key = rowKey[rowIndex], existing[request.rows[rowIndex].entity][key] == nil {
+                if let key = rowKey[rowIndex].map(TextKey.init), existing[request.rows[rowIndex].entity][key] == nil {
                     created[request.rows[rowIndex].entity].insert(key)
                 }
             }
@@ -71,11 +83,13 @@ extension PostgresBatchWriter {
 
         // Fold each key's rows in record order; count what each record's own object becomes.
         var folded = Array(repeating: [Folded](), count: plans.count)
-        var foldedIndex = Array(repeating: [String: Int](), count: plans.count)
-        var awaitingVerdict: [Int] = []
+        var foldedIndex = Array(repeating: [TextKey: Int](), count: plans.count)
+        // Records whose own object was stored: updated or unchanged, as the UPDATE says.
+        var awaitingVerdict: [(entity: Int, record: Int)] = []
         for record in kept {
             let range = request.rowRange(ofRecord: record)
-            for rowIndex in range {
+            // A record's rows fold last to first, the order the SQLite batch path writes them in.
+            for rowIndex in range.reversed() {
                 let row = request.rows[rowIndex]
                 let plan = plans[row.entity]
                 let own = rowIndex == range.lowerBound
@@ -84,7 +98,7 @@ extension PostgresBatchWriter {
                     return target < 0 ? nil : rowKey[target]
                 }
                 let bits = plan.info.attributeNames.count + plan.info.toOneColumns.count
-                guard let key = rowKey[rowIndex] else {
+                guard let key = rowKey[rowIndex].map(TextKey.init) else {
                     folded[row.entity].append(Folded(op: UInt8(ascii: "i"), record: record, cells: cells(of: row, request),
                                                      links: links, mask: allBits(bits, plan)))
                     continue
@@ -92,7 +106,8 @@ extension PostgresBatchWriter {
                 if let at = foldedIndex[row.entity][key] {
                     let changed = apply(row, links: links, to: &folded[row.entity][at], request)
                     if own {
-                        result.duplicates += 1
+                        // Made earlier in this run: in this request, or stored since the run began.
+                        if existing[row.entity][key].map({ $0 >= (firstRowOfRun[plan.info.name] ?? .max) }) ?? true { result.duplicates += 1 }
                         if changed { result.updated += 1 } else { result.unchanged += 1 }
                     }
                 } else if let stored = existing[row.entity][key] {
@@ -102,7 +117,7 @@ extension PostgresBatchWriter {
                     foldedIndex[row.entity][key] = folded[row.entity].count
                     folded[row.entity].append(entry)
                     if own {
-                        awaitingVerdict.append(record)
+                        awaitingVerdict.append((row.entity, record))
                         if stored >= (firstRowOfRun[plan.info.name] ?? .max) { result.duplicates += 1 }
                     }
                 } else {
@@ -121,13 +136,13 @@ extension PostgresBatchWriter {
             try connection.copyIn(statements[entity].copy, data: copyText(writes, plan: plans[entity], request))
             staged.append(entity)
         }
-        var updatedRecords = Set<Int>()
+        var updatedRecords = Array(repeating: Set<Int>(), count: plans.count)
         for entity in order where staged.contains(entity) {
             let plan = plans[entity]
             let entries = folded[entity]
             if let update = statements[entity].update, entries.contains(where: { $0.op == UInt8(ascii: "u") }) {
                 let updated = try connection.execute(update)
-                for row in 0..<updated.count { updatedRecords.insert(Int(updated[row, 0]!)!) }
+                for row in 0..<updated.count { updatedRecords[entity].insert(Int(updated[row, 0]!)!) }
             }
             let inserts = entries.count { $0.op == UInt8(ascii: "i") }
             if inserts > 0 {
@@ -142,8 +157,8 @@ extension PostgresBatchWriter {
         if !staged.isEmpty {
             try connection.execute("TRUNCATE " + staged.map { quoted("_stage_\($0)") }.joined(separator: ", "))
         }
-        for record in awaitingVerdict {
-            if updatedRecords.contains(record) { result.updated += 1 } else { result.unchanged += 1 }
+        for (entity, record) in awaitingVerdict {
+            if updatedRecords[entity].contains(record) { result.updated += 1 } else { result.unchanged += 1 }
         }
         result.records = kept.count
         return result
@@ -224,7 +239,7 @@ extension PostgresBatchWriter {
         switch cell {
         case .null: nil
         case .int(let number): String(number)
-        case .double(let number): "\(number)"
+        case .double(let number): Self.keyText(number)
         case .text(let offset, let count): String(decoding: request.text[Int(offset)..<Int(offset + count)], as: UTF8.self)
         case .value(let index): Self.keyText(request.values[Int(index)])
         }
@@ -234,16 +249,21 @@ extension PostgresBatchWriter {
         switch value {
         case .string(let text), .decimal(let text): text
         case .int(let number): String(number)
-        case .double(let number): "\(number)"
+        case .double(let number): keyText(number)
         case .bool(let flag): flag ? "1" : "0"
-        case .date(let date): "\(date.timeIntervalSinceReferenceDate)"
+        case .date(let date): keyText(date.timeIntervalSinceReferenceDate)
         case .uuid(let uuid): uuid.uuidString
         case .binary(let bytes): "\\x" + bytes.map { String(format: "%02x", $0) }.joined()
         }
     }
 
+    /// A double key as PostgreSQL tells keys apart: -0.0 is 0.0.
+    static func keyText(_ number: Double) -> String {
+        number == 0 ? "0.0" : "\(number)"
+    }
+
     /// A PostgreSQL array literal of `items` (for `unnest($1::text[])`).
-    static func arrayLiteral(_ items: Set<String>) -> String {
+    static func arrayLiteral<Items: Sequence<String>>(_ items: Items) -> String {
         var literal = "{"
         for (number, item) in items.enumerated() {
             if number > 0 { literal += "," }

@@ -62,7 +62,11 @@ public final class PostgresBatchWriter: BatchRequestMaking {
                 guard let target = positions[destination], plans[target].keyPosition != nil else {
                     throw .unsupported("\(info.name).\(info.relationships[relationship].relationship.name) links to \(destination), which has no single-attribute key")
                 }
-                if target != index { try visit(target) }
+                // One INSERT cannot see the rows it inserts, so a link within one entity would be lost.
+                guard target != index else {
+                    throw .unsupported("\(info.name).\(info.relationships[relationship].relationship.name) links \(info.name) to itself")
+                }
+                try visit(target)
             }
             state[index] = 2
             sorted.append(index)

@@ -21,10 +21,11 @@ public enum PostgresError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Whether the failure is about the data written (SQLSTATE classes 22 and 23), so a
+    /// Whether the failure is about the data written (SQLSTATE classes 22 and 23, 54000), so a
     /// batch may be retried record by record.
     public var isAboutData: Bool {
-        if case .server(_, let state) = self { return state.hasPrefix("22") || state.hasPrefix("23") }
+        // 54000: a value too large for an index row (a very long text key).
+        if case .server(_, let state) = self { return state.hasPrefix("22") || state.hasPrefix("23") || state == "54000" }
         return false
     }
 }

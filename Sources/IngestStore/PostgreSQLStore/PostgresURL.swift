@@ -16,9 +16,10 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
     public init(_ text: String) throws(PostgresError) {
         var error: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(text, &error) else {
-            let reason = error.map { String(cString: $0) } ?? "cannot parse the address"
+            // libpq's message quotes the part it cannot read, which may be the password.
             if let error { PQfreemem(error) }
-            throw .connection(target: "(an address libpq cannot read)", reason: Self.trimmed(reason))
+            throw .connection(target: "(an address libpq cannot read)",
+                              reason: "not a valid postgresql:// URL or key=value string (percent-encode special characters in the password, or put it in PGPASSWORD or ~/.pgpass)")
         }
         PQconninfoFree(options)
         conninfo = text
