@@ -270,5 +270,13 @@ struct PostgresImportTests {
         let postgres = try Self.postgresRows(server.url, spec.model)
         #expect(sqlite["Photo"]?.count == 12_000)
         #expect(postgres == sqlite)
+        #expect(try PostgresStatus.check(url: url) == [])
+        // A dangling link and a marker past its chunk are found.
+        let connection = try PostgresConnection(url)
+        try connection.execute("UPDATE \"Photo\" SET \"_whoTook\" = 999999 WHERE \"_pk\" = (SELECT min(\"_pk\") FROM \"Photo\")")
+        try connection.execute("UPDATE _ingest_chunks SET done = records + 1 WHERE number = 2")
+        let checked = try IngestBinary.run(["status", server.url, "--check"])
+        #expect(checked.status == 1 && checked.stdout.contains("Photo.whoTook: 1 row(s) point at no Photographer")
+                && checked.stdout.contains("run 1, chunk 2: marker at 401 of 400 records"), "\(checked.stdout)")
     }
 }

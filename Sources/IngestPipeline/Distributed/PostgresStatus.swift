@@ -127,3 +127,53 @@ extension PostgresStatus {
                         processesAlive: Int(rows[0, 3]!)!)
     }
 }
+
+extension PostgresStatus {
+    /// Checks a PostgreSQL store: each run's chunk markers (none past its chunk's records, a
+    /// finished chunk complete, a finished run's chunks all finished), the unique index of
+    /// each uniqueness constraint, and every to-one pointing at a row that exists. Returns
+    /// the problems found (none: the store is sound).
+    /// - Throws: `PostgresError` when the store cannot be read.
+    public static func check(url: PostgresURL) throws -> [String] {
+        let connection = try PostgresConnection(url)
+        guard try connection.execute("SELECT to_regclass('_ingest_runs') IS NOT NULL")[0, 0] == "t" else {
+            throw PostgresError.notAStore(target: url.description)
+        }
+        var problems: [String] = []
+        let markers = try connection.execute("""
+            SELECT c.run, c.number, c.done, c.records, c.finished IS NOT NULL, r.state FROM _ingest_chunks c
+            JOIN _ingest_runs r ON r.run = c.run
+            WHERE c.done > c.records OR (c.finished IS NOT NULL AND c.done <> c.records)
+               OR (r.state = 'finished' AND c.finished IS NULL)
+            ORDER BY c.run, c.number LIMIT 20
+            """)
+        for row in 0..<markers.count {
+            problems.append("run \(markers[row, 0]!), chunk \(markers[row, 1]!): marker at \(markers[row, 2]!) of \(markers[row, 3]!) records, "
+                + (markers[row, 4] == "t" ? "finished" : "not finished") + ", run \(markers[row, 5]!)")
+        }
+        let stored = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model'")
+        guard stored.count == 1, let model = try? Model.load(json: Data(stored[0, 0]!.utf8)) else {
+            return problems + ["the store records no readable model"]
+        }
+        func quote(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+        for entity in model.entities {
+            for (number, constraint) in entity.uniquenessConstraints.enumerated() {
+                let index = try connection.execute("SELECT indisunique FROM pg_index WHERE indexrelid = to_regclass($1)",
+                                                   [quote("_unique_\(entity.name)_\(number)")])
+                if index.count != 1 || index[0, 0] != "t" {
+                    problems.append("\(entity.name): the unique index of (\(constraint.joined(separator: ", "))) is missing")
+                }
+            }
+            for relationship in entity.relationships where !relationship.isToMany {
+                let dangling = try connection.execute("""
+                    SELECT count(*) FROM \(quote(entity.name)) t WHERE t.\(quote("_" + relationship.name)) IS NOT NULL
+                      AND NOT EXISTS (SELECT 1 FROM \(quote(relationship.destination)) d WHERE d."_pk" = t.\(quote("_" + relationship.name)))
+                    """)
+                if dangling[0, 0] != "0" {
+                    problems.append("\(entity.name).\(relationship.name): \(dangling[0, 0]!) row(s) point at no \(relationship.destination)")
+                }
+            }
+        }
+        return problems
+    }
+}

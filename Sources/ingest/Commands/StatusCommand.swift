@@ -15,15 +15,21 @@ extension Ingest {
         @Argument(help: "The store file, or a PostgreSQL URL (postgresql://…).")
         var store: String
 
-        @Flag(help: "Also check the store: SQLite's integrity check, to-ones, uniqueness, and the marker against the rows (exit 1 on a problem).")
+        @Flag(help: "Also check the store: SQLite's integrity check, to-ones, uniqueness, and the marker against the rows; on PostgreSQL the chunk markers, unique indexes and to-ones (exit 1 on a problem).")
         var check = false
 
         func run() throws {
             if PostgresURL.isPostgres(store) {
-                guard !check else {
-                    throw CommandFailure("status --check works on SQLite stores only for now; on PostgreSQL the unique indexes and the chunk markers are kept by the server")
+                let url = try PostgresURL(store)
+                guard check else { return PostgresCLI.printStatus(try PostgresStatus.read(url: url)) }
+                let problems = try PostgresStatus.check(url: url)
+                if problems.isEmpty {
+                    print("\(url): check passed (chunk markers, unique indexes, to-one references)")
+                    return
                 }
-                return PostgresCLI.printStatus(try PostgresStatus.read(url: try PostgresURL(store)))
+                print("\(url): check found \(problems.count) problem(s):")
+                problems.forEach { print("  - " + $0) }
+                throw ExitCode(1)
             }
             if check {
                 let problems = try ImportStatus.check(store: store)
