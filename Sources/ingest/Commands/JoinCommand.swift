@@ -67,6 +67,9 @@ enum PostgresCLI {
 
     /// Runs this process's part of the import, stopping at a save boundary on SIGINT/SIGTERM/SIGHUP.
     static func join(url: PostgresURL, run: Int?, running: RunOptions) throws {
+        if running.maxRejects != nil {
+            throw CommandFailure("--max-rejects works on SQLite stores only for now; a PostgreSQL run imports every record it can and keeps the rest in _ingest_rejects")
+        }
         let options = PostgresImportOptions(workers: running.workers, logger: try StderrLogHandler.logger(running.logLevel))
         let join = PostgresJoin(url: url, options: options)
         let received = Atomic<Int32>(0)
