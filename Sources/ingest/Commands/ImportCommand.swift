@@ -24,6 +24,10 @@ extension Ingest {
             run finishes unless --keep-chunks. Records that cannot be mapped or saved go to \
             STORE.rejects.ndjson with their run, chunk, index and reason.
 
+            With --store postgresql://…, the chunks go into the database and any number of \
+            `ingest join` processes, on any machine, import the run beside this one (see ingest \
+            join --help).
+
             Exit status: 0 imported, nothing rejected; 3 finished, some records rejected; \
             1 failed (including: every record rejected, unless --max-rejects allows it); \
             129/130/143 stopped by SIGHUP/SIGINT/SIGTERM at a save boundary (resumable).
@@ -103,10 +107,13 @@ extension Ingest {
         /// An import into a PostgreSQL store: the run is registered there (chunks included)
         /// and this process imports it with any `ingest join` processes.
         private func runOnPostgres() throws {
-            let fileOnly = [("--chunks", chunks != nil), ("--keep-chunks", keepChunks), ("--delete-store", deleteStore),
-                            ("--keep-indexes", keepIndexes), ("--max-rejects", maxRejects != nil)]
-            if let (flag, _) = fileOnly.first(where: { $0.1 }) {
-                throw CommandFailure("\(flag) works on SQLite stores only; a PostgreSQL store keeps its chunks in the database (to start over, drop and create the database)")
+            let sqliteOnly = [("--chunks", chunks != nil, "a PostgreSQL store keeps its chunks in the database"),
+                              ("--keep-chunks", keepChunks, "a PostgreSQL store keeps its chunks in the database"),
+                              ("--delete-store", deleteStore, "to start over, drop the database and create it again"),
+                              ("--keep-indexes", keepIndexes, "a PostgreSQL store keeps its indexes during imports"),
+                              ("--max-rejects", maxRejects != nil, "a PostgreSQL run imports what it can and keeps the rest in _ingest_rejects")]
+            if let (flag, _, why) = sqliteOnly.first(where: { $0.1 }) {
+                throw CommandFailure("\(flag) works on SQLite stores only: \(why)")
             }
             let url = try PostgresURL(store)
             let bytes: [UInt8]
