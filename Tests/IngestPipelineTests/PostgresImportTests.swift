@@ -153,6 +153,11 @@ struct PostgresImportTests {
         #expect(status.rejects.count == 2)
         #expect(status.rejects.first?.contains("PostgreSQL text cannot hold the character U+0000") == true, "\(status.rejects)")
         #expect(status.rejects.first?.contains(#""chunk":1,"index":1"#) == true)
+        // The mistyped value is rejected with the very reason the SQLite import gives.
+        let sqlite = try Importer(spec: try UpdateRuleTests.spec(), options: Importer.Options(feed: feed, store: dir.file("store.sqlite"))).run()
+        let sqliteReject = try String(contentsOfFile: sqlite.rejectsFile, encoding: .utf8).split(separator: "\n").first { $0.contains(#""index":2"#) }
+        let reason = try #require(sqliteReject.flatMap { line in line.range(of: #""reason":"[^"]*""#, options: .regularExpression).map { String(line[$0]) } })
+        #expect(status.rejects.last?.contains(reason) == true, "\(status.rejects) vs \(reason)")
         #expect(status.counts["Post"] == 2)
     }
 
@@ -190,6 +195,8 @@ struct PostgresImportTests {
             Issue.record("a malformed address was accepted")
         } catch {
             #expect(!"\(error)".contains("s3cr"), "libpq's parse message quotes the password: \(error)")
+            #expect("\(error)".hasPrefix("cannot connect to PostgreSQL at (an address libpq cannot read): not a valid postgresql:// URL or key=value string"),
+                    "\(error)")
         }
     }
 

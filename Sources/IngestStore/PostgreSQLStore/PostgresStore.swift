@@ -68,7 +68,7 @@ public final class PostgresStore: Sendable {
                     return
                 }
                 for info in schema.entities.values.sorted(by: { $0.name < $1.name }) {
-                    for statement in info.postgresCreateStatements() { try connection.execute(statement) }
+                    for statement in info.createStatements(.postgres) { try connection.execute(statement) }
                 }
                 try connection.execute("INSERT INTO _ingest_store VALUES ('model.sha256', $1), ('model', $2)",
                                        [model.hash, String(decoding: model.jsonData(), as: UTF8.self)])

@@ -157,19 +157,8 @@ extension Ingest {
         /// Runs an import with SIGINT, SIGTERM and SIGHUP stopping it at the next save boundary
         /// (exit 130, 143, 129).
         static func run(_ importer: Importer, store: String, quiet: Bool) throws {
-            let received = Atomic<Int32>(0)
-            var sources: [any DispatchSourceSignal] = []
-            for signalNumber in [SIGINT, SIGTERM, SIGHUP] {
-                signal(signalNumber, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-                source.setEventHandler {
-                    received.store(signalNumber, ordering: .relaxed)
-                    importer.cancellation.store(true, ordering: .relaxed)
-                }
-                source.resume()
-                sources.append(source)
-            }
-            defer { sources.forEach { $0.cancel() } }
+            let signals = StopSignals { importer.cancellation.store(true, ordering: .relaxed) }
+            defer { signals.cancel() }
             let view = ImportProgressView()
             if !quiet { importer.addProgressObserver { view.show($0) } }
             let report: ImportReport
@@ -178,10 +167,7 @@ extension Ingest {
                 view.finish()
             } catch is ImportInterrupted {
                 view.finish()
-                let signalNumber = received.load(ordering: .relaxed)
-                let name = signalNumber == SIGTERM ? "SIGTERM" : signalNumber == SIGHUP ? "SIGHUP" : "SIGINT"
-                Console.error("ingest: stopped at a save boundary (\(name)); continue with: \(resumeCommand(importer))\n")
-                Glibc.exit(128 + signalNumber)
+                signals.exit(continueWith: resumeCommand(importer))
             } catch {
                 view.finish()
                 throw error
@@ -214,15 +200,18 @@ extension Ingest {
             return "the same feed on standard input again: … | ingest import -\(pipeline) --store \(store) (the records already imported are skipped)"
         }
 
+        /// What became of the records: inserted, updated, unchanged, and the repeats among them.
+        static func outcomesLine(_ outcomes: RecordOutcomes) -> String {
+            "records: \(Format.count(outcomes.inserted)) inserted, \(Format.count(outcomes.updated)) updated, \(Format.count(outcomes.unchanged)) unchanged"
+                + (outcomes.duplicates > 0 ? " (\(Format.count(outcomes.duplicates)) repeated a key seen earlier in this run)" : "")
+        }
+
         static func printSummary(_ report: ImportReport, reportPath: String) {
             print("\(report.feed) → \(report.store): \(Format.count(report.records)) records in \(report.chunks) chunk(s), \(report.workers) worker(s)")
             if let run = report.run { print("  run \(run)" + (report.abandonedRun.map { "; run \($0) was left unfinished (--abandon-run)" } ?? "")) }
             if report.pipelineInferred == true { print("  pipeline: inferred from the feed (\(report.store).pipeline.json)") }
             print("  imported \(Format.count(report.imported)) and rejected \(Format.count(report.rejectedThisRun)) this run; \(Format.count(report.rejected)) rejected in all (\(report.rejectsFile))")
-            if let outcomes = report.outcomes {
-                print("  records: \(Format.count(outcomes.inserted)) inserted, \(Format.count(outcomes.updated)) updated, \(Format.count(outcomes.unchanged)) unchanged"
-                      + (outcomes.duplicates > 0 ? " (\(Format.count(outcomes.duplicates)) repeated a key seen earlier in this run)" : ""))
-            }
+            if let outcomes = report.outcomes { print("  " + outcomesLine(outcomes)) }
             print("  " + report.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
             print("  \(Format.seconds(report.seconds)), \(Format.count(Int(report.recordsPerSecond))) records/s, \(Format.rate(report.megabytesPerSecond)) MB/s, peak RSS \(ByteCount.format(report.peakRSSBytes))")
             let stages = report.stages

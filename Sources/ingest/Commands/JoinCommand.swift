@@ -72,19 +72,8 @@ enum PostgresCLI {
         }
         let options = PostgresImportOptions(workers: running.workers, logger: try StderrLogHandler.logger(running.logLevel))
         let join = PostgresJoin(url: url, options: options)
-        let received = Atomic<Int32>(0)
-        var sources: [any DispatchSourceSignal] = []
-        for signalNumber in [SIGINT, SIGTERM, SIGHUP] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler {
-                received.store(signalNumber, ordering: .relaxed)
-                join.cancellation.store(true, ordering: .relaxed)
-            }
-            source.resume()
-            sources.append(source)
-        }
-        defer { sources.forEach { $0.cancel() } }
+        let signals = StopSignals { join.cancellation.store(true, ordering: .relaxed) }
+        defer { signals.cancel() }
         let report: PostgresJoin.Report
         let progress = PostgresProgressLine(url: url, run: run, quiet: running.quiet)
         do {
@@ -98,20 +87,13 @@ enum PostgresCLI {
         }
         if !running.quiet {
             print("\(url): run \(report.run): this process (\(report.process), \(report.workers) worker(s)) imported \(Format.count(report.records)) records in \(report.chunks) chunk(s) and rejected \(Format.count(report.rejected)) in \(Format.seconds(report.seconds)) (\(Format.count(Int(Double(report.records) / max(report.seconds, 0.001)))) records/s)")
-            let outcomes = report.outcomes
-            print("  records: \(Format.count(outcomes.inserted)) inserted, \(Format.count(outcomes.updated)) updated, \(Format.count(outcomes.unchanged)) unchanged"
-                  + (outcomes.duplicates > 0 ? " (\(Format.count(outcomes.duplicates)) repeated a key seen earlier in this run)" : ""))
+            print("  " + Ingest.Import.outcomesLine(report.outcomes))
             if report.leasesLost > 0 { print("  lost \(report.leasesLost) chunk lease(s) to other processes (this one stalled past the lease)") }
             print(report.runFinished
                   ? "  run \(report.run) finished: \(Format.count(report.runRecords)) records done, \(Format.count(report.runRejected)) rejected in all (ingest status \(url) lists them)"
                   : "  run \(report.run) goes on in other processes: \(Format.count(report.runRecords)) records done so far")
         }
-        if report.stopped {
-            let signalNumber = received.load(ordering: .relaxed)
-            let name = signalNumber == SIGTERM ? "SIGTERM" : signalNumber == SIGHUP ? "SIGHUP" : "SIGINT"
-            Console.error("ingest: stopped at a save boundary (\(name)); continue with: ingest join \(url)\n")
-            Glibc.exit(128 + (signalNumber == 0 ? SIGINT : signalNumber))
-        }
+        if report.stopped { signals.exit(continueWith: "ingest join \(url)") }
         if report.rejected > 0 { throw ExitCode(3) }
     }
 }
