@@ -12,8 +12,8 @@ import Testing
         var notices = 0
     }
 
-    @Test func eightWorkersAndAnAutoMergingMainContext() async throws {
-        let (coordinator, directory) = try TestModel.store()
+    @Test(arguments: StoreBackend.available) func eightWorkersAndAnAutoMergingMainContext(backend: StoreBackend) async throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let log = await MainActor.run { MergeLog() }
         let main = await MainActor.run {
@@ -74,8 +74,8 @@ import Testing
         }
     }
 
-    @Test func saveNoticesArriveAsAnAsyncSequenceInOrder() async throws {
-        let (coordinator, directory) = try TestModel.store()
+    @Test(arguments: StoreBackend.available) func saveNoticesArriveAsAnAsyncSequenceInOrder(backend: StoreBackend) async throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let notices = coordinator.saveNotices()
         let context = ObjectContext(coordinator: coordinator, name: "writer")
@@ -94,8 +94,8 @@ import Testing
         #expect(seen.allSatisfy { $0.inserted.count == 1 && $0.contextName == "writer" })
     }
 
-    @Test func mergeRefreshesUpdatedObjectsAndDropsDeletedOnes() throws {
-        let (coordinator, directory) = try TestModel.store()
+    @Test(arguments: StoreBackend.available) func mergeRefreshesUpdatedObjectsAndDropsDeletedOnes(backend: StoreBackend) throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let writer = ObjectContext(coordinator: coordinator, name: "writer")
         let reader = ObjectContext(coordinator: coordinator, name: "reader")
@@ -164,8 +164,8 @@ final class Mutex2<T>: @unchecked Sendable {
 
 @Suite struct ReaderTests {
     /// WAL: a reader gets the last committed state at once while a save is mid-transaction.
-    @Test func readersDoNotWaitForAWriteInProgress() throws {
-        let (coordinator, directory) = try TestModel.store()
+    @Test(arguments: StoreBackend.available) func readersDoNotWaitForAWriteInProgress(backend: StoreBackend) throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let writer = ObjectContext(coordinator: coordinator, name: "writer")
         try writer.perform {

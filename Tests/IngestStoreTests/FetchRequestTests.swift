@@ -6,8 +6,8 @@ import Testing
 /// Every predicate compiled to SQL must select exactly the rows `evaluate(with:)`
 /// accepts, on every fixture row.
 @Suite struct PredicateAgreementTests {
-    static func fixture() throws -> (PersistentStoreCoordinator, TemporaryDirectory) {
-        let (coordinator, directory) = try TestModel.store()
+    static func fixture(_ backend: StoreBackend = .sqlite) throws -> (PersistentStoreCoordinator, TemporaryDirectory) {
+        let (coordinator, directory) = try TestModel.store(on: backend)
         let context = ObjectContext(coordinator: coordinator, name: "fixture")
         try context.perform {
             var people: [ManagedObject] = []
@@ -72,24 +72,24 @@ import Testing
         #expect(total > 0)
     }
 
-    @Test func photoPredicatesAgreeInSQLAndInMemory() throws {
-        let (coordinator, directory) = try Self.fixture()
+    @Test(arguments: StoreBackend.available) func photoPredicatesAgreeInSQLAndInMemory(backend: StoreBackend) throws {
+        let (coordinator, directory) = try Self.fixture(backend)
         _ = directory
         for format in Self.photoPredicates {
             do { try agree(coordinator, entity: "Photo", format) } catch { Issue.record("\(format): \(error)") }
         }
     }
 
-    @Test func photographerPredicatesAgreeInSQLAndInMemory() throws {
-        let (coordinator, directory) = try Self.fixture()
+    @Test(arguments: StoreBackend.available) func photographerPredicatesAgreeInSQLAndInMemory(backend: StoreBackend) throws {
+        let (coordinator, directory) = try Self.fixture(backend)
         _ = directory
         for format in Self.photographerPredicates {
             do { try agree(coordinator, entity: "Photographer", format) } catch { Issue.record("\(format): \(error)") }
         }
     }
 
-    @Test func argumentsAreBoundNeverSpliced() throws {
-        let (coordinator, directory) = try Self.fixture()
+    @Test(arguments: StoreBackend.available) func argumentsAreBoundNeverSpliced(backend: StoreBackend) throws {
+        let (coordinator, directory) = try Self.fixture(backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
         try context.perform {
@@ -107,8 +107,8 @@ import Testing
 }
 
 @Suite struct FetchRequestTests {
-    @Test func sortLimitOffsetAndCount() throws {
-        let (coordinator, directory) = try PredicateAgreementTests.fixture()
+    @Test(arguments: StoreBackend.available) func sortLimitOffsetAndCount(backend: StoreBackend) throws {
+        let (coordinator, directory) = try PredicateAgreementTests.fixture(backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
         try context.perform {
@@ -130,8 +130,8 @@ import Testing
         }
     }
 
-    @Test func pendingChangesAreIncluded() throws {
-        let (coordinator, directory) = try PredicateAgreementTests.fixture()
+    @Test(arguments: StoreBackend.available) func pendingChangesAreIncluded(backend: StoreBackend) throws {
+        let (coordinator, directory) = try PredicateAgreementTests.fixture(backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
         try context.perform {
@@ -151,8 +151,8 @@ import Testing
 }
 
 @Suite struct DictionaryFetchTests {
-    @Test func propertiesThroughToOneAndObjectIDs() throws {
-        let (coordinator, directory) = try PredicateAgreementTests.fixture()
+    @Test(arguments: StoreBackend.available) func propertiesThroughToOneAndObjectIDs(backend: StoreBackend) throws {
+        let (coordinator, directory) = try PredicateAgreementTests.fixture(backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
         try context.perform {
@@ -166,8 +166,8 @@ import Testing
         }
     }
 
-    @Test func aggregatesGroupedWithHaving() throws {
-        let (coordinator, directory) = try PredicateAgreementTests.fixture()
+    @Test(arguments: StoreBackend.available) func aggregatesGroupedWithHaving(backend: StoreBackend) throws {
+        let (coordinator, directory) = try PredicateAgreementTests.fixture(backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
         try context.perform {
@@ -213,8 +213,8 @@ import Testing
 }
 
 @Suite struct BatchingAndPrefetchingTests {
-    func store(photos: Int) throws -> (PersistentStoreCoordinator, TemporaryDirectory) {
-        let (coordinator, directory) = try TestModel.store()
+    func store(photos: Int, on backend: StoreBackend) throws -> (PersistentStoreCoordinator, TemporaryDirectory) {
+        let (coordinator, directory) = try TestModel.store(on: backend)
         let context = ObjectContext(coordinator: coordinator)
         try context.perform {
             let people = (0..<10).map { i -> ManagedObject in
@@ -229,8 +229,8 @@ import Testing
         return (coordinator, directory)
     }
 
-    @Test func aBatchedFetchReadsOnlyTheBatchesTouched() throws {
-        let (coordinator, directory) = try store(photos: 100)
+    @Test(arguments: StoreBackend.available) func aBatchedFetchReadsOnlyTheBatchesTouched(backend: StoreBackend) throws {
+        let (coordinator, directory) = try store(photos: 100, on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
         try context.perform {
@@ -250,8 +250,8 @@ import Testing
         }
     }
 
-    @Test func prefetchingIssuesOneQueryPerKeyPath() throws {
-        let (coordinator, directory) = try store(photos: 60)
+    @Test(arguments: StoreBackend.available) func prefetchingIssuesOneQueryPerKeyPath(backend: StoreBackend) throws {
+        let (coordinator, directory) = try store(photos: 60, on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
         try context.perform {
@@ -282,9 +282,15 @@ import Testing
 }
 
 @Suite struct SortAgreementTests {
-    @Test(arguments: [FetchSortDescriptor.Comparison.binary, .caseInsensitive, .localizedStandard], [true, false])
-    func sqlAndInMemoryOrdersAgree(_ comparison: FetchSortDescriptor.Comparison, _ ascending: Bool) throws {
-        let (coordinator, directory) = try TestModel.store()
+    static let cases = StoreBackend.available.flatMap { backend in
+        [FetchSortDescriptor.Comparison.binary, .caseInsensitive, .localizedStandard].flatMap { comparison in
+            [true, false].map { (comparison, $0, backend) }
+        }
+    }
+
+    @Test(arguments: cases)
+    func sqlAndInMemoryOrdersAgree(_ comparison: FetchSortDescriptor.Comparison, _ ascending: Bool, _ backend: StoreBackend) throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
         try context.perform {

@@ -29,8 +29,8 @@ import Testing
         a.count == b.count && zip(a, b).allSatisfy { $0.name == $1.name && $0.ids == $1.ids }
     }
 
-    @Test func reportedChangesReproduceTheNewStateOverRandomMergedSaves() throws {
-        let (coordinator, directory) = try TestModel.store()
+    @Test(arguments: StoreBackend.available) func reportedChangesReproduceTheNewStateOverRandomMergedSaves(backend: StoreBackend) throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let sectionNames = ["A", "B", "C", "D", "E"]
         let viewer = ObjectContext(coordinator: coordinator, name: "viewer")
@@ -96,8 +96,8 @@ import Testing
         #expect(changeCount >= 200)
     }
 
-    @Test func sectionKeyMustBeTheFirstSortKey() throws {
-        let (coordinator, directory) = try TestModel.store()
+    @Test(arguments: StoreBackend.available) func sectionKeyMustBeTheFirstSortKey(backend: StoreBackend) throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
         #expect(throws: QueryPredicateError("the section key title must be the first sort key (it is views)", column: 0)) {
@@ -117,8 +117,8 @@ import Testing
 }
 
 @Suite struct ResultsControllerOwnSaveTests {
-    @Test func aSaveOfItsOwnContextIsReportedToo() async throws {
-        let (coordinator, directory) = try TestModel.store()
+    @Test(arguments: StoreBackend.available) func aSaveOfItsOwnContextIsReportedToo(backend: StoreBackend) async throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "own")
         let (controller, first): (FetchedResultsController, ObjectID) = try context.perform {

@@ -7,8 +7,8 @@ import Testing
 @Suite struct MergePolicyTests {
     /// Saves photo "p1" from context A (title "first", 10 views, by "ana"), then from
     /// context B (title "second", no views set, by "bo") under `policy`.
-    func race(_ policy: MergePolicy) throws -> (PersistentStoreCoordinator, TemporaryDirectory, ObjectContext, ManagedObject, ObjectID, Result<Void, any Error>) {
-        let (coordinator, directory) = try TestModel.store()
+    func race(_ policy: MergePolicy, on backend: StoreBackend) throws -> (PersistentStoreCoordinator, TemporaryDirectory, ObjectContext, ManagedObject, ObjectID, Result<Void, any Error>) {
+        let (coordinator, directory) = try TestModel.store(on: backend)
         let first = ObjectContext(coordinator: coordinator, name: "A")
         let firstID: ObjectID = try first.perform {
             let photo = insertPhoto(first, id: "p1", title: "first")
@@ -40,8 +40,8 @@ import Testing
         }
     }
 
-    @Test func errorPolicyThrowsNamingTheObjectAndKeyAndWritesNothing() throws {
-        let (coordinator, directory, context, photo, _, result) = try race(.error)
+    @Test(arguments: StoreBackend.available) func errorPolicyThrowsNamingTheObjectAndKeyAndWritesNothing(backend: StoreBackend) throws {
+        let (coordinator, directory, context, photo, _, result) = try race(.error, on: backend)
         _ = directory
         let error = try #require(throws: StoreError.self) { try result.get() }
         let id = context.perform { photo.objectID }
@@ -51,8 +51,8 @@ import Testing
         context.perform { #expect(context.hasChanges) }
     }
 
-    @Test func objectTrumpWritesTheSavingContextsValuesOntoTheExistingRow() throws {
-        let (coordinator, directory, context, photo, firstID, result) = try race(.objectTrump)
+    @Test(arguments: StoreBackend.available) func objectTrumpWritesTheSavingContextsValuesOntoTheExistingRow(backend: StoreBackend) throws {
+        let (coordinator, directory, context, photo, firstID, result) = try race(.objectTrump, on: backend)
         _ = directory
         try result.get()
         context.perform { #expect(photo.objectID == firstID) }
@@ -60,8 +60,8 @@ import Testing
         #expect(try coordinator.count("Photo") == 1)
     }
 
-    @Test func storeTrumpKeepsTheStoredValues() throws {
-        let (coordinator, directory, context, photo, firstID, result) = try race(.storeTrump)
+    @Test(arguments: StoreBackend.available) func storeTrumpKeepsTheStoredValues(backend: StoreBackend) throws {
+        let (coordinator, directory, context, photo, firstID, result) = try race(.storeTrump, on: backend)
         _ = directory
         try result.get()
         context.perform {
@@ -72,8 +72,8 @@ import Testing
         #expect(try coordinator.count("Photographer") == 2)
     }
 
-    @Test func rollbackDropsTheConflictingObjectsChanges() throws {
-        let (coordinator, directory, context, photo, firstID, result) = try race(.rollback)
+    @Test(arguments: StoreBackend.available) func rollbackDropsTheConflictingObjectsChanges(backend: StoreBackend) throws {
+        let (coordinator, directory, context, photo, firstID, result) = try race(.rollback, on: backend)
         _ = directory
         try result.get()
         context.perform {
@@ -84,8 +84,8 @@ import Testing
         #expect(try stored(coordinator) == ["p1 first 10 ana"])
     }
 
-    @Test func duplicatesInsideOneSaveConflictToo() throws {
-        let (coordinator, directory) = try TestModel.store()
+    @Test(arguments: StoreBackend.available) func duplicatesInsideOneSaveConflictToo(backend: StoreBackend) throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
         try context.perform {
@@ -99,8 +99,8 @@ import Testing
         #expect(try stored(coordinator) == ["same b 0 -"])
     }
 
-    @Test func concurrentInsertsOfOneKeyLeaveOneRow() async throws {
-        let (coordinator, directory) = try TestModel.store()
+    @Test(arguments: StoreBackend.available) func concurrentInsertsOfOneKeyLeaveOneRow(backend: StoreBackend) async throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<6 {

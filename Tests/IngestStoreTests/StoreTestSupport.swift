@@ -1,5 +1,6 @@
 import Foundation
 import IngestTestSupport
+import Synchronization
 import Testing
 @testable import IngestStore
 
@@ -37,10 +38,17 @@ enum TestModel {
         Entity("Everything", attributes: AttributeType.allCases.map { Attribute("a_\($0.rawValue)", $0) }),
     ])
 
-    /// A store in a fresh directory; keep the directory alive as long as the store.
-    static func store(_ model: Model = TestModel.model) throws -> (PersistentStoreCoordinator, TemporaryDirectory) {
+    /// A new, empty store on `backend`: a SQLite file in a fresh directory, or a fresh
+    /// database on the suite's PostgreSQL server. Keep the directory alive as long as the store.
+    static func store(_ model: Model = TestModel.model, on backend: StoreBackend = .sqlite) throws -> (PersistentStoreCoordinator, TemporaryDirectory) {
         let directory = try TemporaryDirectory()
-        return (try PersistentStoreCoordinator(model: model, path: directory.file("store.sqlite")), directory)
+        switch backend {
+        case .sqlite:
+            return (try PersistentStoreCoordinator(model: model, path: directory.file("store.sqlite")), directory)
+        case .postgres:
+            let url = try StoreBackend.newDatabase()
+            return (try PersistentStoreCoordinator(model: model, url: URL(string: url)!), directory)
+        }
     }
 }
 
@@ -51,6 +59,17 @@ func insertPhoto(_ context: ObjectContext, id: String, title: String? = nil) -> 
     photo.id = .string(id)
     if let title { photo.title = .string(title) }
     return photo
+}
+
+/// `sample(type)` as `backend` can hold it: PostgreSQL's text has no NUL, and (`stored`)
+/// its timestamps keep whole microseconds.
+func sample(_ type: AttributeType, on backend: StoreBackend, stored: Bool = false) -> Value {
+    guard backend == .postgres else { return sample(type) }
+    switch sample(type) {
+    case .string(let text): return .string(text.replacingOccurrences(of: "\u{0}", with: "0"))
+    case .date(let date) where stored: return .date(Date(timeIntervalSince1970: (date.timeIntervalSince1970 * 1_000_000).rounded() / 1_000_000))
+    case let value: return value
+    }
 }
 
 /// A value the store can hold for every attribute type, and a second one.
@@ -66,5 +85,42 @@ func sample(_ type: AttributeType) -> Value {
     case .binary: .binary([0, 1, 2, 255, 0])
     case .uuid: .uuid(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!)
     case .decimal: .decimal("12.3400")
+    }
+}
+
+/// The backends the store's suite runs on: every test that takes a `StoreBackend` runs
+/// once on each, with the same expectations.
+enum StoreBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite, postgres
+
+    var testDescription: String { rawValue }
+
+    /// SQLite always; PostgreSQL where a server can be started (the reason is printed
+    /// once when it cannot).
+    static let available: [StoreBackend] = {
+        if let reason = PostgresServer.unavailableReason {
+            print("note: the store's suite runs on SQLite only here: \(reason)")
+            return [.sqlite]
+        }
+        return [.sqlite, .postgres]
+    }()
+
+    /// One server for the whole suite, started on first use and stopped when the test process exits.
+    private static let server: Result<PostgresServer, any Error> = {
+        let result = Result { try PostgresServer() }
+        if case .success(let server) = result { server.stopAtExit() }
+        return result
+    }()
+
+    private static let counter = Mutex(0)
+
+    /// The URL of a new, empty database on the suite's server.
+    static func newDatabase() throws -> String {
+        let server = try server.get()
+        let number = counter.withLock { $0 += 1; return $0 }
+        let name = "store\(number)"
+        let admin = try PostgresConnection(PostgresURL(server.url))
+        try admin.execute("CREATE DATABASE \(name) STRATEGY FILE_COPY")
+        return server.url.replacingOccurrences(of: "@/ingest?", with: "@/\(name)?")
     }
 }

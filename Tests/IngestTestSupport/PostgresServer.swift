@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A throwaway PostgreSQL server for a test: `initdb` into a temporary directory and
 /// `pg_ctl start` on a unix socket there (no TCP port), stopped and removed on deinit.
@@ -50,12 +51,24 @@ public final class PostgresServer: @unchecked Sendable {
         url = "postgresql://\(user)@/ingest?host=\(directory)&port=\(port)"
         try Self.run(bin + "/initdb", ["-D", directory + "/data", "-U", user, "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"])
         try Self.run(bin + "/pg_ctl", ["-D", directory + "/data", "-l", directory + "/server.log", "-w", "-o",
-                                       "-k \(directory) -p \(port) -c listen_addresses= -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+                                       "-k \(directory) -p \(port) -c listen_addresses= -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
                                        "start"])
         try Self.run(bin + "/createdb", ["-h", directory, "-p", String(port), "-U", user, "ingest"])
     }
 
-    deinit {
+    deinit { stop() }
+
+    /// Stops the server when the process exits (for a server kept in a static, whose
+    /// deinit never runs).
+    public func stopAtExit() {
+        Self.stoppedAtExit.withLock { $0.append(self) }
+        atexit { PostgresServer.stoppedAtExit.withLock { servers in for server in servers { server.stop() } } }
+    }
+
+    private static let stoppedAtExit = Mutex<[PostgresServer]>([])
+
+    /// Stops the server and removes its directory.
+    public func stop() {
         if let bin = Self.binaries {
             _ = try? Self.run(bin + "/pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
         }

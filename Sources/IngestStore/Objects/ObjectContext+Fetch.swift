@@ -1,6 +1,3 @@
-import GRDB
-import GRDBSQLite
-
 extension ObjectContext {
     /// Every object of `entity`, including this context's unsaved inserts and without
     /// its unsaved deletes. Objects come back as faults whose rows are already read.
@@ -23,7 +20,7 @@ extension ObjectContext {
     public func count(_ entity: String) throws -> Int {
         checkAccess()
         let info = entityInfo(entity)
-        let stored = try coordinator.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM \(info.table)") ?? 0 }
+        let stored = try coordinator.count(info.name)
         let inserted = insertedList.filter { $0.info === info }.count
         let deleted = deletedSet.values.filter { $0.info === info }.count
         return stored + inserted - deleted
@@ -38,12 +35,8 @@ extension ObjectContext {
             sql += filter.value == nil ? " WHERE \(column) IS NULL" : " WHERE \(column) = ?"
         }
         sql += " ORDER BY \"_pk\""
-        let fetched: [ManagedObject] = try coordinator.read { db in
-            let statement = try db.cachedStatement(sql: sql).sqliteStatement
-            defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
-            if let value = filter?.value { SQLiteValues.bind(value, to: statement, at: 1) }
-            return try materialize(statement, info, db)
-        }
+        let arguments: [Value?] = filter?.value.map { [$0] } ?? []
+        let fetched: [ManagedObject] = try coordinator.reading { db in try materialize(db, sql, arguments, info) }
         rowQueries += 1
         var result: [ManagedObject] = []
         var seen = Set<ObjectID>()
@@ -70,18 +63,15 @@ extension ObjectContext {
 
     // MARK: - Rows
 
-    /// Steps a statement whose columns are `_pk` then the entity's row, and returns one
-    /// object per row: the registered one, or a new fault with the row filled in (firing
-    /// it later reads nothing). Runs inside `coordinator.read`, on the reader's thread,
-    /// while this context's queue waits for it: hence no queue check here.
-    func materialize(_ statement: SQLiteStatement, _ info: EntityInfo, _ db: Database,
-                     eachRow: ((ManagedObject, SQLiteStatement) -> Void)? = nil) throws -> [ManagedObject] {
+    /// Runs a query whose columns are `_pk` then the entity's row, and returns one object
+    /// per row: the registered one, or a new fault with the row filled in (firing it later
+    /// reads nothing). Runs inside `coordinator.reading`, on the reader's thread, while
+    /// this context's queue waits for it: hence no queue check here.
+    func materialize(_ db: StoreConnection, _ sql: String, _ arguments: [Value?], _ info: EntityInfo,
+                     eachRow: ((ManagedObject, StoreRow) -> Void)? = nil) throws -> [ManagedObject] {
         var objects: [ManagedObject] = []
-        while true {
-            let code = sqlite3_step(statement)
-            if code == SQLITE_DONE { break }
-            guard code == SQLITE_ROW else { throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection)), code: sqlite3_extended_errcode(db.sqliteConnection)) }
-            let id = ObjectID(storeID: coordinator.storeID, entityName: info.name, key: .permanent(sqlite3_column_int64(statement, 0)))
+        try db.query(sql, arguments) { row in
+            let id = ObjectID(storeID: coordinator.storeID, entityName: info.name, key: .permanent(row.key(0) ?? 0))
             let object: ManagedObject
             if let registeredObject = registered[id] {
                 object = registeredObject
@@ -89,38 +79,38 @@ extension ObjectContext {
                 object = ManagedObject(id: id, info: info, context: self, fault: true)
                 registered[id] = object
             }
-            if object.isFault && !object.preloaded { fill(object, statement, from: 1) }
-            eachRow?(object, statement)
+            if object.isFault && !object.preloaded { fill(object, row, from: 1) }
+            eachRow?(object, row)
             objects.append(object)
         }
         return objects
     }
 
     /// Writes a row's columns into a fault's values and to-one keys.
-    private func fill(_ object: ManagedObject, _ statement: SQLiteStatement, from first: Int32) {
+    private func fill(_ object: ManagedObject, _ row: StoreRow, from first: Int) {
         let info = object.info
         for index in 0..<info.attributeTypes.count {
-            object.values[index] = SQLiteValues.read(info.attributeTypes[index], from: statement, at: first + Int32(index))
+            object.values[index] = row.value(info.attributeTypes[index], first + index)
         }
-        let base = first + Int32(info.attributes.count)
+        let base = first + info.attributes.count
         for (offset, column) in info.toOneColumns.enumerated() {
-            object.toOne[column.relationship] = SQLiteValues.readKey(from: statement, at: base + Int32(offset)).map {
+            object.toOne[column.relationship] = row.key(base + offset).map {
                 ObjectID(storeID: coordinator.storeID, entityName: info.relationships[column.relationship].destination, key: .permanent($0))
             }
         }
         object.preloaded = true
     }
 
-    func readRow(_ statement: SQLiteStatement, _ info: EntityInfo, from first: Int32) -> RowData {
+    func readRow(_ row: StoreRow, _ info: EntityInfo, from first: Int) -> RowData {
         var values: [Value?] = []
         values.reserveCapacity(info.attributes.count)
         for (offset, attribute) in info.attributes.enumerated() {
-            values.append(SQLiteValues.read(attribute.type, from: statement, at: first + Int32(offset)))
+            values.append(row.value(attribute.type, first + offset))
         }
         var toOne = [ObjectID?](repeating: nil, count: info.relationships.count)
-        let base = first + Int32(info.attributes.count)
+        let base = first + info.attributes.count
         for (offset, column) in info.toOneColumns.enumerated() {
-            if let key = SQLiteValues.readKey(from: statement, at: base + Int32(offset)) {
+            if let key = row.key(base + offset) {
                 toOne[column.relationship] = ObjectID(storeID: coordinator.storeID,
                                                       entityName: info.relationships[column.relationship].destination,
                                                       key: .permanent(key))
@@ -142,12 +132,12 @@ extension ObjectContext {
     func loadRowOrThrow(_ id: ObjectID, _ info: EntityInfo) throws -> RowData? {
         guard let pk = id.primaryKey else { return nil }
         rowQueries += 1
-        return try coordinator.read { db in
-            let statement = try db.cachedStatement(sql: info.selectByKeySQL).sqliteStatement
-            defer { sqlite3_reset(statement) }
-            sqlite3_bind_int64(statement, 1, pk)
-            guard sqlite3_step(statement) == SQLITE_ROW else { return nil }
-            return readRow(statement, info, from: 1)
+        return try coordinator.reading { db in
+            var data: RowData?
+            try db.query(info.selectByKeySQL, [.int(pk)]) { row in
+                if data == nil { data = readRow(row, info, from: 1) }
+            }
+            return data
         }
     }
 
@@ -172,7 +162,7 @@ extension ObjectContext {
         }
         do {
             rowQueries += 1
-            let keys = try coordinator.read { db in try Int64.fetchAll(db, sql: sql, arguments: [pk]) }
+            let keys = try coordinator.reading { db in try db.int64s(sql, [.int(pk)]) }
             return Set(keys.map { ObjectID(storeID: coordinator.storeID, entityName: relationship.destination, key: .permanent($0)) })
         } catch {
             preconditionFailure("cannot load \(object.objectID).\(relationship.relationship.name): \(error)")

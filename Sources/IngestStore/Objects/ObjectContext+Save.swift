@@ -1,6 +1,3 @@
-import GRDB
-import GRDBSQLite
-
 /// What a save's transaction decided, applied to the context once it has committed.
 struct SavePlan {
     var mapping: [ObjectID: ObjectID] = [:]
@@ -29,7 +26,7 @@ extension ObjectContext {
         nonisolated(unsafe) let context = self
         let plan: SavePlan
         do {
-            plan = try coordinator.write { db in try context.writeChanges(db, policy: policy) }
+            plan = try coordinator.writing { connection in try context.writeChanges(connection, policy: policy) }
         } catch {
             // The transaction rolled back: the keys it handed out were never used.
             for object in insertedList { object.savedID = nil }
@@ -86,6 +83,7 @@ extension ObjectContext {
 
     private func validate() throws {
         var problems: [String] = []
+        let textRefusesNUL = coordinator.dialect == .postgres
         let candidates = insertedList + updatedSet.compactMap { registered[$0] }.filter { !$0.isFault && !$0.isDeleted }
         for object in candidates {
             let info = object.info
@@ -94,6 +92,8 @@ extension ObjectContext {
                     if let value = values[index] {
                         if !info.attributeTypes[index].accepts(value) {
                             problems.append("\(label(object)): \(info.attributeNames[index]): \(value) is not a valid \(info.attributeTypes[index].rawValue)")
+                        } else if textRefusesNUL, case .string(let text) = value, text.utf8.contains(0) {
+                            problems.append("\(label(object)): \(info.attributeNames[index]): PostgreSQL text cannot hold U+0000 (NUL)")
                         }
                     } else if info.attributeRequired[index] {
                         problems.append("\(label(object)): \(info.attributeNames[index]) is required")
@@ -129,7 +129,7 @@ extension ObjectContext {
         var values: [Value]
     }
 
-    private func writeChanges(_ db: Database, policy: MergePolicy) throws -> SavePlan {
+    private func writeChanges(_ db: StoreConnection, policy: MergePolicy) throws -> SavePlan {
         var plan = SavePlan()
         // The temporary → permanent table is needed only where IDs are referred to:
         // relationships, or objects merged onto rows by the merge policy.
@@ -184,9 +184,9 @@ extension ObjectContext {
         // 2. Keys for the new rows.
         for group in Dictionary(grouping: fresh.filter(\.objectID.isTemporary), by: { ObjectIdentifier($0.info) }).values {
             let entity = group[0].info.name
-            let first = try coordinator.reserveKeys(group.count, for: group[0].info, db)
-            for (offset, object) in group.enumerated() {
-                let id = ObjectID(storeID: coordinator.storeID, entityName: entity, key: .permanent(first + Int64(offset)))
+            let keys = try coordinator.reserveKeys(group.count, for: group[0].info, db)
+            for (object, key) in zip(group, keys) {
+                let id = ObjectID(storeID: coordinator.storeID, entityName: entity, key: .permanent(key))
                 object.savedID = id
                 if needsMapping { plan.mapping[object.objectID] = id }
             }
@@ -210,19 +210,9 @@ extension ObjectContext {
         }
 
         // 3. Rows.
-        var insertStatements: [ObjectIdentifier: SQLiteStatement] = [:]
         for object in fresh {
-            let statement: SQLiteStatement
-            if let cached = insertStatements[ObjectIdentifier(object.info)] {
-                statement = cached
-            } else {
-                statement = try db.cachedStatement(sql: object.info.insertSQL).sqliteStatement
-                insertStatements[ObjectIdentifier(object.info)] = statement
-            }
             let id = object.savedID ?? object.objectID
-            SQLiteValues.bind(id.primaryKey, to: statement, at: 1)
-            bindRow(object, statement, from: 2, key: key)
-            try SQLiteValues.stepToEnd(statement, db)
+            try db.execute(object.info.insertSQL, [id.primaryKey.map(Value.int)] + row(object, key: key))
         }
         for (object, policy) in plan.merged {
             let finalID = object.savedID!
@@ -233,8 +223,8 @@ extension ObjectContext {
             case .storeTrump:
                 for (relationship, column) in object.info.toOneColumns {
                     guard let target = key(object.toOne[relationship]) else { continue }
-                    try db.execute(sql: "UPDATE \(object.info.table) SET \(quoted(column)) = coalesce(\(quoted(column)), ?) WHERE \"_pk\" = ?",
-                                   arguments: [target, pk])
+                    try db.execute("UPDATE \(object.info.table) SET \(quoted(column)) = coalesce(\(quoted(column)), ?) WHERE \"_pk\" = ?",
+                                   [.int(target), .int(pk)])
                 }
             case .rollback, .error:
                 break
@@ -246,8 +236,7 @@ extension ObjectContext {
             plan.updated.insert(id)
             guard !object.isFault, !object.changedAttributes.isEmpty || !object.changedToOne.isEmpty,
                   let pk = id.primaryKey else { continue }
-            try update(object, pk: pk, db, key: key)
-            guard sqlite3_changes(db.sqliteConnection) > 0 else { throw StoreError.objectNotFound(id) }
+            guard try update(object, pk: pk, db, key: key) > 0 else { throw StoreError.objectNotFound(id) }
         }
         for (id, object) in deletedSet {
             guard let pk = id.primaryKey else { continue }
@@ -257,9 +246,9 @@ extension ObjectContext {
         for (change, inserted) in joinChanges {
             guard let a = key(change.a), let b = key(change.b) else { continue }
             let sql = inserted
-                ? "INSERT OR IGNORE INTO \(quoted(change.table)) (\"_a\", \"_b\") VALUES (?, ?)"
+                ? "INSERT INTO \(quoted(change.table)) (\"_a\", \"_b\") VALUES (?, ?) ON CONFLICT DO NOTHING"
                 : "DELETE FROM \(quoted(change.table)) WHERE \"_a\" = ? AND \"_b\" = ?"
-            try db.execute(sql: sql, arguments: [a, b])
+            try db.execute(sql, [.int(a), .int(b)])
         }
 
         // 4. Metadata, in the same transaction as the rows it describes.
@@ -267,55 +256,41 @@ extension ObjectContext {
         return plan
     }
 
-    private func lookUp(_ key: UniqueKey, _ info: EntityInfo, _ db: Database) throws -> Int64? {
-        let statement = try db.cachedStatement(sql: info.uniqueLookupSQL[key.constraint]).sqliteStatement
-        defer { sqlite3_reset(statement) }
-        for (offset, value) in key.values.enumerated() { SQLiteValues.bind(value, to: statement, at: Int32(offset + 1)) }
-        let code = sqlite3_step(statement)
-        guard code == SQLITE_ROW else {
-            if code == SQLITE_DONE { return nil }
-            throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection)), code: sqlite3_extended_errcode(db.sqliteConnection))
-        }
-        return sqlite3_column_int64(statement, 0)
+    private func lookUp(_ key: UniqueKey, _ info: EntityInfo, _ db: StoreConnection) throws -> Int64? {
+        try db.int64(info.uniqueLookupSQL[key.constraint], key.values)
     }
 
-    private func bindRow(_ object: ManagedObject, _ statement: SQLiteStatement, from first: Int32, key: (ObjectID?) -> Int64?) {
-        var index = first
-        object.values.withUnsafeBufferPointer { values in
-            for position in values.indices {
-                SQLiteValues.bind(values[position], to: statement, at: index)
-                index += 1
-            }
-        }
+    /// An object's attribute values, then its to-one keys: a row in column order.
+    private func row(_ object: ManagedObject, key: (ObjectID?) -> Int64?) -> [Value?] {
+        var row: [Value?] = []
+        row.reserveCapacity(object.info.attributes.count + object.info.toOneColumns.count + 1)
+        object.values.withUnsafeBufferPointer { row.append(contentsOf: $0) }
         for (relationship, _) in object.info.toOneColumns {
-            SQLiteValues.bind(key(object.toOne[relationship]), to: statement, at: index)
-            index += 1
+            row.append(key(object.toOne[relationship]).map(Value.int))
         }
+        return row
     }
 
-    private func update(_ object: ManagedObject, pk: Int64, _ db: Database, key: (ObjectID?) -> Int64?) throws {
+    /// Writes an object's row over row `pk`; the number of rows changed (0: it is gone).
+    @discardableResult
+    private func update(_ object: ManagedObject, pk: Int64, _ db: StoreConnection, key: (ObjectID?) -> Int64?) throws -> Int {
         let info = object.info
-        guard !(info.attributes.isEmpty && info.toOneColumns.isEmpty) else { return }
-        let statement = try db.cachedStatement(sql: info.updateSQL).sqliteStatement
-        bindRow(object, statement, from: 1, key: key)
-        SQLiteValues.bind(pk, to: statement, at: Int32(info.attributes.count + info.toOneColumns.count + 1))
-        try SQLiteValues.stepToEnd(statement, db)
+        guard !(info.attributes.isEmpty && info.toOneColumns.isEmpty) else { return 1 }
+        return try db.execute(info.updateSQL, row(object, key: key) + [.int(pk)])
     }
 
     /// Deletes a row and every reference to it: foreign keys pointing at it become NULL,
     /// its join-table rows go.
-    private func deleteRow(_ info: EntityInfo, pk: Int64, _ db: Database) throws {
-        let statement = try db.cachedStatement(sql: info.deleteSQL).sqliteStatement
-        sqlite3_bind_int64(statement, 1, pk)
-        try SQLiteValues.stepToEnd(statement, db)
+    private func deleteRow(_ info: EntityInfo, pk: Int64, _ db: StoreConnection) throws {
+        try db.execute(info.deleteSQL, [.int(pk)])
         for relationship in info.relationships {
             let destination = entityInfo(relationship.destination)
             let inverse = destination.relationships[destination.relationshipIndex[relationship.inverseName]!]
             switch inverse.storage {
             case .column(let column):
-                try db.execute(sql: "UPDATE \(destination.table) SET \(quoted(column)) = NULL WHERE \(quoted(column)) = ?", arguments: [pk])
+                try db.execute("UPDATE \(destination.table) SET \(quoted(column)) = NULL WHERE \(quoted(column)) = ?", [.int(pk)])
             case .joinTable(let table, _, let other):
-                try db.execute(sql: "DELETE FROM \(quoted(table)) WHERE \(quoted(other)) = ?", arguments: [pk])
+                try db.execute("DELETE FROM \(quoted(table)) WHERE \(quoted(other)) = ?", [.int(pk)])
             case .inverseColumn:
                 break
             }

@@ -306,10 +306,9 @@ public final class ObjectContext {
         var mapping: [ObjectID: ObjectID] = [:]
         for group in Dictionary(grouping: temporary, by: { ObjectIdentifier($0.info) }).values {
             let entity = group[0].info.name
-            let first = try coordinator.reserveKeys(group.count, for: group[0].info)
-            for (offset, object) in group.enumerated() {
-                mapping[object.objectID] = ObjectID(storeID: coordinator.storeID, entityName: entity,
-                                                    key: .permanent(first + Int64(offset)))
+            let keys = try coordinator.reserveKeys(group.count, for: group[0].info)
+            for (object, key) in zip(group, keys) {
+                mapping[object.objectID] = ObjectID(storeID: coordinator.storeID, entityName: entity, key: .permanent(key))
             }
         }
         rekey(mapping)

@@ -165,6 +165,12 @@ public final class PostgresRows {
         return String(cString: PQgetvalue(result, Int32(row), Int32(column)))
     }
 
+    /// Whether the value at `row`, `column` is NULL.
+    func isNull(row: Int, column: Int) -> Bool { PQgetisnull(result, Int32(row), Int32(column)) != 0 }
+
+    /// The type of a result column (PostgreSQL's `pg_type` OID: 20 is `bigint`, 701 `double precision`).
+    func typeOID(column: Int) -> UInt32 { UInt32(PQftype(result, Int32(column))) }
+
     /// The raw bytes of a binary-format result's value, or nil for none.
     func bytes(row: Int, column: Int) -> [UInt8]? {
         guard row < count, column < columns, PQgetisnull(result, Int32(row), Int32(column)) == 0,

@@ -2,7 +2,8 @@ extension AttributeType {
     /// The column type in a PostgreSQL table.
     var postgresType: String {
         switch self {
-        case .string, .uuid, .decimal: "text"
+        // Byte order, as SQLite compares text, whatever the database's locale.
+        case .string, .uuid, .decimal: "text COLLATE \"C\""
         case .int16: "smallint"
         case .int32: "integer"
         case .int64: "bigint"

@@ -14,6 +14,8 @@ public final class PostgresStore: Sendable {
     /// The bookkeeping tables, made with the model's.
     static let bookkeeping = [
         "CREATE TABLE IF NOT EXISTS _ingest_store (key text PRIMARY KEY, value text NOT NULL)",
+        // The object graph's metadata, written in the transaction of each save.
+        "CREATE TABLE IF NOT EXISTS \"_ingest_metadata\" (key text COLLATE \"C\" PRIMARY KEY, value text NOT NULL)",
         """
         CREATE TABLE IF NOT EXISTS _ingest_runs (run integer PRIMARY KEY, state text NOT NULL, record text NOT NULL,
             started timestamptz NOT NULL DEFAULT now(), ended timestamptz)
@@ -57,8 +59,9 @@ public final class PostgresStore: Sendable {
                 // One creator at a time: others wait here, then find the tables made.
                 try connection.execute("SELECT pg_advisory_xact_lock(727001)")
                 // Made once: statements on existing tables (ALTER TABLE) would lock out running imports.
-                if try connection.execute("SELECT to_regclass('_ingest_chunks') IS NULL")[0, 0] == "t" {
+                if try connection.execute("SELECT to_regclass('\"_ingest_metadata\"') IS NULL")[0, 0] == "t" {
                     for statement in Self.bookkeeping { try connection.execute(statement) }
+                    for statement in try Self.functions(connection) { try connection.execute(statement) }
                 }
                 let stored = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model.sha256'")
                 if stored.count == 1 {
@@ -78,6 +81,57 @@ public final class PostgresStore: Sendable {
         } catch {
             throw .server("\(error)", sqlState: "XX000")
         }
+    }
+
+    /// The SQL functions and the collation compiled predicates use (SQLite's are Swift
+    /// functions registered on each connection: `PredicateFunctions`). Case folding and
+    /// the localized order use ICU when the server has it, as Foundation does.
+    static func functions(_ connection: PostgresConnection) throws(PostgresError) -> [String] {
+        let icu = try connection.execute("SELECT count(*) FROM pg_collation WHERE collname = 'und-x-icu'")[0, 0] == "1"
+        let lower = icu ? "lower(t COLLATE \"und-x-icu\")" : "lower(t)"
+        return [
+            icu ? "CREATE COLLATION IF NOT EXISTS ingest_localized (provider = icu, locale = 'und-u-kn-true')"
+                : "CREATE COLLATION IF NOT EXISTS ingest_localized FROM \"C\"",
+            // flags: 1 case-insensitive, 2 diacritic-insensitive ([c], [d], [cd]).
+            """
+            CREATE OR REPLACE FUNCTION ingest_fold(t text, flags integer) RETURNS text
+            LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$
+            SELECT CASE WHEN flags & 2 = 2
+                THEN normalize(regexp_replace(normalize(CASE WHEN flags & 1 = 1 THEN \(lower) ELSE t END, NFD), '[\\u0300-\\u036f]', '', 'g'), NFC)
+                ELSE CASE WHEN flags & 1 = 1 THEN \(lower) ELSE t END END
+            $f$
+            """,
+            // Core Data's LIKE (`*`, `?`, `\` before a literal) as SQL's.
+            """
+            CREATE OR REPLACE FUNCTION ingest_like(t text, p text) RETURNS boolean
+            LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $f$
+            DECLARE
+                pattern text := '';
+                i integer := 1;
+                n integer := length(p);
+                c text;
+            BEGIN
+                WHILE i <= n LOOP
+                    c := substr(p, i, 1);
+                    IF c = '*' THEN pattern := pattern || '%';
+                    ELSIF c = '?' THEN pattern := pattern || '_';
+                    ELSIF c = '\\' AND i < n THEN i := i + 1; pattern := pattern || '\\' || substr(p, i, 1);
+                    ELSIF c IN ('%', '_', '\\') THEN pattern := pattern || '\\' || c;
+                    ELSE pattern := pattern || c;
+                    END IF;
+                    i := i + 1;
+                END LOOP;
+                RETURN t COLLATE "C" LIKE pattern;
+            END
+            $f$
+            """,
+            """
+            CREATE OR REPLACE FUNCTION ingest_matches(t text, p text, flags integer) RETURNS boolean
+            LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$
+            SELECT ingest_fold(t, flags) ~ ('^(?:' || ingest_fold(p, flags) || ')$')
+            $f$
+            """,
+        ]
     }
 
     /// A new connection to the store.

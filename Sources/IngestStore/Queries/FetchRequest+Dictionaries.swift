@@ -1,6 +1,3 @@
-import GRDB
-import GRDBSQLite
-
 /// A column of a dictionary fetch: an attribute (possibly through to-one relationships)
 /// or a named aggregate over the fetched rows.
 public enum FetchProperty: Sendable, Hashable {
@@ -40,7 +37,8 @@ extension ObjectContext {
     public func fetchDictionaries(_ fetch: DictionaryFetch) throws -> [[String: Value?]] {
         checkAccess()
         let info = entityInfo(fetch.request.entityName)
-        var compiler = PredicateCompiler(schema: coordinator.schema)
+        let dialect = coordinator.dialect
+        var compiler = PredicateCompiler(schema: coordinator.schema, dialect: dialect)
         var columns: [(name: String, sql: String, type: AttributeType?, function: AggregateFunction?)] = []
         for property in fetch.properties {
             switch property {
@@ -59,7 +57,7 @@ extension ObjectContext {
                 }
                 let sql = switch function {
                 case .count: "count(\(argument))"
-                case .sum: type == .double ? "total(\(argument))" : "coalesce(sum(\(argument)), 0)"
+                case .sum: type == .double && dialect == .sqlite ? "total(\(argument))" : "coalesce(sum(\(argument)), 0)"
                 case .avg: "avg(\(argument))"
                 case .min: "min(\(argument))"
                 case .max: "max(\(argument))"
@@ -73,7 +71,7 @@ extension ObjectContext {
         let having = try fetch.having.map { try compiler.condition($0, entity: info) }
         var order: [String] = []
         for descriptor in fetch.request.sortDescriptors {
-            order.append(descriptor.sqlTerm(try compiler.sortColumn(descriptor.path, entity: info)))
+            order.append(descriptor.sqlTerm(try compiler.sortColumn(descriptor.path, entity: info), dialect))
         }
         var sql = "SELECT \(columns.map(\.sql).joined(separator: ", ")) FROM \(info.table) t0 \(compiler.joins.joined(separator: " "))"
         if let condition { sql += " WHERE \(condition)" }
@@ -81,32 +79,20 @@ extension ObjectContext {
         if let having { sql += " HAVING \(having)" }
         if !order.isEmpty { sql += " ORDER BY " + order.joined(separator: ", ") }
         if fetch.request.fetchLimit != nil || fetch.request.fetchOffset > 0 {
-            let limit = compiler.bind(.int(Int64(fetch.request.fetchLimit ?? -1)))
+            let limit = compiler.bindLimit(fetch.request.fetchLimit)
             let offset = compiler.bind(.int(Int64(fetch.request.fetchOffset)))
             sql += " LIMIT \(limit) OFFSET \(offset)"
         }
         let arguments = compiler.arguments
         let finalSQL = sql
-        return try coordinator.read { db in
-            // Prepared with the C API: GRDB's statement authorizer crashes on some
-            // aggregate queries (a NULL column name in DatabaseRegion), and these
-            // statements vary too much to be worth its cache.
-            var prepared: SQLiteStatement?
-            guard sqlite3_prepare_v2(db.sqliteConnection, finalSQL, -1, &prepared, nil) == SQLITE_OK, let statement = prepared else {
-                throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection)), code: sqlite3_extended_errcode(db.sqliteConnection))
-            }
-            defer { sqlite3_finalize(statement) }
-            for (index, value) in arguments.enumerated() { SQLiteValues.bind(value, to: statement, at: Int32(index + 1)) }
+        return try coordinator.reading { db in
             var rows: [[String: Value?]] = []
-            while true {
-                let code = sqlite3_step(statement)
-                if code == SQLITE_DONE { break }
-                guard code == SQLITE_ROW else { throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection)), code: sqlite3_extended_errcode(db.sqliteConnection)) }
-                var row: [String: Value?] = [:]
+            try db.query(finalSQL, arguments, cached: false) { row in
+                var result: [String: Value?] = [:]
                 for (index, column) in columns.enumerated() {
-                    row[column.name] = Self.readResult(statement, Int32(index), type: column.type, function: column.function)
+                    result[column.name] = Self.readResult(row, index, type: column.type, function: column.function)
                 }
-                rows.append(row)
+                rows.append(result)
             }
             return rows
         }
@@ -114,20 +100,15 @@ extension ObjectContext {
 
     /// A result column as a `Value`: typed by its attribute where it has one; counts are
     /// integers, averages doubles.
-    private static func readResult(_ statement: SQLiteStatement, _ column: Int32, type: AttributeType?,
-                                   function: AggregateFunction?) -> Value? {
-        if sqlite3_column_type(statement, column) == SQLITE_NULL { return nil }
+    private static func readResult(_ row: StoreRow, _ column: Int, type: AttributeType?, function: AggregateFunction?) -> Value? {
+        if row.isNull(column) { return nil }
         switch function {
-        case .count?: return .int(sqlite3_column_int64(statement, column))
-        case .avg?: return .double(sqlite3_column_double(statement, column))
+        case .count?: return row.key(column).map(Value.int)
+        case .avg?: return row.double(column).map(Value.double)
         default: break
         }
-        if let type { return SQLiteValues.read(type, from: statement, at: column) }
-        switch sqlite3_column_type(statement, column) {
-        case SQLITE_INTEGER: return .int(sqlite3_column_int64(statement, column))
-        case SQLITE_FLOAT: return .double(sqlite3_column_double(statement, column))
-        default: return SQLiteValues.read(.string, from: statement, at: column)
-        }
+        if let type { return row.value(type, column) }
+        return row.untypedValue(column)
     }
 
     /// The IDs of the objects the request describes, without making the objects.
@@ -139,15 +120,10 @@ extension ObjectContext {
             return try fetch(request).map(\.objectID)
         }
         let query = try selectQuery(request, info, columns: "t0.\"_pk\"", window: true)
-        return try coordinator.read { db in
-            let statement = try db.cachedStatement(sql: query.sql).sqliteStatement
-            defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
-            for (index, value) in query.arguments.enumerated() { SQLiteValues.bind(value, to: statement, at: Int32(index + 1)) }
-            var ids: [ObjectID] = []
-            while sqlite3_step(statement) == SQLITE_ROW {
-                ids.append(ObjectID(storeID: coordinator.storeID, entityName: info.name, key: .permanent(sqlite3_column_int64(statement, 0))))
+        return try coordinator.reading { db in
+            try db.int64s(query.sql, query.arguments).map {
+                ObjectID(storeID: coordinator.storeID, entityName: info.name, key: .permanent($0))
             }
-            return ids
         }
     }
 }

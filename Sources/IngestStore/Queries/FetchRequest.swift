@@ -1,7 +1,5 @@
 import Synchronization
 import Foundation
-import GRDB
-import GRDBSQLite
 
 /// What to fetch: objects of one entity, filtered by a predicate, in an order, a window of them.
 public struct FetchRequest: Sendable, Hashable {
@@ -40,12 +38,7 @@ extension ObjectContext {
         // With unsaved changes in play the window is cut in memory, after they are merged in.
         let query = try selectQuery(request, info, columns: info.aliasedSelectColumns,
                                     window: !pending)
-        var result: [ManagedObject] = try coordinator.read { db in
-            let statement = try db.cachedStatement(sql: query.sql).sqliteStatement
-            defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
-            for (index, value) in query.arguments.enumerated() { SQLiteValues.bind(value, to: statement, at: Int32(index + 1)) }
-            return try materialize(statement, info, db)
-        }
+        var result: [ManagedObject] = try coordinator.reading { db in try materialize(db, query.sql, query.arguments, info) }
         rowQueries += 1
         if pending { result = try applyPendingChanges(to: result, request, info) }
         for keyPath in request.relationshipKeyPathsForPrefetching {
@@ -62,15 +55,7 @@ extension ObjectContext {
         let info = entityInfo(request.entityName)
         if request.includesPendingChanges && hasPendingChanges(for: info) { return try fetch(request).count }
         let query = try selectQuery(request, info, columns: "count(*)", window: false, countOnly: true)
-        var count = try coordinator.read { db in
-            let statement = try db.cachedStatement(sql: query.sql).sqliteStatement
-            defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
-            for (index, value) in query.arguments.enumerated() { SQLiteValues.bind(value, to: statement, at: Int32(index + 1)) }
-            guard sqlite3_step(statement) == SQLITE_ROW else {
-                throw StoreError.database(String(cString: sqlite3_errmsg(db.sqliteConnection)), code: sqlite3_extended_errcode(db.sqliteConnection))
-            }
-            return Int(sqlite3_column_int64(statement, 0))
-        }
+        var count = try coordinator.reading { db in Int(try db.int64(query.sql, query.arguments) ?? 0) }
         count = max(0, count - request.fetchOffset)
         if let limit = request.fetchLimit { count = min(count, limit) }
         return count
@@ -100,7 +85,8 @@ extension ObjectContext {
                      countOnly: Bool = false) throws -> SelectQuery {
         let key = QueryCacheKey(request: request, columns: columns, window: window, countOnly: countOnly)
         if let cached = coordinator.queryCache.withLock({ $0[key] }) { return cached }
-        let query = try Self.selectQuery(request, info, schema: coordinator.schema, columns: columns, window: window, countOnly: countOnly)
+        let query = try Self.selectQuery(request, info, schema: coordinator.schema, dialect: coordinator.dialect,
+                                         columns: columns, window: window, countOnly: countOnly)
         // A request with a long list (an importer's IN lookup) is rarely asked twice: not worth the memory.
         if query.arguments.count <= 64 {
             coordinator.queryCache.withLock { cache in
@@ -111,14 +97,14 @@ extension ObjectContext {
         return query
     }
 
-    static func selectQuery(_ request: FetchRequest, _ info: EntityInfo, schema: Schema, columns: String, window: Bool,
-                            countOnly: Bool = false) throws -> SelectQuery {
-        var compiler = PredicateCompiler(schema: schema)
+    static func selectQuery(_ request: FetchRequest, _ info: EntityInfo, schema: Schema, dialect: SQLDialect,
+                            columns: String, window: Bool, countOnly: Bool = false) throws -> SelectQuery {
+        var compiler = PredicateCompiler(schema: schema, dialect: dialect)
         let condition = try request.predicate.map { try compiler.condition($0, entity: info) }
         var order: [String] = []
         if !countOnly {
             for descriptor in request.sortDescriptors {
-                order.append(descriptor.sqlTerm(try compiler.sortColumn(descriptor.path, entity: info)))
+                order.append(descriptor.sqlTerm(try compiler.sortColumn(descriptor.path, entity: info), dialect))
             }
             order.append("t0.\"_pk\"")
         }
@@ -126,7 +112,7 @@ extension ObjectContext {
         if let condition { sql += " WHERE \(condition)" }
         if !order.isEmpty { sql += " ORDER BY " + order.joined(separator: ", ") }
         if window && (request.fetchLimit != nil || request.fetchOffset > 0) {
-            let limit = compiler.bind(.int(Int64(request.fetchLimit ?? -1)))
+            let limit = compiler.bindLimit(request.fetchLimit)
             let offset = compiler.bind(.int(Int64(request.fetchOffset)))
             sql += " LIMIT \(limit) OFFSET \(offset)"
         }
@@ -170,7 +156,7 @@ extension PersistentStoreCoordinator {
     /// - Throws: `QueryPredicateError` for a predicate or sort key that does not fit the entity.
     public func sql(for request: FetchRequest, countOnly: Bool = false) throws -> (sql: String, arguments: [Value?]) {
         guard let info = schema.entity(request.entityName) else { throw StoreError.unknownEntity(request.entityName) }
-        let query = try ObjectContext.selectQuery(request, info, schema: schema,
+        let query = try ObjectContext.selectQuery(request, info, schema: schema, dialect: dialect,
                                                   columns: info.aliasedSelectColumns,
                                                   window: !countOnly, countOnly: countOnly)
         return (query.sql, query.arguments)

@@ -25,14 +25,16 @@ public struct FetchSortDescriptor: Sendable, Hashable {
 
     var path: [String] { keyPath.split(separator: ".").map(String.init) }
 
-    /// The ORDER BY term for the column this descriptor's key path resolves to.
-    func sqlTerm(_ column: String) -> String {
+    /// The ORDER BY term for the column this descriptor's key path resolves to. NULLs
+    /// come first, as SQLite orders them (PostgreSQL puts them last unless told).
+    func sqlTerm(_ column: String, _ dialect: SQLDialect = .sqlite) -> String {
         let key = switch comparison {
         case .binary: column
         case .caseInsensitive: "ingest_fold(\(column), 1)"
         case .localizedStandard: "\(column) COLLATE ingest_localized"
         }
-        return key + (ascending ? " ASC" : " DESC")
+        let nulls = dialect == .postgres ? (ascending ? " NULLS FIRST" : " NULLS LAST") : ""
+        return key + (ascending ? " ASC" : " DESC") + nulls
     }
 
     /// How two of this key's values order, as the SQL term orders them.

@@ -5,9 +5,12 @@ import GRDB
 /// every value bound, never spliced. The SQL means what `evaluate(with:)` means on
 /// every row: NULLs are handled as the in-memory rules handle nil, and the string
 /// operators call the same folding, LIKE and regular-expression code through SQL
-/// functions registered on every connection (`PredicateFunctions`).
+/// functions registered on every connection (`PredicateFunctions`). On PostgreSQL the
+/// conditions are booleans rather than 0 and 1, and the functions of the same names are
+/// SQL ones the store makes (`PostgresStore.functions`).
 struct PredicateCompiler {
     let schema: Schema
+    let dialect: SQLDialect
     private(set) var arguments: [Value?] = []
     /// Joins for to-one key paths of the outer query, in order. A join is LEFT unless
     /// every use of it rejects NULL (a positive comparison that a missing object can
@@ -30,7 +33,19 @@ struct PredicateCompiler {
     /// Named expressions of a dictionary fetch (`total` for `sum(views)`), usable in HAVING.
     var expressionAliases: [String: String] = [:]
 
-    init(schema: Schema) { self.schema = schema }
+    init(schema: Schema, dialect: SQLDialect = .sqlite) {
+        self.schema = schema
+        self.dialect = dialect
+    }
+
+    private var trueSQL: String { dialect == .postgres ? "true" : "1" }
+    private var falseSQL: String { dialect == .postgres ? "false" : "0" }
+
+    /// `LIMIT`'s operand: the limit bound, or none.
+    mutating func bindLimit(_ limit: Int?) -> String {
+        if limit == nil && dialect == .postgres { return "ALL" }
+        return bind(.int(Int64(limit ?? -1)))
+    }
 
     /// A condition that is 1 for the rows that satisfy `predicate`, 0 otherwise (never NULL).
     mutating func condition(_ predicate: QueryPredicate, entity: EntityInfo) throws -> String {
@@ -79,7 +94,7 @@ struct PredicateCompiler {
 
     private mutating func compile(_ predicate: QueryPredicate, _ scope: inout Scope) throws -> String {
         switch predicate {
-        case .constant(let flag): return flag ? "1" : "0"
+        case .constant(let flag): return flag ? trueSQL : falseSQL
         case .not(let inner):
             negated.toggle()
             defer { negated.toggle() }
@@ -133,7 +148,7 @@ struct PredicateCompiler {
         }
     }
 
-    private func guarded(_ sql: String) -> String { negated ? "coalesce(\(sql), 0)" : sql }
+    private func guarded(_ sql: String) -> String { negated ? "coalesce(\(sql), \(falseSQL))" : sql }
 
     /// Whether the comparison is false whenever its left side is NULL.
     private static func rejectsNull(_ c: PredicateComparison) -> Bool {
@@ -156,7 +171,7 @@ struct PredicateCompiler {
         case (.in, .list(let items)), (.between, .list(let items)):
             let present = items.compactMap { $0 }
             if c.op == .between {
-                guard items.count == 2, let low = items[0], let high = items[1] else { return "0" }
+                guard items.count == 2, let low = items[0], let high = items[1] else { return falseSQL }
                 try checkType(left, low)
                 try checkType(left, high)
                 return "\(guarded("\(fold(left.sql)) BETWEEN \(fold(bind(low))) AND \(fold(bind(high)))"))"
@@ -167,7 +182,7 @@ struct PredicateCompiler {
                 parts.append("\(guarded("\(fold(left.sql)) IN (\(present.map { fold(bind($0)) }.joined(separator: ", ")))"))")
             }
             if present.count < items.count { parts.append("\(left.sql) IS NULL") }
-            return parts.isEmpty ? "0" : "(" + parts.joined(separator: " OR ") + ")"
+            return parts.isEmpty ? falseSQL : "(" + parts.joined(separator: " OR ") + ")"
         case (.in, _), (.between, _):
             throw QueryPredicateError("\(c.op.rawValue) needs a list on its right", column: 0)
         case (_, .list):
@@ -194,15 +209,16 @@ struct PredicateCompiler {
             return c.op == .equal ? sql : "NOT (\(sql))"
         case .less, .lessOrEqual, .greater, .greaterOrEqual:
             let symbol = c.op.rawValue
-            if right.isNil { return "0" }
+            if right.isNil { return falseSQL }
             return "\(guarded("\(fold(left.sql)) \(symbol) \(fold(right.sql))"))"
         case .beginsWith:
-            return "\(guarded("instr(\(fold(left.sql)), \(fold(right.sql))) = 1"))"
+            return "\(guarded("\(position)(\(fold(left.sql)), \(fold(right.sql))) = 1"))"
         case .endsWith:
             let l = fold(left.sql), r = fold(right.sql)
+            if dialect == .postgres { return guarded("right(\(l), length(\(r))) = \(r)") }
             return "\(guarded("length(\(r)) = 0 AND \(l) IS NOT NULL OR substr(\(l), -length(\(r))) = \(r)"))"
         case .contains:
-            return "\(guarded("instr(\(fold(left.sql)), \(fold(right.sql))) > 0"))"
+            return "\(guarded("\(position)(\(fold(left.sql)), \(fold(right.sql))) > 0"))"
         case .like:
             return "\(guarded("ingest_like(\(fold(left.sql)), \(fold(right.sql)))"))"
         case .matches:
@@ -211,6 +227,9 @@ struct PredicateCompiler {
             throw QueryPredicateError("\(c.op.rawValue) needs a list on its right", column: 0)
         }
     }
+
+    /// The function that finds text in text: 1-based, 0 when absent.
+    private var position: String { dialect == .postgres ? "strpos" : "instr" }
 
     // MARK: - Operands
 
@@ -260,7 +279,7 @@ struct PredicateCompiler {
             let value = try column(attribute, &childScope)
             let joins = childScope.localJoins.joined(separator: " ")
             let aggregate = switch function {
-            case .sum: value.type == .double ? "total(\(value.sql))" : "coalesce(sum(\(value.sql)), 0)"
+            case .sum: value.type == .double && dialect == .sqlite ? "total(\(value.sql))" : "coalesce(sum(\(value.sql)), 0)"
             case .avg: "avg(\(value.sql))"
             case .min: "min(\(value.sql))"
             case .max: "max(\(value.sql))"

@@ -1,5 +1,3 @@
-import GRDB
-import GRDBSQLite
 
 /// The objects of a batched fetch: the count is known at once (only the IDs were read),
 /// and each object's row is read with the rest of its batch when an index in that
@@ -70,12 +68,7 @@ extension ObjectContext {
         for start in stride(from: 0, to: wanted.count, by: 500) {
             let part = wanted[start..<min(wanted.count, start + 500)]
             let sql = "SELECT \(info.selectColumns) FROM \(info.table) WHERE \"_pk\" IN (\(part.map { _ in "?" }.joined(separator: ",")))"
-            _ = try coordinator.read { db in
-                let statement = try db.cachedStatement(sql: sql).sqliteStatement
-                defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
-                for (index, id) in part.enumerated() { sqlite3_bind_int64(statement, Int32(index + 1), id.primaryKey!) }
-                return try materialize(statement, info, db)
-            }
+            _ = try coordinator.reading { db in try materialize(db, sql, part.map { .int($0.primaryKey!) }, info) }
             rowQueries += 1
         }
     }
@@ -105,14 +98,11 @@ extension ObjectContext {
                 for start in stride(from: 0, to: keys.count, by: 500) {
                     let part = Array(keys[start..<min(keys.count, start + 500)])
                     let sql = "SELECT \(destination.selectColumns), \(quoted(column)) FROM \(destination.table) WHERE \(quoted(column)) IN (\(part.map { _ in "?" }.joined(separator: ",")))"
-                    let ownerColumn = Int32(destination.selectColumnList.count)
+                    let ownerColumn = destination.selectColumnList.count
                     var owned: [(Int64, ObjectID)] = []
-                    let fetched = try coordinator.read { db in
-                        let statement = try db.cachedStatement(sql: sql).sqliteStatement
-                        defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
-                        for (i, pk) in part.enumerated() { sqlite3_bind_int64(statement, Int32(i + 1), pk) }
-                        return try materialize(statement, destination, db) { member, row in
-                            owned.append((sqlite3_column_int64(row, ownerColumn), member.objectID))
+                    let fetched = try coordinator.reading { db in
+                        try materialize(db, sql, part.map { .int($0) }, destination) { member, row in
+                            owned.append((row.key(ownerColumn) ?? 0, member.objectID))
                         }
                     }
                     rowQueries += 1

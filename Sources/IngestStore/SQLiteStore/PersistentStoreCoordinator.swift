@@ -2,18 +2,21 @@ public import Foundation
 import GRDB
 import Synchronization
 
-/// Owns one SQLite store file (WAL mode): opens or creates it for a model, serializes
-/// writes through one writer connection, serves reads from a pool of readers that
-/// never wait for the writer, and tells observers about every save.
+/// Owns one store for a model: a SQLite file (WAL mode) or a PostgreSQL database.
+/// On SQLite it serializes writes through one writer connection and serves reads from a
+/// pool of readers that never wait for the writer; on PostgreSQL, writes take the store's
+/// write lock (an advisory lock), so saves see each other as they do on SQLite. It tells
+/// observers about every save.
 ///
 /// Contexts do their work through a coordinator; it is Sendable and shared by all.
 public final class PersistentStoreCoordinator: Sendable {
     public let model: Model
+    /// The store's file, or its PostgreSQL URL without the password.
     public let path: String
     /// The store's identity, part of every object ID's URI.
     public let storeID: UUID
     let schema: Schema
-    let pool: DatabasePool
+    let backend: Backend
     private let saveSequence = Mutex(0)
     private let observers = Mutex<[UUID: @Sendable (SaveNotice) -> Void]>([:])
     /// Compiled fetch queries, by request (see `ObjectContext.selectQuery`).
@@ -23,11 +26,64 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Tests put a failure or a crash here, between a save's rows and its commit.
     let beforeCommit = Mutex<(@Sendable () throws -> Void)?>(nil)
 
+    /// Where the store lives.
+    enum Backend: Sendable {
+        case sqlite(DatabasePool)
+        case postgres(PostgresPool)
+    }
+
     static let formatVersion = 1
     /// The writer connection's page cache (readers keep SQLite's 2 MiB).
     static let writerCacheKiB = 8 * 1024
     static let metadataTable = "_ingest_metadata"
     static let sequenceTable = "_ingest_sequence"
+    /// The PostgreSQL advisory lock every write transaction of the object graph holds.
+    static let postgresWriteLock = 727_002
+
+    /// Opens the store `url` names, creating it when there is none: a `file:` URL is a
+    /// SQLite file (as `init(model:path:)`), a `postgresql:` URL a PostgreSQL database
+    /// (libpq's URL; `PG*` variables and `~/.pgpass` apply).
+    /// - Throws: as `init(model:path:)`; for PostgreSQL also `StoreError.postgres` when the
+    ///   server cannot be reached, and `.modelMismatch` when the database holds another model.
+    public convenience init(model: Model, url: URL) throws {
+        switch url.scheme?.lowercased() {
+        case "file"?, nil:
+            try self.init(model: model, path: url.path)
+        case "postgresql"?, "postgres"?:
+            let address: PostgresURL
+            do { address = try PostgresURL(url.absoluteString) } catch { throw StoreError.postgres(error) }
+            try self.init(model: model, postgres: address)
+        case let scheme?:
+            throw StoreError.notAStore(path: url.absoluteString,
+                                       reason: "a store URL is file: (SQLite) or postgresql: (PostgreSQL), not \(scheme):")
+        }
+    }
+
+    /// Opens the store in the PostgreSQL database at `url`, making its tables when the
+    /// database has none (see `PostgresStore`).
+    /// - Throws: `ModelError` for an invalid model; `StoreError.postgres` when the server
+    ///   cannot be reached or refuses a statement; `StoreError.modelMismatch` when the
+    ///   database holds another model.
+    public init(model: Model, postgres url: PostgresURL) throws {
+        self.model = try model.validated()
+        path = url.description
+        schema = Schema(self.model)
+        do {
+            _ = try PostgresStore(url: url, model: self.model)
+        } catch .modelMismatch(let target, let reason) {
+            throw StoreError.modelMismatch(path: target, differences: [reason])
+        } catch {
+            throw StoreError.postgres(error)
+        }
+        let pool = PostgresPool(url: url)
+        let id = UUID().uuidString
+        let stored = try pool.with { connection in
+            try PostgresSQL.run("INSERT INTO _ingest_store VALUES ('store.id', ?) ON CONFLICT DO NOTHING", [.string(id)], on: connection)
+            return try PostgresSQL.run("SELECT value FROM _ingest_store WHERE key = 'store.id'", [], on: connection)[0, 0]
+        }
+        storeID = stored.flatMap(UUID.init(uuidString:)) ?? UUID()
+        backend = .postgres(pool)
+    }
 
     /// Opens the store at `path`, creating it if there is no file there.
     ///
@@ -57,13 +113,29 @@ public final class PersistentStoreCoordinator: Sendable {
             PredicateFunctions.register(db)
         }
         do {
-            pool = try DatabasePool(path: path, configuration: configuration)
+            let pool = try DatabasePool(path: path, configuration: configuration)
             storeID = try pool.write { [schema] db in try Self.prepare(db, schema: schema, path: path) }
+            backend = .sqlite(pool)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
             throw StoreError.notAStore(path: path, reason: "the file is not a SQLite database")
         } catch let error as DatabaseError {
             throw StoreError.database(error.message ?? "\(error)", code: error.extendedResultCode.rawValue)
         }
+    }
+
+    /// The SQL the store speaks.
+    var dialect: SQLDialect {
+        if case .postgres = backend { .postgres } else { .sqlite }
+    }
+
+    /// The SQLite connection pool. The import's SQLite paths (batch inserts, the run's
+    /// bookkeeping) use it; on a PostgreSQL store they are not reached (imports there go
+    /// through `PostgresStore`), and reaching one is a programming error.
+    var pool: DatabasePool {
+        guard case .sqlite(let pool) = backend else {
+            preconditionFailure("\(path) is a PostgreSQL store: this SQLite-only operation cannot run on it")
+        }
+        return pool
     }
 
     // MARK: - Access
@@ -100,6 +172,35 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
+    /// Runs `body` in one write transaction, on either backend.
+    func writing<T>(_ body: (StoreConnection) throws -> T) throws -> T {
+        switch backend {
+        case .sqlite:
+            return try write { db in try body(StoreConnection(kind: .sqlite(db))) }
+        case .postgres(let pool):
+            return try pool.with { connection in
+                do {
+                    return try connection.transaction {
+                        try PostgresSQL.run("SELECT pg_advisory_xact_lock(\(Self.postgresWriteLock))", [], on: connection)
+                        return try body(StoreConnection(kind: .postgres(connection)))
+                    }
+                } catch let error as PostgresError {
+                    throw StoreError.postgres(error)
+                }
+            }
+        }
+    }
+
+    /// Runs `body` with a connection that reads the last committed state, on either backend.
+    func reading<T>(_ body: (StoreConnection) throws -> T) throws -> T {
+        switch backend {
+        case .sqlite:
+            return try read { db in try body(StoreConnection(kind: .sqlite(db))) }
+        case .postgres(let pool):
+            return try pool.with { connection in try body(StoreConnection(kind: .postgres(connection))) }
+        }
+    }
+
     /// Runs `body` on a reader connection, against the last committed state.
     func read<T>(_ body: (Database) throws -> T) throws -> T {
         do {
@@ -112,8 +213,12 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The JSON text stored under `key` in the store's metadata, or nil.
     /// - Throws: `StoreError.database` when the store cannot be read.
     public func metadata(forKey key: String) throws -> String? {
-        try read { db in
-            try String.fetchOne(db, sql: "SELECT value FROM \(quoted(Self.metadataTable)) WHERE key = ?", arguments: [key])
+        try reading { connection in
+            var value: String?
+            try connection.query("SELECT value FROM \(quoted(Self.metadataTable)) WHERE key = ?", [.string(key)]) { row in
+                value = row.value(.string, 0)?.stringValue
+            }
+            return value
         }
     }
 
@@ -128,7 +233,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// - Throws: `StoreError.unknownEntity` or `StoreError.database`.
     public func count(_ entity: String) throws -> Int {
         guard let info = schema.entity(entity) else { throw StoreError.unknownEntity(entity) }
-        return try read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM \(info.table)") ?? 0 }
+        return try reading { connection in Int(try connection.int64("SELECT count(*) FROM \(info.table)") ?? 0) }
     }
 
     // MARK: - Save notices
@@ -161,8 +266,13 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The end of every save's transaction, on either path: the metadata staged with the
     /// rows, the tests' fault seams, and the save's sequence number.
     func finishSave(_ db: Database, metadata: [String: String]) throws -> Int {
+        try finishSave(StoreConnection(kind: .sqlite(db)), metadata: metadata)
+    }
+
+    func finishSave(_ connection: StoreConnection, metadata: [String: String]) throws -> Int {
         for (key, value) in metadata {
-            try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(Self.metadataTable)) (key, value) VALUES (?, ?)", arguments: [key, value])
+            try connection.execute("INSERT INTO \(quoted(Self.metadataTable)) (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                                   [.string(key), .string(value)])
         }
         try beforeCommit.withLock { $0 }?()
         if takeInjectedCommitFailure() {
@@ -210,17 +320,31 @@ public final class PersistentStoreCoordinator: Sendable {
     /// - Throws: `StoreError.database` when the store cannot be written.
     public func renameMetadata(withPrefix prefix: String, _ rename: (String) -> String?) throws {
         let keys = try metadata(withPrefix: prefix).keys
-        try write { db in
+        try writing { connection in
             for key in keys {
                 guard let newKey = rename(key) else { continue }
-                try db.execute(sql: "UPDATE \(quoted(Self.metadataTable)) SET key = ? WHERE key = ?", arguments: [newKey, key])
+                try connection.execute("UPDATE \(quoted(Self.metadataTable)) SET key = ? WHERE key = ?", [.string(newKey), .string(key)])
             }
         }
     }
 
+    /// Reserves `count` permanent row numbers for `entity` in the current write
+    /// transaction, on either backend. On PostgreSQL they come from the table's identity
+    /// sequence, which importers draw on at the same time: they need not be consecutive.
+    func reserveKeys(_ count: Int, for entity: EntityInfo, _ connection: StoreConnection) throws -> [Int64] {
+        switch connection.kind {
+        case .sqlite(let db):
+            let first = try reserveKeys(count, for: entity, db)
+            return Array(first..<first + Int64(count))
+        case .postgres:
+            return try connection.int64s("SELECT nextval(pg_get_serial_sequence(?, '_pk')) FROM generate_series(1, ?)",
+                                         [.string(entity.table), .int(Int64(count))])
+        }
+    }
+
     /// Reserves permanent row numbers in a transaction of its own.
-    func reserveKeys(_ count: Int, for entity: EntityInfo) throws -> Int64 {
-        try write { db in try reserveKeys(count, for: entity, db) }
+    func reserveKeys(_ count: Int, for entity: EntityInfo) throws -> [Int64] {
+        try writing { connection in try reserveKeys(count, for: entity, connection) }
     }
 }
 
@@ -228,11 +352,12 @@ extension PersistentStoreCoordinator {
     /// Every metadata entry whose key starts with `prefix`, as JSON text by key.
     /// - Throws: `StoreError.database` when the store cannot be read.
     public func metadata(withPrefix prefix: String) throws -> [String: String] {
-        try read { db in
-            let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM \(quoted(Self.metadataTable)) WHERE substr(key, 1, ?) = ?",
-                                        arguments: [prefix.count, prefix])
+        try reading { connection in
             var result: [String: String] = [:]
-            for row in rows { result[row["key"]] = row["value"] }
+            try connection.query("SELECT key, value FROM \(quoted(Self.metadataTable)) WHERE substr(key, 1, length(?1)) = ?1",
+                                 [.string(prefix)]) { row in
+                if let key = row.value(.string, 0)?.stringValue, let value = row.value(.string, 1)?.stringValue { result[key] = value }
+            }
             return result
         }
     }

@@ -17,6 +17,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case database(String, code: Int32? = nil)
     /// The disk holding the store is full; nothing of the failed save was written.
     case diskFull(path: String, freeBytes: Int?)
+    /// A PostgreSQL store's failure: the server unreachable, or a statement it refused.
+    case postgres(PostgresError)
 
     /// The first few problems of a long list, and how many more there are.
     private static func list(_ problems: [String]) -> String {
@@ -37,6 +39,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .database(let message, let code): "SQLite: \(message)" + (code.map { " (result code \($0))" } ?? "")
         case .diskFull(let path, let free):
             "cannot write \(path): the disk is full" + (free.map { " (\($0 / 1024) KiB free on that file system)" } ?? "")
+        case .postgres(let error): error.description
         }
     }
 }

@@ -1,0 +1,101 @@
+import Synchronization
+
+/// Running the object graph's SQL, written with SQLite's placeholders, on PostgreSQL.
+enum PostgresSQL {
+    /// Runs `sql` with `arguments` on `connection`.
+    /// - Throws: `StoreError.postgres` with the server's message and SQLSTATE.
+    @discardableResult
+    static func run(_ sql: String, _ arguments: [Value?], on connection: PostgresConnection) throws -> PostgresRows {
+        let formatted = arguments.map { $0.map(PostgresValues.format) }
+        do {
+            return try connection.execute(numbered(sql, types: formatted.map { $0?.type }), formatted.map { $0?.text })
+        } catch {
+            throw StoreError.postgres(error)
+        }
+    }
+
+    /// `sql` with each `?` (the next parameter) and `?n` (parameter n) as `$n`, cast to the
+    /// type of the value bound there, so that PostgreSQL never has to guess it (a value in
+    /// `lower(?)` or `coalesce(x, ?)` has no type of its own). NULLs stay untyped. Text in
+    /// quotes is left alone.
+    static func numbered(_ sql: String, types: [String?]) -> String {
+        var result = ""
+        result.reserveCapacity(sql.utf8.count + types.count * 8)
+        var next = 0
+        var quote: Character?
+        var characters = sql.makeIterator()
+        var pending = characters.next()
+        while let character = pending {
+            pending = characters.next()
+            if let open = quote {
+                result.append(character)
+                if character == open { quote = nil }
+                continue
+            }
+            if character == "'" || character == "\"" {
+                quote = character
+                result.append(character)
+                continue
+            }
+            guard character == "?" else {
+                result.append(character)
+                continue
+            }
+            var digits = ""
+            while let digit = pending, digit.isASCII, digit.isNumber {
+                digits.append(digit)
+                pending = characters.next()
+            }
+            let number: Int
+            if let explicit = Int(digits) {
+                number = explicit
+            } else {
+                next += 1
+                number = next
+            }
+            result += "$\(number)"
+            if number <= types.count, let type = types[number - 1] { result += "::" + type }
+        }
+        return result
+    }
+}
+
+/// The PostgreSQL connections of one coordinator: taken by a read or a write, given back
+/// after it. Idle connections are kept, up to a few; a broken one is dropped.
+final class PostgresPool: Sendable {
+    let url: PostgresURL
+    private let idle = Mutex<[Lent]>([])
+
+    /// A connection in the pool. libpq connections may move between threads, one user at a time.
+    final class Lent: @unchecked Sendable {
+        let connection: PostgresConnection
+        init(_ connection: PostgresConnection) { self.connection = connection }
+    }
+
+    init(url: PostgresURL) { self.url = url }
+
+    /// A connection set up as the object graph reads values: UTC, ISO dates, exact doubles.
+    /// - Throws: `StoreError.postgres` when the server cannot be reached.
+    static func connect(_ url: PostgresURL) throws -> PostgresConnection {
+        do {
+            let connection = try PostgresConnection(url)
+            try connection.execute("SET TimeZone = 'UTC'")
+            try connection.execute("SET DateStyle = 'ISO, YMD'")
+            try connection.execute("SET extra_float_digits = 1")
+            return connection
+        } catch {
+            throw StoreError.postgres(error)
+        }
+    }
+
+    /// Runs `body` with a connection of the pool (a new one when none is idle).
+    func with<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        let lent = try idle.withLock { $0.popLast() } ?? Lent(Self.connect(url))
+        defer {
+            if lent.connection.isOK {
+                idle.withLock { connections in if connections.count < 8 { connections.append(lent) } }
+            }
+        }
+        return try body(lent.connection)
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+
+/// Values in PostgreSQL's text form, both ways, for the column types of
+/// `AttributeType.postgresType`. Connections run with `TimeZone = UTC` and
+/// `DateStyle = ISO` (`PostgresPool`), so timestamps read back in one shape.
+enum PostgresValues {
+    /// The text a parameter of this value is sent as, and the type it is cast to.
+    static func format(_ value: Value) -> (text: String, type: String) {
+        switch value {
+        case .string(let text): (text, "text")
+        case .decimal(let text): (text, "text")
+        case .int(let number): (String(number), "bigint")
+        case .double(let number): (number.isNaN ? "NaN" : number.isInfinite ? (number < 0 ? "-Infinity" : "Infinity") : "\(number)", "double precision")
+        case .bool(let flag): (flag ? "t" : "f", "boolean")
+        case .date(let date): (timestamp(date), "timestamptz")
+        case .binary(let bytes): ("\\x" + hex(bytes), "bytea")
+        case .uuid(let uuid): (uuid.uuidString, "text")
+        }
+    }
+
+    /// A value of `type` from its text form; nil when the text is not one.
+    static func parse(_ text: String, as type: AttributeType) -> Value? {
+        switch type {
+        case .string: .string(text)
+        case .decimal: .decimal(text)
+        case .int16, .int32, .int64: Int64(text).map(Value.int) ?? Double(text).map { .int(Int64($0)) }
+        case .double: Double(text).map(Value.double)
+        case .bool: .bool(text == "t" || text == "true" || text == "1")
+        case .date: date(text).map(Value.date)
+        case .binary: bytes(text).map(Value.binary)
+        case .uuid: UUID(uuidString: text).map(Value.uuid)
+        }
+    }
+
+    /// A computed column's value by its result type: integers, doubles (also `numeric`,
+    /// as sums and averages of integers come back), booleans; text otherwise.
+    static func parseUntyped(_ text: String, oid: UInt32) -> Value? {
+        switch oid {
+        case 20, 21, 23: Int64(text).map(Value.int)
+        case 700, 701: Double(text).map(Value.double)
+        case 1700: Int64(text).map(Value.int) ?? Double(text).map(Value.double)
+        case 16: .bool(text == "t")
+        default: .string(text)
+        }
+    }
+
+    /// `2024-10-27 12:34:56.123456+00`: UTC, to the microsecond (PostgreSQL's precision).
+    static func timestamp(_ date: Date) -> String {
+        let micros = (date.timeIntervalSince1970 * 1_000_000).rounded()
+        var seconds = Int(floor(micros / 1_000_000))
+        var fraction = Int(micros - Double(seconds) * 1_000_000)
+        if fraction >= 1_000_000 { seconds += 1; fraction -= 1_000_000 }
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let year = Int(parts.tm_year) + 1900
+        let yearText = year < 1 ? "\(1 - year)" : String(repeating: "0", count: max(0, 4 - String(year).count)) + String(year)
+        let micro = String(fraction)
+        return "\(yearText)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))."
+            + String(repeating: "0", count: 6 - micro.count) + micro + "+00" + (year < 1 ? " BC" : "")
+    }
+
+    /// A `timestamptz` in ISO style at UTC (`2024-10-27 12:34:56.5+00`).
+    static func date(_ text: String) -> Date? {
+        let utf8 = Array(text.utf8)
+        func number(_ range: Range<Int>) -> Int? {
+            guard range.upperBound <= utf8.count else { return nil }
+            var value = 0
+            for byte in utf8[range] {
+                guard byte >= 48 && byte <= 57 else { return nil }
+                value = value * 10 + Int(byte - 48)
+            }
+            return value
+        }
+        guard let dash = utf8.firstIndex(of: UInt8(ascii: "-")), dash >= 4,
+              let year = number(0..<dash), let month = number(dash + 1..<dash + 3), let day = number(dash + 4..<dash + 6),
+              let hour = number(dash + 7..<dash + 9), let minute = number(dash + 10..<dash + 12),
+              let second = number(dash + 13..<dash + 15) else { return nil }
+        var position = dash + 15
+        var fraction = 0.0
+        if position < utf8.count, utf8[position] == UInt8(ascii: ".") {
+            var scale = 0.1
+            position += 1
+            while position < utf8.count, utf8[position] >= 48 && utf8[position] <= 57 {
+                fraction += Double(utf8[position] - 48) * scale
+                scale /= 10
+                position += 1
+            }
+        }
+        var parts = tm()
+        parts.tm_year = Int32((text.hasSuffix(" BC") ? 1 - year : year) - 1900)
+        parts.tm_mon = Int32(month - 1)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(hour)
+        parts.tm_min = Int32(minute)
+        parts.tm_sec = Int32(second)
+        let seconds = timegm(&parts)
+        // Whole microseconds, as they were stored.
+        let micros = (Double(seconds) * 1_000_000 + (fraction * 1_000_000).rounded()) / 1_000_000
+        return Date(timeIntervalSince1970: micros)
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// A `bytea` in hex form (`\x00ff`).
+    static func bytes(_ text: String) -> [UInt8]? {
+        let utf8 = Array(text.utf8)
+        guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x"), utf8.count % 2 == 0 else { return nil }
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 48...57: c - 48
+            case 97...102: c - 87
+            case 65...70: c - 55
+            default: nil
+            }
+        }
+        var result: [UInt8] = []
+        result.reserveCapacity(utf8.count / 2 - 1)
+        var index = 2
+        while index < utf8.count {
+            guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else { return nil }
+            result.append(high << 4 | low)
+            index += 2
+        }
+        return result
+    }
+}
