@@ -138,6 +138,8 @@ extension ObjectContext {
         var seen: [UniqueKey: ManagedObject] = [:]
         var fresh: [ManagedObject] = []
         var mergedTargets: [(ManagedObject, Target)] = []
+        let batched = db.dialect == .postgres
+        let stored = batched ? try storedRows(for: insertedList, db) : [:]
 
         // 1. Uniqueness: which inserted objects are rows that exist already.
         for object in insertedList {
@@ -155,7 +157,8 @@ extension ObjectContext {
                 conflicting = key
                 if let earlier = seen[key] {
                     target = .object(earlier)
-                } else if let pk = try lookUp(key, object.info, db) {
+                } else if let pk = batched ? stored[StoredKey(object.info, constraint: constraintIndex, values: values)]
+                                           : try lookUp(key, object.info, db) {
                     target = .row(pk)
                 } else {
                     seen[key] = object
@@ -210,9 +213,13 @@ extension ObjectContext {
         }
 
         // 3. Rows.
-        for object in fresh {
-            let id = object.savedID ?? object.objectID
-            try db.execute(object.info.insertSQL, [id.primaryKey.map(Value.int)] + row(object, key: key))
+        if batched {
+            try insertRows(fresh, db) { row($0, key: key) }
+        } else {
+            for object in fresh {
+                let id = object.savedID ?? object.objectID
+                try db.execute(object.info.insertSQL, [id.primaryKey.map(Value.int)] + row(object, key: key))
+            }
         }
         for (object, policy) in plan.merged {
             let finalID = object.savedID!
