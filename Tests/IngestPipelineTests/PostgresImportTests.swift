@@ -101,6 +101,30 @@ struct PostgresImportTests {
             #expect(other == rows, "\(entity): first difference \(zip(rows, other).first { $0 != $1 }.map { "\($0)\n vs \($1)" } ?? "in count")")
         }
         #expect(stores.joins[0].runFinished && stores.joins[0].records == 1_500 && stores.joins[0].chunks == 5)
+        // The object graph reads the imported PostgreSQL store as it reads the SQLite one.
+        let onSQLite = try PersistentStoreCoordinator(existingStoreAt: dir.file("store.sqlite"))
+        let onPostgres = try PersistentStoreCoordinator(existingStoreAt: server.url)
+        let fetches = [
+            DictionaryFetch(FetchRequest("Photo", predicate: try QueryPredicate(format: "views > 300 AND whoTook.name BEGINSWITH[cd] 'a'"),
+                                         sortDescriptors: [FetchSortDescriptor("views", ascending: false), FetchSortDescriptor("id")], fetchLimit: 40),
+                            properties: ["id", "title", "uploadDate", "latitude", "views", "whoTook.name"].map(FetchProperty.keyPath)),
+            DictionaryFetch(FetchRequest("Photo", predicate: try QueryPredicate(format: "title MATCHES[c] '.*[aeiou]{2}.*' OR title LIKE[cd] '*e?a*'"),
+                                         sortDescriptors: [FetchSortDescriptor("whoTook.name", comparison: .caseInsensitive)]),
+                            properties: [.keyPath("whoTook.name"), .aggregate(name: "photos", function: .count, keyPath: nil),
+                                         .aggregate(name: "views", function: .avg, keyPath: "views"), .aggregate(name: "latest", function: .max, keyPath: "uploadDate")],
+                            groupBy: ["whoTook.name"], having: try QueryPredicate(format: "photos > 1")),
+            DictionaryFetch(FetchRequest("Photographer", predicate: try QueryPredicate(format: "photos.@count >= 3 AND ANY photos.views < 100"),
+                                         sortDescriptors: [FetchSortDescriptor("name", comparison: .localizedStandard), FetchSortDescriptor("id")]),
+                            properties: [.keyPath("id"), .keyPath("name")]),
+        ]
+        for fetch in fetches {
+            let sqliteContext = ObjectContext(coordinator: onSQLite)
+            let postgresContext = ObjectContext(coordinator: onPostgres)
+            let expected = try sqliteContext.perform { try sqliteContext.fetchDictionaries(fetch) }
+            let found = try postgresContext.perform { try postgresContext.fetchDictionaries(fetch) }
+            #expect(!expected.isEmpty)
+            #expect(found == expected, "\(fetch.request.predicate.map { "\($0)" } ?? "")")
+        }
     }
 
     @Test(arguments: [1, 100])
@@ -200,7 +224,7 @@ struct PostgresImportTests {
         }
     }
 
-    @Test func anotherFeedWaitsForTheUnfinishedRunAndJoinSaysWhenThereIsNothingToJoin() throws {
+    @Test func anotherFeedWaitsForTheUnfinishedRunJoinSaysWhenThereIsNothingToJoinAndQueryReads() throws {
         let server = try PostgresServer()
         let dir = try TemporaryDirectory()
         let first = try dir.write("first.ndjson", Array(#"{"id":"p1","title":"one"}"#.utf8) + [0x0A])
@@ -221,8 +245,10 @@ struct PostgresImportTests {
         #expect(next.status == 0, "\(next.stderr)")
         let status = try IngestBinary.run(["status", server.url])
         #expect(status.stdout.contains("Post: 2") && status.stdout.contains("run 2: finished"), "\(status.stdout)")
-        let query = try IngestBinary.run(["query", server.url, "Post"])
-        #expect(query.status == 1 && query.stderr.contains("query does not read PostgreSQL stores yet"), "\(query.stderr)")
+        let query = try IngestBinary.run(["query", server.url, "Post", "--sort", "id", "--fields", "id,title", "--format", "csv"])
+        #expect(query.status == 0 && query.stdout == "id,title\r\np1,one\r\np2,two\n", "\(query.stdout)\(query.stderr)")
+        let count = try IngestBinary.run(["query", server.url, "Post", "--where", "title ==[c] 'TWO'", "--count"])
+        #expect(count.stdout == "1\n", "\(count.stdout)\(count.stderr)")
     }
 
     /// Three processes on one import, each killed with SIGKILL at random moments and

@@ -58,7 +58,8 @@ extension ObjectContext {
                 let sql = switch function {
                 case .count: "count(\(argument))"
                 case .sum: type == .double && dialect == .sqlite ? "total(\(argument))" : "coalesce(sum(\(argument)), 0)"
-                case .avg: "avg(\(argument))"
+                // In doubles on PostgreSQL too (its avg of integers is numeric), as SQLite averages.
+                case .avg: dialect == .postgres ? "avg((\(argument))::double precision)" : "avg(\(argument))"
                 case .min: "min(\(argument))"
                 case .max: "max(\(argument))"
                 }

@@ -280,7 +280,7 @@ struct PredicateCompiler {
             let joins = childScope.localJoins.joined(separator: " ")
             let aggregate = switch function {
             case .sum: value.type == .double && dialect == .sqlite ? "total(\(value.sql))" : "coalesce(sum(\(value.sql)), 0)"
-            case .avg: "avg(\(value.sql))"
+            case .avg: dialect == .postgres ? "avg((\(value.sql))::double precision)" : "avg(\(value.sql))"
             case .min: "min(\(value.sql))"
             case .max: "max(\(value.sql))"
             case .count: "count(*)"

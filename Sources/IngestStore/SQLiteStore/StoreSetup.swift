@@ -107,9 +107,17 @@ extension PersistentStoreCoordinator {
 
 extension PersistentStoreCoordinator {
     /// Opens an existing store with the model it was made with (kept in its metadata),
-    /// for tools that read any store: `ingest query`, `ingest status`.
-    /// - Throws: `StoreError.notAStore` when there is no file, or it is not an Ingest store.
+    /// for tools that read any store: `ingest query`, `ingest status`. `path` is a file, or
+    /// a `postgresql://` URL.
+    /// - Throws: `StoreError.notAStore` when there is no file, or it is not an Ingest store;
+    ///   `StoreError.postgres` when a PostgreSQL server cannot be reached.
     public convenience init(existingStoreAt path: String) throws {
+        if PostgresURL.isPostgres(path) {
+            let url: PostgresURL
+            do { url = try PostgresURL(path) } catch { throw StoreError.postgres(error) }
+            try self.init(model: try Self.storedModel(at: url), postgres: url)
+            return
+        }
         guard FileManager.default.fileExists(atPath: path) else {
             throw StoreError.notAStore(path: path, reason: "there is no file there")
         }
@@ -135,5 +143,24 @@ extension PersistentStoreCoordinator {
             throw StoreError.database(error.message ?? "\(error)", code: error.extendedResultCode.rawValue)
         }
         try self.init(model: model, path: path)
+    }
+
+    /// The model a PostgreSQL store was made with.
+    private static func storedModel(at url: PostgresURL) throws -> Model {
+        let text: String?
+        do {
+            let connection = try PostgresConnection(url)
+            guard try connection.execute("SELECT to_regclass('_ingest_store') IS NOT NULL")[0, 0] == "t" else {
+                throw StoreError.notAStore(path: url.description, reason: "the database has no Ingest tables")
+            }
+            let rows = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model'")
+            text = rows.count > 0 ? rows[0, 0] : nil
+        } catch let error as PostgresError {
+            throw StoreError.postgres(error)
+        }
+        guard let text, let model = try? JSONDecoder().decode(Model.self, from: Data(text.utf8)) else {
+            throw StoreError.notAStore(path: url.description, reason: "it has no Ingest model")
+        }
+        return model
     }
 }

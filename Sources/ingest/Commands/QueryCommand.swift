@@ -12,10 +12,11 @@ extension Ingest {
               ingest query photos.sqlite Photo --where "views > 100 AND whoTook.name BEGINSWITH[c] 'a'" --sort views:desc --limit 10
               ingest query photos.sqlite Photographer --where "photos.@count > 5" --count
               ingest query photos.sqlite Photo --fields id,title,whoTook.name --format json
+              ingest query "postgresql://me@db.example.com/photos" Photo --where "views > 100" --count
             """
         )
 
-        @Argument(help: "The store file.")
+        @Argument(help: "The store file, or a postgresql:// URL.")
         var store: String
 
         @Argument(help: "The entity to query.")
@@ -50,9 +51,6 @@ extension Ingest {
         }
 
         func run() throws {
-            if PostgresURL.isPostgres(store) {
-                throw CommandFailure("query does not read PostgreSQL stores yet (fetch requests are compiled for SQLite only); use psql on the tables, named after the entities")
-            }
             let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
             guard let entityModel = coordinator.model.entity(entity) else {
                 throw CommandFailure("\(store) has no entity '\(entity)' (it has: \(coordinator.model.entities.map(\.name).joined(separator: ", ")))")
