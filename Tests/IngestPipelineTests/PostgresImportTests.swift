@@ -185,6 +185,67 @@ struct PostgresImportTests {
         #expect(status.counts["Post"] == 2)
     }
 
+    /// Pipelines the batch path cannot write (a to-many mapping, the reject rule) take the
+    /// object path on PostgreSQL too: contexts on the PostgreSQL store, each save holding
+    /// the chunk's marker, its rejects and the process's counts.
+    @Test func objectPathPipelinesEndAsOnSQLiteLinksAndRejectsIncluded() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let first = try dir.write("first.ndjson", Array("""
+            {"id":"p1","title":"first","author":{"id":2,"name":"Bea"},"tags":[{"name":"a"},{"name":"b"}]}
+            {"id":"p2","title":"x","tags":[{"name":"b"}]}
+            {"id":"p1","title":"second","tags":[{"name":"b"},{"name":"c"}]}
+            {"id":"p3","views":"many"}
+            {"id":"p4","author":{"id":2,"name":"Bea Other"},"tags":[]}
+            {"id":"p5","title":"caf\u{E9}","tags":[{"name":"d"},{"name":"a"}]}
+
+            """.utf8))
+        let second = try dir.write("second.ndjson", Array("""
+            {"id":"p2","title":"later","tags":[{"name":"e"}]}
+            {"id":"p6","author":{"id":7,"name":"Cy"},"tags":[{"name":"a"}]}
+            {"id":"p1","views":9}
+
+            """.utf8))
+        for (post, tags) in [("update", "merge"), ("replace", "replace"), ("reject", "merge")] {
+            let url = try server.createDatabase("objects_\(post)_\(tags)")
+            let rulesDir = try TemporaryDirectory()
+            let stores = try Self.importBoth([first, second], pipeline: UpdateRuleTests.pipelineText(postRule: post, tags: tags),
+                                             url: url, dir: rulesDir, saveEvery: 2, chunkSize: 3)
+            #expect(stores.postgres == stores.sqlite, "onConflict \(post), tags \(tags)")
+            // p3's views are not a number: rejected on both. Under reject, so are p1's and p2's later records (and tags c, e).
+            #expect(stores.postgres["Post"]?.count == 5 && stores.postgres["Tag"]?.count == (post == "reject" ? 3 : 5), "\(post): \(stores.postgres["Tag"] ?? [])")
+            // The links of the many-to-many, read through the object graph on each store.
+            func tagsByPost(_ coordinator: PersistentStoreCoordinator) throws -> [String: [String]] {
+                let context = ObjectContext(coordinator: coordinator)
+                return try context.perform {
+                    var links: [String: [String]] = [:]
+                    for post in try context.fetch("Post") {
+                        links[post["id"]!.stringValue!] = post.objects(forKey: "tags").compactMap { $0["name"]?.stringValue }.sorted()
+                    }
+                    return links
+                }
+            }
+            let onSQLite = try tagsByPost(try PersistentStoreCoordinator(existingStoreAt: rulesDir.file("store.sqlite")))
+            let onPostgres = try tagsByPost(try PersistentStoreCoordinator(existingStoreAt: url))
+            // Under reject, p1's second record differs from the stored p1: rejected with its tags.
+            let p1 = post == "reject" ? ["a", "b"] : tags == "merge" ? ["a", "b", "c"] : ["b", "c"]
+            #expect(onPostgres == onSQLite && onSQLite["p1"] == p1, "\(onPostgres) vs \(onSQLite)")
+            // Rejects: the same records, for the same reasons.
+            let rejects = try PostgresConnection(try PostgresURL(url)).execute("SELECT record FROM _ingest_rejects ORDER BY run, chunk, index")
+            let postgresReasons = (0..<rejects.count).map { Self.reason(rejects[$0, 0]!) }
+            let sqliteReasons = try String(contentsOfFile: rulesDir.file("store.sqlite") + ".rejects.ndjson", encoding: .utf8)
+                .split(separator: "\n").map { Self.reason(String($0)) }
+            #expect(postgresReasons == sqliteReasons && !postgresReasons.isEmpty, "\(postgresReasons) vs \(sqliteReasons)")
+        }
+    }
+
+    /// A reject line's run-independent part: its record number and reason.
+    static func reason(_ line: String) -> String {
+        let record = line.range(of: #""record":[0-9]+"#, options: .regularExpression).map { String(line[$0]) } ?? "?"
+        let reason = line.range(of: #""reason":"[^"]*""#, options: .regularExpression).map { String(line[$0]) } ?? "?"
+        return record + " " + reason
+    }
+
     @Test func keysAreToldApartByTheirBytesAsPostgreSQLDoes() throws {
         let server = try PostgresServer()
         let dir = try TemporaryDirectory()
@@ -255,13 +316,17 @@ struct PostgresImportTests {
     /// started again with `ingest join`: the store ends as a clean SQLite import of the
     /// feed, and every record was committed exactly once (the processes' counts, kept in
     /// the same transactions as the rows, add up to the feed).
-    @Test(.timeLimit(.minutes(5)))
-    func threeProcessesKilledAtRandomAndRejoinedEndAsACleanSQLiteImport() throws {
+    @Test(.timeLimit(.minutes(5)), arguments: ["batch", "objects"])
+    func threeProcessesKilledAtRandomAndRejoinedEndAsACleanSQLiteImport(path: String) throws {
         let server = try PostgresServer()
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 12_000, seed: 11).write(to: feed)
-        var processes = [try IngestBinary.start(["import", feed, "--pipeline", Self.photos, "--store", server.url, "--workers", "2",
+        // The reject rule takes the object path; the feed's repeated photographers are identical, so none is rejected.
+        let pipeline = path == "batch" ? Self.photos : try dir.write("objects.json", Array(
+            try String(contentsOfFile: Self.photos, encoding: .utf8)
+                .replacingOccurrences(of: #""Photographer": {"#, with: #""Photographer": { "onConflict": "reject","#).utf8))
+        var processes = [try IngestBinary.start(["import", feed, "--pipeline", pipeline, "--store", server.url, "--workers", "2",
                                                  "--chunk-size", "400", "--save-every", "50", "--lease-seconds", "1.5", "--quiet"])]
         let url = try PostgresURL(server.url)
         func registered() -> Bool { ((try? PostgresStatus.read(url: url))?.runs.count ?? 0) > 0 }
@@ -297,7 +362,8 @@ struct PostgresImportTests {
         #expect(status.processes.count > 3 && status.processes.count <= 3 + kills)
         #expect(status.processes.reduce(0) { $0 + $1.records } == 12_000, "every record committed exactly once")
 
-        let spec = try PipelineSpec.load(path: Self.photos)
+        let spec = try PipelineSpec.load(path: pipeline)
+        #expect((spec.mappings["Photographer"]?.onConflict == .reject) == (path == "objects"))
         _ = try Importer(spec: spec, options: Importer.Options(feed: feed, store: dir.file("store.sqlite"), workers: 1)).run()
         let sqlite = try Self.sqliteRows(dir.file("store.sqlite"), spec.model)
         let postgres = try Self.postgresRows(server.url, spec.model)

@@ -4,9 +4,11 @@ import IngestStore
 import Logging
 
 /// One worker of a process joined to an import on a PostgreSQL store: its own
-/// connection, batch writer and row mapper. It claims chunks until none is left, maps
-/// each K records into a request and saves them with the chunk's marker (and rejects)
-/// in one transaction, retried when PostgreSQL reports a deadlock or a concurrent insert.
+/// connection, and the batch path's writer and row mapper, or (for a pipeline that path
+/// cannot write) an object-path `ImportWorker` with a private context. It claims chunks
+/// until none is left, maps each K records and saves them with the chunk's marker (and
+/// rejects) in one transaction; batch-path saves are retried when PostgreSQL reports a
+/// deadlock or a concurrent insert, object-path saves take the store's write lock.
 final class PostgresChunkWorker {
     struct Totals: Sendable {
         var chunks = 0
@@ -16,9 +18,14 @@ final class PostgresChunkWorker {
         var leasesLost = 0
     }
 
+    /// How this worker writes: the batch path, or objects in a context.
+    enum Path {
+        case batch(PostgresBatchWriter, RowMapper)
+        case objects(ImportWorker, LeaseBookkeeping)
+    }
+
     let connection: PostgresConnection
-    let writer: PostgresBatchWriter
-    let rows: RowMapper
+    let path: Path
     let run: Int
     let record: PostgresRunRecord
     /// This worker's name on the chunks it claims: its process's ID, a slash, its number.
@@ -33,21 +40,48 @@ final class PostgresChunkWorker {
         return encoder
     }()
 
-    /// - Throws: `PostgresError` (including `.unsupported` for a pipeline the batch path
-    ///   cannot map, which PostgreSQL stores do not import yet).
+    /// The batch path's writer (its saves run only on that path).
+    private var writer: PostgresBatchWriter {
+        guard case .batch(let writer, _) = path else { preconditionFailure("a batch save on the object path") }
+        return writer
+    }
+
+    /// A save's loop was told to stop (between saves).
+    private struct Stopped: Error {}
+
+    /// - Throws: `PostgresError` or `StoreError` when the store cannot be reached.
     init(store: PostgresStore, spec: PipelineSpec, run: Int, record: PostgresRunRecord, process: String, number: Int, logger: Logger) throws {
         connection = try store.connect()
-        writer = try PostgresBatchWriter(store: store, connection: connection, rules: spec.mappings.mapValues(\.onConflict))
-        writer.firstRowOfRun = record.firstRowOfRun
-        guard let rows = RowMapper(mapper: RecordMapper(spec: spec), inserter: writer) else {
-            throw PostgresError.unsupported("this pipeline needs the object path (a discriminator, a to-many mapping, or a related entity found by another key); PostgreSQL stores take batch-path pipelines only")
+        owner = "\(process)/\(number)"
+        if let batch = try Self.batchPath(store: store, connection: connection, spec: spec, record: record, logger: logger) {
+            path = batch
+        } else {
+            // Discriminators, to-many mappings, the reject rule, links to itself: objects in a context.
+            let coordinator = try PersistentStoreCoordinator(model: spec.model, postgres: store.url)
+            let bookkeeping = LeaseBookkeeping(owner: owner, process: process, leaseSeconds: record.leaseSeconds)
+            let context = ObjectContext(coordinator: coordinator, name: "join-\(number)")
+            path = .objects(ImportWorker(context: context, spec: spec, bookkeeping: bookkeeping, firstRowOfRun: record.firstRowOfRun),
+                            bookkeeping)
         }
-        self.rows = rows
         self.run = run
         self.record = record
         self.process = process
-        owner = "\(process)/\(number)"
         self.logger = logger
+    }
+
+    /// The batch path's writer and mapper for `spec`, or nil when that path cannot write it.
+    private static func batchPath(store: PostgresStore, connection: PostgresConnection, spec: PipelineSpec, record: PostgresRunRecord,
+                                  logger: Logger) throws -> Path? {
+        let writer: PostgresBatchWriter
+        do {
+            writer = try PostgresBatchWriter(store: store, connection: connection, rules: spec.mappings.mapValues(\.onConflict))
+        } catch {
+            guard case .unsupported(let why) = error else { throw error }
+            logger.debug("the batch path cannot write this pipeline: importing objects", metadata: ["reason": "\(why)"])
+            return nil
+        }
+        writer.firstRowOfRun = record.firstRowOfRun
+        return RowMapper(mapper: RecordMapper(spec: spec), inserter: writer).map { .batch(writer, $0) }
     }
 
     /// Claims and imports chunks until the run has none unclaimed; waits while chunks
@@ -76,6 +110,48 @@ final class PostgresChunkWorker {
         guard bytes.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum else {
             throw ImportError(.chunkChanged(path: "chunk \(lease.number) of run \(run) in \(connection.target)"))
         }
+        switch path {
+        case .batch(let writer, let rows):
+            try importChunk(lease, bytes: bytes, writer: writer, rows: rows, stop: stop)
+        case .objects(let importer, let bookkeeping):
+            try importChunk(lease, bytes: bytes, importer: importer, bookkeeping: bookkeeping, stop: stop)
+        }
+    }
+
+    /// The object path: the chunk's records mapped onto objects, saved every K records.
+    private func importChunk(_ lease: ChunkLease, bytes: [UInt8], importer: ImportWorker, bookkeeping: LeaseBookkeeping,
+                             stop: @escaping () -> Bool) throws {
+        let chunk = ChunkInfo(index: lease.number, firstRecord: lease.firstRecord, records: lease.records, byteSize: bytes.count,
+                              checksum: lease.checksum)
+        bookkeeping.begin(lease)
+        let context = importer.context
+        var totals = self.totals
+        defer { self.totals = totals }
+        do {
+            try context.perform {
+                do {
+                    try importer.importChunk(chunk, bytes: bytes, skip: lease.done, saveEvery: record.saveEvery) { saved in
+                        totals.records += saved.imported
+                        totals.rejected += saved.rejected
+                        totals.outcomes = totals.outcomes + saved.outcomes
+                        logger.debug("saved", metadata: ["chunk": "\(lease.number)", "done": "\(bookkeeping.done)",
+                                                         "records": "\(saved.imported)", "rejected": "\(saved.rejected)"])
+                        if stop() && bookkeeping.done < lease.records { throw Stopped() }
+                    }
+                } catch {
+                    importer.discard()
+                    throw error
+                }
+            }
+        } catch is Stopped {
+            return
+        }
+        totals.chunks += 1
+    }
+
+    /// The batch path: each K records into one request, written with COPY.
+    private func importChunk(_ lease: ChunkLease, bytes: [UInt8], writer: PostgresBatchWriter, rows: RowMapper,
+                             stop: @escaping () -> Bool) throws {
         var request = writer.makeRequest(text: bytes)
         var rejects: [(index: Int, reason: String)] = []
         var pending = 0

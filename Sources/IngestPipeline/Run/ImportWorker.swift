@@ -64,12 +64,17 @@ final class ImportWorker {
         var text: String
     }
 
-    /// The run's marker and reject keys.
-    let keys: ImportMarker.Keys
+    /// Where each save's marker and rejects go, in the save's transaction.
+    let bookkeeping: any ChunkBookkeeping
 
-    init(context: ObjectContext, spec: PipelineSpec, keys: ImportMarker.Keys, firstRowOfRun: [String: Int64] = [:]) {
+    /// A worker whose saves keep the marker and rejects in the store's metadata, under `keys`.
+    convenience init(context: ObjectContext, spec: PipelineSpec, keys: ImportMarker.Keys, firstRowOfRun: [String: Int64] = [:]) {
+        self.init(context: context, spec: spec, bookkeeping: MetadataBookkeeping(keys: keys), firstRowOfRun: firstRowOfRun)
+    }
+
+    init(context: ObjectContext, spec: PipelineSpec, bookkeeping: any ChunkBookkeeping, firstRowOfRun: [String: Int64] = [:]) {
         self.context = context
-        self.keys = keys
+        self.bookkeeping = bookkeeping
         self.spec = spec
         self.mapper = RecordMapper(spec: spec)
         self.firstRowOfRun = firstRowOfRun
@@ -95,17 +100,50 @@ final class ImportWorker {
     ///   `afterSave` throws to stop the run.
     func importChunk(_ chunk: ChunkInfo, directory: String, skip: Int, saveEvery: Int, verified: Bool = false,
                      waitForTurn: () throws -> Void = {}, afterSave: (ChunkResult) throws -> Void) throws {
-        var batch: [Pending] = []
-        batch.reserveCapacity(saveEvery)
-        var rejects: [ImportMarker.Reject] = []
-        var index = 0
-        var sinceSave = 0
         let path = directory + "/" + chunk.file
         // The scanner trusts that the splitter's yajl validated these bytes: make sure they are those bytes.
         guard try verified || Splitter.fullHash(path) == chunk.checksum else {
             throw ImportError(.chunkChanged(path: path))
         }
         let reader = try FeedReader(path: path, options: FeedOptions(shape: .ndjson))
+        try importRecords(chunk, skip: skip, saveEvery: saveEvery, waitForTurn: waitForTurn, afterSave: afterSave) { take in
+            var index = 0
+            do {
+                try reader.read { record in
+                    defer { index += 1 }
+                    if index >= skip { try take(record.bytes, index) }
+                }
+            } catch let error as FeedError where error.kind == .emptyFeed {
+                // An empty chunk file: nothing to import.
+            }
+            return index
+        }
+    }
+
+    /// Imports the records of a chunk held in memory (`bytes`, one record a line, as the
+    /// split wrote them and checked by the caller) after the first `skip`.
+    /// - Throws: as `importChunk(_:directory:…)`.
+    func importChunk(_ chunk: ChunkInfo, bytes: [UInt8], skip: Int, saveEvery: Int,
+                     afterSave: (ChunkResult) throws -> Void) throws {
+        try importRecords(chunk, skip: skip, saveEvery: saveEvery, waitForTurn: {}, afterSave: afterSave) { take in
+            try bytes.withUnsafeBytes { buffer in
+                try ChunkLines.forEach(in: bytes, from: skip) { range, index in
+                    try take(UnsafeRawBufferPointer(rebasing: buffer[range]), index)
+                }
+            }
+            return chunk.records
+        }
+    }
+
+    /// Maps the records `records` hands to its `take` (bytes and index, from `skip` on;
+    /// it returns how many records the chunk has), then saves them in batches.
+    private func importRecords(_ chunk: ChunkInfo, skip: Int, saveEvery: Int, waitForTurn: () throws -> Void,
+                               afterSave: (ChunkResult) throws -> Void,
+                               records: ((UnsafeRawBufferPointer, Int) throws -> Void) throws -> Int) throws {
+        var batch: [Pending] = []
+        batch.reserveCapacity(saveEvery)
+        var rejects: [ImportMarker.Reject] = []
+        var sinceSave = 0
         // The whole chunk is mapped before its first save: saves wait for earlier chunks.
         var batches: [(batch: [Pending], rejects: [ImportMarker.Reject], done: Int)] = []
         func flush(done: Int) {
@@ -114,30 +152,24 @@ final class ImportWorker {
             rejects.removeAll(keepingCapacity: false)
             sinceSave = 0
         }
-        do {
-            try reader.read { record in
-                defer { index += 1 }
-                guard index >= skip else { return }
-                let started = StageTimes.now()
-                let text = { String(decoding: record.bytes, as: UTF8.self) }
-                do {
-                    let json = try JSONValue.parse(record.bytes, keeping: mapper.selection)
-                    let parsed = StageTimes.now()
-                    times.parse += parsed - started
-                    batch.append(Pending(index: index, mapped: try mapper.map(json), text: text()))
-                    times.map += StageTimes.now() - parsed
-                } catch let error as CoercionError {
-                    rejects.append(ImportMarker.Reject(chunk, index: index, reason: error.message, text: text()))
-                } catch let error as FeedError {
-                    rejects.append(ImportMarker.Reject(chunk, index: index, reason: error.message, text: text()))
-                }
-                sinceSave += 1
-                if sinceSave == saveEvery { flush(done: index + 1) }
+        let total = try records { bytes, index in
+            let started = StageTimes.now()
+            let text = { String(decoding: bytes, as: UTF8.self) }
+            do {
+                let json = try JSONValue.parse(bytes, keeping: mapper.selection)
+                let parsed = StageTimes.now()
+                times.parse += parsed - started
+                batch.append(Pending(index: index, mapped: try mapper.map(json), text: text()))
+                times.map += StageTimes.now() - parsed
+            } catch let error as CoercionError {
+                rejects.append(ImportMarker.Reject(chunk, index: index, reason: error.message, text: text()))
+            } catch let error as FeedError {
+                rejects.append(ImportMarker.Reject(chunk, index: index, reason: error.message, text: text()))
             }
-        } catch let error as FeedError where error.kind == .emptyFeed {
-            // An empty chunk file: nothing to import.
+            sinceSave += 1
+            if sinceSave == saveEvery { flush(done: index + 1) }
         }
-        if sinceSave > 0 || (skip == 0 && index == 0) { flush(done: index) }
+        if sinceSave > 0 || (skip == 0 && total == 0) { flush(done: total) }
         let waiting = StageTimes.now()
         try waitForTurn()
         times.waiting += StageTimes.now() - waiting
@@ -178,9 +210,9 @@ final class ImportWorker {
             }
         }
         if !staged.isEmpty {
-            for reject in staged { try context.setMetadata(reject, forKey: keys.rejectKey(chunk: chunk.index, index: reject.index)) }
-            try context.setMetadata(done, forKey: keys.chunkKey(chunk.index))
+            try bookkeeping.stage(rejects: staged, chunk, done: done, records: staged.count, in: context)
             try context.save()
+            bookkeeping.committed(done: done)
             context.reset()
             result.rejected += staged.count
         }
@@ -203,9 +235,9 @@ final class ImportWorker {
             result.outcomes.count(inserted: outcome == .inserted, changed: changed, duplicate: outcome == .duplicate)
             result.imported += 1
         }
-        for reject in staged { try context.setMetadata(reject, forKey: keys.rejectKey(chunk: chunk.index, index: reject.index)) }
-        try context.setMetadata(done, forKey: keys.chunkKey(chunk.index))
+        try bookkeeping.stage(rejects: staged, chunk, done: done, records: batch.count + rejects.count, in: context)
         try context.save()
+        bookkeeping.committed(done: done)
         if known.count > Self.knownLimit { known.removeAll(keepingCapacity: true) }
         for (key, object) in created { known[key] = object.objectID }
         created.removeAll(keepingCapacity: true)
@@ -213,7 +245,8 @@ final class ImportWorker {
         return result
     }
 
-    private func discard() {
+    /// Drops what the context holds of a save that failed.
+    func discard() {
         context.reset()
         created.removeAll(keepingCapacity: true)
     }
@@ -385,6 +418,8 @@ extension StoreError {
         case .validation, .uniquenessConflict: true
         // SQLITE_CONSTRAINT (19), whatever the extended code; the message where no code came back.
         case .database(let message, let code): code.map { $0 & 0xFF == 19 } ?? message.contains("constraint failed")
+        // A value PostgreSQL refuses (SQLSTATE classes 22 and 23).
+        case .postgres(let error): error.isAboutData
         default: false
         }
     }

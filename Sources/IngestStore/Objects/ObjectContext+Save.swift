@@ -19,7 +19,7 @@ extension ObjectContext {
     ///   `StoreError.database` when SQLite fails (nothing written).
     public func save() throws {
         checkAccess()
-        guard hasChanges || !stagedMetadata.isEmpty else { return }
+        guard hasChanges || !stagedMetadata.isEmpty || postgresSaveHook != nil else { return }
         try applyDeleteRules()
         try validate()
         let policy = mergePolicy
@@ -259,6 +259,7 @@ extension ObjectContext {
         }
 
         // 4. Metadata, in the same transaction as the rows it describes.
+        if case .postgres(let connection) = db.kind, let postgresSaveHook { try postgresSaveHook(connection) }
         plan.sequence = try coordinator.finishSave(db, metadata: stagedMetadata)
         return plan
     }
@@ -346,6 +347,7 @@ extension ObjectContext {
         deletedSet = [:]
         joinChanges = [:]
         stagedMetadata = [:]
+        postgresSaveHook = nil
         processPendingChanges()
         guard observed else { return }
         let notice = SaveNotice(inserted: plan.inserted, updated: plan.updated, deleted: plan.deleted,

@@ -35,6 +35,10 @@ public final class ObjectContext {
     public let coordinator: PersistentStoreCoordinator
     /// How `save()` resolves uniqueness conflicts. Default `.error`.
     public var mergePolicy: MergePolicy = .error
+    /// On a PostgreSQL store: statements every save runs in its own transaction, after its
+    /// rows (an importer's chunk marker and rejects, kept in tables of their own there).
+    /// What it throws fails the save, which then writes nothing.
+    package var postgresSaveHook: ((PostgresConnection) throws -> Void)?
     /// Called (on the context's queue) after its objects change: at the end of each
     /// `perform`, after a save, after a merge.
     public var onObjectsDidChange: ((ObjectsDidChange) -> Void)?

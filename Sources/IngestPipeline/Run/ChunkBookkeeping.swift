@@ -1,0 +1,27 @@
+import IngestJSON
+import IngestStore
+
+/// Where an object-path worker's saves record how far a chunk is done and which of its
+/// records were rejected: always inside the save's own transaction, so the rows and
+/// the marker commit together or not at all.
+protocol ChunkBookkeeping: AnyObject {
+    /// Stages the chunk's marker (`done` records) and `rejects` with the next save of
+    /// `context`; `records` is how many records (imported or rejected) that save completes.
+    func stage(rejects: [ImportMarker.Reject], _ chunk: ChunkInfo, done: Int, records: Int, in context: ObjectContext) throws
+    /// The staged save committed.
+    func committed(done: Int)
+}
+
+/// A SQLite run's bookkeeping: the marker and rejects are metadata entries of the store.
+final class MetadataBookkeeping: ChunkBookkeeping {
+    let keys: ImportMarker.Keys
+
+    init(keys: ImportMarker.Keys) { self.keys = keys }
+
+    func stage(rejects: [ImportMarker.Reject], _ chunk: ChunkInfo, done: Int, records: Int, in context: ObjectContext) throws {
+        for reject in rejects { try context.setMetadata(reject, forKey: keys.rejectKey(chunk: chunk.index, index: reject.index)) }
+        try context.setMetadata(done, forKey: keys.chunkKey(chunk.index))
+    }
+
+    func committed(done: Int) {}
+}
