@@ -139,6 +139,7 @@ extension ObjectContext {
         var fresh: [ManagedObject] = []
         var mergedTargets: [(ManagedObject, Target)] = []
         let batched = db.dialect == .postgres
+        var sqliteRows: SQLiteRows? = if case .sqlite(let database) = db.kind { SQLiteRows(database) } else { nil }
         let stored = batched ? try storedRows(for: insertedList, db) : [:]
 
         // 1. Uniqueness: which inserted objects are rows that exist already.
@@ -158,7 +159,7 @@ extension ObjectContext {
                 if let earlier = seen[key] {
                     target = .object(earlier)
                 } else if let pk = batched ? stored[StoredKey(object.info, constraint: constraintIndex, values: values)]
-                                           : try lookUp(key, object.info, db) {
+                                           : try sqliteRows!.lookUp(object.info.uniqueLookupSQL[constraintIndex], values) {
                     target = .row(pk)
                 } else {
                     seen[key] = object
@@ -216,17 +217,14 @@ extension ObjectContext {
         if batched {
             try insertRows(fresh, db) { row($0, key: key) }
         } else {
-            for object in fresh {
-                let id = object.savedID ?? object.objectID
-                try db.execute(object.info.insertSQL, [id.primaryKey.map(Value.int)] + row(object, key: key))
-            }
+            for object in fresh { try sqliteRows!.insert(object, key: key) }
         }
         for (object, policy) in plan.merged {
             let finalID = object.savedID!
             let pk = finalID.primaryKey!
             switch policy {
             case .objectTrump:
-                try update(object, pk: pk, db, key: key)
+                try update(object, pk: pk, db, sqliteRows, key: key)
             case .storeTrump:
                 for (relationship, column) in object.info.toOneColumns {
                     guard let target = key(object.toOne[relationship]) else { continue }
@@ -243,7 +241,7 @@ extension ObjectContext {
             plan.updated.insert(id)
             guard !object.isFault, !object.changedAttributes.isEmpty || !object.changedToOne.isEmpty,
                   let pk = id.primaryKey else { continue }
-            guard try update(object, pk: pk, db, key: key) > 0 else { throw StoreError.objectNotFound(id) }
+            guard try update(object, pk: pk, db, sqliteRows, key: key) > 0 else { throw StoreError.objectNotFound(id) }
         }
         for (id, object) in deletedSet {
             guard let pk = id.primaryKey else { continue }
@@ -264,10 +262,6 @@ extension ObjectContext {
         return plan
     }
 
-    private func lookUp(_ key: UniqueKey, _ info: EntityInfo, _ db: StoreConnection) throws -> Int64? {
-        try db.int64(info.uniqueLookupSQL[key.constraint], key.values)
-    }
-
     /// An object's attribute values, then its to-one keys: a row in column order.
     private func row(_ object: ManagedObject, key: (ObjectID?) -> Int64?) -> [Value?] {
         var row: [Value?] = []
@@ -281,9 +275,11 @@ extension ObjectContext {
 
     /// Writes an object's row over row `pk`; the number of rows changed (0: it is gone).
     @discardableResult
-    private func update(_ object: ManagedObject, pk: Int64, _ db: StoreConnection, key: (ObjectID?) -> Int64?) throws -> Int {
+    private func update(_ object: ManagedObject, pk: Int64, _ db: StoreConnection, _ sqliteRows: SQLiteRows?,
+                        key: (ObjectID?) -> Int64?) throws -> Int {
         let info = object.info
         guard !(info.attributes.isEmpty && info.toOneColumns.isEmpty) else { return 1 }
+        if let sqliteRows { return try sqliteRows.update(object, pk: pk, key: key) }
         return try db.execute(info.updateSQL, row(object, key: key) + [.int(pk)])
     }
 
