@@ -128,12 +128,13 @@ public final class PersistentStoreCoordinator: Sendable {
         if case .postgres = backend { .postgres } else { .sqlite }
     }
 
-    /// The SQLite connection pool. The import's SQLite paths (batch inserts, the run's
-    /// bookkeeping) use it; on a PostgreSQL store they are not reached (imports there go
-    /// through `PostgresStore`), and reaching one is a programming error.
-    var pool: DatabasePool {
+    /// The SQLite connection pool, for the SQLite-only paths (the batch inserter, bulk
+    /// loads, the integrity check, the SQLite import's bookkeeping).
+    /// - Throws: `StoreError.postgres(.unsupported)` on a PostgreSQL store, whose imports
+    ///   go through `PostgresStore`.
+    func sqlitePool() throws -> DatabasePool {
         guard case .sqlite(let pool) = backend else {
-            preconditionFailure("\(path) is a PostgreSQL store: this SQLite-only operation cannot run on it")
+            throw StoreError.postgres(.unsupported("this operation is SQLite-only (\(path) is a PostgreSQL store)"))
         }
         return pool
     }
@@ -142,6 +143,7 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Runs `body` in one write transaction on the writer connection.
     func write<T>(_ body: (Database) throws -> T) throws -> T {
+        let pool = try sqlitePool()
         do {
             return try pool.write(body)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
@@ -203,6 +205,7 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Runs `body` on a reader connection, against the last committed state.
     func read<T>(_ body: (Database) throws -> T) throws -> T {
+        let pool = try sqlitePool()
         do {
             return try pool.read(body)
         } catch let error as DatabaseError {
