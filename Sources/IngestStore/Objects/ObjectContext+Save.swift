@@ -20,6 +20,8 @@ extension ObjectContext {
     public func save() throws {
         checkAccess()
         guard hasChanges || !stagedMetadata.isEmpty || postgresSaveHook != nil else { return }
+        // A hook belongs to one save, whether it commits or not.
+        defer { postgresSaveHook = nil }
         try applyDeleteRules()
         try validate()
         let policy = mergePolicy
@@ -83,7 +85,7 @@ extension ObjectContext {
 
     private func validate() throws {
         var problems: [String] = []
-        let textRefusesNUL = coordinator.dialect == .postgres
+        let onPostgres = coordinator.dialect == .postgres
         let candidates = insertedList + updatedSet.compactMap { registered[$0] }.filter { !$0.isFault && !$0.isDeleted }
         for object in candidates {
             let info = object.info
@@ -92,8 +94,8 @@ extension ObjectContext {
                     if let value = values[index] {
                         if !info.attributeTypes[index].accepts(value) {
                             problems.append("\(label(object)): \(info.attributeNames[index]): \(value) is not a valid \(info.attributeTypes[index].rawValue)")
-                        } else if textRefusesNUL, case .string(let text) = value, text.utf8.contains(0) {
-                            problems.append("\(label(object)): \(info.attributeNames[index]): PostgreSQL text cannot hold U+0000 (NUL)")
+                        } else if onPostgres, let problem = PostgresValues.problem(value) {
+                            problems.append("\(label(object)): \(info.attributeNames[index]): \(problem)")
                         }
                     } else if info.attributeRequired[index] {
                         problems.append("\(label(object)): \(info.attributeNames[index]) is required")
@@ -343,7 +345,6 @@ extension ObjectContext {
         deletedSet = [:]
         joinChanges = [:]
         stagedMetadata = [:]
-        postgresSaveHook = nil
         processPendingChanges()
         guard observed else { return }
         let notice = SaveNotice(inserted: plan.inserted, updated: plan.updated, deleted: plan.deleted,

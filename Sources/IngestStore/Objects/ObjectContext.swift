@@ -240,6 +240,7 @@ public final class ObjectContext {
     /// not grow them again each time.)
     public func reset() {
         checkAccess()
+        postgresSaveHook = nil
         registered.removeAll(keepingCapacity: true)
         insertedList.removeAll(keepingCapacity: true)
         updatedSet.removeAll(keepingCapacity: true)
@@ -253,6 +254,7 @@ public final class ObjectContext {
     /// to their saved state.
     public func rollback() {
         checkAccess()
+        postgresSaveHook = nil
         for object in insertedList {
             registered[object.objectID] = nil
             object.isInserted = false

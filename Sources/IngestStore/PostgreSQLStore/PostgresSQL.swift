@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// Running the object graph's SQL, written with SQLite's placeholders, on PostgreSQL.
@@ -6,6 +7,15 @@ enum PostgresSQL {
     /// - Throws: `StoreError.postgres` with the server's message and SQLSTATE.
     @discardableResult
     static func run(_ sql: String, _ arguments: [Value?], on connection: PostgresConnection) throws -> PostgresRows {
+        // libpq takes C strings: a NUL would silently cut the value short.
+        for case let value? in arguments {
+            if case .string(let text) = value, text.utf8.contains(0) {
+                throw StoreError.postgres(.unsupported("text holding U+0000 (NUL), which PostgreSQL text cannot hold, as a value in a statement"))
+            }
+            if case .decimal(let text) = value, text.utf8.contains(0) {
+                throw StoreError.postgres(.unsupported("a decimal holding U+0000 (NUL)"))
+            }
+        }
         let formatted = arguments.map { $0.map(PostgresValues.format) }
         do {
             return try connection.execute(numbered(sql, types: formatted.map { $0?.type }), formatted.map { $0?.text })
@@ -69,8 +79,13 @@ final class PostgresPool: Sendable {
     /// A connection in the pool. libpq connections may move between threads, one user at a time.
     final class Lent: @unchecked Sendable {
         let connection: PostgresConnection
+        var lastUsed = Date()
         init(_ connection: PostgresConnection) { self.connection = connection }
     }
+
+    /// A connection idle this long is checked before it is lent (a server restart or an
+    /// idle timeout leaves it dead, and the next statement would fail for that alone).
+    static let checkAfterIdleSeconds = 30.0
 
     init(url: PostgresURL) { self.url = url }
 
@@ -81,7 +96,9 @@ final class PostgresPool: Sendable {
             let connection = try PostgresConnection(url)
             try connection.execute("SET TimeZone = 'UTC'")
             try connection.execute("SET DateStyle = 'ISO, YMD'")
-            try connection.execute("SET extra_float_digits = 1")
+            // Shortest exact doubles from PostgreSQL 12 on, and all digits before it.
+            try connection.execute("SET extra_float_digits = 3")
+            try connection.execute("SET bytea_output = 'hex'")
             return connection
         } catch {
             throw StoreError.postgres(error)
@@ -90,8 +107,14 @@ final class PostgresPool: Sendable {
 
     /// Runs `body` with a connection of the pool (a new one when none is idle).
     func with<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        let lent = try idle.withLock { $0.popLast() } ?? Lent(Self.connect(url))
+        var reused = idle.withLock { $0.popLast() }
+        if let stale = reused, Date().timeIntervalSince(stale.lastUsed) > Self.checkAfterIdleSeconds,
+           (try? stale.connection.execute("SELECT 1")) == nil {
+            reused = nil
+        }
+        let lent = try reused ?? Lent(Self.connect(url))
         defer {
+            lent.lastUsed = Date()
             if lent.connection.isOK {
                 idle.withLock { connections in if connections.count < 8 { connections.append(lent) } }
             }

@@ -11,11 +11,13 @@ public final class PostgresStore: Sendable {
     public let model: Model
     let schema: Schema
 
+    /// The object graph's metadata, written in the transaction of each save.
+    static let metadataTable = "CREATE TABLE IF NOT EXISTS \"_ingest_metadata\" (key text COLLATE \"C\" PRIMARY KEY, value text NOT NULL)"
+
     /// The bookkeeping tables, made with the model's.
     static let bookkeeping = [
         "CREATE TABLE IF NOT EXISTS _ingest_store (key text PRIMARY KEY, value text NOT NULL)",
-        // The object graph's metadata, written in the transaction of each save.
-        "CREATE TABLE IF NOT EXISTS \"_ingest_metadata\" (key text COLLATE \"C\" PRIMARY KEY, value text NOT NULL)",
+        metadataTable,
         """
         CREATE TABLE IF NOT EXISTS _ingest_runs (run integer PRIMARY KEY, state text NOT NULL, record text NOT NULL,
             started timestamptz NOT NULL DEFAULT now(), ended timestamptz)
@@ -59,15 +61,20 @@ public final class PostgresStore: Sendable {
                 // One creator at a time: others wait here, then find the tables made.
                 try connection.execute("SELECT pg_advisory_xact_lock(727001)")
                 // Made once: statements on existing tables (ALTER TABLE) would lock out running imports.
-                if try connection.execute("SELECT to_regclass('\"_ingest_metadata\"') IS NULL")[0, 0] == "t" {
+                if try connection.execute("SELECT to_regclass('_ingest_chunks') IS NULL")[0, 0] == "t" {
                     for statement in Self.bookkeeping { try connection.execute(statement) }
-                    for statement in try Self.functions(connection) { try connection.execute(statement) }
+                } else if try connection.execute("SELECT to_regclass('\"_ingest_metadata\"') IS NULL")[0, 0] == "t" {
+                    // A store made before the object graph ran on PostgreSQL.
+                    try connection.execute(Self.metadataTable)
                 }
+                // Replaced on every open (by one process at a time), so a corrected definition reaches old stores.
+                for statement in try Self.functions(connection) { try connection.execute(statement) }
                 let stored = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model.sha256'")
                 if stored.count == 1 {
                     guard stored[0, 0] == model.hash else {
                         throw PostgresError.modelMismatch(target: url.description, reason: "its tables hold model \(stored[0, 0]!.prefix(12)), the pipeline's is \(model.hash.prefix(12))")
                     }
+                    try Self.collateText(schema, connection)
                     return
                 }
                 for info in schema.entities.values.sorted(by: { $0.name < $1.name }) {
@@ -83,9 +90,26 @@ public final class PostgresStore: Sendable {
         }
     }
 
+    /// Text columns made before they were `COLLATE "C"` get it, so that text compares
+    /// and sorts by its bytes, as on SQLite (and in memory), whatever the database's locale.
+    private static func collateText(_ schema: Schema, _ connection: PostgresConnection) throws(PostgresError) {
+        for info in schema.entities.values {
+            let text = info.attributes.filter { $0.type == .string || $0.type == .uuid || $0.type == .decimal }.map(\.name)
+            guard !text.isEmpty else { continue }
+            let columns = try connection.execute("""
+                SELECT column_name FROM information_schema.columns
+                WHERE table_schema = current_schema() AND table_name = $1 AND data_type = 'text' AND collation_name IS DISTINCT FROM 'C'
+                """, [info.name])
+            for row in 0..<columns.count where text.contains(columns[row, 0]!) {
+                try connection.execute("ALTER TABLE \(info.table) ALTER COLUMN \(quoted(columns[row, 0]!)) TYPE text COLLATE \"C\"")
+            }
+        }
+    }
+
     /// The SQL functions and the collation compiled predicates use (SQLite's are Swift
-    /// functions registered on each connection: `PredicateFunctions`). Case folding and
-    /// the localized order use ICU when the server has it, as Foundation does.
+    /// functions registered on each connection: `PredicateFunctions`). Case folding, the
+    /// localized order and regular expressions' character classes (`\w`, `[[:alpha:]]`)
+    /// use ICU when the server has it, as Foundation does.
     static func functions(_ connection: PostgresConnection) throws(PostgresError) -> [String] {
         let icu = try connection.execute("SELECT count(*) FROM pg_collation WHERE collname = 'und-x-icu'")[0, 0] == "1"
         let lower = icu ? "lower(t COLLATE \"und-x-icu\")" : "lower(t)"
@@ -128,7 +152,7 @@ public final class PostgresStore: Sendable {
             """
             CREATE OR REPLACE FUNCTION ingest_matches(t text, p text, flags integer) RETURNS boolean
             LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$
-            SELECT ingest_fold(t, flags) ~ ('^(?:' || ingest_fold(p, flags) || ')$')
+            SELECT (ingest_fold(t, flags) COLLATE \(icu ? "\"und-x-icu\"" : "\"default\"")) ~ ('^(?:' || ingest_fold(p, flags) || ')$')
             $f$
             """,
         ]

@@ -18,14 +18,30 @@ enum PostgresValues {
         }
     }
 
+    /// Why PostgreSQL cannot hold `value`, or nil: text with U+0000, dates beyond its
+    /// timestamps (4713 BC to 294276 AD) or not a number.
+    static func problem(_ value: Value) -> String? {
+        switch value {
+        case .string(let text), .decimal(let text):
+            return text.utf8.contains(0) ? "PostgreSQL text cannot hold U+0000 (NUL)" : nil
+        case .date(let date):
+            let seconds = date.timeIntervalSince1970
+            return seconds.isFinite && seconds > -210_866_803_200 && seconds < 9_224_318_016_000
+                ? nil : "\(date) is outside PostgreSQL's timestamps (4713 BC to 294276 AD)"
+        default:
+            return nil
+        }
+    }
+
     /// A value of `type` from its text form; nil when the text is not one.
     static func parse(_ text: String, as type: AttributeType) -> Value? {
         switch type {
         case .string: .string(text)
         case .decimal: .decimal(text)
-        case .int16, .int32, .int64: Int64(text).map(Value.int) ?? Double(text).map { .int(Int64($0)) }
+        case .int16, .int32, .int64: Int64(text).map(Value.int) ?? Double(text).flatMap { Int64(exactly: $0.rounded()) }.map(Value.int)
         case .double: Double(text).map(Value.double)
-        case .bool: .bool(text == "t" || text == "true" || text == "1")
+        // Booleans, or integers where an aggregate counted them.
+        case .bool: .bool(text == "t" || text == "true" || (Int64(text).map { $0 != 0 } ?? false))
         case .date: date(text).map(Value.date)
         case .binary: bytes(text).map(Value.binary)
         case .uuid: UUID(uuidString: text).map(Value.uuid)
@@ -46,7 +62,13 @@ enum PostgresValues {
 
     /// `2024-10-27 12:34:56.123456+00`: UTC, to the microsecond (PostgreSQL's precision).
     static func timestamp(_ date: Date) -> String {
-        let micros = (date.timeIntervalSince1970 * 1_000_000).rounded()
+        // Beyond PostgreSQL's range (saves refuse these first: `problem(_:)`), a predicate's
+        // date still compares sensibly, and nothing traps converting it.
+        let interval = date.timeIntervalSince1970
+        if interval.isNaN { return "NaN" }
+        if interval <= -210_866_803_200 { return "-infinity" }
+        if interval >= 9_224_318_016_000 { return "infinity" }
+        let micros = (interval * 1_000_000).rounded()
         var seconds = Int(floor(micros / 1_000_000))
         var fraction = Int(micros - Double(seconds) * 1_000_000)
         if fraction >= 1_000_000 { seconds += 1; fraction -= 1_000_000 }

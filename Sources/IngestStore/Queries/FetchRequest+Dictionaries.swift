@@ -55,14 +55,7 @@ extension ObjectContext {
                 } else if function != .count {
                     throw QueryPredicateError("@\(function.rawValue) needs a key path", column: 0)
                 }
-                let sql = switch function {
-                case .count: "count(\(argument))"
-                case .sum: type == .double && dialect == .sqlite ? "total(\(argument))" : "coalesce(sum(\(argument)), 0)"
-                // In doubles on PostgreSQL too (its avg of integers is numeric), as SQLite averages.
-                case .avg: dialect == .postgres ? "avg((\(argument))::double precision)" : "avg(\(argument))"
-                case .min: "min(\(argument))"
-                case .max: "max(\(argument))"
-                }
+                let sql = compiler.aggregate(function, argument, type: type)
                 compiler.expressionAliases[name] = sql
                 columns.append((name, sql, type, function))
             }
@@ -72,7 +65,7 @@ extension ObjectContext {
         let having = try fetch.having.map { try compiler.condition($0, entity: info) }
         var order: [String] = []
         for descriptor in fetch.request.sortDescriptors {
-            order.append(descriptor.sqlTerm(try compiler.sortColumn(descriptor.path, entity: info), dialect))
+            order.append(try compiler.sortTerm(descriptor, entity: info))
         }
         var sql = "SELECT \(columns.map(\.sql).joined(separator: ", ")) FROM \(info.table) t0 \(compiler.joins.joined(separator: " "))"
         if let condition { sql += " WHERE \(condition)" }

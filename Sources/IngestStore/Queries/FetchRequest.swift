@@ -104,7 +104,7 @@ extension ObjectContext {
         var order: [String] = []
         if !countOnly {
             for descriptor in request.sortDescriptors {
-                order.append(descriptor.sqlTerm(try compiler.sortColumn(descriptor.path, entity: info), dialect))
+                order.append(try compiler.sortTerm(descriptor, entity: info))
             }
             order.append("t0.\"_pk\"")
         }

@@ -26,10 +26,12 @@ public struct FetchSortDescriptor: Sendable, Hashable {
     var path: [String] { keyPath.split(separator: ".").map(String.init) }
 
     /// The ORDER BY term for the column this descriptor's key path resolves to. NULLs
-    /// come first, as SQLite orders them (PostgreSQL puts them last unless told).
-    func sqlTerm(_ column: String, _ dialect: SQLDialect = .sqlite) -> String {
+    /// come first, as SQLite orders them (PostgreSQL puts them last unless told). The
+    /// comparisons other than `.binary` are about text: other columns sort by value, as
+    /// `compare` sorts them.
+    func sqlTerm(_ column: String, _ dialect: SQLDialect = .sqlite, isText: Bool = true) -> String {
         let key = switch comparison {
-        case .binary: column
+        case _ where !isText, .binary: column
         case .caseInsensitive: "ingest_fold(\(column), 1)"
         case .localizedStandard: "\(column) COLLATE ingest_localized"
         }

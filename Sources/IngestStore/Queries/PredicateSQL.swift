@@ -58,6 +58,12 @@ struct PredicateCompiler {
         try columnWithType(path, entity: entity).sql
     }
 
+    /// The ORDER BY term of a sort descriptor.
+    mutating func sortTerm(_ descriptor: FetchSortDescriptor, entity: EntityInfo) throws -> String {
+        let (sql, type) = try columnWithType(descriptor.path, entity: entity)
+        return descriptor.sqlTerm(sql, dialect, isText: type == .string)
+    }
+
     /// The SQL for a key path of attributes through to-ones, and the attribute's type
     /// (nil for a relationship, whose column holds the row number).
     mutating func columnWithType(_ path: [String], entity: EntityInfo) throws -> (sql: String, type: AttributeType?) {
@@ -278,14 +284,7 @@ struct PredicateCompiler {
             }
             let value = try column(attribute, &childScope)
             let joins = childScope.localJoins.joined(separator: " ")
-            let aggregate = switch function {
-            case .sum: value.type == .double && dialect == .sqlite ? "total(\(value.sql))" : "coalesce(sum(\(value.sql)), 0)"
-            case .avg: dialect == .postgres ? "avg((\(value.sql))::double precision)" : "avg(\(value.sql))"
-            case .min: "min(\(value.sql))"
-            case .max: "max(\(value.sql))"
-            case .count: "count(*)"
-            }
-            return .expression("(SELECT \(aggregate) FROM \(from) \(joins) WHERE \(link))")
+            return .expression("(SELECT \(aggregate(function, value.sql, type: value.type)) FROM \(from) \(joins) WHERE \(link))")
         }
     }
 
@@ -314,6 +313,36 @@ struct PredicateCompiler {
             entity = destination
         }
         throw QueryPredicateError("an empty key path", column: 0)
+    }
+
+    /// An aggregate of `argument` (a column of `type`, or `*`), giving what SQLite gives:
+    /// sums of integers are integers (an overflow is an error on both), averages doubles
+    /// (of dates: seconds since 2001), the minimum and maximum of booleans booleans.
+    func aggregate(_ function: AggregateFunction, _ argument: String, type: AttributeType?) -> String {
+        guard dialect == .postgres else {
+            return switch function {
+            case .count: "count(\(argument))"
+            case .sum: type == .double ? "total(\(argument))" : "coalesce(sum(\(argument)), 0)"
+            case .avg: "avg(\(argument))"
+            case .min: "min(\(argument))"
+            case .max: "max(\(argument))"
+            }
+        }
+        let seconds = "(extract(epoch from \(argument)) - 978307200)"
+        return switch (function, type) {
+        case (.count, _): "count(\(argument))"
+        case (.sum, .bool?): "coalesce(sum((\(argument))::int), 0)::bigint"
+        case (.sum, .date?): "to_timestamp(coalesce(sum(\(seconds)), 0) + 978307200)"
+        case (.sum, .double?): "coalesce(sum(\(argument)), 0)"
+        case (.sum, _): "coalesce(sum(\(argument)), 0)::bigint"
+        case (.avg, .date?): "avg(\(seconds))::double precision"
+        case (.avg, .bool?): "avg((\(argument))::int)::double precision"
+        case (.avg, _): "avg((\(argument))::double precision)"
+        case (.min, .bool?): "bool_and(\(argument))"
+        case (.max, .bool?): "bool_or(\(argument))"
+        case (.min, _): "min(\(argument))"
+        case (.max, _): "max(\(argument))"
+        }
     }
 
     /// The first to-many relationship on a path: the path up to and including it, and the rest.

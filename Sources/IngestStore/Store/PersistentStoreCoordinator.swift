@@ -183,6 +183,10 @@ public final class PersistentStoreCoordinator: Sendable {
             return try pool.with { connection in
                 do {
                     return try connection.transaction {
+                        // Each statement sees what committed before it, so the lock's
+                        // previous holder's rows are seen once it is taken, whatever the
+                        // server's default isolation.
+                        try PostgresSQL.run("SET TRANSACTION ISOLATION LEVEL READ COMMITTED", [], on: connection)
                         try PostgresSQL.run("SELECT pg_advisory_xact_lock(\(Self.postgresWriteLock))", [], on: connection)
                         return try body(StoreConnection(kind: .postgres(connection)))
                     }
