@@ -31,10 +31,10 @@ import Testing
         }
     }
 
-    @Test func aSaveKilledMidTransactionLeavesTheStoreAsBefore() async throws {
-        let directory = try TemporaryDirectory()
-        let path = directory.file("store.sqlite")
-        let coordinator = try PersistentStoreCoordinator(model: TestModel.model, path: path)
+    @Test(arguments: StoreBackend.available) func aSaveKilledMidTransactionLeavesTheStoreAsBefore(backend: StoreBackend) async throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
+        // The store's file, or its PostgreSQL URL.
+        let path = backend == .sqlite ? directory.file("store.sqlite") : coordinator.path
         let context = ObjectContext(coordinator: coordinator)
         try context.perform {
             for i in 0..<100 { insertPhoto(context, id: "before-\(i)") }
@@ -42,7 +42,7 @@ import Testing
             try context.save()
         }
         await #expect(processExitsWith: .signal(SIGKILL)) { [path = path as String] in
-            let coordinator = try PersistentStoreCoordinator(model: TestModel.model, path: path)
+            let coordinator = try PersistentStoreCoordinator(existingStoreAt: path)
             coordinator.beforeCommit.withLock { $0 = { kill(getpid(), SIGKILL) } }
             let context = ObjectContext(coordinator: coordinator)
             try context.perform {
@@ -53,7 +53,7 @@ import Testing
                 try context.save()
             }
         }
-        let reopened = try PersistentStoreCoordinator(model: TestModel.model, path: path)
+        let reopened = try PersistentStoreCoordinator(existingStoreAt: path)
         #expect(try reopened.count("Photo") == 100)
         #expect(try reopened.metadata(forKey: "marker", as: String.self) == "before")
         let reader = ObjectContext(coordinator: reopened)

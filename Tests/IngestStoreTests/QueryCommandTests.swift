@@ -9,10 +9,10 @@ import Testing
         try IngestBinary.run(arguments)
     }
 
-    @Test func queryPrintsJSONTableCSVAndCounts() throws {
-        let (coordinator, directory) = try PredicateAgreementTests.fixture()
-        _ = coordinator
-        let store = directory.file("store.sqlite")
+    @Test(arguments: StoreBackend.available) func queryPrintsJSONTableCSVAndCounts(backend: StoreBackend) throws {
+        let (coordinator, directory) = try PredicateAgreementTests.fixture(backend)
+        // The store's file, or its PostgreSQL URL.
+        let store = backend == .sqlite ? directory.file("store.sqlite") : coordinator.path
         let json = try ingest("query", store, "Photo", "--where", "whoTook.id = 'ana' AND views != nil",
                               "--sort", "views:desc", "--fields", "id,views,whoTook.name", "--format", "json")
         #expect(json.status == 0, "\(json.stderr)")
@@ -32,9 +32,9 @@ import Testing
         #expect(table.stdout.contains("| 100%_off |"))
     }
 
-    @Test func badQueriesExitOneWithOneReadableLine() throws {
-        let (_, directory) = try PredicateAgreementTests.fixture()
-        let store = directory.file("store.sqlite")
+    @Test(arguments: StoreBackend.available) func badQueriesExitOneWithOneReadableLine(backend: StoreBackend) throws {
+        let (coordinator, directory) = try PredicateAgreementTests.fixture(backend)
+        let store = backend == .sqlite ? directory.file("store.sqlite") : coordinator.path
         let badPredicate = try ingest("query", store, "Photo", "--where", "views >")
         #expect(badPredicate.status == 1)
         #expect(badPredicate.stderr == "ingest: expected a key path or a value, found the end at column 8\n")
@@ -45,5 +45,11 @@ import Testing
         #expect(badKey.stderr == "ingest: entity Photo has no key 'nope'\n")
         let noStore = try ingest("query", directory.file("missing.sqlite"), "Photo")
         #expect(noStore.stderr == "ingest: \(directory.file("missing.sqlite")) is not an Ingest store: there is no file there\n")
+        if backend == .postgres {
+            let empty = try StoreBackend.newDatabase()
+            let notAStore = try ingest("query", empty, "Photo")
+            #expect(notAStore.status == 1 && notAStore.stderr == "ingest: \(empty) is not an Ingest store: the database has no Ingest tables\n",
+                    "\(notAStore.stderr)")
+        }
     }
 }
