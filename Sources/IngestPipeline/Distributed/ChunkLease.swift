@@ -62,4 +62,16 @@ struct ChunkLease: Sendable {
             """, [String(run), String(number), String(done), owner, String(leaseSeconds), String(previous)]).changed
         if changed != 1 { throw Lost() }
     }
+
+    /// Inside a save's transaction, after `advance`: the save's rejects (record index and
+    /// JSON line) and the process's counts, `records` of them done, the chunk finished at `done`.
+    func recordSave(rejects: [(index: Int, json: String)], records: Int, done: Int, process: String,
+                    _ connection: PostgresConnection) throws {
+        for (index, json) in rejects {
+            try connection.execute("INSERT INTO _ingest_rejects VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                                   [String(run), String(number), String(index), json])
+        }
+        try connection.execute("UPDATE _ingest_processes SET records = records + $2, chunks = chunks + $3, heartbeat = now() WHERE id = $1",
+                               [process, String(records), done >= self.records ? "1" : "0"])
+    }
 }

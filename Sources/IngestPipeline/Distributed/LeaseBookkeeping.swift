@@ -34,18 +34,12 @@ final class LeaseBookkeeping: ChunkBookkeeping {
 
     func stage(rejects: [ImportMarker.Reject], _ chunk: ChunkInfo, done: Int, records: Int, in context: ObjectContext) throws {
         guard let lease else { preconditionFailure("a save staged before a chunk was claimed") }
-        let texts = try rejects.map { String(decoding: try encoder.encode($0), as: UTF8.self) }
-        let indexes = rejects.map(\.index)
+        let lines = try rejects.map { (index: $0.index, json: String(decoding: try encoder.encode($0), as: UTF8.self)) }
         let previous = self.done
         let (owner, process, leaseSeconds) = (self.owner, self.process, self.leaseSeconds)
         context.postgresSaveHook = { connection in
             try lease.advance(from: previous, to: done, owner: owner, leaseSeconds: leaseSeconds, connection)
-            for (index, text) in zip(indexes, texts) {
-                try connection.execute("INSERT INTO _ingest_rejects VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                                       [String(lease.run), String(lease.number), String(index), text])
-            }
-            try connection.execute("UPDATE _ingest_processes SET records = records + $2, chunks = chunks + $3, heartbeat = now() WHERE id = $1",
-                                   [process, String(records), done >= lease.records ? "1" : "0"])
+            try lease.recordSave(rejects: lines, records: records, done: done, process: process, connection)
         }
     }
 

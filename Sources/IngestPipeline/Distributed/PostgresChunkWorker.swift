@@ -212,14 +212,12 @@ final class PostgresChunkWorker {
         let rejects = mapped + result.rejected.map { (index: $0.record, reason: $0.reason) }
         let chunk = ChunkInfo(index: lease.number, firstRecord: lease.firstRecord, records: lease.records, byteSize: bytes.count,
                               checksum: lease.checksum)
-        for (index, reason) in rejects {
-            let reject = ImportMarker.Reject(chunk, index: index, reason: reason, text: ChunkLines.text(ofRecord: index, in: bytes))
-            try connection.execute("INSERT INTO _ingest_rejects VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                                   [String(run), String(lease.number), String(index), String(decoding: try encoder.encode(reject), as: UTF8.self)])
+        let lines = try rejects.map { index, reason in
             logger.trace("record rejected", metadata: ["chunk": "\(lease.number)", "index": "\(index)", "reason": "\(reason)"])
+            let reject = ImportMarker.Reject(chunk, index: index, reason: reason, text: ChunkLines.text(ofRecord: index, in: bytes))
+            return (index: index, json: String(decoding: try encoder.encode(reject), as: UTF8.self))
         }
-        try connection.execute("UPDATE _ingest_processes SET records = records + $2, chunks = chunks + $3, heartbeat = now() WHERE id = $1",
-                               [process, String(result.records + rejects.count), done >= lease.records ? "1" : "0"])
+        try lease.recordSave(rejects: lines, records: result.records + rejects.count, done: done, process: process, connection)
         result.rejected = rejects.map { BatchInserter.Rejection(record: $0.index, reason: $0.reason) }
         return result
     }
