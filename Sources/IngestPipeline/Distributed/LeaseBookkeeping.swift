@@ -14,11 +14,6 @@ final class LeaseBookkeeping: ChunkBookkeeping {
     private var lease: ChunkLease?
     /// Its records committed so far.
     private(set) var done = 0
-    private let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return encoder
-    }()
 
     init(owner: String, process: String, leaseSeconds: Double) {
         self.owner = owner
@@ -34,7 +29,7 @@ final class LeaseBookkeeping: ChunkBookkeeping {
 
     func stage(rejects: [ImportMarker.Reject], _ chunk: ChunkInfo, done: Int, records: Int, in context: ObjectContext) throws {
         guard let lease else { preconditionFailure("a save staged before a chunk was claimed") }
-        let lines = try rejects.map { (index: $0.index, json: String(decoding: try encoder.encode($0), as: UTF8.self)) }
+        let lines = try rejects.map { (index: $0.index, json: try $0.jsonLine()) }
         let previous = self.done
         let (owner, process, leaseSeconds) = (self.owner, self.process, self.leaseSeconds)
         context.postgresSaveHook = { connection in

@@ -34,11 +34,6 @@ final class PostgresChunkWorker {
     let process: String
     let logger: Logger
     private(set) var totals = Totals()
-    private let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return encoder
-    }()
 
     /// The batch path's writer (its saves run only on that path).
     private var writer: PostgresBatchWriter {
@@ -57,7 +52,7 @@ final class PostgresChunkWorker {
             path = batch
         } else {
             // Discriminators, to-many mappings, the reject rule, links to itself: objects in a context.
-            let coordinator = try PersistentStoreCoordinator(model: spec.model, postgres: store.url)
+            let coordinator = try PersistentStoreCoordinator(opened: store)
             let bookkeeping = LeaseBookkeeping(owner: owner, process: process, leaseSeconds: record.leaseSeconds)
             let context = ObjectContext(coordinator: coordinator, name: "join-\(number)")
             path = .objects(ImportWorker(context: context, spec: spec, bookkeeping: bookkeeping, firstRowOfRun: record.firstRowOfRun),
@@ -215,7 +210,7 @@ final class PostgresChunkWorker {
         let lines = try rejects.map { index, reason in
             logger.trace("record rejected", metadata: ["chunk": "\(lease.number)", "index": "\(index)", "reason": "\(reason)"])
             let reject = ImportMarker.Reject(chunk, index: index, reason: reason, text: ChunkLines.text(ofRecord: index, in: bytes))
-            return (index: index, json: String(decoding: try encoder.encode(reject), as: UTF8.self))
+            return (index: index, json: try reject.jsonLine())
         }
         try lease.recordSave(rejects: lines, records: result.records + rejects.count, done: done, process: process, connection)
         result.rejected = rejects.map { BatchInserter.Rejection(record: $0.index, reason: $0.reason) }

@@ -77,6 +77,14 @@ enum ImportMarker {
             self.reason = reason
             self.text = text
         }
+
+        /// The reject as one line of JSON, keys sorted: as the store, the rejects table and
+        /// the rejects file keep it.
+        func jsonLine() throws -> String {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            return String(decoding: try encoder.encode(self), as: UTF8.self)
+        }
     }
 
     /// Every run the store records, oldest first (a store filled by an earlier version

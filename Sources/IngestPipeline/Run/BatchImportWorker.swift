@@ -15,11 +15,6 @@ final class BatchImportWorker: ChunkImporting {
     let rows: RowMapper
     let inserter: BatchInserter
     private(set) var times = StageTimes()
-    private let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return encoder
-    }()
 
     let keys: ImportMarker.Keys
     var logger = Logger(label: "ingest.import", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -106,6 +101,6 @@ final class BatchImportWorker: ChunkImporting {
     /// The metadata entry of a rejected record, as the object path stages it.
     private func entry(_ chunk: ChunkInfo, _ index: Int, _ reason: String, text: String) throws -> [String: String] {
         let reject = ImportMarker.Reject(chunk, index: index, reason: reason, text: text)
-        return [keys.rejectKey(chunk: chunk.index, index: index): String(decoding: try encoder.encode(reject), as: UTF8.self)]
+        return [keys.rejectKey(chunk: chunk.index, index: index): try reject.jsonLine()]
     }
 }

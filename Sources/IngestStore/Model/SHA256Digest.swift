@@ -13,13 +13,6 @@ package enum SHA256Digest {
         }
         // EVP_Digest fails only without memory or a broken libcrypto: nothing to go on with.
         precondition(ok == 1 && length == 32, "libcrypto's SHA-256 failed")
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(64)
-        for byte in digest[0..<32] {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 15)])
-        }
-        return String(decoding: text, as: UTF8.self)
+        return lowercaseHex(digest[0..<32])
     }
 }

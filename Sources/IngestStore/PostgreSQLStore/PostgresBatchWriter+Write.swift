@@ -253,7 +253,7 @@ extension PostgresBatchWriter {
         case .bool(let flag): flag ? "1" : "0"
         case .date(let date): keyText(date.timeIntervalSinceReferenceDate)
         case .uuid(let uuid): uuid.uuidString
-        case .binary(let bytes): "\\x" + bytes.map { String(format: "%02x", $0) }.joined()
+        case .binary(let bytes): "\\x" + lowercaseHex(bytes)
         }
     }
 
@@ -311,7 +311,7 @@ extension PostgresBatchWriter {
             case .date(let date): data.append(contentsOf: "\(date.timeIntervalSinceReferenceDate)".utf8)
             case .binary(let bytes):
                 data.append(contentsOf: [0x5C, 0x5C, 0x78])
-                for byte in bytes { data.append(contentsOf: String(format: "%02x", byte).utf8) }
+                data.append(contentsOf: lowercaseHex(bytes).utf8)
             case let value: Self.appendEscaped((Self.keyText(value) ?? "").utf8, to: &data)
             }
         }

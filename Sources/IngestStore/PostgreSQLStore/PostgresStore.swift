@@ -67,8 +67,15 @@ public final class PostgresStore: Sendable {
                     // A store made before the object graph ran on PostgreSQL.
                     try connection.execute(Self.metadataTable)
                 }
-                // Replaced on every open (by one process at a time), so a corrected definition reaches old stores.
-                for statement in try Self.functions(connection) { try connection.execute(statement) }
+                // Replaced when their text changed, so a corrected definition reaches old stores.
+                let functions = try Self.functions(connection)
+                let version = SHA256Digest.hex(Array(functions.joined(separator: ";").utf8))
+                if try connection.execute("SELECT value FROM _ingest_store WHERE key = 'functions.sha256'")[0, 0] != version {
+                    for statement in functions { try connection.execute(statement) }
+                    try connection.execute("""
+                        INSERT INTO _ingest_store VALUES ('functions.sha256', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                        """, [version])
+                }
                 let stored = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model.sha256'")
                 if stored.count == 1 {
                     guard stored[0, 0] == model.hash else {

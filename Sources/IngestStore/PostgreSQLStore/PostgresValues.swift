@@ -13,7 +13,7 @@ enum PostgresValues {
         case .double(let number): (number.isNaN ? "NaN" : number.isInfinite ? (number < 0 ? "-Infinity" : "Infinity") : "\(number)", "double precision")
         case .bool(let flag): (flag ? "t" : "f", "boolean")
         case .date(let date): (timestamp(date), "timestamptz")
-        case .binary(let bytes): ("\\x" + hex(bytes), "bytea")
+        case .binary(let bytes): ("\\x" + lowercaseHex(bytes), "bytea")
         case .uuid(let uuid): (uuid.uuidString, "text")
         }
     }
@@ -121,17 +121,6 @@ enum PostgresValues {
         // Whole microseconds, as they were stored.
         let micros = (Double(seconds) * 1_000_000 + (fraction * 1_000_000).rounded()) / 1_000_000
         return Date(timeIntervalSince1970: micros)
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
     }
 
     /// A `bytea` in hex form (`\x00ff`).

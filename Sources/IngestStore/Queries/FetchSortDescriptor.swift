@@ -29,7 +29,7 @@ public struct FetchSortDescriptor: Sendable, Hashable {
     /// come first, as SQLite orders them (PostgreSQL puts them last unless told). The
     /// comparisons other than `.binary` are about text: other columns sort by value, as
     /// `compare` sorts them.
-    func sqlTerm(_ column: String, _ dialect: SQLDialect = .sqlite, isText: Bool = true) -> String {
+    func sqlTerm(_ column: String, _ dialect: SQLDialect, isText: Bool) -> String {
         let key = switch comparison {
         case _ where !isText, .binary: column
         case .caseInsensitive: "ingest_fold(\(column), 1)"

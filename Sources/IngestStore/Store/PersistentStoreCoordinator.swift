@@ -64,17 +64,25 @@ public final class PersistentStoreCoordinator: Sendable {
     /// - Throws: `ModelError` for an invalid model; `StoreError.postgres` when the server
     ///   cannot be reached or refuses a statement; `StoreError.modelMismatch` when the
     ///   database holds another model.
-    public init(model: Model, postgres url: PostgresURL) throws {
-        self.model = try model.validated()
-        path = url.description
-        schema = Schema(self.model)
+    public convenience init(model: Model, postgres url: PostgresURL) throws {
+        let store: PostgresStore
         do {
-            _ = try PostgresStore(url: url, model: self.model)
-        } catch .modelMismatch(let target, let reason) {
-            throw StoreError.modelMismatch(path: target, differences: [reason])
-        } catch {
+            store = try PostgresStore(url: url, model: try model.validated())
+        } catch let error as PostgresError {
+            if case .modelMismatch(let target, let reason) = error { throw StoreError.modelMismatch(path: target, differences: [reason]) }
             throw StoreError.postgres(error)
         }
+        try self.init(opened: store)
+    }
+
+    /// A coordinator on a PostgreSQL store already opened (an importer's, whose workers
+    /// need contexts on it).
+    /// - Throws: `StoreError.postgres` when the server cannot be reached.
+    package init(opened store: PostgresStore) throws {
+        model = store.model
+        path = store.url.description
+        schema = store.schema
+        let url = store.url
         let pool = PostgresPool(url: url)
         let id = UUID().uuidString
         let stored = try pool.with { connection in
