@@ -27,7 +27,10 @@ import Testing
                 formatter.timeZone = TimeZone(identifier: zone)
                 let text = formatter.string(from: date)
                 let expected = try #require(formatter.date(from: text))
-                #expect(compiled.date(from: text) == expected, "\(text)")
+                // DateFormatter adds the fraction to a rounded value; Ingest rounds the sum once
+                // (every spelling of an instant gives one double), so they may differ in the last bit.
+                let read = try #require(compiled.date(from: text), "\(text)")
+                #expect(abs(read.timeIntervalSince(expected)) < 1e-6, "\(text)")
                 if !pattern.contains("Z") && !pattern.contains("X") { break }
             }
             formatter.timeZone = TimeZone(identifier: "UTC")

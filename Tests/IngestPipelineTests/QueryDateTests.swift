@@ -55,6 +55,31 @@ import Testing
         #expect(bad.stderr.contains("'yesterday' is not an ISO 8601 date"), "\(bad.stderr)")
     }
 
+    /// A store written before dates had a range (or by hand) may hold any double: `query`
+    /// prints each one, and the importer now rejects such values with the range.
+    @Test func queryPrintsEveryStoredDoubleAndImportRejectsDatesOutsideTheRange() throws {
+        let (dir, store) = try store()
+        _ = dir
+        let far: [(Double, String)] = [(1e13 - 978_307_200, "+318857-05-20T17:46:40.000Z"), (1e300, "1e+300 s since 1970-01-01T00:00:00Z"),
+                                       (-1e300, "-1e+300 s since 1970-01-01T00:00:00Z"),
+                                       (Double(Int64.max), "9.223372037833083e+18 s since 1970-01-01T00:00:00Z"),
+                                       (-31_574_232_000, "1000-06-15T12:00:00.000Z")]
+        for (index, (seconds, _)) in far.enumerated() {
+            try storeRowsExecute(store, "INSERT INTO Photo (_pk, id, uploadDate) VALUES (\(100 + index), 'far\(index)', \(seconds))")
+        }
+        let outcome = try IngestBinary.run(["query", store, "Photo", "--where", "id BEGINSWITH 'far'", "--sort", "id", "--fields", "uploadDate", "--format", "csv"])
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        #expect(outcome.stdout == "uploadDate\r\n" + far.map(\.1).joined(separator: "\r\n") + "\n", "\(outcome.stdout)")
+
+        let feed = try dir.write("far.json", Array(#"[{"id":"x","uploadDate":10000000000000},{"id":"y","uploadDate":"1000-06-15T12:00:00Z"}]"#.utf8))
+        let report = try Importer(spec: try PipelineSpec.load(path: Self.pipeline), options: .init(feed: feed, store: store)).run()
+        #expect(report.rejectedThisRun == 1)
+        let rejects = try String(contentsOfFile: report.rejectsFile, encoding: .utf8)
+        #expect(rejects.contains(#""reason":"uploadDate: 10000000000000 is outside the dates a store holds (0001-01-01 to 9999-12-31 UTC)""#), "\(rejects)")
+        let printed = try IngestBinary.run(["query", store, "Photo", "--where", "id = 'y'", "--fields", "uploadDate", "--format", "csv"])
+        #expect(printed.stdout == "uploadDate\r\n1000-06-15T12:00:00.000Z\n")
+    }
+
     @Test func tableColumnsLineUpWithWideCharacters() throws {
         let dir = try TemporaryDirectory()
         let feed = try dir.write("feed.json", Array(#"[{"id":"a","title":"東京タワー"},{"id":"b","title":"café"},{"id":"c","title":"👍 ok"}]"#.utf8))

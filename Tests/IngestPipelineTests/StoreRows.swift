@@ -12,3 +12,8 @@ func storeRows(_ path: String, _ sql: String) throws -> [String] {
         }
     }
 }
+
+/// Runs `sql` on the SQLite store at `path` (tests that damage or hand-edit a store).
+func storeRowsExecute(_ path: String, _ sql: String) throws {
+    try DatabaseQueue(path: path).write { db in try db.execute(sql: sql) }
+}

@@ -18,11 +18,13 @@ public struct JSONPath: Sendable, Hashable, CustomStringConvertible {
     public let description: String
 
     /// The keys before the first step that may index an array (an index, or a key of
-    /// digits); all of them when there is none.
+    /// digits after the first step); all of them when there is none. The first step is
+    /// read from a record or a related object, which are objects, so a first key of
+    /// digits (`1962`, a year column) is a member name.
     public var keyPrefix: [String] {
         var keys: [String] = []
         for step in steps {
-            guard case .key(let key) = step, !Self.isDigits(key) else { break }
+            guard case .key(let key) = step, keys.isEmpty || !Self.isDigits(key) else { break }
             keys.append(key)
         }
         return keys

@@ -1,4 +1,5 @@
 import Foundation
+import IngestStore
 import Synchronization
 
 /// A date pattern (`DateFormat.pattern`) compiled once and read by hand: building a
@@ -43,17 +44,18 @@ final class DatePattern: Sendable {
 
     /// The date `text` gives, or nil when it does not match the pattern or names no real
     /// date (February 30th, hour 24).
-    func date(from text: String) -> Date? {
-        guard let fields else { return Self.formatter(pattern).date(from: text) }
+    /// A text without an offset is a local time in `localZone` (UTC when nil).
+    func date(from text: String, localZone: TimeZone? = nil) -> Date? {
+        guard let fields else { return Self.formatter(pattern, zone: localZone).date(from: text) }
         var bytes = Array(text.utf8)
-        return bytes.withUnsafeMutableBufferPointer { parse(UnsafeBufferPointer($0), fields) }
+        return bytes.withUnsafeMutableBufferPointer { parse(UnsafeBufferPointer($0), fields, localZone: localZone) }
     }
 
-    private func parse(_ text: UnsafeBufferPointer<UInt8>, _ fields: [Field]) -> Date? {
+    private func parse(_ text: UnsafeBufferPointer<UInt8>, _ fields: [Field], localZone: TimeZone?) -> Date? {
         var index = 0
         var year = 1970, month = 1, day = 1, hour = 0, minute = 0, second = 0
-        var fraction = 0.0
-        var offset = 0
+        var fraction = 0..<0
+        var offset: Int?
         func digits(min: Int, max: Int) -> Int? {
             var value = 0, count = 0
             while count < max, index < text.count, text[index] >= 48, text[index] <= 57 {
@@ -91,12 +93,13 @@ final class DatePattern: Sendable {
                 second = value
             case .fraction:
                 let start = index
-                guard let value = digits(min: 1, max: 9) else { return nil }
-                fraction = Double(value) / pow(10, Double(index - start))
+                guard digits(min: 1, max: 9) != nil else { return nil }
+                fraction = start..<index
             case .offset:
                 guard index < text.count else { return nil }
                 if text[index] == UInt8(ascii: "Z") {
                     index += 1
+                    offset = 0
                     continue
                 }
                 let sign = text[index] == UInt8(ascii: "-") ? -1 : 1
@@ -114,11 +117,12 @@ final class DatePattern: Sendable {
                 }
             }
         }
-        guard index == text.count, (1...12).contains(month), day >= 1, day <= ValueCoercion.daysIn(month, year),
+        guard index == text.count, (1...12).contains(month), day >= 1, day <= ISO8601.daysIn(month, year),
               hour <= 23, minute <= 59, second <= 59 else { return nil }
-        let days = ValueCoercion.daysSinceEpoch(year, month, day)
-        let seconds = Double(days * 86_400 + hour * 3600 + minute * 60 + second - offset) + fraction
-        return Date(timeIntervalSince1970: seconds)
+        let local = StoredDate.days(year: Int64(year), month: month, day: day) * 86_400 + Int64(hour * 3600 + minute * 60 + second)
+        let zoneOffset = Int64(offset ?? localZone.map { ISO8601.offset(of: $0, atLocal: local) } ?? 0)
+        let seconds = ISO8601.exact(local - zoneOffset - ISO8601.referenceSince1970, UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: text[fraction])))
+        return Date(timeIntervalSinceReferenceDate: seconds)
     }
 
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
@@ -180,12 +184,12 @@ final class DatePattern: Sendable {
     }
 
     /// A formatter for `pattern`, one per thread (a DateFormatter is not thread-safe).
-    private static func formatter(_ pattern: String) -> DateFormatter {
-        let key = "ingest.DatePattern." + pattern
+    private static func formatter(_ pattern: String, zone: TimeZone?) -> DateFormatter {
+        let key = "ingest.DatePattern." + (zone?.identifier ?? "UTC") + "." + pattern
         if let formatter = Thread.current.threadDictionary[key] as? DateFormatter { return formatter }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.timeZone = zone ?? TimeZone(identifier: "UTC")
         formatter.dateFormat = pattern
         Thread.current.threadDictionary[key] = formatter
         return formatter

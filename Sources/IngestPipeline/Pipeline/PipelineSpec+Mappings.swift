@@ -1,3 +1,4 @@
+import Foundation
 import IngestJSON
 import IngestStore
 
@@ -111,7 +112,7 @@ extension PipelineSpec {
             return AttributeMapping(attribute: attribute.name, from: try Self.path(path, at: place),
                                     dates: [.iso8601], defaultValue: attribute.defaultValue, required: !attribute.isOptional, asJSON: false)
         }
-        let fields = try Fields(value, at: place, allowed: ["from", "dates", "default", "required", "json", "value", "map", "trim", "case"])
+        let fields = try Fields(value, at: place, allowed: ["from", "dates", "timeZone", "default", "required", "json", "value", "map", "trim", "case"])
         var transform = ValueTransform()
         transform.constant = fields.optional("value")
         if transform.constant != nil, fields.optional("from") != nil {
@@ -149,10 +150,19 @@ extension PipelineSpec {
                 }
             }
         }
+        var timeZone: TimeZone?
+        if let zone = fields.optional("timeZone") {
+            let text = try Fields.string(zone, at: "\(place).timeZone")
+            guard attribute.type == .date else { throw PipelineError("\(place).timeZone: only a date attribute has a time zone") }
+            guard let parsed = Self.timeZone(text) else {
+                throw PipelineError("\(place).timeZone: unknown time zone '\(text)' (expected UTC, an offset such as +02:00, or a name such as Europe/Paris)")
+            }
+            timeZone = parsed
+        }
         var defaultValue = attribute.defaultValue
         if let given = fields.optional("default") {
             do {
-                defaultValue = try ValueCoercion.value(given, for: attribute.type, dates: dates)
+                defaultValue = try ValueCoercion.value(given, for: attribute.type, dates: dates, timeZone: timeZone)
             } catch let error as CoercionError {
                 throw PipelineError("\(place).default: \(error.message) for \(attribute.type.rawValue)")
             }
@@ -161,15 +171,30 @@ extension PipelineSpec {
         let asJSON = try fields.optional("json").map { try Fields.bool($0, at: "\(place).json") } ?? false
         if asJSON && attribute.type != .string { throw PipelineError("\(place).json: only a string attribute can hold JSON text") }
         var mapping = AttributeMapping(attribute: attribute.name, from: try path(from, at: "\(place).from"), dates: dates,
-                                       defaultValue: defaultValue, required: required, asJSON: asJSON)
+                                       timeZone: timeZone, defaultValue: defaultValue, required: required, asJSON: asJSON)
         mapping.transform = transform
         if let constant = transform.constant {
             do {
-                _ = try ValueCoercion.value(constant, for: attribute.type, dates: dates)
+                _ = try ValueCoercion.value(constant, for: attribute.type, dates: dates, timeZone: timeZone)
             } catch let error as CoercionError {
                 throw PipelineError("\(place).value: \(error.message) for \(attribute.type.rawValue)")
             }
         }
         return mapping
+    }
+
+    /// `UTC`, `Z`, an offset (`+02:00`, `-0500`, `+02`) or an IANA name (`Europe/Paris`).
+    static func timeZone(_ text: String) -> TimeZone? {
+        if text == "UTC" || text == "Z" { return TimeZone(secondsFromGMT: 0) }
+        let bytes = Array(text.utf8)
+        if let sign = bytes.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+            let digits = bytes.dropFirst().filter { $0 != UInt8(ascii: ":") }
+            guard digits.count == 2 || digits.count == 4, digits.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
+            let hours = Int(digits[digits.startIndex] - 48) * 10 + Int(digits[digits.startIndex + 1] - 48)
+            let minutes = digits.count == 4 ? Int(digits[digits.startIndex + 2] - 48) * 10 + Int(digits[digits.startIndex + 3] - 48) : 0
+            guard hours < 24, minutes < 60 else { return nil }
+            return TimeZone(secondsFromGMT: (sign == UInt8(ascii: "-") ? -1 : 1) * (hours * 3600 + minutes * 60))
+        }
+        return TimeZone(identifier: text)
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import IngestJSON
 public import IngestStore
 
@@ -62,6 +62,8 @@ public struct PipelineSpec: Sendable {
         /// Where the value is in the record (see `JSONPath` for the syntax).
         public var from: JSONPath
         public var dates: [DateFormat]
+        /// The zone of local times: dates whose text gives no offset. nil: UTC.
+        public var timeZone: TimeZone?
         public var defaultValue: Value?
         public var required: Bool
         /// Store the JSON text of the value (an array of tags, say) in a string attribute.

@@ -221,7 +221,8 @@ public struct RecordMapper: Sendable {
                 if attribute.mapping.asJSON, let json, json != .null {
                     value = .string(json.description)
                 } else {
-                    value = try ValueCoercion.value(json, for: attribute.type, dates: attribute.mapping.dates)
+                    value = try ValueCoercion.value(json, for: attribute.type, dates: attribute.mapping.dates,
+                                                    timeZone: attribute.mapping.timeZone)
                 }
             } catch let error as CoercionError {
                 throw CoercionError("\(prefix + attribute.mapping.attribute): \(error.message)")

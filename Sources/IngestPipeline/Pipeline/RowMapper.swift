@@ -86,6 +86,8 @@ final class RowMapper {
             if name != spec.recordEntity || !mapping.key.isEmpty, mapping.key != constraint { return nil }
             for relationship in mapping.relationships where entity.relationship(relationship.relationship)!.isToMany { return nil }
             for relationship in mapping.relationships where relationship.from.rest != nil { return nil }
+            // A path that starts with an array index never matches an object record: the object path says so.
+            if mapping.attributes.contains(where: { $0.from.keyPrefix.isEmpty }) { return nil }
         }
         for (name, mapping) in spec.mappings where !mapping.relationships.isEmpty || name != spec.recordEntity {
             if name != spec.recordEntity, mapping.key.count != 1 { return nil }
@@ -128,7 +130,7 @@ final class RowMapper {
                 case .int64: .int64
                 case .double: .double
                 case .bool: .bool
-                case .date where attribute.mapping.dates.first == .iso8601: .isoDate
+                case .date where attribute.mapping.dates.first == .iso8601 && attribute.mapping.timeZone == nil: .isoDate
                 default: .other
                 }
                 fields.append(Field(kind: kind, slot: Int32(slot), position: Int32(attribute.position), required: attribute.required,
@@ -273,8 +275,9 @@ final class RowMapper {
             request.set(.int(capture.kind == .trueValue ? 1 : 0), row: row, attribute: position)
             return true
         case (.isoDate, .string):
-            if let date = ValueCoercion.fastISO8601(UnsafeRawBufferPointer(rebasing: record[Int(capture.start)..<Int(capture.end)])) {
-                request.set(.double(date.timeIntervalSinceReferenceDate), row: row, attribute: position)
+            if let seconds = ISO8601.referenceSeconds(UnsafeRawBufferPointer(rebasing: record[Int(capture.start)..<Int(capture.end)])),
+               StoredDate.contains(Date(timeIntervalSinceReferenceDate: seconds)) {
+                request.set(.double(seconds), row: row, attribute: position)
                 return true
             }
         default:
@@ -301,7 +304,8 @@ final class RowMapper {
             if attribute.mapping.asJSON, json != .null {
                 value = .string(json.description)
             } else {
-                guard let converted = try? ValueCoercion.value(json, for: attribute.type, dates: attribute.mapping.dates) else { return false }
+                guard let converted = try? ValueCoercion.value(json, for: attribute.type, dates: attribute.mapping.dates,
+                                                               timeZone: attribute.mapping.timeZone) else { return false }
                 value = converted
             }
         }

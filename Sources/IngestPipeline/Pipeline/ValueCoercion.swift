@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import IngestJSON
 public import IngestStore
 
@@ -29,7 +29,8 @@ public enum DateFormat: Sendable, Hashable, Codable {
 public enum ValueCoercion {
     /// The attribute value for `json` (nil when the record has none or it is null).
     /// - Throws: `CoercionError` with the reason.
-    public static func value(_ json: JSONValue?, for type: AttributeType, dates: [DateFormat] = [.iso8601]) throws -> Value? {
+    public static func value(_ json: JSONValue?, for type: AttributeType, dates: [DateFormat] = [.iso8601],
+                             timeZone: TimeZone? = nil) throws -> Value? {
         guard let json, json != .null else { return nil }
         switch type {
         case .string:
@@ -85,7 +86,7 @@ public enum ValueCoercion {
             default: throw mismatch(json, "a boolean")
             }
         case .date:
-            return .date(try date(json, formats: dates))
+            return .date(try date(json, formats: dates, timeZone: timeZone))
         case .uuid:
             guard case .string(let s) = json else { throw mismatch(json, "a UUID string") }
             guard let uuid = UUID(uuidString: s) else { throw CoercionError("\"\(s)\" is not a UUID") }
@@ -115,20 +116,31 @@ public enum ValueCoercion {
         return Int64(double)
     }
 
-    static func date(_ json: JSONValue, formats: [DateFormat]) throws -> Date {
+    /// The date `json` gives in the first of `formats` that reads it; local times
+    /// (no offset in the text) are in `timeZone`, UTC when nil.
+    /// - Throws: `CoercionError` when no format reads it, or the date is outside the
+    ///   dates a store holds (`StoredDate`).
+    static func date(_ json: JSONValue, formats: [DateFormat], timeZone: TimeZone? = nil) throws -> Date {
         for format in formats {
+            var found: Date?
             switch (format, json) {
             case (.iso8601, .string(let s)):
-                if let date = iso8601(s) { return date }
+                found = ISO8601.date(s, localZone: timeZone)
             case (.unixSeconds, .number(let n)), (.unixSeconds, .string(let n)):
-                if let seconds = Double(n), seconds.isFinite { return Date(timeIntervalSince1970: seconds) }
+                found = ISO8601.referenceSeconds(unixText: n.trimmingCharacters(in: .whitespaces), scale: 0).map(Date.init(timeIntervalSinceReferenceDate:))
             case (.unixMilliseconds, .number(let n)), (.unixMilliseconds, .string(let n)):
-                if let millis = Double(n), millis.isFinite { return Date(timeIntervalSince1970: millis / 1000) }
+                found = ISO8601.referenceSeconds(unixText: n.trimmingCharacters(in: .whitespaces), scale: 3).map(Date.init(timeIntervalSinceReferenceDate:))
             case (.pattern(let pattern), .string(let s)):
-                if let date = DatePattern.compiled(pattern).date(from: s) { return date }
+                found = DatePattern.compiled(pattern).date(from: s, localZone: timeZone)
             default:
                 continue
             }
+            guard let found else { continue }
+            guard StoredDate.contains(found) else {
+                let text = if case .string(let s) = json { "\"\(s)\"" } else { json.description }
+                throw CoercionError("\(text) is outside the dates a store holds (\(StoredDate.rangeDescription))")
+            }
+            return found
         }
         let expected = formats.map { format -> String in
             switch format {
@@ -145,100 +157,8 @@ public enum ValueCoercion {
         }
     }
 
-    /// ISO 8601 as feeds write it: `2024-03-05T12:34:56Z`, `…56.123Z`, `…56+02:00`, `…56.123456+0200`.
-    /// The common shapes are read by hand (Foundation's parser costs about twenty times
-    /// as much, and every record has a date); anything else goes to Foundation.
-    static func iso8601(_ text: String) -> Date? {
-        if let date = fastISO8601(text) { return date }
-        return foundationISO8601(text)
-    }
-
-    /// `YYYY-MM-DDTHH:MM:SS`, optional `.fraction`, then `Z` or `±HH:MM` / `±HHMM`; nil for
-    /// anything else (including out-of-range fields), which the caller hands to Foundation.
-    static func fastISO8601(_ text: String) -> Date? {
-        var text = text
-        return text.withUTF8 { fastISO8601(UnsafeRawBufferPointer($0)) }
-    }
-
-    /// `fastISO8601` on UTF-8 bytes.
-    static func fastISO8601(_ bytes: UnsafeRawBufferPointer) -> Date? {
-        func digits(_ at: Int, _ count: Int) -> Int? {
-            guard at + count <= bytes.count else { return nil }
-            var value = 0
-            for i in at..<(at + count) {
-                let d = Int(bytes[i]) - 48
-                guard d >= 0 && d <= 9 else { return nil }
-                value = value * 10 + d
-            }
-            return value
-        }
-        guard bytes.count >= 20, bytes[4] == 45, bytes[7] == 45, bytes[10] == 84,
-              bytes[13] == 58, bytes[16] == 58,
-              let year = digits(0, 4), let month = digits(5, 2), let day = digits(8, 2),
-              let hour = digits(11, 2), let minute = digits(14, 2), let second = digits(17, 2),
-              (1...12).contains(month), day >= 1, day <= daysIn(month, year), hour < 24, minute < 60, second < 60 else { return nil }
-        var i = 19
-        var fraction = 0.0
-        if bytes[i] == 46 {
-            var scale = 0.1
-            i += 1
-            let start = i
-            while i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 {
-                fraction += Double(bytes[i] - 48) * scale
-                scale /= 10
-                i += 1
-            }
-            guard i > start else { return nil }
-        }
-        guard i < bytes.count else { return nil }
-        var offset = 0
-        switch bytes[i] {
-        case 90:  // Z
-            i += 1
-        case 43, 45:  // + -
-            let sign = bytes[i] == 45 ? -1 : 1
-            guard let h = digits(i + 1, 2) else { return nil }
-            var m: Int?
-            if i + 3 < bytes.count && bytes[i + 3] == 58 { m = digits(i + 4, 2); i += 6 } else { m = digits(i + 3, 2); i += 5 }
-            guard let m, h < 24, m < 60 else { return nil }
-            offset = sign * (h * 3600 + m * 60)
-        default:
-            return nil
-        }
-        guard i == bytes.count else { return nil }
-        let days = daysSinceEpoch(year, month, day)
-        let seconds = Double(days * 86_400 + hour * 3600 + minute * 60 + second - offset) + fraction
-        return Date(timeIntervalSince1970: seconds)
-    }
-
-    static func daysIn(_ month: Int, _ year: Int) -> Int {
-        switch month {
-        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: 30
-        default: 31
-        }
-    }
-
-    /// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-    static func daysSinceEpoch(_ year: Int, _ month: Int, _ day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
-
-    static func foundationISO8601(_ text: String) -> Date? {
-        let styles: [Date.ISO8601FormatStyle] = [
-            .iso8601,
-            Date.ISO8601FormatStyle(includingFractionalSeconds: true),
-        ]
-        for style in styles {
-            if let date = try? style.parse(text) { return date }
-        }
-        return nil
-    }
+    /// ISO 8601 as feeds write it (see `ISO8601` for the forms), local times in UTC.
+    static func iso8601(_ text: String) -> Date? { ISO8601.date(text) }
 
     private static func mismatch(_ json: JSONValue, _ expected: String) -> CoercionError {
         CoercionError("expected \(expected), found \(json.kindDescription)")

@@ -26,7 +26,7 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
         case .int(let v): "\(v)"
         case .double(let v): "\(v)"
         case .bool(let v): "\(v)"
-        case .date(let v): v.formatted(.iso8601)
+        case .date(let v): StoredDate.iso8601(v)
         case .binary(let v): "<\(v.count) bytes>"
         case .uuid(let v): v.uuidString
         case .decimal(let v): v

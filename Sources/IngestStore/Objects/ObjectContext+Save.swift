@@ -94,6 +94,8 @@ extension ObjectContext {
                     if let value = values[index] {
                         if !info.attributeTypes[index].accepts(value) {
                             problems.append("\(label(object)): \(info.attributeNames[index]): \(value) is not a valid \(info.attributeTypes[index].rawValue)")
+                        } else if case .date(let date) = value, let problem = StoredDate.problem(date) {
+                            problems.append("\(label(object)): \(info.attributeNames[index]): \(problem)")
                         } else if onPostgres, let problem = PostgresValues.problem(value) {
                             problems.append("\(label(object)): \(info.attributeNames[index]): \(problem)")
                         }

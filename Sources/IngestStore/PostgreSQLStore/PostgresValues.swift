@@ -18,16 +18,14 @@ enum PostgresValues {
         }
     }
 
-    /// Why PostgreSQL cannot hold `value`, or nil: text with U+0000, dates beyond its
-    /// timestamps (4713 BC to 294276 AD) or not a number.
+    /// Why PostgreSQL cannot hold `value`, or nil: text with U+0000, or a date outside
+    /// the dates any store holds (`StoredDate`, well inside PostgreSQL's timestamps).
     static func problem(_ value: Value) -> String? {
         switch value {
         case .string(let text), .decimal(let text):
             return text.utf8.contains(0) ? "PostgreSQL text cannot hold U+0000 (NUL)" : nil
         case .date(let date):
-            let seconds = date.timeIntervalSince1970
-            return seconds.isFinite && seconds > -210_866_803_200 && seconds < 9_224_318_016_000
-                ? nil : "\(date) is outside PostgreSQL's timestamps (4713 BC to 294276 AD)"
+            return StoredDate.problem(date)
         default:
             return nil
         }

@@ -1,4 +1,5 @@
 import Foundation
+import IngestStore
 
 /// Number formats for people: 1,000,000 records, 1.52 s, 243.5 MiB/s.
 enum Format {
@@ -30,18 +31,8 @@ enum Format {
         return sign + count(whole) + "." + String(repeating: "0", count: places - fraction.count) + fraction
     }
 
-    /// A stored date as ISO 8601 in UTC, rounded to the microsecond (not cut: a date read
-    /// as 1517966773840 ms is stored as a double a hair below .840), with three fraction
-    /// digits, or six when the microseconds are not zero.
-    static func date(_ date: Date) -> String {
-        let micros = Int64((date.timeIntervalSinceReferenceDate * 1_000_000).rounded()) + 978_307_200_000_000
-        let seconds = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
-        let fraction = Int(micros - seconds * 1_000_000)
-        let whole = Date(timeIntervalSince1970: Double(seconds)).formatted(.iso8601.year().month().day().time(includingFractionalSeconds: false)
-            .timeZone(separator: .omitted))
-        let digits = String(fraction)
-        var text = String(repeating: "0", count: 6 - digits.count) + digits
-        if fraction % 1000 == 0 { text.removeLast(3) }
-        return whole.dropLast() + "." + text + "Z"
-    }
+    /// A stored date as ISO 8601 in UTC (see `StoredDate.iso8601`): rounded to the
+    /// microsecond, not cut (a date read as 1517966773840 ms is stored as a double a hair
+    /// below .840), proleptic Gregorian before 1582, and never a trap, whatever the double.
+    static func date(_ date: Date) -> String { StoredDate.iso8601(date) }
 }
