@@ -87,6 +87,34 @@ import Testing
         #expect(String(decoding: try FileOps.readFile(temp.file("nd/chunk-000003.ndjson")), as: UTF8.self) == "\"a string record\"\n")
     }
 
+    /// A FIFO or process substitution is read to its end once, as standard input is:
+    /// nothing opens it a second time (which took bytes from the split's own read).
+    @Test(arguments: [false, true])
+    func aFIFOIsReadToItsEndOnce(ndjson: Bool) throws {
+        let temp = try TemporaryDirectory()
+        let bytes = FeedGenerator(records: 5_000, seed: 3, ndjson: ndjson).bytes()
+        #expect(bytes.count > 1 << 20, "past the 1 MiB head the split hashes for regular files")
+        let fifo = temp.file("feed.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        #expect(FileOps.isReadOnce(fifo) && FileOps.isReadOnce("-") && !FileOps.isReadOnce(Fixtures.path("photos-10.json")))
+        let writer = Thread {
+            // Small writes, so the reader sees many short reads.
+            let fd = open(fifo, O_WRONLY)
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, min(4093, bytes.count - offset)) }
+                if n <= 0 { break }
+                offset += n
+            }
+            close(fd)
+        }
+        writer.start()
+        let report = try split(fifo, into: temp.file("chunks"), chunkSize: 1_000, shape: ndjson ? .ndjson : .array)
+        #expect(report.manifest.totalRecords == 5_000)
+        #expect(report.manifest.feed.byteSize == bytes.count)
+        #expect(report.manifest.feed.checksum == bytes.withUnsafeBytes { Checksum.hex(of: $0) })
+    }
+
     @Test func splittingAgainFindsTheSplitCompleteAndWritesNothing() throws {
         let temp = try TemporaryDirectory()
         let feed = Fixtures.path("photos-10.json")

@@ -110,7 +110,7 @@ public final class Splitter {
 
         let reader = try FeedReader(path: feedPath, options: options.feed)
         let identity = FeedIdentity(path: feedPath, byteSize: reader.totalBytes, checksum: nil,
-                                    headChecksum: feedPath == "-" ? nil : try Self.headHash(feedPath))
+                                    headChecksum: FileOps.isReadOnce(feedPath) ? nil : try Self.headHash(feedPath))
         let header = SplitJournal.Header(formatVersion: SplitManifest.currentFormatVersion, feed: identity,
                                          shape: ShapeRecord(options.feed.shape), chunkSize: options.chunkSize)
         var existing: [ChunkInfo] = []
@@ -119,7 +119,7 @@ public final class Splitter {
         if let manifest = try SplitManifest.load(fromDirectory: directory) {
             try checkSameFeed(recorded: manifest.feed, shape: manifest.shape, chunkSize: manifest.chunkSize, current: header)
             existing = validPrefix(of: manifest.chunks)
-            if existing.count == manifest.chunks.count, feedPath != "-" {
+            if existing.count == manifest.chunks.count, !FileOps.isReadOnce(feedPath) {
                 guard try Self.fullHash(feedPath) == manifest.feed.checksum else {
                     throw SplitError.differentFeed(directory: directory, reason: "its content differs from the feed that was split")
                 }

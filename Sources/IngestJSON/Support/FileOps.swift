@@ -67,6 +67,18 @@ package enum FileOps {
         try sync(fd, path: directory)
     }
 
+    /// Whether the feed at `path` can be read only once: standard input (`-`), a pipe, a
+    /// FIFO, a socket, a terminal. Such a feed is read to its end as it comes, and nothing
+    /// about it is checked by opening it again (a second open would see other bytes, or
+    /// steal them from the first).
+    package static func isReadOnce(_ path: String) -> Bool {
+        if path == "-" { return true }
+        var info = stat()
+        guard stat(path, &info) == 0 else { return false }
+        let kind = info.st_mode & S_IFMT
+        return kind != S_IFREG && kind != S_IFDIR
+    }
+
     /// The size of the file at `path`, or nil when there is none.
     package static func fileSize(_ path: String) -> Int? {
         var info = stat()

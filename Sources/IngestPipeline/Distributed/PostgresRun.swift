@@ -77,7 +77,7 @@ public enum PostgresImport {
         }
         let store = try PostgresStore(url: url, model: spec.model)
         let connection = try store.connect()
-        let feedSize = feed == "-" ? 0 : ((try? FileManager.default.attributesOfItem(atPath: feed)[.size] as? Int) ?? 0)
+        let feedSize = FileOps.isReadOnce(feed) ? 0 : FileOps.fileSize(feed) ?? 0
         if let (run, record) = try latestUnfinished(connection) {
             var reasons: [String] = []
             if record.feed != feed { reasons.append("its feed is \(record.feed)") }

@@ -119,7 +119,7 @@ public final class Importer: Sendable {
     public func run() throws -> ImportReport {
         let started = StageTimes.now()
         // Checked before the store records anything: a mistyped path must not become the store's feed.
-        guard options.feed == "-" || FileOps.fileSize(options.feed) != nil else {
+        guard FileOps.isReadOnce(options.feed) || FileOps.fileSize(options.feed) != nil else {
             throw ImportError(.feedUnreadable(path: options.feed, exists: FileManager.default.fileExists(atPath: options.feed)))
         }
         let lock = try ImportLock(store: options.store)
@@ -300,7 +300,7 @@ public final class Importer: Sendable {
     /// the number of a run it abandoned, if any.
     private func beginRun(_ coordinator: PersistentStoreCoordinator, chunkSize: Int) throws -> (ImportMarker.Run, abandoned: Int?) {
         let runs = try ImportMarker.runs(coordinator)
-        let feedSize = options.feed == "-" ? -1 : FileOps.fileSize(options.feed) ?? -1
+        let feedSize = FileOps.isReadOnce(options.feed) ? -1 : FileOps.fileSize(options.feed) ?? -1
         var abandoned: Int?
         if var last = runs.last, last.state == .running {
             var reasons: [String] = []
@@ -308,7 +308,7 @@ public final class Importer: Sendable {
             if last.pipelineSHA256 != spec.hash { reasons.append("the pipeline differs") }
             if last.chunkSize != chunkSize { reasons.append("the chunk size differs (\(last.chunkSize) then, \(chunkSize) now)") }
             let chunks = options.chunks ?? last.chunks
-            if reasons.isEmpty, !last.feedChecksum.isEmpty, options.feed != "-",
+            if reasons.isEmpty, !last.feedChecksum.isEmpty, !FileOps.isReadOnce(options.feed),
                FileOps.fileSize(chunks + "/" + SplitManifest.fileName) == nil,
                try Splitter.fullHash(options.feed) != last.feedChecksum {
                 // Without a finished split to compare with, the feed's hash is checked before any chunk is imported.

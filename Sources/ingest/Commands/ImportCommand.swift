@@ -121,7 +121,9 @@ extension Ingest {
                 _ = try PipelineSpec.load(path: pipeline)
                 bytes = try FileOps.readFile(pipeline)
             } else {
-                guard feed != "-" else { throw CommandFailure("a feed on standard input needs --pipeline") }
+                guard !FileOps.isReadOnce(feed) else {
+                    throw CommandFailure("a feed on \(feed == "-" ? "standard input" : "a pipe (\(feed))") needs --pipeline")
+                }
                 let inference = try PipelineInference.infer(feed: feed)
                 if !quiet {
                     Console.error("ingest: no --pipeline: inferred one from the feed; the run keeps it in the store\n")
@@ -142,8 +144,8 @@ extension Ingest {
                 if !quiet { Console.error("ingest: no --pipeline: using \(kept), inferred for this store by an earlier import\n") }
                 return (try PipelineSpec.load(path: kept), kept, true)
             }
-            guard feed != "-" else {
-                throw CommandFailure("a feed on standard input needs --pipeline (to infer one, run ingest infer on a file of the feed)")
+            guard !FileOps.isReadOnce(feed) else {
+                throw CommandFailure("a feed on \(feed == "-" ? "standard input" : "a pipe (\(feed))") needs --pipeline (to infer one, run ingest infer on a file of the feed)")
             }
             let inference = try PipelineInference.infer(feed: feed)
             try FileOpsCLI.write(inference.text, to: kept)

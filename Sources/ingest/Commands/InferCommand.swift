@@ -33,7 +33,10 @@ extension Ingest {
 
         func validate() throws {
             if sample < 1 { throw ValidationError("--sample must be at least 1") }
-            if feed == "-" { throw ValidationError("ingest infer reads a file (it is read twice: once for its shape, once for the sample)") }
+            if FileOps.isReadOnce(feed) {
+                throw ValidationError("ingest infer reads a file (it is read twice: once for its shape, once for the sample); "
+                    + (feed == "-" ? "standard input" : "\(feed) is a pipe, which") + " can be read only once: save the feed (or its first records) to a file first")
+            }
         }
 
         func run() throws {

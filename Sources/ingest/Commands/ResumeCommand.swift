@@ -1,4 +1,5 @@
 import ArgumentParser
+import IngestJSON
 import IngestPipeline
 import IngestStore
 
@@ -37,8 +38,9 @@ extension Ingest {
             guard let pipeline = run.pipeline else {
                 throw CommandFailure("\(store) does not record run \(run.number)'s pipeline path; run ingest import again instead")
             }
-            guard run.feed != "-" else {
-                throw CommandFailure("run \(run.number) read its feed from standard input, which cannot be read again from here. Pipe the same feed in again: … | ingest import - --pipeline \(pipeline) --store \(store) (the records already imported are skipped)")
+            guard !FileOps.isReadOnce(run.feed) else {
+                let source = run.feed == "-" ? "standard input" : "a pipe (\(run.feed))"
+                throw CommandFailure("run \(run.number) read its feed from \(source), which cannot be read again from here. Pipe the same feed in again: … | ingest import - --pipeline \(pipeline) --store \(store) (the records already imported are skipped)")
             }
             let spec = try PipelineSpec.load(path: pipeline)
             let importer = Importer(spec: spec, options: .init(feed: run.feed, store: store, chunks: run.chunks, workers: workers,
