@@ -61,6 +61,43 @@ import Testing
     }
 }
 
+extension ImportCommandTests {
+    /// A signal stops a run that waits for standard input at once (the read does not
+    /// wait for input that may never come), and piping the whole feed in again finishes it.
+    @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])
+    func aSignalStopsARunWaitingForStandardInput(_ signal: (Int32, Int32)) throws {
+        let dir = try TemporaryDirectory()
+        let bytes = FeedGenerator(records: 3_000, seed: 4).bytes()
+        let pipeline = PipelineSpecTests.root.appendingPathComponent("Pipelines/photos.json").path
+        let store = dir.file("photos.sqlite")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: IngestBinary.path)
+        process.arguments = ["import", "-", "--pipeline", pipeline, "--store", store, "--chunk-size", "500", "--quiet"]
+        let input = Pipe(), errors = Pipe()
+        process.standardInput = input
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        // Part of the feed, then nothing: the writing end stays open.
+        input.fileHandleForWriting.write(Data(bytes[0..<(bytes.count / 2)]))
+        while process.isRunning && (try? Self.savedChunks(store)) ?? 0 == 0 { usleep(2_000) }
+        usleep(300_000)
+        let sent = Date()
+        kill(process.processIdentifier, signal.0)
+        process.waitUntilExit()
+        #expect(Date().timeIntervalSince(sent) < 5, "stopped at once, not at the end of the input")
+        #expect(process.terminationStatus == signal.1)
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(stderr.contains("continue with: the same feed on standard input again"), "\(stderr)")
+        try? input.fileHandleForWriting.close()
+
+        let again = try IngestBinary.run(["import", "-", "--pipeline", pipeline, "--store", store, "--chunk-size", "500", "--quiet"], stdin: bytes)
+        #expect(again.status == 0, "\(again.stderr)")
+        let coordinator = try PersistentStoreCoordinator(model: ImporterTests.spec.model, path: store)
+        #expect(try coordinator.count("Photo") == 3_000)
+    }
+}
+
 @Suite struct ImportKillTests {
     /// SIGKILL at twenty random moments (splitting, mapping, saving, committing), resuming
     /// after each; the store ends exactly as a clean import leaves it, every column.

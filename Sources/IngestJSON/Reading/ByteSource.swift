@@ -18,11 +18,16 @@ public final class FileByteSource: ByteSource {
     public let totalBytes: Int?
     private let fd: Int32
     private let ownsDescriptor: Bool
+    /// Asked while a read of a pipe or terminal waits for input: true ends the wait with
+    /// `ReadCancelled` (a stop signal must not wait for input that may never come).
+    private let isCancelled: (@Sendable () -> Bool)?
 
-    /// Opens `path` for reading; "-" means standard input.
+    /// Opens `path` for reading; "-" means standard input. While a read of anything but
+    /// a regular file waits for input, `isCancelled` is asked ten times a second.
     /// - Throws: `IOError` when the file cannot be opened or is a directory.
-    public init(path: String) throws {
+    public init(path: String, isCancelled: (@Sendable () -> Bool)? = nil) throws {
         name = path
+        self.isCancelled = isCancelled
         if path == "-" {
             fd = STDIN_FILENO
             ownsDescriptor = false
@@ -47,6 +52,12 @@ public final class FileByteSource: ByteSource {
     }
 
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        if let isCancelled {
+            // Asked before every read, not only while waiting: endless input (whitespace
+            // forever) never waits and never ends a record either.
+            if isCancelled() { throw ReadCancelled(path: name) }
+            if totalBytes == nil { try wait(for: isCancelled) }
+        }
         while true {
             let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
             if n >= 0 { return n }
@@ -54,6 +65,26 @@ public final class FileByteSource: ByteSource {
             throw IOError(errno: errno, operation: "read", path: name)
         }
     }
+}
+
+extension FileByteSource {
+    /// Waits until the input has bytes (or its end), asking `isCancelled` between waits.
+    private func wait(for isCancelled: @Sendable () -> Bool) throws {
+        var request = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while true {
+            if isCancelled() { throw ReadCancelled(path: name) }
+            let ready = poll(&request, 1, 100)
+            if ready > 0 { return }
+            if ready < 0 && errno != EINTR { return }  // read(2) reports the error
+        }
+    }
+}
+
+/// A read of a pipe or terminal stopped while it waited for input, because the reader
+/// was asked to stop.
+public struct ReadCancelled: Error, Sendable, Equatable, CustomStringConvertible {
+    public var path: String
+    public var description: String { "\(path): stopped while waiting for input" }
 }
 
 /// Bytes already in memory, handed out at most `readSize` at a time, so tests can

@@ -19,11 +19,12 @@ public final class FeedByteSource: ByteSource {
     /// Whether the input is gzip.
     public var isCompressed: Bool { stream != nil }
 
-    /// Opens `path` ("-": standard input) and looks at its first bytes.
-    /// - Throws: `IOError` when it cannot be opened or read.
-    public init(path: String) throws {
+    /// Opens `path` ("-": standard input) and looks at its first bytes; `isCancelled` ends
+    /// a wait for input from a pipe (see `FileByteSource`).
+    /// - Throws: `IOError` when it cannot be opened or read; `ReadCancelled`.
+    public init(path: String, isCancelled: (@Sendable () -> Bool)? = nil) throws {
         name = path
-        source = try FileByteSource(path: path)
+        source = try FileByteSource(path: path, isCancelled: isCancelled)
         input = .allocate(byteCount: 1 << 18, alignment: 16)
         // The first two bytes say gzip (1f 8b); a read may return fewer, so read until two or the end.
         var count = 0

@@ -39,10 +39,11 @@ public final class FeedReader {
         self.options = options
     }
 
-    /// Opens a feed file, or standard input for "-".
+    /// Opens a feed file, or standard input for "-". A read that waits for input from a
+    /// pipe ends with `ReadCancelled` once `isCancelled` says so.
     /// - Throws: `IOError` when the file cannot be opened.
-    public convenience init(path: String, options: FeedOptions = FeedOptions()) throws {
-        self.init(source: try FeedByteSource(path: path), name: path, options: options)
+    public convenience init(path: String, options: FeedOptions = FeedOptions(), isCancelled: (@Sendable () -> Bool)? = nil) throws {
+        self.init(source: try FeedByteSource(path: path, isCancelled: isCancelled), name: path, options: options)
     }
 
     /// The input's size when known up front (regular files), for progress.

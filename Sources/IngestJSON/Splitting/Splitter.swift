@@ -108,7 +108,8 @@ public final class Splitter {
             for name in entries where Self.isSplitFile(name) { try FileOps.remove(directory + "/" + name) }
         }
 
-        let reader = try FeedReader(path: feedPath, options: options.feed)
+        let cancellation = self.cancellation
+        let reader = try FeedReader(path: feedPath, options: options.feed, isCancelled: { cancellation.isCancelled })
         let identity = FeedIdentity(path: feedPath, byteSize: reader.totalBytes, checksum: nil,
                                     headChecksum: FileOps.isReadOnce(feedPath) ? nil : try Self.headHash(feedPath))
         let header = SplitJournal.Header(formatVersion: SplitManifest.currentFormatVersion, feed: identity,
@@ -220,6 +221,7 @@ public final class Splitter {
             _ = try? committer.finish()
             committer.abandon()
             try committer.checkFailure()
+            if error is ReadCancelled { throw SplitError.interrupted(directory: directory, chunks: committer.committed.count) }
             throw error
         }
         let feedHash = try committer.finish()

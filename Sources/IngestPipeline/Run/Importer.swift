@@ -202,6 +202,8 @@ public final class Importer: Sendable {
             },
             objectPath: options.objectPath, firstRowOfRun: begun.firstRowOfRun, keys: keys, logger: logger)
         let batchPath = workers.batchPath
+        let watcher = watchCancellation(state: state, split: split, queue: queue)
+        defer { watcher.cancel() }
         var stages = workers.run(count: workerCount, batch: batchPath, queue: queue, state: state, split: split)
         logger.info("workers started", metadata: ["path": "\(batchPath ? "batch" : "objects")"])
         let (finishedManifest, splitSeconds) = split.wait()
@@ -264,6 +266,23 @@ public final class Importer: Sendable {
             "inserted": "\(state.outcomes.inserted)", "updated": "\(state.outcomes.updated)", "unchanged": "\(state.outcomes.unchanged)",
         ])
         return report
+    }
+
+    /// Looks at `cancellation` ten times a second: once set, the run stops at the next save
+    /// boundary even where nothing saves, such as a split waiting for input from a pipe
+    /// (its read ends) or workers waiting for a chunk (the queue closes).
+    private func watchCancellation(state: RunState, split: SplitStage, queue: ChunkQueue) -> any DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        let stopped = Atomic<Bool>(false)
+        timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
+        timer.setEventHandler { [self] in
+            guard cancellation.load(ordering: .relaxed), !stopped.exchange(true, ordering: .relaxed) else { return }
+            state.fail(ImportInterrupted())
+            split.cancel()
+            queue.close()
+        }
+        timer.resume()
+        return timer
     }
 
     /// Before a resumed run: pending chunks of a finished split whose bytes no longer

@@ -37,12 +37,20 @@ struct Ingest: ParsableCommand {
         }
     }
 
-    /// Prints one readable message for `error` and returns the process exit code.
+    /// Prints one readable message for `error` and returns the process exit code: the
+    /// argument parser's own errors (usage, --help, exit codes) as it prints them, every
+    /// other error as one `ingest: …` line with exit status 1.
     static func report(_ error: any Error) -> Int32 {
         switch error {
-        case is FeedError, is SplitError, is IOError, is CompressionError, is CommandFailure, is StoreError, is QueryPredicateError, is ModelError, is PipelineError, is ImportError:
+        case is ValidationError, is CleanExit, is ExitCode:
+            break
+        case _ where String(reflecting: type(of: error)).hasPrefix("ArgumentParser."):
+            break
+        default:
             Console.error("ingest: \(Advice.message(error))\n")
             return 1
+        }
+        switch error {
         default:
             let code = exitCode(for: error)
             let message = fullMessage(for: error)

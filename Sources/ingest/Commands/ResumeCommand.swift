@@ -47,7 +47,14 @@ extension Ingest {
                                                               saveEvery: run.saveEvery, chunkSize: run.chunkSize,
                                                               maxRejects: maxRejects, pipelinePath: pipeline,
                                                               logger: try StderrLogHandler.logger(running.logLevel)))
-            try Import.run(importer, store: store, quiet: quiet)
+            do {
+                try Import.run(importer, store: store, quiet: quiet)
+            } catch let error as ImportError {
+                // `resume` cannot resume a run whose feed changed: its way on is the feed, or a new run.
+                guard case .unfinishedRun(_, let number, let feed, let reasons) = error.kind else { throw error }
+                throw CommandFailure("\(store): run \(number) cannot go on: \(reasons.joined(separator: "; ")). Put its feed \(feed) back as it was "
+                    + "and run ingest resume \(store) again; or import the feed as it is now as a new run: ingest import \(feed) --pipeline \(pipeline) --store \(store) --abandon-run (what run \(number) imported stays)")
+            }
         }
     }
 }

@@ -8,6 +8,8 @@ enum Advice {
         switch error {
         case let error as ImportError:
             switch error.kind {
+            case .unfinishedRun(let store, let run, let feed, _) where FileOps.isReadOnce(feed) || feed == "-":
+                return "Continue it by piping its feed in again with the pipeline and chunk size it started with: … | ingest import - --pipeline PIPELINE --store \(store); or pass --abandon-run to leave run \(run) as it is (what it imported stays) and import this feed as run \(run + 1)"
             case .unfinishedRun(let store, let run, _, _):
                 return "Continue it with: ingest resume \(store); or pass --abandon-run to leave run \(run) as it is (what it imported stays) and import this feed as run \(run + 1)"
             case .tooManyRejects(_, _, let rejectsFile):
