@@ -166,3 +166,24 @@ import Testing
         #expect(again.stderr.contains("; choose another --out directory, or pass --force to split this feed into it from the start"), "\(again.stderr)")
     }
 }
+
+extension RunCommandTests {
+    /// A store missing an index its model needs fails the check, before an import
+    /// fails on it ("ON CONFLICT clause does not match…").
+    @Test func statusCheckFindsAMissingIndex() throws {
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("feed.json", ndjson([#"{"id":"a","photographer":{"id":"p1","name":"Ann"}}"#]))
+        let store = dir.file("store.sqlite")
+        #expect(try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", store, "--quiet"]).status == 0)
+        #expect(try ImportStatus.check(store: store) == [])
+        try storeRowsExecute(store, #"DROP INDEX "_unique_Photographer_0"; DROP INDEX "_index_Photo_whoTook""#)
+        let outcome = try IngestBinary.run(["status", store, "--check"])
+        #expect(outcome.status == 1)
+        #expect(outcome.stdout == """
+            \(store): check found 2 problem(s):
+              - Photo: the index _index_Photo_whoTook is missing (queries still work, slower)
+              - Photographer: the unique index of (id) is missing (the next import's upserts need it)
+
+            """, "\(outcome.stdout)")
+    }
+}

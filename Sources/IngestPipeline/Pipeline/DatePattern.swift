@@ -121,7 +121,7 @@ final class DatePattern: Sendable {
               hour <= 23, minute <= 59, second <= 59 else { return nil }
         let local = StoredDate.days(year: Int64(year), month: month, day: day) * 86_400 + Int64(hour * 3600 + minute * 60 + second)
         let zoneOffset = Int64(offset ?? localZone.map { ISO8601.offset(of: $0, atLocal: local) } ?? 0)
-        let seconds = ISO8601.exact(local - zoneOffset - ISO8601.referenceSince1970, UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: text[fraction])))
+        let seconds = StoredDate.seconds(local - zoneOffset - ISO8601.referenceSince1970, UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: text[fraction])))
         return Date(timeIntervalSinceReferenceDate: seconds)
     }
 

@@ -92,7 +92,7 @@ enum ISO8601 {
         let days = StoredDate.days(year: Int64(year), month: month, day: day)
         let local = days * 86_400 + Int64(hour * 3600 + minute * 60 + second)
         let zoneOffset = Int64(offset ?? localZone.map { Self.offset(of: $0, atLocal: local) } ?? 0)
-        return exact(local - zoneOffset - referenceSince1970, UnsafeRawBufferPointer(rebasing: bytes[fraction]))
+        return StoredDate.seconds(local - zoneOffset - referenceSince1970, UnsafeRawBufferPointer(rebasing: bytes[fraction]))
     }
 
     /// Seconds east of UTC in `zone` at the local time `local` (seconds since 1970 as if
@@ -100,40 +100,6 @@ enum ISO8601 {
     static func offset(of zone: TimeZone, atLocal local: Int64) -> Int {
         let guess = zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(local)))
         return zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(local - Int64(guess))))
-    }
-
-    /// `whole + 0.fraction` (fraction: decimal digits) as the nearest double. The sum is
-    /// never rounded twice: small ones are one exact integer divided by an exact power
-    /// of ten (which IEEE rounds once), the rest go through strtod's correct rounding.
-    static func exact(_ whole: Int64, _ fraction: UnsafeRawBufferPointer) -> Double {
-        var digits = fraction.count
-        while digits > 0, fraction[digits - 1] == 48 { digits -= 1 }
-        guard digits > 0 else { return Double(whole) }
-        if digits <= 9 {
-            var value: Int64 = 0
-            for k in 0..<digits { value = value * 10 + Int64(fraction[k] - 48) }
-            let (scaled, overflow) = whole.multipliedReportingOverflow(by: powersOfTen[digits])
-            if !overflow, abs(scaled) < (1 << 53) - 1_000_000_000 {
-                return Double(scaled + value) / Double(powersOfTen[digits])
-            }
-        }
-        var text: [UInt8]
-        if whole >= 0 {
-            text = Array(String(whole).utf8) + [46] + Array(fraction[0..<digits])
-        } else {
-            // whole + 0.F = -((|whole| - 1) + 0.C), C = 10^digits - F.
-            var complement = Array(fraction[0..<digits])
-            var borrow = 0
-            for k in stride(from: digits - 1, through: 0, by: -1) {
-                var d = -Int(complement[k] - 48) - borrow
-                if d < 0 { d += 10; borrow = 1 } else { borrow = 0 }
-                complement[k] = UInt8(48 + d)
-            }
-            text = [45] + Array(String(-(whole + 1)).utf8) + [46] + complement
-        }
-        return text.withUnsafeBufferPointer { buffer in
-            Double(String(decoding: buffer, as: UTF8.self)) ?? Double(whole)
-        }
     }
 
     /// A decimal number of seconds (or milliseconds, `scale` 3) since 1970, as written in a
@@ -166,9 +132,9 @@ enum ISO8601 {
             return value / Double(powersOfTen[scale]) - Double(referenceSince1970)
         }
         return fraction.withUnsafeBytes { digits in
-            if !negative { return exact(magnitude - referenceSince1970, digits) }
+            if !negative { return StoredDate.seconds(magnitude - referenceSince1970, digits) }
             // -(m + 0.F) - r = -((m + r) + 0.F)
-            return -exact(magnitude + referenceSince1970, digits)
+            return -StoredDate.seconds(magnitude + referenceSince1970, digits)
         }
     }
 

@@ -53,7 +53,7 @@ public struct ImportStatus: Sendable {
     /// - Throws: `StoreError` for a file that is not an Ingest store; `ImportError` for a
     ///   store that no import has written to.
     public static func read(store: String) throws -> ImportStatus {
-        let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
+        let coordinator = try PersistentStoreCoordinator(existingStoreAt: store, readOnly: true)
         let records = try ImportMarker.runs(coordinator)
         guard let latest = records.last else {
             throw ImportError(.noImport(store: store))
@@ -96,7 +96,7 @@ public struct ImportStatus: Sendable {
     /// - Returns: the problems found; empty for a sound store.
     /// - Throws: `StoreError` for a file that is not an Ingest store.
     public static func check(store: String) throws -> [String] {
-        let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
+        let coordinator = try PersistentStoreCoordinator(existingStoreAt: store, readOnly: true)
         var problems = try coordinator.integrityProblems()
         for run in try ImportMarker.runs(coordinator) {
             let keys = ImportMarker.Keys(run: run.number)

@@ -122,6 +122,9 @@ public final class Importer: Sendable {
         guard FileOps.isReadOnce(options.feed) || FileOps.fileSize(options.feed) != nil else {
             throw ImportError(.feedUnreadable(path: options.feed, exists: FileManager.default.fileExists(atPath: options.feed)))
         }
+        // A file that is not an Ingest store is refused before anything touches it (no lock
+        // file beside it, no WAL mode, and never deleted by --delete-store).
+        try PersistentStoreCoordinator.checkIsStoreOrNew(at: options.store)
         let lock = try ImportLock(store: options.store)
         defer { lock.release() }
         if options.deleteStore {

@@ -54,6 +54,42 @@ public enum StoredDate {
         return text + "Z"
     }
 
+    /// `whole + 0.fraction` (fraction: decimal digits) as the nearest double. The sum is
+    /// never rounded twice: small ones are one exact integer divided by an exact power
+    /// of ten (which IEEE rounds once), the rest go through strtod's correct rounding.
+    public static func seconds(_ whole: Int64, _ fraction: UnsafeRawBufferPointer) -> Double {
+        var digits = fraction.count
+        while digits > 0, fraction[digits - 1] == 48 { digits -= 1 }
+        guard digits > 0 else { return Double(whole) }
+        if digits <= 9 {
+            var value: Int64 = 0
+            for k in 0..<digits { value = value * 10 + Int64(fraction[k] - 48) }
+            let (scaled, overflow) = whole.multipliedReportingOverflow(by: decimalPowers[digits])
+            if !overflow, abs(scaled) < (1 << 53) - 1_000_000_000 {
+                return Double(scaled + value) / Double(decimalPowers[digits])
+            }
+        }
+        var text: [UInt8]
+        if whole >= 0 {
+            text = Array(String(whole).utf8) + [46] + Array(fraction[0..<digits])
+        } else {
+            // whole + 0.F = -((|whole| - 1) + 0.C), C = 10^digits - F.
+            var complement = Array(fraction[0..<digits])
+            var borrow = 0
+            for k in stride(from: digits - 1, through: 0, by: -1) {
+                var d = -Int(complement[k] - 48) - borrow
+                if d < 0 { d += 10; borrow = 1 } else { borrow = 0 }
+                complement[k] = UInt8(48 + d)
+            }
+            text = [45] + Array(String(-(whole + 1)).utf8) + [46] + complement
+        }
+        return text.withUnsafeBufferPointer { buffer in
+            Double(String(decoding: buffer, as: UTF8.self)) ?? Double(whole)
+        }
+    }
+
+    private static let decimalPowers: [Int64] = (0...18).map { power in (0..<power).reduce(Int64(1)) { value, _ in value * 10 } }
+
     /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
     public static func days(year: Int64, month: Int, day: Int) -> Int64 {
         let y = month <= 2 ? year - 1 : year

@@ -45,7 +45,10 @@ public final class PostgresStore: Sendable {
     /// - Throws: `PostgresError.connection` when the server cannot be reached;
     ///   `.modelMismatch` when the database holds another model; `.unsupported` for a
     ///   model whose names PostgreSQL would cut; `.server` when a statement fails.
-    public init(url: PostgresURL, model: Model) throws(PostgresError) {
+    ///
+    /// `readOnly` makes nothing and takes no lock: the store must exist and hold `model`
+    /// (for readers with SELECT rights only).
+    public init(url: PostgresURL, model: Model, readOnly: Bool = false) throws(PostgresError) {
         self.url = url
         self.model = model
         schema = Schema(model)
@@ -55,6 +58,16 @@ public final class PostgresStore: Sendable {
             }
         }
         let connection = try PostgresConnection(url)
+        if readOnly {
+            guard try connection.execute("SELECT to_regclass('_ingest_store') IS NOT NULL")[0, 0] == "t" else {
+                throw .notAStore(target: url.description)
+            }
+            let stored = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model.sha256'")
+            guard stored.count == 1, stored[0, 0] == model.hash else {
+                throw .modelMismatch(target: url.description, reason: "its tables hold another model")
+            }
+            return
+        }
         let schema = schema
         do {
             try connection.transaction {

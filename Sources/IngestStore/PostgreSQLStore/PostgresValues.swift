@@ -98,27 +98,18 @@ enum PostgresValues {
               let hour = number(dash + 7..<dash + 9), let minute = number(dash + 10..<dash + 12),
               let second = number(dash + 13..<dash + 15) else { return nil }
         var position = dash + 15
-        var fraction = 0.0
+        var fraction = position..<position
         if position < utf8.count, utf8[position] == UInt8(ascii: ".") {
-            var scale = 0.1
             position += 1
-            while position < utf8.count, utf8[position] >= 48 && utf8[position] <= 57 {
-                fraction += Double(utf8[position] - 48) * scale
-                scale /= 10
-                position += 1
-            }
+            let start = position
+            while position < utf8.count, utf8[position] >= 48 && utf8[position] <= 57 { position += 1 }
+            fraction = start..<position
         }
-        var parts = tm()
-        parts.tm_year = Int32((text.hasSuffix(" BC") ? 1 - year : year) - 1900)
-        parts.tm_mon = Int32(month - 1)
-        parts.tm_mday = Int32(day)
-        parts.tm_hour = Int32(hour)
-        parts.tm_min = Int32(minute)
-        parts.tm_sec = Int32(second)
-        let seconds = timegm(&parts)
-        // Whole microseconds, as they were stored.
-        let micros = (Double(seconds) * 1_000_000 + (fraction * 1_000_000).rounded()) / 1_000_000
-        return Date(timeIntervalSince1970: micros)
+        guard (1...12).contains(month), day >= 1, day <= 31, hour < 24, minute < 60, second < 61 else { return nil }
+        let days = StoredDate.days(year: Int64(text.hasSuffix(" BC") ? 1 - year : year), month: month, day: day)
+        // Rounded once, as the importer rounds the same text: a date reads back as it was written.
+        let whole = days * 86_400 + Int64(hour * 3600 + minute * 60 + second) - 978_307_200
+        return utf8[fraction].withUnsafeBytes { Date(timeIntervalSinceReferenceDate: StoredDate.seconds(whole, $0)) }
     }
 
     /// A `bytea` in hex form (`\x00ff`).

@@ -6,7 +6,8 @@ extension PersistentStoreCoordinator {
     /// Empty when the store is sound. Runs on a reader, so it works during an import.
     /// - Throws: `StoreError.database` when the store cannot be read at all.
     public func integrityProblems() throws -> [String] {
-        try read { db in
+        let deferred = try secondaryIndexesDeferred()
+        return try read { db in
             var problems: [String] = []
             let report = try String.fetchAll(db, sql: "PRAGMA integrity_check")
             if report != ["ok"] { problems += report.prefix(20).map { "SQLite integrity check: \($0)" } }
@@ -23,6 +24,7 @@ extension PersistentStoreCoordinator {
                         problems.append("\(dangling) \(entity.name) row(s) have \(relationship.relationship.name) pointing at no \(destination.name) row")
                     }
                 }
+                problems += try Self.missingIndexes(db, info, secondaryDeferred: deferred)
                 for constraint in info.uniquenessConstraints {
                     let columns = constraint.map(quoted).joined(separator: ", ")
                     let present = constraint.map { "\(quoted($0)) IS NOT NULL" }.joined(separator: " AND ")
@@ -36,5 +38,34 @@ extension PersistentStoreCoordinator {
             }
             return problems
         }
+    }
+
+    /// The model's indexes the store lacks: each uniqueness constraint's unique index on
+    /// its columns (an import's upserts need it), each join table's reverse index and,
+    /// unless an import dropped them for its length, the secondary indexes.
+    static func missingIndexes(_ db: Database, _ info: EntityInfo, secondaryDeferred: Bool) throws -> [String] {
+        var problems: [String] = []
+        func columns(_ index: String) throws -> [String]? {
+            guard try String.fetchOne(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name = ?", arguments: [index]) != nil else { return nil }
+            return try Row.fetchAll(db, sql: "SELECT name FROM pragma_index_info(?) ORDER BY seqno", arguments: [index]).map { $0["name"] }
+        }
+        for (number, constraint) in info.uniquenessConstraints.enumerated() {
+            let index = "_unique_\(info.name)_\(number)"
+            let unique = try Bool.fetchOne(db, sql: "SELECT \"unique\" FROM pragma_index_list(?) WHERE name = ?", arguments: [info.name, index]) ?? false
+            if try columns(index) != constraint || !unique {
+                problems.append("\(info.name): the unique index of (\(constraint.joined(separator: ", "))) is missing (the next import's upserts need it)")
+            }
+        }
+        if !secondaryDeferred {
+            for index in info.secondaryIndexes where try columns(index.name) == nil {
+                problems.append("\(info.name): the index \(index.name) is missing (queries still work, slower)")
+            }
+        }
+        for relationship in info.relationships {
+            if case .joinTable(let table, "_a", _) = relationship.storage, try columns(table + "_b") != ["_b", "_a"] {
+                problems.append("\(info.name).\(relationship.relationship.name): the index \(table)_b is missing")
+            }
+        }
+        return problems
     }
 }

@@ -35,6 +35,46 @@ extension PersistentStoreCoordinator {
         return storeID
     }
 
+    /// An existing store's ID, read without writing: the store must hold `schema`'s model.
+    static func storeID(_ db: Database, schema: Schema, path: String) throws -> UUID {
+        let metadata = quoted(metadataTable)
+        guard try db.tableExists(metadataTable),
+              let idText = try String.fetchOne(db, sql: "SELECT value FROM \(metadata) WHERE key = '_storeID'"),
+              let storeID = UUID(uuidString: (try? JSONDecoder().decode(String.self, from: Data(idText.utf8))) ?? ""),
+              let modelText = try String.fetchOne(db, sql: "SELECT value FROM \(metadata) WHERE key = '_model'"),
+              let stored = try? JSONDecoder().decode(Model.self, from: Data(modelText.utf8)) else {
+            throw StoreError.notAStore(path: path, reason: "its metadata has no store ID or model")
+        }
+        guard stored == schema.model else {
+            throw StoreError.modelMismatch(path: path, differences: ["it holds another model (opened read-only, so it is not migrated)"])
+        }
+        return storeID
+    }
+
+    /// Refuses a file that is neither an Ingest store nor empty (or absent), reading it
+    /// only: a refused file is left exactly as it was.
+    /// - Throws: `StoreError.notAStore`.
+    public static func checkIsStoreOrNew(at path: String) throws {
+        guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > 0 else { return }
+        do {
+            var configuration = Configuration()
+            configuration.readonly = true
+            configuration.busyMode = .timeout(30)
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            try queue.read { db in
+                guard try !db.tableExists(metadataTable) else { return }
+                let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
+                guard tables.isEmpty else {
+                    throw StoreError.notAStore(path: path, reason: "it has tables (\(tables.prefix(5).joined(separator: ", "))) but no \(metadataTable)")
+                }
+            }
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
+            throw StoreError.notAStore(path: path, reason: "the file is not a SQLite database")
+        } catch let error as DatabaseError {
+            throw StoreError.database(error.message ?? "\(error)", code: error.extendedResultCode.rawValue)
+        }
+    }
+
     private static func writeModel(_ db: Database, _ model: Model) throws {
         try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(metadataTable)) (key, value) VALUES ('_model', ?), ('_modelHash', ?)",
                        arguments: [String(decoding: model.jsonData(), as: UTF8.self), json(model.hash)])
@@ -111,11 +151,14 @@ extension PersistentStoreCoordinator {
     /// a `postgresql://` URL.
     /// - Throws: `StoreError.notAStore` when there is no file, or it is not an Ingest store;
     ///   `StoreError.postgres` when a PostgreSQL server cannot be reached.
-    public convenience init(existingStoreAt path: String) throws {
+    ///
+    /// `readOnly` reads the store without writing anything, ever: no write lock, so an
+    /// importer stopped mid-save never blocks it; on PostgreSQL, SELECT rights suffice.
+    public convenience init(existingStoreAt path: String, readOnly: Bool = false) throws {
         if PostgresURL.isPostgres(path) {
             let url: PostgresURL
             do { url = try PostgresURL(path) } catch { throw StoreError.postgres(error) }
-            try self.init(model: try Self.storedModel(at: url), postgres: url)
+            try self.init(model: try Self.storedModel(at: url), postgres: url, readOnly: readOnly)
             return
         }
         guard FileManager.default.fileExists(atPath: path) else {
@@ -142,7 +185,7 @@ extension PersistentStoreCoordinator {
         } catch let error as DatabaseError {
             throw StoreError.database(error.message ?? "\(error)", code: error.extendedResultCode.rawValue)
         }
-        try self.init(model: model, path: path)
+        try self.init(model: model, path: path, readOnly: readOnly)
     }
 
     /// The model a PostgreSQL store was made with.

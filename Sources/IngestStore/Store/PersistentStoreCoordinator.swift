@@ -64,21 +64,24 @@ public final class PersistentStoreCoordinator: Sendable {
     /// - Throws: `ModelError` for an invalid model; `StoreError.postgres` when the server
     ///   cannot be reached or refuses a statement; `StoreError.modelMismatch` when the
     ///   database holds another model.
-    public convenience init(model: Model, postgres url: PostgresURL) throws {
+    ///
+    /// `readOnly` only reads: the database must already hold the model's tables, and
+    /// SELECT rights suffice.
+    public convenience init(model: Model, postgres url: PostgresURL, readOnly: Bool = false) throws {
         let store: PostgresStore
         do {
-            store = try PostgresStore(url: url, model: try model.validated())
+            store = try PostgresStore(url: url, model: try model.validated(), readOnly: readOnly)
         } catch let error as PostgresError {
             if case .modelMismatch(let target, let reason) = error { throw StoreError.modelMismatch(path: target, differences: [reason]) }
             throw StoreError.postgres(error)
         }
-        try self.init(opened: store)
+        try self.init(opened: store, readOnly: readOnly)
     }
 
     /// A coordinator on a PostgreSQL store already opened (an importer's, whose workers
     /// need contexts on it).
     /// - Throws: `StoreError.postgres` when the server cannot be reached.
-    package init(opened store: PostgresStore) throws {
+    package init(opened store: PostgresStore, readOnly: Bool = false) throws {
         model = store.model
         path = store.url.description
         schema = store.schema
@@ -86,8 +89,13 @@ public final class PersistentStoreCoordinator: Sendable {
         let pool = PostgresPool(url: url)
         let id = UUID().uuidString
         let stored = try pool.with { connection in
+            // Read first: a reader with SELECT rights only opens a store that has its ID.
+            let select = "SELECT value FROM _ingest_store WHERE key = 'store.id'"
+            let found = try PostgresSQL.run(select, [], on: connection)
+            // A reader does not record one: its object IDs last as long as it does.
+            if found.count == 1 || readOnly { return found.count == 1 ? found[0, 0] : id }
             try PostgresSQL.run("INSERT INTO _ingest_store VALUES ('store.id', ?) ON CONFLICT DO NOTHING", [.string(id)], on: connection)
-            return try PostgresSQL.run("SELECT value FROM _ingest_store WHERE key = 'store.id'", [], on: connection)[0, 0]
+            return try PostgresSQL.run(select, [], on: connection)[0, 0]
         }
         storeID = stored.flatMap(UUID.init(uuidString:)) ?? UUID()
         backend = .postgres(pool)
@@ -102,13 +110,20 @@ public final class PersistentStoreCoordinator: Sendable {
     ///
     /// `readerCacheKiB` sets each reader connection's page cache (default: SQLite's
     /// 2 MiB); an importer whose readers only look keys up keeps its memory flat with less.
-    public init(model: Model, path: String, readerCacheKiB: Int? = nil) throws {
+    ///
+    /// `readOnly` opens an existing store for reading only (`ingest query`, `status`): it
+    /// never takes the write lock, so it never waits for an importer, changes nothing in
+    /// the file, and every save fails.
+    public init(model: Model, path: String, readerCacheKiB: Int? = nil, readOnly: Bool = false) throws {
         self.model = try model.validated()
         self.path = path
         schema = Schema(self.model)
+        // Refused before anything is changed: opening for writing switches a file to WAL mode.
+        try Self.checkIsStoreOrNew(at: path)
         var configuration = Configuration()
         configuration.label = "ingest"
         configuration.busyMode = .timeout(30)
+        configuration.readonly = readOnly
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             if !db.configuration.readonly {
@@ -122,7 +137,9 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         do {
             let pool = try DatabasePool(path: path, configuration: configuration)
-            storeID = try pool.write { [schema] db in try Self.prepare(db, schema: schema, path: path) }
+            storeID = readOnly
+                ? try pool.read { [schema] db in try Self.storeID(db, schema: schema, path: path) }
+                : try pool.write { [schema] db in try Self.prepare(db, schema: schema, path: path) }
             backend = .sqlite(pool)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
             throw StoreError.notAStore(path: path, reason: "the file is not a SQLite database")

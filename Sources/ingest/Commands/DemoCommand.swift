@@ -48,7 +48,7 @@ extension Ingest {
             let importer = Importer(spec: spec, options: .init(feed: feed, store: store, chunks: directory + "/chunks",
                                                                workers: workers, deleteStore: true, pipelinePath: pipeline))
             try Import.run(importer, store: store, quiet: false)
-            let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
+            let coordinator = try PersistentStoreCoordinator(existingStoreAt: store, readOnly: true)
             let context = ObjectContext(coordinator: coordinator, name: "demo")
             let top = FetchRequest("Photo", predicate: try QueryPredicate(format: "whoTook.name BEGINSWITH[c] %@", "ana"),
                                    sortDescriptors: [FetchSortDescriptor("views", ascending: false)], fetchLimit: 3)

@@ -93,6 +93,7 @@ extension Ingest {
             if PostgresURL.isPostgres(store) { return try runOnPostgres() }
             let (spec, pipeline, inferred) = try loadOrInferPipeline()
             if deleteStore && FileManager.default.fileExists(atPath: store) {
+                try PersistentStoreCoordinator.checkIsStoreOrNew(at: store)
                 Console.error("ingest: --delete-store: deleting \(store) and everything imported into it\n")
             }
             let importer = Importer(spec: spec, options: .init(feed: feed, store: store, chunks: chunks, workers: workers,

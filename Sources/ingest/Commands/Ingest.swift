@@ -29,23 +29,33 @@ struct Ingest: ParsableCommand {
         if let mallopt = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") {
             _ = unsafeBitCast(mallopt, to: (@convention(c) (Int32, Int32) -> Int32).self)(-8, 1)
         }
+        var store: String?
         do {
             var command = try parseAsRoot()
+            store = (command as? any StoreCommand)?.store
             try command.run()
         } catch {
-            Glibc.exit(Self.report(error))
+            Glibc.exit(Self.report(error, store: store))
         }
     }
 
     /// Prints one readable message for `error` and returns the process exit code: the
     /// argument parser's own errors (usage, --help, exit codes) as it prints them, every
     /// other error as one `ingest: …` line with exit status 1.
-    static func report(_ error: any Error) -> Int32 {
+    static func report(_ error: any Error, store: String? = nil) -> Int32 {
         switch error {
         case is ValidationError, is CleanExit, is ExitCode:
             break
         case _ where String(reflecting: type(of: error)).hasPrefix("ArgumentParser."):
             break
+        case let error as StoreError:
+            // SQLite's own messages do not say which file: the command's store does.
+            if case .database = error, let store {
+                Console.error("ingest: \(store): \(Advice.message(error))\n")
+            } else {
+                Console.error("ingest: \(Advice.message(error))\n")
+            }
+            return 1
         default:
             Console.error("ingest: \(Advice.message(error))\n")
             return 1
@@ -63,6 +73,17 @@ struct Ingest: ParsableCommand {
         }
     }
 }
+
+/// A command that works on one store, named in messages that do not name it themselves.
+protocol StoreCommand {
+    var store: String { get }
+}
+
+extension Ingest.Import: StoreCommand {}
+extension Ingest.Resume: StoreCommand {}
+extension Ingest.Status: StoreCommand {}
+extension Ingest.Query: StoreCommand {}
+extension Ingest.Join: StoreCommand {}
 
 /// A command could not do its work for a reason it explains itself.
 struct CommandFailure: Error, CustomStringConvertible {

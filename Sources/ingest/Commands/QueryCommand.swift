@@ -51,7 +51,7 @@ extension Ingest {
         }
 
         func run() throws {
-            let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
+            let coordinator = try PersistentStoreCoordinator(existingStoreAt: store, readOnly: true)
             guard let entityModel = coordinator.model.entity(entity) else {
                 throw CommandFailure("\(store) has no entity '\(entity)' (it has: \(coordinator.model.entities.map(\.name).joined(separator: ", ")))")
             }

@@ -1,5 +1,6 @@
 import IngestJSON
 import IngestPipeline
+import IngestStore
 
 /// What to type next, for the library errors whose way on is a command or a flag: the
 /// libraries say what is wrong in their own terms, and the command line says what to do.
@@ -30,10 +31,25 @@ enum Advice {
             case .interrupted: return "run the same command again to continue"
             case .invalidOption: return nil
             }
+        case StoreError.database(_, let code?):
+            return sqliteAdvice(code)
         case let error as FeedError where error.kind == .notAnArray || error.kind == .keyPathNotFound:
             return "the shape is set by --records-at KEY, --keyed or --ndjson for split and infer, and by the pipeline's \"feed\" for import"
         default:
             return nil
+        }
+    }
+
+    /// The way on from a SQLite result code (its primary code: `code & 0xFF`).
+    static func sqliteAdvice(_ code: Int32) -> String? {
+        switch code & 0xFF {
+        case 5, 6: "another process holds the store's write lock; try again when it is done (ingest status shows imports)"
+        case 8: "the store is read-only here: check the permissions of the file, of its -wal and -shm files and of its directory"
+        case 10: "reading or writing the file failed in the disk or file system; check them, then run ingest status --check on the store"
+        case 11: "the file is damaged: ingest status --check says where; restore it from a copy, or import its feeds into a new store"
+        case 14: "SQLite cannot open it: check that its directory exists and that you may write there (SQLite keeps -wal and -shm files beside it)"
+        case 26: "it is not a SQLite database"
+        default: nil
         }
     }
 
@@ -45,7 +61,7 @@ enum Advice {
         if let newline = text.firstIndex(of: "\n") {
             return text[..<newline] + " (" + advice + ")" + text[newline...]
         }
-        // A sentence of its own after an import's reasons; a clause after the splitter's.
+        // A sentence of its own after an import's reasons; a clause after the splitter's and the store's.
         return text + (error is ImportError ? ". " : "; ") + advice
     }
 }
