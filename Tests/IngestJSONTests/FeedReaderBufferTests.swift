@@ -80,3 +80,31 @@ import Testing
         #expect(error?.position.byteOffset == 0)
     }
 }
+
+/// A source that counts its reads.
+private final class CountingSource: ByteSource {
+    var inner: MemoryByteSource
+    var reads = 0
+    init(_ bytes: [UInt8]) { inner = MemoryByteSource(bytes) }
+    var totalBytes: Int? { inner.totalBytes }
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        reads += 1
+        return try inner.read(into: buffer)
+    }
+}
+
+extension FeedReaderBufferTests {
+    /// yajl looks again at a token it holds on every call it gets: a 16 MiB string fed
+    /// 256 KiB at a time would be read quadratically. The buffer doubles once a record
+    /// passes 1 MiB, so such a record takes a few reads, and comes out whole.
+    @Test func aHugeRecordIsReadInGrowingBuffers() throws {
+        let text = String(repeating: "y", count: 16 << 20)
+        let bytes = Array(#"[{"id":1,"s":"\#(text)"},{"id":2}]"#.utf8)
+        let source = CountingSource(bytes)
+        let reader = FeedReader(source: source, name: "huge", options: FeedOptions(maxRecordBytes: 64 << 20))
+        var lengths: [Int] = []
+        try reader.read { lengths.append($0.bytes.count) }
+        #expect(lengths == [text.utf8.count + 15, 8])
+        #expect(source.reads < 16, "\(source.reads) reads for \(bytes.count) bytes (64 with a fixed 256 KiB buffer)")
+    }
+}

@@ -20,6 +20,9 @@ final class FeedParser {
     private let state: UnsafeMutablePointer<cyajl_feed_state>
     private var buffer = UnsafeRawBufferPointer(start: nil, count: 0)
     private var bufferBase = 0
+    /// Where the top-level value ended (not for NDJSON): a feed that ends in a token after
+    /// it (`[]\n42`) has content past its end, not a truncated array.
+    private var topLevelEnd: Int?
     private var tracker = PositionTracker()
 
     /// Open arrays and objects above the current token.
@@ -48,6 +51,8 @@ final class FeedParser {
     private var gapStart = 0
     private var gapSawNewline = false
     private var pending: [UInt8] = []
+    /// Bytes of the record in progress carried from earlier buffers.
+    var carriedBytes: Int { pending.count }
     private var failure: (any Error)?
     /// What yajl would let through that RFC 8259 forbids.
     private var strict = StrictJSONBytes()
@@ -149,6 +154,13 @@ final class FeedParser {
 
     /// Turns yajl's terse messages into ones that say what is wrong with the feed.
     private func translate(_ yajlMessage: String, at index: Int, atEnd: Bool) -> FeedError {
+        if atEnd, depth == 0, let end = topLevelEnd {
+            // The token after the end is at the end of the input: find its first byte in the tail.
+            let tail = tracker.lastBytes
+            var offset = max(end, bufferBase - tail.count)
+            while offset < bufferBase, [0x20, 0x0A, 0x0D, 0x09].contains(tail[tail.count - (bufferBase - offset)]) { offset += 1 }
+            return error(.trailingContent, "unexpected content after the end of the top-level value", at: offset - bufferBase)
+        }
         if atEnd || yajlMessage.contains("premature EOF") {
             let what: String
             if inRecords && depth > recordsDepth {
@@ -357,9 +369,11 @@ final class FeedParser {
             inRecords = false
             pending.removeAll()
             depth -= 1
+            if depth == 0 { topLevelEnd = bufferBase + currentIndex }
             return true
         }
         depth -= 1
+        if depth == 0 && options.shape != .ndjson { topLevelEnd = bufferBase + currentIndex }
         if keyPath != nil && !inRecords { keyStack.removeLast() }
         return inRecords && depth == recordsDepth ? endRecord() : true
     }

@@ -32,6 +32,8 @@ public final class FeedReader {
     public private(set) var bytesRead = 0
 
     private static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
+    /// The read buffer grows up to this for records larger than it (see `read`).
+    static let largestReadBuffer = 64 << 20
 
     public init(source: some ByteSource, name: String, options: FeedOptions = FeedOptions()) {
         self.source = source
@@ -63,7 +65,7 @@ public final class FeedReader {
         precondition(!used, "a FeedReader reads its input once")
         used = true
         let parser = FeedParser(options: options, name: name)
-        let storage = UnsafeMutableRawBufferPointer.allocate(
+        var storage = UnsafeMutableRawBufferPointer.allocate(
             byteCount: max(1, options.readBufferSize), alignment: 16)
         defer { storage.deallocate() }
 
@@ -97,6 +99,15 @@ public final class FeedReader {
                     try parser.parse(UnsafeRawBufferPointer(rebasing: block[start...]), base: bytesRead + start)
                 }
                 bytesRead += n
+                // A record (or one string in it) longer than the buffer is fed to yajl across
+                // many calls, and yajl looks at a token it holds again on each: double the buffer
+                // as such a record grows past 1 MiB, so a record of n bytes costs O(n), not O(n²)
+                // (smaller records, and tests that read a byte at a time, keep the buffer as set).
+                if parser.carriedBytes > max(storage.count, 1 << 20), storage.count < Self.largestReadBuffer {
+                    let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: storage.count * 2, alignment: 16)
+                    storage.deallocate()
+                    storage = larger
+                }
             }
             if !bomDone { try parseHeldBOMPrefix(bomMatched, parser) }
             try parser.finish(totalBytes: bytesRead)

@@ -34,6 +34,9 @@ struct PositionTracker {
         }
     }
 
+    /// The last bytes of the input seen so far (up to 32).
+    var lastBytes: [UInt8] { tail }
+
     /// Forgets a prefix (a byte-order mark) so that it does not shift the first line's columns.
     mutating func resetColumn() { scalarsIntoLine = 0 }
 

@@ -22,6 +22,7 @@ struct ChunkLease: Sendable {
             let rows = try connection.execute("""
                 SELECT number, first_record, records, done, checksum FROM _ingest_chunks
                 WHERE run = $1 AND finished IS NULL AND (owner IS NULL OR lease_until < now())
+                    AND EXISTS (SELECT 1 FROM _ingest_runs r WHERE r.run = $1 AND r.state = 'running')
                 ORDER BY number LIMIT 1 FOR UPDATE SKIP LOCKED
                 """, [String(run)])
             guard rows.count == 1 else {
@@ -52,6 +53,10 @@ struct ChunkLease: Sendable {
     /// that finishes the chunk drops its bytes, as a finished run's chunk files are deleted.
     /// - Throws: `Lost` when another worker holds the chunk now, or has saved in it since.
     func advance(from previous: Int, to done: Int, owner: String, leaseSeconds: Double, _ connection: PostgresConnection) throws {
+        // The run must still be running when this save commits: the share lock makes an
+        // --abandon-run of it wait for this save, and every later save see it abandoned.
+        guard try connection.execute("SELECT 1 FROM _ingest_runs WHERE run = $1 AND state = 'running' FOR SHARE",
+                                     [String(run)]).count == 1 else { throw Lost() }
         // The marker must still read what this worker last saved: a compare-and-set on top
         // of the owner check, so no two claims of one chunk can both write.
         let changed = try connection.execute("""

@@ -56,7 +56,7 @@ public final class PostgresJoin: Sendable {
         guard let (run, record) = found else { throw ImportError(.noImport(store: url.description)) }
         let spec = try PipelineSpec.parse(Array(record.pipeline.utf8))
         let store = try PostgresStore(url: url, model: spec.model)
-        let workerCount = max(1, options.workers ?? spec.workers ?? ProcessInfo.processInfo.activeProcessorCount)
+        let workerCount = min(PipelineSpec.maxWorkers, max(1, options.workers ?? spec.workers ?? ProcessInfo.processInfo.activeProcessorCount))
         let host = ProcessInfo.processInfo.hostName
         let pid = Int(ProcessInfo.processInfo.processIdentifier)
         let process = "\(host):\(pid):\(UUID().uuidString.prefix(8).lowercased())"
@@ -103,6 +103,10 @@ public final class PostgresJoin: Sendable {
             UPDATE _ingest_chunks SET owner = NULL, lease_until = NULL WHERE left(owner, length($1) + 1) = $1 || '/' AND finished IS NULL
             """, [process])
         if let error { throw error }
+        if !finished, !stopped,
+           try connection.execute("SELECT state FROM _ingest_runs WHERE run = $1", [String(run)])[0, 0] == "abandoned" {
+            throw ImportError("run \(run) was abandoned by another import (--abandon-run) while this process imported it; its saves stopped there")
+        }
         let counts = try connection.execute("""
             SELECT coalesce(sum(done), 0), (SELECT count(*) FROM _ingest_rejects WHERE run = $1) FROM _ingest_chunks WHERE run = $1
             """, [String(run)])

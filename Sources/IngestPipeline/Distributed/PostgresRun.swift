@@ -88,6 +88,15 @@ public enum PostgresImport {
                 return Started(run: run, registered: false, chunks: record.chunkCount, records: record.records, bytes: 0,
                                splitSeconds: 0, uploadSeconds: 0)
             }
+            // A run that live processes write cannot be left: their saves would go on (and lose the new run's updates).
+            let live = try connection.execute("""
+                SELECT host || ' pid ' || pid FROM _ingest_processes
+                WHERE run = $1 AND state = 'running' AND heartbeat > now() - make_interval(secs => $2) ORDER BY started
+                """, [String(run), String(record.leaseSeconds)])
+            if live.count > 0 {
+                let names = (0..<live.count).map { live[$0, 0]! }.joined(separator: ", ")
+                throw ImportError(.storeBusy(store: url.description, holder: "run \(run) of \(record.feed), by \(live.count) live process(es): \(names)"))
+            }
             guard options.abandonRun else {
                 throw ImportError(.unfinishedRun(store: url.description, run: run, feed: record.feed, reasons: reasons))
             }

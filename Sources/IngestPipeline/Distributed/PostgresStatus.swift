@@ -16,6 +16,9 @@ public struct PostgresStatus: Sendable {
         public var rejected: Int
         public var started: String
         public var ended: String?
+        /// Processes importing the run now (running, with a heartbeat within the lease):
+        /// a running run with none was interrupted, and `ingest join` continues it.
+        public var liveProcesses: Int = 0
     }
 
     public struct Process: Sendable {
@@ -58,15 +61,20 @@ public struct PostgresStatus: Sendable {
                 (SELECT count(*) FROM _ingest_chunks c WHERE c.run = r.run AND c.finished IS NOT NULL),
                 (SELECT count(*) FROM _ingest_chunks c WHERE c.run = r.run AND c.finished IS NULL AND c.lease_until > now()),
                 (SELECT coalesce(sum(done), 0) FROM _ingest_chunks c WHERE c.run = r.run),
-                (SELECT count(*) FROM _ingest_rejects j WHERE j.run = r.run)
+                (SELECT count(*) FROM _ingest_rejects j WHERE j.run = r.run),
+                (SELECT count(*) FROM _ingest_processes p WHERE p.run = r.run AND p.state = 'running'
+                    AND p.heartbeat > now() - make_interval(secs => (r.record::json->>'leaseSeconds')::float8))
             FROM _ingest_runs r ORDER BY r.run
             """)
         let decoder = JSONDecoder()
         for row in 0..<runs.count {
-            let record = try decoder.decode(PostgresRunRecord.self, from: Data(runs[row, 2]!.utf8))
+            guard let record = try? decoder.decode(PostgresRunRecord.self, from: Data(runs[row, 2]!.utf8)) else {
+                throw PostgresError.server("the record of run \(runs[row, 0]!) in _ingest_runs is damaged (not the JSON Ingest wrote)", sqlState: "XX001")
+            }
             status.runs.append(Run(number: Int(runs[row, 0]!)!, state: runs[row, 1]!, feed: record.feed, chunkCount: Int(runs[row, 5]!)!,
                                    chunksFinished: Int(runs[row, 6]!)!, chunksHeld: Int(runs[row, 7]!)!, records: record.records,
-                                   recordsDone: Int(runs[row, 8]!)!, rejected: Int(runs[row, 9]!)!, started: runs[row, 3]!, ended: runs[row, 4]))
+                                   recordsDone: Int(runs[row, 8]!)!, rejected: Int(runs[row, 9]!)!, started: runs[row, 3]!, ended: runs[row, 4],
+                                   liveProcesses: Int(runs[row, 10]!)!))
         }
         if let newest = status.runs.last {
             let lease = try decoder.decode(PostgresRunRecord.self, from: Data(runs[runs.count - 1, 2]!.utf8)).leaseSeconds

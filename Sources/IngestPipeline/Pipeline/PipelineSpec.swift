@@ -16,6 +16,9 @@ public import IngestStore
 ///   "import": { "chunkSize": 5000, "workers": 2, "saveEvery": 1000 } }
 /// ```
 public struct PipelineSpec: Sendable {
+    /// The most workers a run may have: threads with a context and a connection each.
+    public static let maxWorkers = 256
+
     public var model: Model
     public var feed: FeedShape
     /// Objects, or rows (arrays of values) named by a header row or given columns.
@@ -217,6 +220,9 @@ public struct PipelineSpec: Sendable {
             let options = try Fields(importValue, at: "pipeline.import", allowed: ["chunkSize", "workers", "saveEvery"])
             chunkSize = try options.optional("chunkSize").map { try Fields.positive($0, at: "pipeline.import.chunkSize") } ?? chunkSize
             workers = try options.optional("workers").map { try Fields.positive($0, at: "pipeline.import.workers") }
+            if let workers, workers > Self.maxWorkers {
+                throw PipelineError("pipeline.import.workers: at most \(Self.maxWorkers) (each worker is a thread with its own context and connection)")
+            }
             saveEvery = try options.optional("saveEvery").map { try Fields.positive($0, at: "pipeline.import.saveEvery") } ?? saveEvery
         }
         let hash = SHA256Digest.hex(Array(root.description.utf8))

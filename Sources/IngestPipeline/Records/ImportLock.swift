@@ -62,6 +62,36 @@ final class ImportLock {
 
     deinit { release() }
 
+    /// The process holding `store`'s import lock now, if any, as the kernel says
+    /// (`/proc/locks`, so a holder that died is never taken for a live one), and whether
+    /// it is stopped (SIGSTOP, or in a debugger). Never takes the lock itself.
+    static func liveHolder(store: String) -> (holder: Holder, stopped: Bool)? {
+        let path = store + ".lock"
+        var info = stat()
+        guard stat(path, &info) == 0, let locks = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }
+        // "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234567 0 EOF"; waiters are marked "->".
+        for line in locks.split(separator: "\n") where !line.contains("->") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 6, fields[1] == "FLOCK", let pid = Int32(fields[4]) else { continue }
+            let device = fields[5].split(separator: ":")
+            guard device.count == 3, UInt64(device[2]) == UInt64(info.st_ino) else { continue }
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            let recorded = descriptor >= 0 ? read(descriptor) : nil
+            if descriptor >= 0 { close(descriptor) }
+            var host = [CChar](repeating: 0, count: 256)
+            gethostname(&host, host.count - 1)
+            let hostName = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let holder = recorded ?? Holder(pid: pid, host: hostName, startedAt: "")
+            // /proc/PID/stat: "4242 (ingest) T …": the state follows the name's closing parenthesis.
+            var state: Character?
+            if let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = text.lastIndex(of: ")") {
+                state = text[text.index(after: close)...].first { $0 != " " }
+            }
+            return (holder, state == "T" || state == "t")
+        }
+        return nil
+    }
+
     private static func read(_ descriptor: Int32) -> Holder? {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }

@@ -92,8 +92,12 @@ enum ImportMarker {
     static func runs(_ coordinator: PersistentStoreCoordinator) throws -> [Run] {
         try migrateSingleImport(coordinator)
         let decoder = JSONDecoder()
-        return try coordinator.metadata(withPrefix: runsPrefix).sorted { $0.key < $1.key }.map {
-            try decoder.decode(Run.self, from: Data($0.value.utf8))
+        return try coordinator.metadata(withPrefix: runsPrefix).sorted { $0.key < $1.key }.map { entry in
+            do {
+                return try decoder.decode(Run.self, from: Data(entry.value.utf8))
+            } catch let error as DecodingError {
+                throw ImportError("\(coordinator.path): the store's record of an import (\(entry.key) in \(PersistentStoreCoordinator.metadataTableName)) is damaged: \(error.plainDescription); it is not what Ingest wrote")
+            }
         }
     }
 
@@ -110,8 +114,12 @@ enum ImportMarker {
 
     static func rejects(_ coordinator: PersistentStoreCoordinator, _ keys: Keys) throws -> [Reject] {
         let decoder = JSONDecoder()
-        return try coordinator.metadata(withPrefix: keys.rejectPrefix).sorted { $0.key < $1.key }.map {
-            try decoder.decode(Reject.self, from: Data($0.value.utf8))
+        return try coordinator.metadata(withPrefix: keys.rejectPrefix).sorted { $0.key < $1.key }.map { entry in
+            do {
+                return try decoder.decode(Reject.self, from: Data(entry.value.utf8))
+            } catch let error as DecodingError {
+                throw ImportError("\(coordinator.path): the store's record of a reject (\(entry.key) in \(PersistentStoreCoordinator.metadataTableName)) is damaged: \(error.plainDescription); it is not what Ingest wrote")
+            }
         }
     }
 

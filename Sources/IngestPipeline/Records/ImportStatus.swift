@@ -25,6 +25,18 @@ public struct ImportStatus: Sendable {
         public var ended: String?
         public var inferred: Bool
         public var outcomes: RecordOutcomes?
+        /// For an unfinished run: whether a process imports it now.
+        public var activity: Activity?
+    }
+
+    /// Who imports an unfinished run now, as the store's import lock says.
+    public enum Activity: Sendable, Equatable {
+        /// A live process holds the lock.
+        case importing(pid: Int32, host: String, since: String)
+        /// The process holding the lock is stopped (SIGSTOP, a debugger): SIGCONT continues it.
+        case suspended(pid: Int32, host: String)
+        /// No process imports it: it was killed, stopped by a signal or failed; `ingest resume` continues it.
+        case interrupted
     }
 
     public var runs: [Run]
@@ -74,6 +86,13 @@ public struct ImportStatus: Sendable {
                             chunksComplete: complete, recordsDone: progress.values.reduce(0, +),
                             rejected: try coordinator.metadata(withPrefix: keys.rejectPrefix).count,
                             started: record.started, ended: record.ended, inferred: record.inferred ?? false, outcomes: record.outcomes))
+        }
+        if runs[runs.count - 1].state == "running" {
+            runs[runs.count - 1].activity = switch ImportLock.liveHolder(store: store) {
+            case let (holder, stopped)? where stopped: .suspended(pid: holder.pid, host: holder.host)
+            case let (holder, _)?: .importing(pid: holder.pid, host: holder.host, since: holder.startedAt)
+            case nil: .interrupted
+            }
         }
         var counts: [String: Int] = [:]
         for entity in coordinator.model.entities { counts[entity.name] = try coordinator.count(entity.name) }

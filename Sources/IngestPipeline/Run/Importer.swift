@@ -143,7 +143,7 @@ public final class Importer: Sendable {
         defer { try? coordinator.endBulkLoad() }
         let done = try ImportMarker.progress(coordinator, keys)
         let rejectedBefore = try coordinator.metadata(withPrefix: keys.rejectPrefix).count
-        let workerCount = max(1, options.workers ?? spec.workers ?? ProcessInfo.processInfo.activeProcessorCount)
+        let workerCount = min(PipelineSpec.maxWorkers, max(1, options.workers ?? spec.workers ?? ProcessInfo.processInfo.activeProcessorCount))
         let saveEvery = options.saveEvery ?? begun.saveEvery ?? spec.saveEvery
         let directory = begun.chunks
         let state = RunState(rejected: rejectedBefore, workers: workerCount, started: started)

@@ -2,6 +2,16 @@
 public enum AttributeType: String, Sendable, Codable, CaseIterable {
     case string, int16, int32, int64, double, bool, date, binary, uuid, decimal
 
+    /// Reads a type's name; an unknown name is an error that lists the known ones.
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let type = AttributeType(rawValue: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription:
+                "'\(text)' is not an attribute type (expected \(Self.allCases.map(\.rawValue).joined(separator: ", ")))"))
+        }
+        self = type
+    }
+
     /// The column type in the table.
     var sqlType: String {
         switch self {

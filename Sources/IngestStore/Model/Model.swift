@@ -76,9 +76,13 @@ public struct Model: Sendable, Hashable, Codable {
     public func entity(_ name: String) -> Entity? { entities.first { $0.name == name } }
 
     /// Loads a model from its JSON description (the form `jsonData()` writes).
-    /// - Throws: `ModelError` naming what is wrong, or a decoding error for malformed JSON.
+    /// - Throws: `ModelError` naming what is wrong, and where.
     public static func load(json: Data) throws -> Model {
-        try JSONDecoder().decode(Model.self, from: json).validated()
+        do {
+            return try JSONDecoder().decode(Model.self, from: json).validated()
+        } catch let error as DecodingError {
+            throw ModelError(error.plainDescription)
+        }
     }
 
     /// The model as canonical JSON: stable key order, so equal models give equal bytes.

@@ -11,6 +11,16 @@ public enum PostgresError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The database holds no Ingest store (nothing was imported into it).
     case notAStore(target: String)
 
+    /// The server went away or ended the session (restart, shutdown, network): the
+    /// work that committed stands, and a new connection may go on.
+    public var isConnectionLoss: Bool {
+        switch self {
+        case .connection: true
+        case .server(_, let state): state.hasPrefix("08") || state == "57P01" || state == "57P02" || state == "57P03"
+        default: false
+        }
+    }
+
     public var description: String {
         switch self {
         case .connection(let target, let reason): "cannot connect to PostgreSQL at \(target): \(reason)"

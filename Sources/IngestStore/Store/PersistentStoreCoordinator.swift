@@ -36,6 +36,8 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The writer connection's page cache (readers keep SQLite's 2 MiB).
     static let writerCacheKiB = 8 * 1024
     static let metadataTable = "_ingest_metadata"
+    /// The table of the store's metadata, for messages about it.
+    public static var metadataTableName: String { metadataTable }
     static let sequenceTable = "_ingest_sequence"
     /// The PostgreSQL advisory lock every write transaction of the object graph holds.
     static let postgresWriteLock = 727_002

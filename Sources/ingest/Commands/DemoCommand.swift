@@ -28,7 +28,7 @@ extension Ingest {
 
         func validate() throws {
             if records < 1 { throw ValidationError("--records must be at least 1") }
-            if workers < 1 { throw ValidationError("--workers must be at least 1") }
+            if workers < 1 || workers > PipelineSpec.maxWorkers { throw ValidationError("--workers must be from 1 to \(PipelineSpec.maxWorkers)") }
         }
 
         func run() throws {

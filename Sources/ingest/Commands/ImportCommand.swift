@@ -197,9 +197,14 @@ extension Ingest {
         /// What continues a stopped import: `ingest resume`, or for a feed read from
         /// standard input, the same feed piped in again.
         static func resumeCommand(_ importer: Importer) -> String {
-            let store = importer.options.store
-            guard importer.options.feed == "-" else { return "ingest resume \(store)" }
-            let pipeline = importer.options.pipelinePath.map { " --pipeline \($0)" } ?? ""
+            continuation(store: importer.options.store, feed: importer.options.feed, pipeline: importer.options.pipelinePath)
+        }
+
+        /// What continues an unfinished run of `feed`: `ingest resume`, or for a feed that can
+        /// be read only once, the same feed piped in again.
+        static func continuation(store: String, feed: String, pipeline: String?) -> String {
+            guard feed == "-" || FileOps.isReadOnce(feed) else { return "ingest resume \(store)" }
+            let pipeline = pipeline.map { " --pipeline \($0)" } ?? ""
             return "the same feed on standard input again: … | ingest import -\(pipeline) --store \(store) (the records already imported are skipped)"
         }
 

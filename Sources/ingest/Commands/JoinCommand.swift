@@ -84,6 +84,11 @@ enum PostgresCLI {
             let last = status.runs.last.map { "its last import, run \($0.number), is \($0.state)" } ?? "no import has started"
             if !running.quiet { print("\(url): nothing to join: \(last)") }
             return
+        } catch let error as PostgresError where error.isConnectionLoss {
+            // The saves that committed are kept; the run goes on from its markers.
+            throw CommandFailure("\(url): \(error); the run is kept as far as it was saved: continue with: ingest join \(url)")
+        } catch StoreError.postgres(let error) where error.isConnectionLoss {
+            throw CommandFailure("\(url): \(error); the run is kept as far as it was saved: continue with: ingest join \(url)")
         }
         if !running.quiet {
             print("\(url): run \(report.run): this process (\(report.process), \(report.workers) worker(s)) imported \(Format.count(report.records)) records in \(report.chunks) chunk(s) and rejected \(Format.count(report.rejected)) in \(Format.seconds(report.seconds)) (\(Format.count(Int(Double(report.records) / max(report.seconds, 0.001)))) records/s)")
@@ -101,10 +106,19 @@ enum PostgresCLI {
 extension PostgresCLI {
     static func printStatus(_ status: PostgresStatus) {
         let unfinished = status.runs.contains { $0.state == "running" }
+        guard !status.runs.isEmpty else {
+            print("\(status.store): no import has run yet (0 runs)")
+            return
+        }
         print("\(status.store): \(unfinished ? "import not finished" : "import finished") (\(status.runs.count) run(s))")
         print("  " + status.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
         for run in status.runs {
-            print("  run \(run.number): \(run.state), started \(run.started)" + (run.ended.map { ", ended \($0)" } ?? ""))
+            let state = switch (run.state, run.liveProcesses) {
+            case ("running", 0): "interrupted (no process is importing it; continue with: ingest join \(status.store))"
+            case ("running", let live): "running (\(live) process\(live == 1 ? "" : "es") importing it)"
+            default: run.state
+            }
+            print("  run \(run.number): \(state), started \(run.started)" + (run.ended.map { ", ended \($0)" } ?? ""))
             print("    chunks: \(run.chunksFinished) of \(run.chunkCount) complete, \(run.chunksHeld) held now; records done: \(Format.count(run.recordsDone)) of \(Format.count(run.records)); rejected: \(Format.count(run.rejected))")
             print("    feed: \(run.feed)")
         }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import IngestPipeline
 
 /// The options `ingest import` and `ingest resume` share.
 struct RunOptions: ParsableArguments {
@@ -16,7 +17,9 @@ struct RunOptions: ParsableArguments {
     var logLevel: String?
 
     func validate() throws {
-        if let workers, workers < 1 { throw ValidationError("--workers must be at least 1") }
+        if let workers, workers < 1 || workers > PipelineSpec.maxWorkers {
+            throw ValidationError("--workers must be from 1 to \(PipelineSpec.maxWorkers) (each worker is a thread with its own context and connection; more than the machine's cores seldom helps)")
+        }
         if let maxRejects, maxRejects < 0 { throw ValidationError("--max-rejects must be 0 or more") }
     }
 }

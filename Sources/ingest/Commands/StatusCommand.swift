@@ -46,7 +46,13 @@ extension Ingest {
             print("\(store): \(status.finished ? "import finished" : "import not finished") (\(status.runs.count) run(s))")
             print("  " + status.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
             for run in status.runs {
-                print("  run \(run.number): \(run.state), started \(run.started)" + (run.ended.map { ", ended \($0)" } ?? ""))
+                let state = switch run.activity {
+                case .importing(let pid, let host, let since)?: "running (pid \(pid) on \(host)\(since.isEmpty ? "" : ", since \(since)"))"
+                case .suspended(let pid, let host)?: "running, but its process is stopped (pid \(pid) on \(host): kill -CONT \(pid) continues it)"
+                case .interrupted?: "interrupted (no process is importing it; continue with: \(Import.continuation(store: store, feed: run.feed, pipeline: run.pipeline)))"
+                case nil: run.state
+                }
+                print("  run \(run.number): \(state), started \(run.started)" + (run.ended.map { ", ended \($0)" } ?? ""))
                 let total = run.chunkCount.map(String.init) ?? "? (the split has not finished)"
                 print("    chunks: \(run.chunksComplete) of \(total) complete; records done: \(Format.count(run.recordsDone)); rejected: \(Format.count(run.rejected))")
                 if let outcomes = run.outcomes {
