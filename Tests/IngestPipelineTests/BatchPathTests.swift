@@ -70,7 +70,8 @@ import Testing
         let feed = try dir.write("feed.json", Array(("[\n" + lines.joined(separator: ",\n") + "\n]\n").utf8))
         let batch = try run(dir, feed: feed, store: "batch.sqlite", objectPath: false)
         let objects = try run(dir, feed: feed, store: "objects.sqlite", objectPath: true)
-        #expect(batch.rejected == 8, "\((try? String(contentsOfFile: batch.rejectsFile, encoding: .utf8)) ?? "")")
+        // e19's February 30th is refused on both paths (Foundation's reader once rolled it over to March 1st).
+        #expect(batch.rejected == 9, "\((try? String(contentsOfFile: batch.rejectsFile, encoding: .utf8)) ?? "")")
         #expect(batch.counts == objects.counts)
         let (batchRows, objectRows) = (try dump(dir.file("batch.sqlite")), try dump(dir.file("objects.sqlite")))
         #expect(batchRows.count == objectRows.count)

@@ -86,8 +86,9 @@ import Testing
         let damaged = try IngestBinary.run(["status", store, "--check"])
         #expect(damaged.status == 1)
         #expect(damaged.stdout == """
-            \(store): check found 3 problem(s):
+            \(store): check found 4 problem(s):
               - 2 Photo row(s) have whoTook pointing at no Photographer row
+              - Photographer: the unique index of (id) is missing (the next import's upserts need it)
               - 1 value(s) of Photographer.id appear in more than one row
               - run 1 marker: chunk-000002.ndjson says 150 records done, but it holds 100
 

@@ -70,7 +70,8 @@ import Testing
         #expect(rows.status == 0, "\(rows.stderr)")
         let status = try IngestBinary.run(["status", reader])
         #expect(status.status == 0 && status.stdout.contains("Photo: 300"), "\(status.stdout)\(status.stderr)")
-        let write = try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", reader, "--quiet"])
+        let other = try dir.write("other.json", FeedGenerator(records: 20, seed: 9).bytes())
+        let write = try IngestBinary.run(["import", other, "--pipeline", Self.pipeline, "--store", reader, "--quiet"])
         #expect(write.status == 1, "writing still needs write rights")
     }
 }

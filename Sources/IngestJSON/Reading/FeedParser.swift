@@ -45,6 +45,12 @@ final class FeedParser {
     private var expectingRecords = false
     private var recordsFound = false
     private var topLevelKeys: [String] = []
+    /// Top-level members beside the one that holds the records (the first 19): content
+    /// the feed holds that its records do not.
+    var membersOutsideRecords: [String] {
+        guard let first = keyPath?.first else { return [] }
+        return topLevelKeys.filter { $0 != first }
+    }
     private var sawValue: Bool { state.pointee.saw_value != 0 }
 
     /// Where the bytes after the previous record begin.

@@ -30,6 +30,9 @@ public final class FeedReader {
     public private(set) var recordCount = 0
     /// Bytes read from the input so far (a byte-order mark included).
     public private(set) var bytesRead = 0
+    /// For records under a key path: the other top-level members, which hold no records
+    /// (the first 19 names), known once the read has ended.
+    public private(set) var membersOutsideRecords: [String] = []
 
     private static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
     /// The read buffer grows up to this for records larger than it (see `read`).
@@ -111,6 +114,7 @@ public final class FeedReader {
             }
             if !bomDone { try parseHeldBOMPrefix(bomMatched, parser) }
             try parser.finish(totalBytes: bytesRead)
+            membersOutsideRecords = parser.membersOutsideRecords
         }
     }
 

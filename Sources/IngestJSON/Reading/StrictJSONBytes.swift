@@ -63,10 +63,9 @@ struct StrictJSONBytes {
 
     /// Why the sequence starting `lead, next` is forbidden UTF-8, or nil.
     static func problem(lead: UInt8, next: UInt8) -> String? {
-        // A lead byte must be followed by a continuation byte before its form says more.
-        if lead >= 0xC0 && next & 0xC0 != 0x80 {
-            return "invalid UTF-8: \(hex(lead)) begins a character of several bytes, but \(hex(next)) is not a continuation byte"
-        }
+        // Without a continuation byte the form is not one of these: yajl reports it
+        // ("invalid UTF-8 inside a string"), not as an overlong or surrogate form.
+        guard next & 0xC0 == 0x80 else { return nil }
         switch lead {
         case 0xC0, 0xC1: return "invalid UTF-8: an overlong encoding (\(hex(lead)) \(hex(next)))"
         case 0xE0 where next < 0xA0: return "invalid UTF-8: an overlong encoding (\(hex(lead)) \(hex(next)) …)"

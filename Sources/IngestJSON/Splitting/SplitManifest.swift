@@ -87,6 +87,9 @@ public struct SplitManifest: Codable, Sendable, Equatable {
     public var chunkSize: Int
     public var chunks: [ChunkInfo]
     public var totalRecords: Int
+    /// Top-level members beside the records' key path, which the split does not carry
+    /// into any chunk (nil when there are none): said, never dropped without a word.
+    public var outsideRecords: [String]?
 
     /// The manifest of a finished split in `directory`, or nil when there is none.
     /// - Throws: `SplitError.unreadableState` for a manifest that is not one; `IOError`

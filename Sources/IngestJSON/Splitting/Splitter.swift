@@ -237,7 +237,8 @@ public final class Splitter {
         feed.checksum = feedHash
         let manifest = SplitManifest(formatVersion: SplitManifest.currentFormatVersion, feed: feed,
                                      shape: header.shape, chunkSize: header.chunkSize, chunks: chunks,
-                                     totalRecords: reader.recordCount - shaper.consumed)
+                                     totalRecords: reader.recordCount - shaper.consumed,
+                                     outsideRecords: reader.membersOutsideRecords.isEmpty ? nil : reader.membersOutsideRecords)
         try FileOps.writeAtomically(Self.prettyJSON(manifest), to: manifestPath)
         try FileOps.remove(journalPath)
         try FileOps.syncDirectory(directory)

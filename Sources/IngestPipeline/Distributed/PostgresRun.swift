@@ -17,6 +17,8 @@ struct PostgresRunRecord: Codable, Sendable {
     var saveEvery: Int
     /// How long a chunk stays claimed without a heartbeat before another process may take it.
     var leaseSeconds: Double
+    /// The split feed's checksum (nil in runs registered before it was kept).
+    var feedChecksum: String?
     /// Each entity's first row number made by this run (for counting duplicates).
     var firstRowOfRun: [String: Int64]
 }
@@ -31,6 +33,8 @@ public struct PostgresImportOptions: Sendable {
     public var leaseSeconds: Double
     /// Leave the store's unfinished run of another feed as it is and start a new run.
     public var abandonRun: Bool
+    /// Import the feed even when the store's last run imported the same feed with the same pipeline.
+    public var again = false
     public var logger: Logger
 
     public init(workers: Int? = nil, saveEvery: Int? = nil, chunkSize: Int? = nil, leaseSeconds: Double = 30,
@@ -112,6 +116,15 @@ public enum PostgresImport {
                                 options: SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, form: spec.recordForm))
         let manifest = try splitter.run().manifest
         let splitSeconds = Date().timeIntervalSince(splitStarted)
+        // The same feed and pipeline as the finished last run: nothing to do (see `Importer`).
+        if !options.again, !spec.keylessEntities.isEmpty, let sum = manifest.feed.checksum {
+            let last = try connection.execute("SELECT run, state, record FROM _ingest_runs ORDER BY run DESC LIMIT 1")
+            if last.count == 1, last[0, 1] == "finished",
+               let record = try? JSONDecoder().decode(PostgresRunRecord.self, from: Data(last[0, 2]!.utf8)),
+               record.feedChecksum == sum, record.pipelineSHA256 == spec.hash {
+                throw ImportError(.alreadyImported(store: url.description, run: Int(last[0, 0]!)!, keyless: spec.keylessEntities))
+            }
+        }
 
         let uploadStarted = Date()
         var bytes = 0
@@ -133,7 +146,7 @@ public enum PostgresImport {
                                            pipelineSHA256: spec.hash, chunkCount: manifest.chunks.count, chunkSize: chunkSize,
                                            records: manifest.chunks.reduce(0) { $0 + $1.records },
                                            saveEvery: options.saveEvery ?? spec.saveEvery, leaseSeconds: options.leaseSeconds,
-                                           firstRowOfRun: firstRows)
+                                           feedChecksum: manifest.feed.checksum, firstRowOfRun: firstRows)
             let encoded = String(decoding: try JSONEncoder().encode(record), as: UTF8.self)
             try connection.execute("INSERT INTO _ingest_runs (run, state, record) VALUES ($1, $2, $3)",
                                    [String(run), manifest.chunks.isEmpty ? "finished" : "running", encoded])

@@ -49,7 +49,7 @@ extension PipelineInference {
 
         /// The entity for objects like `stats`, its attributes and related entities drafted.
         mutating func entity(_ wanted: String, _ stats: ObjectStats, path: String, isRecord: Bool, depth: Int) -> Draft {
-            let key = Self.key(of: stats, entity: wanted)
+            let key = Self.key(of: stats, entity: wanted, consistent: !isRecord)
             // The same name met again with the same key (an actor in two kinds of event): one entity.
             if !isRecord, let existing = drafts.first(where: { $0.name == wanted && $0.key == key }) {
                 fill(existing, stats, prefix: "", from: "", depth: depth)
@@ -66,9 +66,13 @@ extension PipelineInference {
             drafts.append(draft)
             let place = isRecord ? "records" : "objects at \(path)"
             if let key {
-                report.append("\(name): \(stats.count) \(place) sampled; \(isRecord ? "unique by" : "found or created by") '\(key)' (present in every one)")
+                var line = "\(name): \(stats.count) \(place) sampled; \(isRecord ? "unique by" : "found or created by") '\(key)' (present in every one)"
+                if isRecord, let repeats = stats.conflicts[key], !repeats.isEmpty {
+                    line += "; \(repeats.count) of its values came again with other content in the sample: a later record with the same \(key) updates the earlier one"
+                }
+                report.append(line)
             } else {
-                report.append("\(name): \(stats.count) \(place) sampled; no id-like field (id, _id, uuid, key, code, \(name.prefix(1).lowercased() + name.dropFirst())Id), so no uniqueness: every record is a new object")
+                report.append("\(name): \(stats.count) \(place) sampled; no id-like field (id, _id, uuid, key, code, \(name.prefix(1).lowercased() + name.dropFirst())Id), so no uniqueness: every record is a new object. Importing the same feed again is skipped, but another feed that repeats these records adds them again")
             }
             fill(draft, stats, prefix: "", from: "", depth: depth)
             return draft
@@ -84,14 +88,16 @@ extension PipelineInference {
                 if draft.attributes.contains(where: { $0.from == path }) || draft.relationships.contains(where: { $0.from == path }) { continue }
                 let nonNull = field.nonNull
                 if field.objects > 0 && field.objects == nonNull {
-                    if let childKey = Self.key(of: field.nested, entity: PipelineInference.typeName(PipelineInference.singular(member))),
-                       depth + 1 <= Self.maxDepth {
+                    let choice = Self.keyChoice(of: field.nested, entity: PipelineInference.typeName(PipelineInference.singular(member)))
+                    if let childKey = choice.key, depth + 1 <= Self.maxDepth {
                         let child = entity(PipelineInference.typeName(PipelineInference.singular(member)), field.nested,
                                            path: "\(draft.name).\(member)", isRecord: false, depth: depth + 1)
                         relate(draft, child, member: prefix + member, from: path, toMany: false)
                         report.append("\(label): nested objects with '\(childKey)' → to-one relationship to \(child.name)")
                     } else if depth + 1 <= Self.maxDepth {
-                        report.append("\(label): nested objects without an id-like field → flattened into \(draft.name) as \(PipelineInference.attributeName(prefix + member))_…")
+                        let why = choice.notKeys.isEmpty ? "nested objects without an id-like field"
+                            : "nested objects whose " + choice.notKeys.joined(separator: "; ") + " (unsure, so each stays with its record)"
+                        report.append("\(label): \(why) → flattened into \(draft.name) as \(PipelineInference.attributeName(prefix + member))_…")
                         fill(draft, field.nested, prefix: prefix + member + "_", from: path, depth: depth + 1)
                     } else {
                         addJSON(draft, prefix + member, path, "nested deeper than \(Self.maxDepth) levels")
@@ -100,12 +106,14 @@ extension PipelineInference {
                 }
                 if field.arraysOfObjects > 0 && field.arraysOfObjects + field.emptyArrays == nonNull {
                     let childName = PipelineInference.typeName(PipelineInference.singular(member))
-                    if let childKey = Self.key(of: field.elements, entity: childName), depth + 1 <= Self.maxDepth {
+                    let choice = Self.keyChoice(of: field.elements, entity: childName)
+                    if let childKey = choice.key, depth + 1 <= Self.maxDepth {
                         let child = entity(childName, field.elements, path: "\(draft.name).\(member)[]", isRecord: false, depth: depth + 1)
                         relate(draft, child, member: prefix + member, from: path, toMany: true)
                         report.append("\(label): arrays of objects with '\(childKey)' → to-many relationship to \(child.name)")
                     } else {
-                        addJSON(draft, prefix + member, path, "arrays of objects without an id-like field")
+                        addJSON(draft, prefix + member, path, choice.notKeys.isEmpty ? "arrays of objects without an id-like field"
+                            : "arrays of objects whose " + choice.notKeys.joined(separator: "; ") + " (unsure, so they stay with their record)")
                     }
                     continue
                 }
@@ -143,12 +151,18 @@ extension PipelineInference {
                     type = .int64
                     why = "int64 (\(nonNull) whole numbers)"
                 }
+            } else if field.bigIntegers > 0 && field.ints + field.bigIntegers == nonNull {
+                type = .decimal
+                why = "decimal (\(nonNull) whole numbers, \(field.bigIntegers) of them beyond 64 bits, up to \(field.largestBigInteger): kept exactly as decimal text, as no int64 or double holds them)"
+            } else if field.hugeNumbers > 0 && field.ints + field.bigIntegers + field.doubles == nonNull {
+                type = .decimal
+                why = "decimal (\(nonNull) numbers, \(field.hugeNumbers) of them beyond a double's range: kept exactly as decimal text)"
             } else if field.ints > 0 && field.ints + field.integerStrings == nonNull {
                 type = .int64
                 why = "int64 (\(field.ints) whole numbers, \(field.integerStrings) strings of digits, which convert exactly)"
             } else if numbers == nonNull {
                 type = .double
-                why = "double (\(field.ints) whole and \(field.doubles) fractional numbers)"
+                why = "double (\(field.ints) whole and \(field.doubles) other numbers)"
             } else if field.strings == nonNull && field.isoDates == nonNull {
                 type = .date
                 dates = ["iso8601"]
@@ -179,16 +193,32 @@ extension PipelineInference {
             child.relationships.append(Draft.Relationship(name: inverse, destination: owner.name, inverse: name, toMany: true, from: nil))
         }
 
-        /// The member that names an object: present and scalar (a whole number or a string) in every one.
-        static func key(of stats: ObjectStats, entity: String) -> String? {
+        /// The member that names an object: present and scalar (a whole number or a string)
+        /// in every one and, for related objects (`consistent`), a key: the same value
+        /// always comes with the same content. (Records may repeat a key with other
+        /// content: a later record updates the earlier one.)
+        static func key(of stats: ObjectStats, entity: String, consistent: Bool = true) -> String? {
+            keyChoice(of: stats, entity: entity, consistent: consistent).key
+        }
+
+        /// `key(of:)` with what disqualified the id-like members that were not chosen for
+        /// not being keys, for the report.
+        static func keyChoice(of stats: ObjectStats, entity: String, consistent: Bool = true) -> (key: String?, notKeys: [String]) {
             let lower = entity.prefix(1).lowercased() + entity.dropFirst()
             let candidates = ["@key", "id", "_id", "uuid", "guid", "\(lower)Id", "\(lower)_id", "\(lower)ID", "key", "code", "slug"]
+            var notKeys: [String] = []
             for candidate in candidates {
-                guard let field = stats.fields[candidate], stats.count > 0, field.present == stats.count, field.nulls == 0,
-                      field.ints + field.strings == field.present, field.ints == field.present || field.strings == field.present else { continue }
-                return candidate
+                // Whole numbers beyond 64 bits name objects as well as others do (kept as decimal text).
+                guard let field = stats.fields[candidate], stats.count > 0, field.present == stats.count, field.nulls == 0 else { continue }
+                let whole = field.ints + field.bigIntegers
+                guard whole + field.strings == field.present, whole == field.present || field.strings == field.present else { continue }
+                if consistent, let clashes = stats.conflicts[candidate], let example = clashes.min() {
+                    notKeys.append("'\(candidate)' is not a key: \(clashes.count) of its values came with different contents in different objects (\(candidate) \(example), say), so it names an object only within its record")
+                    continue
+                }
+                return (candidate, notKeys)
             }
-            return nil
+            return (nil, notKeys)
         }
 
         /// `from` followed by `key`, quoted when the key holds path syntax.

@@ -112,6 +112,13 @@ public enum PipelineInference {
         var top: JSONValue?
         try reader.read { record in if top == nil { top = try JSONValue.parse(record.bytes) } }
         guard case .object(let members)? = top else { return .ndjson }
+        // What the records leave out is said, never dropped without a word.
+        func outside(_ records: String) -> String {
+            let others = members.map(\.key).filter { $0 != records }
+            guard !others.isEmpty else { return "" }
+            let names = others.prefix(8).map { "'\($0)'" }.joined(separator: ", ") + (others.count > 8 ? " and \(others.count - 8) more" : "")
+            return "; the other top-level member\(others.count == 1 ? "" : "s") (\(names)) \(others.count == 1 ? "is" : "are") outside the records and not imported: to import the whole object as one record, infer or import with --ndjson"
+        }
         // The array of records: the one with the most objects (a GeoJSON bbox has more numbers than features).
         var best: (key: String, objects: Int, count: Int)?
         for member in members {
@@ -120,7 +127,7 @@ public enum PipelineInference {
             if best == nil || (objects, items.count) > (best!.objects, best!.count) { best = (member.key, objects, items.count) }
         }
         if let best {
-            report.append("feed: records in the array at '\(best.key)' (\(best.count) of them; the top-level array with the most objects)")
+            report.append("feed: records in the array at '\(best.key)' (\(best.count) of them; the top-level array with the most objects)" + outside(best.key))
             return .keyPath([best.key])
         }
         let objectMembers = members.filter { if case .object = $0.value { true } else { false } }
@@ -128,7 +135,7 @@ public enum PipelineInference {
             guard case .object(let values) = member.value, values.count > 1 else { return false }
             return values.allSatisfy { if case .object = $0.value { true } else { false } }
         }) {
-            report.append("feed: records are the values of the object at '\(inner.key)', keyed by their names (mapped as \"@key\")")
+            report.append("feed: records are the values of the object at '\(inner.key)', keyed by their names (mapped as \"@key\")" + outside(inner.key))
             return .keyed([inner.key])
         }
         if members.count > 1, members.allSatisfy({ if case .object = $0.value { true } else { false } }) {
@@ -206,6 +213,9 @@ extension FeedShape {
 /// What one member looked like across the sample.
 final class FieldStats {
     var present = 0, nulls = 0, bools = 0, ints = 0, doubles = 0, strings = 0, isoDates = 0, integerStrings = 0
+    /// Whole numbers beyond 64 bits, and numbers a double cannot hold: exact only as decimal text.
+    var bigIntegers = 0, hugeNumbers = 0
+    var largestBigInteger = ""
     var objects = 0, arraysOfObjects = 0, arraysOfScalars = 0, emptyArrays = 0
     var minNumber = Double.infinity, maxNumber = -Double.infinity
     let nested = ObjectStats()
@@ -217,7 +227,15 @@ final class FieldStats {
         case .null: nulls += 1
         case .bool: bools += 1
         case .number(let text):
-            if Int64(text) != nil { ints += 1 } else { doubles += 1 }
+            if Int64(text) != nil {
+                ints += 1
+            } else if text.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == 45 }) {
+                bigIntegers += 1
+                if text.count > largestBigInteger.count || (text.count == largestBigInteger.count && text > largestBigInteger) { largestBigInteger = text }
+            } else {
+                doubles += 1
+                if Double(text)?.isFinite != true { hugeNumbers += 1 }
+            }
             if let number = Double(text) {
                 minNumber = min(minNumber, number)
                 maxNumber = max(maxNumber, number)
@@ -249,10 +267,40 @@ final class ObjectStats {
     var count = 0
     var order: [String] = []
     var fields: [String: FieldStats] = [:]
+    /// For each id-like member: each of its values, with the content of the first object
+    /// that had it (hashed), to tell a key from an id that is unique only within a record.
+    private var contents: [String: [String: Int]] = [:]
+    /// Per id-like member: the values seen with two different contents.
+    private(set) var conflicts: [String: Set<String>] = [:]
+
+    /// Members that may name an object: what `Builder.key` considers.
+    static func isIDLike(_ name: String) -> Bool {
+        ["@key", "id", "_id", "uuid", "guid", "key", "code", "slug"].contains(name)
+            || name.hasSuffix("Id") || name.hasSuffix("_id") || name.hasSuffix("ID")
+    }
 
     func observe(_ value: JSONValue) {
         guard case .object(let members) = value else { return }
         count += 1
+        var content: Int?
+        for member in members where Self.isIDLike(member.key) {
+            let text: String
+            switch member.value {
+            case .string(let string): text = "s" + string
+            case .number(let number): text = "n" + number
+            default: continue
+            }
+            if content == nil {
+                var hasher = Hasher()
+                hasher.combine(value.description)
+                content = hasher.finalize()
+            }
+            if let seen = contents[member.key, default: [:]][text] {
+                if seen != content { conflicts[member.key, default: []].insert(String(text.dropFirst())) }
+            } else {
+                contents[member.key, default: [:]][text] = content
+            }
+        }
         for member in members {
             let stats: FieldStats
             if let known = fields[member.key] {

@@ -19,6 +19,10 @@ public struct PipelineSpec: Sendable {
     /// The most workers a run may have: threads with a context and a connection each.
     public static let maxWorkers = 256
 
+    /// Entities the pipeline writes without a uniqueness key: each record makes new
+    /// objects of them, so importing the same records again adds them again.
+    public var keylessEntities: [String] { mappings.filter { $0.value.key.isEmpty }.map(\.key).sorted() }
+
     public var model: Model
     public var feed: FeedShape
     /// Objects, or rows (arrays of values) named by a header row or given columns.

@@ -102,11 +102,33 @@ public enum ValueCoercion {
             case .string(let s): text = s.trimmingCharacters(in: .whitespaces)
             default: throw mismatch(json, "a decimal number")
             }
-            guard Decimal(string: text) != nil, text.allSatisfy({ $0.isNumber || "+-.eE".contains($0) }) else {
-                throw CoercionError("\"\(text)\" is not a decimal number")
-            }
+            // Kept as written, at any size or precision (no Decimal or double in between).
+            guard isDecimalText(text) else { throw CoercionError("\"\(text)\" is not a decimal number") }
             return .decimal(text)
         }
+    }
+
+    /// `[+-]digits[.digits][(e|E)[+-]digits]`, or `.digits` after the sign: a decimal's text.
+    static func isDecimalText(_ text: String) -> Bool {
+        var bytes = Substring(text).utf8[...]
+        func digits() -> Int {
+            let count = bytes.prefix { $0 >= 48 && $0 <= 57 }.count
+            bytes = bytes.dropFirst(count)
+            return count
+        }
+        if bytes.first == 43 || bytes.first == 45 { bytes = bytes.dropFirst() }
+        var mantissa = digits()
+        if bytes.first == 46 {
+            bytes = bytes.dropFirst()
+            mantissa += digits()
+        }
+        guard mantissa > 0 else { return false }
+        if bytes.first == 101 || bytes.first == 69 {
+            bytes = bytes.dropFirst()
+            if bytes.first == 43 || bytes.first == 45 { bytes = bytes.dropFirst() }
+            guard digits() > 0 else { return false }
+        }
+        return bytes.isEmpty
     }
 
     /// An Int64 from integer text, or from a number that is whole and in range ("1e3", "10.0").

@@ -14,6 +14,10 @@ public struct ImportError: Error, Sendable, Equatable, CustomStringConvertible {
         case storeBusy(store: String, holder: String)
         /// The file is a store no import has written to.
         case noImport(store: String)
+        /// The store's last run imported this very feed (same checksum) with the same
+        /// pipeline and finished, and the pipeline writes entities without a uniqueness
+        /// key, which importing it again would give their rows twice.
+        case alreadyImported(store: String, run: Int, keyless: [String])
         /// Anything else, said in words.
         case other(String)
     }
@@ -41,6 +45,9 @@ public struct ImportError: Error, Sendable, Equatable, CustomStringConvertible {
             "\(store) is being imported by another process (\(holder))"
         case .noImport(let store):
             "\(store) is an Ingest store, but no import has written to it"
+        case .alreadyImported(let store, let run, let keyless):
+            "\(store): run \(run) imported this feed (same checksum) with this pipeline and finished; nothing to do "
+                + "(\(keyless.joined(separator: ", ")) \(keyless.count == 1 ? "has" : "have") no uniqueness key: importing the feed again would add \(keyless.count == 1 ? "its" : "their") rows again)"
         case .other(let message):
             message
         }

@@ -155,6 +155,8 @@ enum ImportMarker {
     /// `ingest.run`, `ingest.chunk.*` and `ingest.reject.*`: they become run 1.
     private static func migrateSingleImport(_ coordinator: PersistentStoreCoordinator) throws {
         guard let old = try coordinator.metadata(forKey: "ingest.import", as: SingleImport.self) else { return }
+        // A reader meets such a store once: the renaming is done by a writer of its own.
+        if coordinator.isReadOnly { return try migrateSingleImport(PersistentStoreCoordinator(existingStoreAt: coordinator.path)) }
         let paths = try coordinator.metadata(forKey: "ingest.run", as: SingleImportPaths.self)
         let keys = Keys(run: 1)
         try coordinator.renameMetadata(withPrefix: "ingest.chunk.") { keys.chunkPrefix + $0.dropFirst("ingest.chunk.".count) }

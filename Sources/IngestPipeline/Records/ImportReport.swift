@@ -50,6 +50,8 @@ public struct ImportReport: Sendable, Codable, Equatable {
     public var deletedChunks: Int?
     /// The pipeline was inferred from the feed, not written by a user.
     public var pipelineInferred: Bool?
+    /// Top-level members beside the records, which the run did not import.
+    public var outsideRecords: [String]?
 
     /// Writes the report as pretty JSON to `path` (replacing it whole).
     /// - Throws: `IOError` or an encoding error.

@@ -27,6 +27,9 @@ public final class Importer: Sendable {
         public var abandonRun: Bool
         /// Delete the store, and everything imported into it, before importing.
         public var deleteStore: Bool
+        /// Import the feed even when the store's last run imported the same feed with the
+        /// same pipeline (by default that is refused with `ImportError.alreadyImported`).
+        public var again = false
         /// Keep the chunk files of a run that finishes (by default they are deleted).
         public var keepChunks: Bool
         /// Stop (resumably) once more than this many records have been rejected in all.
@@ -254,7 +257,7 @@ public final class Importer: Sendable {
                                   stageRates: StageRates(stages, records: imported.imported + imported.rejected),
                                   timeline: state.timeline, outcomes: state.outcomes, run: begun.number,
                                   abandonedRun: abandoned, chunksDirectory: directory, deletedChunks: deletedChunks,
-                                  pipelineInferred: begun.inferred)
+                                  pipelineInferred: begun.inferred, outsideRecords: manifest.outsideRecords)
         try report.write(to: reportPath)
         // The run is finished once everything it writes is written: a report that could not
         // be written leaves it unfinished, and running the import again finishes it.
@@ -324,6 +327,13 @@ public final class Importer: Sendable {
         let runs = try ImportMarker.runs(coordinator)
         let feedSize = FileOps.isReadOnce(options.feed) ? -1 : FileOps.fileSize(options.feed) ?? -1
         var abandoned: Int?
+        // The same feed and pipeline as the finished last run: keyed entities would not
+        // change (the run says so), but entities without a key would get their rows twice.
+        if !options.again, !spec.keylessEntities.isEmpty, let last = runs.last, last.state == .finished, last.pipelineSHA256 == spec.hash,
+           !FileOps.isReadOnce(options.feed), last.feedByteSize == feedSize, !last.feedChecksum.isEmpty,
+           try Splitter.fullHash(options.feed) == last.feedChecksum {
+            throw ImportError(.alreadyImported(store: options.store, run: last.number, keyless: spec.keylessEntities))
+        }
         if var last = runs.last, last.state == .running {
             var reasons: [String] = []
             if last.feedByteSize != feedSize { reasons.append("the feed differs (\(last.feedByteSize) bytes then, \(feedSize) now)") }

@@ -15,6 +15,8 @@ public final class PersistentStoreCoordinator: Sendable {
     public let path: String
     /// The store's identity, part of every object ID's URI.
     public let storeID: UUID
+    /// Opened for reading only: every write fails.
+    public let isReadOnly: Bool
     let schema: Schema
     let backend: Backend
     private let saveSequence = Mutex(0)
@@ -101,6 +103,7 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         storeID = stored.flatMap(UUID.init(uuidString:)) ?? UUID()
         backend = .postgres(pool)
+        isReadOnly = readOnly
     }
 
     /// Opens the store at `path`, creating it if there is no file there.
@@ -120,6 +123,7 @@ public final class PersistentStoreCoordinator: Sendable {
         self.model = try model.validated()
         self.path = path
         schema = Schema(self.model)
+        isReadOnly = readOnly
         // Refused before anything is changed: opening for writing switches a file to WAL mode.
         try Self.checkIsStoreOrNew(at: path)
         var configuration = Configuration()

@@ -62,6 +62,9 @@ extension Ingest {
         @Flag(name: .customLong("delete-store"), help: "Delete the store and everything imported into it first, then import.")
         var deleteStore = false
 
+        @Flag(help: "Import the feed even when the store's last run imported the same feed with the same pipeline (by default: nothing to do).")
+        var again = false
+
         @Flag(name: .customLong("keep-chunks"), help: "Keep the chunk files when the run finishes (default: delete them).")
         var keepChunks = false
 
@@ -96,13 +99,14 @@ extension Ingest {
                 try PersistentStoreCoordinator.checkIsStoreOrNew(at: store)
                 Console.error("ingest: --delete-store: deleting \(store) and everything imported into it\n")
             }
-            let importer = Importer(spec: spec, options: .init(feed: feed, store: store, chunks: chunks, workers: workers,
-                                                              saveEvery: saveEvery, chunkSize: chunkSize, abandonRun: abandonRun,
-                                                              deleteStore: deleteStore, keepChunks: keepChunks,
-                                                              maxRejects: maxRejects, keepIndexes: keepIndexes,
-                                                              pipelinePath: pipeline, pipelineInferred: inferred,
-                                                              logger: try StderrLogHandler.logger(running.logLevel)))
-            try Self.run(importer, store: store, quiet: quiet)
+            var options = Importer.Options(feed: feed, store: store, chunks: chunks, workers: workers,
+                                           saveEvery: saveEvery, chunkSize: chunkSize, abandonRun: abandonRun,
+                                           deleteStore: deleteStore, keepChunks: keepChunks,
+                                           maxRejects: maxRejects, keepIndexes: keepIndexes,
+                                           pipelinePath: pipeline, pipelineInferred: inferred,
+                                           logger: try StderrLogHandler.logger(running.logLevel))
+            options.again = again
+            try Self.run(Importer(spec: spec, options: options), store: store, quiet: quiet)
         }
 
         /// An import into a PostgreSQL store: the run is registered there (chunks included)
@@ -133,7 +137,7 @@ extension Ingest {
                 bytes = Array(inference.text.utf8)
             }
             try PostgresCLI.importFeed(feed, pipeline: bytes, url: url, running: running, saveEvery: saveEvery, chunkSize: chunkSize,
-                                       abandonRun: abandonRun, leaseSeconds: leaseSeconds)
+                                       abandonRun: abandonRun, leaseSeconds: leaseSeconds, again: again)
         }
 
         /// The --pipeline file; without one, the pipeline inferred for this store before
@@ -168,6 +172,10 @@ extension Ingest {
             do {
                 report = try importer.run()
                 view.finish()
+            } catch let error as ImportError where { if case .alreadyImported = error.kind { true } else { false } }() {
+                view.finish()
+                if !quiet { print(Advice.message(error)) }
+                return
             } catch is ImportInterrupted {
                 view.finish()
                 signals.exit(continueWith: resumeCommand(importer))
@@ -220,6 +228,7 @@ extension Ingest {
             if report.pipelineInferred == true { print("  pipeline: inferred from the feed (\(report.store).pipeline.json)") }
             print("  imported \(Format.count(report.imported)) and rejected \(Format.count(report.rejectedThisRun)) this run; \(Format.count(report.rejected)) rejected in all (\(report.rejectsFile))")
             if let outcomes = report.outcomes { print("  " + outcomesLine(outcomes)) }
+            if let outside = report.outsideRecords { print("  " + SplitRun.outsideRecordsLine(outside)) }
             print("  " + report.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
             print("  \(Format.seconds(report.seconds)), \(Format.count(Int(report.recordsPerSecond))) records/s, \(Format.rate(report.megabytesPerSecond)) MB/s, peak RSS \(ByteCount.format(report.peakRSSBytes))")
             let stages = report.stages

@@ -50,11 +50,18 @@ extension Ingest {
 enum PostgresCLI {
     /// `ingest import FEED --store postgresql://…`: registers the run, then imports as one of its processes.
     static func importFeed(_ feed: String, pipeline: [UInt8], url: PostgresURL, running: RunOptions, saveEvery: Int?,
-                           chunkSize: Int?, abandonRun: Bool, leaseSeconds: Double?) throws {
-        let options = PostgresImportOptions(workers: running.workers, saveEvery: saveEvery, chunkSize: chunkSize,
+                           chunkSize: Int?, abandonRun: Bool, leaseSeconds: Double?, again: Bool = false) throws {
+        var options = PostgresImportOptions(workers: running.workers, saveEvery: saveEvery, chunkSize: chunkSize,
                                             leaseSeconds: leaseSeconds ?? 30, abandonRun: abandonRun,
                                             logger: try StderrLogHandler.logger(running.logLevel))
-        let started = try PostgresImport.start(feed: feed, pipeline: pipeline, url: url, options: options)
+        options.again = again
+        let started: PostgresImport.Started
+        do {
+            started = try PostgresImport.start(feed: feed, pipeline: pipeline, url: url, options: options)
+        } catch let error as ImportError where { if case .alreadyImported = error.kind { true } else { false } }() {
+            if !running.quiet { print(Advice.message(error)) }
+            return
+        }
         if !running.quiet {
             if started.registered {
                 Console.error("ingest: \(url): run \(started.run) registered: \(Format.count(started.records)) records in \(started.chunks) chunk(s), \(ByteCount.format(started.bytes)) stored in the database (split \(Format.seconds(started.splitSeconds)), upload \(Format.seconds(started.uploadSeconds))); other machines join with: ingest join \(url)\n")

@@ -63,6 +63,12 @@ struct SplitRun {
         return Self.summary(report, feed: feed, directory: directory, seconds: seconds)
     }
 
+    /// What a feed holds beside its records, said in every summary.
+    static func outsideRecordsLine(_ names: [String]) -> String {
+        let list = names.map { "'\($0)'" }.joined(separator: ", ")
+        return "outside the records: the top-level member\(names.count == 1 ? "" : "s") \(list) (not imported; to import the whole object as one record, read the feed with --ndjson)"
+    }
+
     static func summary(_ report: SplitReport, feed: String, directory: String, seconds: Double) -> String {
         let manifest = report.manifest
         let bytes = manifest.feed.byteSize ?? 0
@@ -75,6 +81,7 @@ struct SplitRun {
             lines.append("  \(Format.seconds(seconds)), \(Format.rate(Double(bytes) / 1_048_576 / seconds)) MiB/s, "
                 + "\(Format.count(Int(Double(manifest.totalRecords) / max(seconds, 1e-9)))) records/s")
         }
+        if let outside = manifest.outsideRecords { lines.append("  " + outsideRecordsLine(outside)) }
         lines.append("  manifest: \(directory)/\(SplitManifest.fileName)")
         return lines.joined(separator: "\n")
     }

@@ -20,6 +20,8 @@ enum Advice {
                 return "delete it and run ingest resume to make it again from the feed"
             case .storeBusy(let store, _):
                 return "wait for it or stop it — ingest status \(store) shows its progress"
+            case .alreadyImported:
+                return "pass --again to import it anyway"
             case .feedUnreadable, .noImport, .other:
                 return nil
             }
@@ -62,6 +64,6 @@ enum Advice {
             return text[..<newline] + " (" + advice + ")" + text[newline...]
         }
         // A sentence of its own after an import's reasons; a clause after the splitter's and the store's.
-        return text + (error is ImportError ? ". " : "; ") + advice
+        return error is ImportError ? text + ". " + advice.prefix(1).uppercased() + advice.dropFirst() : text + "; " + advice
     }
 }
