@@ -158,6 +158,22 @@ struct PostgresImportTests {
         }
     }
 
+    /// Every pair of rules (`UpdateRuleCombinationTests`'s feeds) ends on PostgreSQL as on SQLite.
+    @Test func everyPairOfRulesEndsAsOnSQLite() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let first = try dir.write("first.ndjson", Array((UpdateRuleCombinationTests.first.joined(separator: "\n") + "\n").utf8))
+        let second = try dir.write("second.ndjson", Array((UpdateRuleCombinationTests.second.joined(separator: "\n") + "\n").utf8))
+        for post in UpdateRuleCombinationTests.rules {
+            for author in UpdateRuleCombinationTests.rules {
+                let url = try server.createDatabase("pair_\(post)_\(author)".lowercased())
+                let stores = try Self.importBoth([first, second], pipeline: UpdateRuleTests.pipelineText(postRule: post, authorRule: author),
+                                                 url: url, dir: try TemporaryDirectory(), saveEvery: 2)
+                #expect(stores.postgres == stores.sqlite, "onConflict \(post)/\(author)")
+            }
+        }
+    }
+
     @Test func aRecordPostgreSQLCannotHoldIsRejectedWithItsReasonAndTheRunGoesOn() throws {
         let server = try PostgresServer()
         let dir = try TemporaryDirectory()

@@ -303,7 +303,10 @@ final class ImportWorker {
         let id = found!.objectID
         let outcome: Outcome = id.isTemporary || (id.primaryKey ?? 0) >= firstRowOfRun[mapped.entity, default: .max] ? .duplicate : .updated
         let rule = mapping.onConflict
-        guard rule != .keepExisting else { return (object, outcome) }
+        guard rule != .keepExisting else {
+            try applyStored(relatedTo: mapped)
+            return (object, outcome)
+        }
         for index in mapped.slots.indices where rule == .replace || mapped.given[index] {
             let name = mapped.names[index]
             if object[name] != mapped.slots[index] {
@@ -313,6 +316,24 @@ final class ImportWorker {
         }
         try relate(object, mapped, isNew: false, rule: rule, changed: &changed)
         return (object, outcome)
+    }
+
+    /// Under an object kept as it is (`keepExisting`), whose links stay as they were: its
+    /// related objects that are stored meet their own rules (as on the batch path), and
+    /// new ones are not made, as nothing would link them.
+    private func applyStored(relatedTo mapped: MappedObject) throws {
+        for (_, targets) in mapped.relations {
+            for target in targets {
+                let mapping = spec.mappings[target.entity]!
+                let entityKey = mapping.key.isEmpty ? nil : EntityKey(entity: target.entity, key: target.key)
+                if let entityKey, created[entityKey] != nil || known[entityKey] != nil {
+                    var ignored = false
+                    _ = try apply(target, changed: &ignored)
+                } else {
+                    try applyStored(relatedTo: target)
+                }
+            }
+        }
     }
 
     private func relate(_ object: ManagedObject, _ mapped: MappedObject, isNew: Bool, rule: ConflictRule, changed: inout Bool) throws {
@@ -360,7 +381,8 @@ final class ImportWorker {
         if mapping.onConflict == .reject, !mapping.key.isEmpty {
             let entityKey = EntityKey(entity: mapped.entity, key: mapped.key)
             let object = created[entityKey] ?? known[entityKey].map { context.object(with: $0) }
-            if let object, mapped.slots.indices.contains(where: { mapped.given[$0] && object[mapped.names[$0]] != mapped.slots[$0] }) {
+            if let object, mapped.slots.indices.contains(where: { mapped.given[$0] && object[mapped.names[$0]] != mapped.slots[$0] })
+                || relationsDiffer(object, mapped) {
                 let key = mapped.key.map(\.description).joined(separator: ", ")
                 return "\(mapped.entity) \(key): differs from the stored \(mapped.entity) (its onConflict rule is reject)"
             }
@@ -369,6 +391,31 @@ final class ImportWorker {
             for target in targets { if let reason = conflict(target) { return reason } }
         }
         return nil
+    }
+
+    /// Whether the relationships a record gives would change the stored `object`: a
+    /// to-one to another object (or to a new one), a to-many with other members.
+    private func relationsDiffer(_ object: ManagedObject?, _ mapped: MappedObject) -> Bool {
+        guard let object else { return false }
+        for (relationship, targets) in mapped.relations {
+            let found = targets.map { target -> ManagedObject? in
+                let keyNames = spec.mappings[target.entity]!.key
+                guard !keyNames.isEmpty else { return nil }
+                let key = EntityKey(entity: target.entity, key: target.key)
+                return created[key] ?? known[key].map { context.object(with: $0) }
+            }
+            // A related object that is not stored yet is new: linking it changes the object.
+            guard found.allSatisfy({ $0 != nil }) else { return true }
+            let wanted = Set(found.map { ObjectIdentifier($0!) })
+            if toManyRelationships.contains(RelationshipKey(entity: mapped.entity, relationship: relationship)) {
+                let members = Set(object.objects(forKey: relationship).map(ObjectIdentifier.init))
+                let rule = toManyRules[RelationshipKey(entity: mapped.entity, relationship: relationship)]
+                if rule == .replace ? members != wanted : !wanted.isSubset(of: members) { return true }
+            } else if object.object(forKey: relationship).map(ObjectIdentifier.init) != wanted.first {
+                return true
+            }
+        }
+        return false
     }
 
     /// One query per entity (per `lookupBatch` keys) for the batch's keys (its records'

@@ -62,10 +62,17 @@ extension PostgresBatchWriter {
         // A record whose new rows lack required values is rejected whole (as on SQLite).
         var created = Array(repeating: Set<TextKey>(), count: plans.count)
         var kept: [Int] = []
+        // Rows nothing would link (new objects related to a kept one), as on SQLite.
+        var unlinked = Set<Int>()
         let noKeys = [Value?](repeating: nil, count: request.rows.count)
         for record in accepted {
             let range = request.rowRange(ofRecord: record)
-            let reason = (try? request.problem(in: range, keys: noKeys) { entity, value in
+            let skipped = request.unlinkedNewRows(in: range) { rowIndex in
+                guard let key = rowKey[rowIndex].map(TextKey.init) else { return false }
+                let entity = request.rows[rowIndex].entity
+                return existing[entity][key] != nil || created[entity].contains(key)
+            }
+            let reason = (try? request.problem(in: range, keys: noKeys, skipping: skipped) { entity, value in
                 guard let key = Self.keyText(value).map(TextKey.init) else { return nil }
                 return existing[entity][key] ?? (created[entity].contains(key) ? -1 : nil)
             }) ?? nil
@@ -74,7 +81,8 @@ extension PostgresBatchWriter {
                 continue
             }
             kept.append(record)
-            for rowIndex in range {
+            unlinked.formUnion(skipped)
+            for rowIndex in range where !skipped.contains(rowIndex) {
                 if let key = rowKey[rowIndex].map(TextKey.init), existing[request.rows[rowIndex].entity][key] == nil {
                     created[request.rows[rowIndex].entity].insert(key)
                 }
@@ -89,7 +97,7 @@ extension PostgresBatchWriter {
         for record in kept {
             let range = request.rowRange(ofRecord: record)
             // A record's rows fold last to first, the order the SQLite batch path writes them in.
-            for rowIndex in range.reversed() {
+            for rowIndex in range.reversed() where !unlinked.contains(rowIndex) {
                 let row = request.rows[rowIndex]
                 let plan = plans[row.entity]
                 let own = rowIndex == range.lowerBound

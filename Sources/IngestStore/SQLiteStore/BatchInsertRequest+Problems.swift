@@ -4,9 +4,9 @@ extension BatchInsertRequest {
     /// Why the record's rows cannot be written, or nil: a row that would be created (or,
     /// for the record's own object, written) lacks a required value. (A value of the
     /// wrong type is caught as the request is built.)
-    func problem(in range: Range<Int>, keys: [Value?],
+    func problem(in range: Range<Int>, keys: [Value?], skipping: Set<Int> = [],
                  existing: (Int, Value) throws -> Int64?) throws -> String? {
-        for rowIndex in range {
+        for rowIndex in range where !skipping.contains(rowIndex) {
             let row = rows[rowIndex]
             let plan = entities[row.entity]
             var missing: [String] = []

@@ -53,10 +53,14 @@ extension BatchInserter {
                 }
                 if changing.isEmpty { upsert = findOrCreate }
                 if rule == .reject {
+                    // Attributes and to-ones the record gives: a link to another object changes the stored one too.
                     let compared = info.attributes.indices.filter { !constraint.contains(info.attributes[$0].name) }
-                    differs = "SELECT 1 FROM \(info.table) WHERE \"_pk\" = ?1 AND ("
-                        + (compared.isEmpty ? "0" : compared.map { "(\(given($0)) AND \(quoted(info.attributes[$0].name)) IS NOT ?\($0 + 2))" }.joined(separator: " OR "))
-                        + ")"
+                    let conditions = compared.map { "(\(given($0)) AND \(quoted(info.attributes[$0].name)) IS NOT ?\($0 + 2))" }
+                        + info.toOneColumns.indices.map { link in
+                            let bit = info.attributes.count + link
+                            return "(\(given(bit)) AND \(quoted(info.toOneColumns[link].column)) IS NOT ?\(bit + 2))"
+                        }
+                    differs = "SELECT 1 FROM \(info.table) WHERE \"_pk\" = ?1 AND (" + (conditions.isEmpty ? "0" : conditions.joined(separator: " OR ")) + ")"
                 }
             }
             insertSQL = upsert

@@ -229,8 +229,14 @@ public final class BatchInserter: BatchRequestMaking {
         try request.text.withUnsafeBytes { text in
             for recordIndex in request.records.indices {
                 let range = request.rowRange(ofRecord: recordIndex)
-                if let reason = try request.records[recordIndex].invalid ?? request.problem(in: range, keys: keys, existing: existing)
-                    ?? conflict(in: range, request, existing: existing, differs: differs, text: text, db) {
+                let unlinked = try request.unlinkedNewRows(in: range) { rowIndex in
+                    guard resolved[rowIndex] == 0 else { return true }
+                    guard let key = keys[rowIndex] ?? request.key(ofRow: rowIndex) else { return false }
+                    return try existing(request.rows[rowIndex].entity, key) != nil
+                }
+                if let reason = try request.records[recordIndex].invalid
+                    ?? request.problem(in: range, keys: keys, skipping: unlinked, existing: existing)
+                    ?? conflict(in: range, request, keys: keys, resolved: resolved, existing: existing, differs: differs, text: text, db) {
                     let rejection = Rejection(record: request.records[recordIndex].number, reason: reason)
                     result.rejected.append(rejection)
                     leftOut.append(recordIndex)
@@ -240,7 +246,7 @@ public final class BatchInserter: BatchRequestMaking {
                 rowKeys.removeAll(keepingCapacity: true)
                 rowKeys.append(contentsOf: repeatElement(0, count: range.count))
                 // Linked rows come after the rows linking to them: write from the last.
-                for rowIndex in range.reversed() {
+                for rowIndex in range.reversed() where !unlinked.contains(rowIndex) {
                     let row = request.rows[rowIndex]
                     let plan = plans[row.entity]
                     // Found by key, or (a related object the record repeats exactly) nothing to write.
@@ -328,15 +334,26 @@ public final class BatchInserter: BatchRequestMaking {
 
     /// Under the `reject` rule: why the record is rejected (an object it describes is
     /// stored with other values), or nil.
-    private func conflict(in range: Range<Int>, _ request: BatchInsertRequest, existing: (Int, Value) throws -> Int64?,
+    private func conflict(in range: Range<Int>, _ request: BatchInsertRequest, keys: [Value?], resolved: [Int64],
+                          existing: (Int, Value) throws -> Int64?,
                           differs: [SQLiteStatement?], text: UnsafeRawBufferPointer, _ db: Database) throws -> String? {
+        guard differs.contains(where: { $0 != nil }) else { return nil }
+        // Each row's stored row number, or -1 for a row that would be new: a link to it differs from any stored link.
+        var stored = [Int64](repeating: -1, count: range.count)
+        for rowIndex in range {
+            if resolved[rowIndex] != 0 {
+                stored[rowIndex - range.lowerBound] = resolved[rowIndex]
+            } else if let key = keys[rowIndex] ?? request.key(ofRow: rowIndex), let pk = try existing(request.rows[rowIndex].entity, key) {
+                stored[rowIndex - range.lowerBound] = pk
+            }
+        }
         for rowIndex in range {
             let row = request.rows[rowIndex]
             let plan = plans[row.entity]
             guard row.mode == .upsert, let statement = differs[row.entity], let position = plan.keyPosition,
                   let key = request.value(request.cells[row.firstCell + position], type: plan.info.attributeTypes[position]),
                   let pk = try existing(row.entity, key) else { continue }
-            bind(request, row, pk: pk, rowKeys: [], firstRow: rowIndex, text: text, to: statement, links: false)
+            bind(request, row, pk: pk, rowKeys: stored, firstRow: range.lowerBound, text: text, to: statement)
             defer { sqlite3_reset(statement) }
             switch sqlite3_step(statement) {
             case SQLITE_ROW: return "\(plan.info.name) \(key): differs from the stored \(plan.info.name) (its onConflict rule is reject)"

@@ -1,0 +1,47 @@
+extension BatchInsertRequest {
+    /// Whether any entity of the request keeps stored objects as they are (`keepExisting`):
+    /// only then can a record have rows that nothing would link.
+    var keepsStoredObjects: Bool { entities.contains { $0.rule == .keepExisting } }
+
+    /// The rows of a record (`range`) that are not written because nothing would link
+    /// them: new objects related to an object whose links are not written (a stored one
+    /// kept by `keepExisting`, one named by key alone, or one itself not written). Stored
+    /// related objects are written by their own rule whatever their parent does, as on
+    /// the object path. `stored(row)` says whether a row's key is in the store (or made
+    /// earlier in the same save).
+    func unlinkedNewRows(in range: Range<Int>, stored: (Int) throws -> Bool) rethrows -> Set<Int> {
+        guard keepsStoredObjects else { return [] }
+        var parent = [Int](repeating: -1, count: range.count)
+        for rowIndex in range {
+            let row = rows[rowIndex]
+            for link in 0..<entities[row.entity].info.toOneColumns.count {
+                let target = Int(links[row.firstLink + link])
+                if target >= 0 { parent[target - range.lowerBound] = rowIndex }
+            }
+        }
+        var skipped = Set<Int>()
+        var linksWritten = [Bool](repeating: true, count: range.count)
+        // Rows are in pre-order: a parent comes before its children.
+        for rowIndex in range {
+            let row = rows[rowIndex]
+            let up = parent[rowIndex - range.lowerBound]
+            let linked = up < 0 || linksWritten[up - range.lowerBound]
+            let isStored = try stored(rowIndex)
+            if !linked && !isStored {
+                skipped.insert(rowIndex)
+                linksWritten[rowIndex - range.lowerBound] = false
+                continue
+            }
+            linksWritten[rowIndex - range.lowerBound] = !isStored || (row.mode == .upsert && entities[row.entity].rule != .keepExisting)
+        }
+        return skipped
+    }
+
+    /// The key a row gives (its entity's one uniqueness constraint), if any.
+    func key(ofRow rowIndex: Int) -> Value? {
+        let row = rows[rowIndex]
+        let plan = entities[row.entity]
+        guard let position = plan.keyPosition else { return nil }
+        return value(cells[row.firstCell + position], type: plan.info.attributeTypes[position])
+    }
+}
