@@ -136,3 +136,48 @@ extension ImportCommandTests {
         #expect(try coordinator.count("Photographer") == expected.photographers.count)
     }
 }
+
+extension ImportCommandTests {
+    /// `status` tells a live run from a dead one by who holds the import lock: importing,
+    /// stopped (SIGSTOP), or interrupted (killed: nobody holds it).
+    @Test func statusTellsALiveRunFromAStoppedAndAKilledOne() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 60_000).write(to: feed)
+        let pipeline = PipelineSpecTests.root.appendingPathComponent("Pipelines/photos.json").path
+        let store = dir.file("photos.sqlite")
+        let running = try start(["import", feed, "--pipeline", pipeline, "--store", store, "--workers", "1", "--save-every", "100", "--chunk-size", "1000"])
+        let pid = running.process.processIdentifier
+        while running.process.isRunning && (try? Self.savedChunks(store)) ?? 0 == 0 { usleep(2_000) }
+        let live = finish(try start(["status", store]))
+        #expect(live.stdout.contains("  run 1: running (pid \(pid) on "), "\(live.stdout)")
+        kill(pid, SIGSTOP)
+        let stopped = finish(try start(["status", store]))
+        #expect(stopped.stdout.contains("  run 1: running, but its process is stopped (pid \(pid) on "), "\(stopped.stdout)")
+        #expect(stopped.stdout.contains(": kill -CONT \(pid) continues it), started "), "\(stopped.stdout)")
+        kill(pid, SIGKILL)
+        _ = finish(running)
+        let killed = finish(try start(["status", store]))
+        #expect(killed.stdout.contains("  run 1: interrupted (no process is importing it; continue with: ingest resume \(store)), started "), "\(killed.stdout)")
+        #expect(try ImportStatus.read(store: store).latest.activity == .interrupted)
+    }
+
+    /// A member named by digits alone (a column per year) once crashed the batch path and
+    /// left the store's run unfinished for good.
+    @Test func aMemberNamedByDigitsImportsOnBothPaths() throws {
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("d.json", Array(#"[{"id":1,"1962":"5","2020":{"id":7,"1":"x"}}]"#.utf8))
+        let outcome = finish(try start(["import", feed, "--store", dir.file("d.sqlite"), "--quiet"]))
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        #expect(try storeRows(dir.file("d.sqlite"), "SELECT id, f1962 FROM D") == ["1|5"])
+        #expect(try storeRows(dir.file("d.sqlite"), "SELECT id, f1 FROM E2020") == ["7|x"])
+        let spec = try PipelineInference.infer(feed: feed).spec
+        var options = Importer.Options(feed: feed, store: dir.file("objects.sqlite"))
+        options.objectPath = true
+        _ = try Importer(spec: spec, options: options).run()
+        #expect(try storeRows(dir.file("objects.sqlite"), "SELECT id, f1962 FROM D") == ["1|5"])
+        for path in ["1962", #"["1962"]"#, "['1962']"] {
+            #expect(try JSONPath(parsing: path).keyPrefix == ["1962"], "\(path)")
+        }
+    }
+}

@@ -158,6 +158,84 @@ struct PostgresImportTests {
         }
     }
 
+    /// A server restart ends the import's sessions: the process stops saying how to go
+    /// on, and `ingest join` finishes the run as a clean import would.
+    @Test func aServerRestartMidImportIsContinuedByJoin() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 20_000, seed: 3).write(to: feed)
+        let running = try IngestBinary.start(["import", feed, "--pipeline", Self.photos, "--store", server.url, "--workers", "1",
+                                              "--save-every", "100", "--chunk-size", "500", "--quiet"])
+        let url = try PostgresURL(server.url)
+        while running.process.isRunning, ((try? PostgresStatus.read(url: url))?.runs.last?.recordsDone ?? 0) < 1_000 { usleep(20_000) }
+        try server.restart()
+        let stopped = IngestBinary.finish(running)
+        #expect(stopped.status == 1, "\(stopped.stderr)")
+        #expect(stopped.stderr.hasSuffix("the run is kept as far as it was saved: continue with: ingest join \(url)\n"), "\(stopped.stderr)")
+        let status = try IngestBinary.run(["status", server.url])
+        #expect(status.stdout.contains("run 1: interrupted (no process is importing it; continue with: ingest join \(url))"), "\(status.stdout)")
+        let joined = try IngestBinary.run(["join", server.url, "--quiet"])
+        #expect(joined.status == 0, "\(joined.stderr)")
+        let spec = try PipelineSpec.load(path: Self.photos)
+        _ = try Importer(spec: spec, options: .init(feed: feed, store: dir.file("clean.sqlite"))).run()
+        #expect(try Self.postgresRows(server.url, spec.model) == Self.sqliteRows(dir.file("clean.sqlite"), spec.model))
+    }
+
+    /// `--abandon-run` cannot leave a run that a live process writes (its saves would go on
+    /// over the new run's); once that process is gone (its heartbeat past the lease) the
+    /// run is left, and a save it tries after waking is refused: the new run's updates stay.
+    @Test func abandoningARunThatALiveProcessWritesIsRefusedAndItsLateSavesAreFenced() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let bytes = FeedGenerator(records: 20_000, seed: 5).bytes()
+        let first = try dir.write("first.json", bytes)
+        let renamed = String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: #""title":""#, with: #""title":"renamed "#)
+        let second = try dir.write("second.json", Array(renamed.utf8))
+        let url = try PostgresURL(server.url)
+        let running = try IngestBinary.start(["import", first, "--pipeline", Self.photos, "--store", server.url, "--workers", "1",
+                                              "--save-every", "50", "--chunk-size", "500", "--lease-seconds", "2", "--quiet"])
+        let pid = running.process.processIdentifier
+        while running.process.isRunning, ((try? PostgresStatus.read(url: url))?.runs.last?.recordsDone ?? 0) < 500 { usleep(20_000) }
+        let refused = try IngestBinary.run(["import", second, "--pipeline", Self.photos, "--store", server.url, "--abandon-run", "--quiet"])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("is being imported by another process (run 1 of \(first), by 1 live process(es): "), "\(refused.stderr)")
+        #expect(refused.stderr.contains(" pid \(pid)). Wait for it or stop it"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("--abandon-run"), "no advice that cannot work: \(refused.stderr)")
+
+        // Stopped between saves its run can be left; stopped mid-save it holds the run, and the
+        // refusal says so (no wait): let it run a moment and stop it again.
+        var abandoned: IngestBinary.Outcome?
+        for _ in 0..<20 {
+            kill(pid, SIGSTOP)
+            Thread.sleep(forTimeInterval: 2.5)
+            let attempt = try IngestBinary.run(["import", second, "--pipeline", Self.photos, "--store", server.url, "--abandon-run", "--quiet"])
+            if attempt.status == 0 {
+                abandoned = attempt
+                break
+            }
+            #expect(attempt.stderr.contains("is stopped in the middle of a save and holds it; end that process, then import again"), "\(attempt.stderr)")
+            kill(pid, SIGCONT)
+            usleep(useconds_t(1_000 * Int.random(in: 5...40)))
+        }
+        #expect(abandoned != nil, "the run was left once its process stopped between saves")
+        kill(pid, SIGCONT)
+        let late = IngestBinary.finish(running)
+        #expect(late.status == 1)
+        #expect(late.stderr.contains("run 1 was abandoned by another import (--abandon-run) while this process imported it"), "\(late.stderr)")
+        let titles = try IngestBinary.run(["query", server.url, "Photo", "--where", "NOT title BEGINSWITH 'renamed '", "--count"])
+        #expect(titles.stdout == "0\n", "every title the new run wrote stays: \(titles.stdout)\(titles.stderr)")
+        #expect(try IngestBinary.run(["query", server.url, "Photo", "--count"]).stdout == "20000\n")
+    }
+
+    @Test func anEmptyStoreSaysNoImportHasRun() throws {
+        let server = try PostgresServer()
+        _ = try PostgresStore(url: try PostgresURL(server.url), model: try PipelineSpec.load(path: Self.photos).model)
+        let status = try IngestBinary.run(["status", server.url])
+        let url = try PostgresURL(server.url)
+        #expect(status.status == 0 && status.stdout == "\(url): no import has run yet (0 runs)\n", "\(status.stdout)")
+    }
+
     /// Every pair of rules (`UpdateRuleCombinationTests`'s feeds) ends on PostgreSQL as on SQLite.
     @Test func everyPairOfRulesEndsAsOnSQLite() throws {
         let server = try PostgresServer()

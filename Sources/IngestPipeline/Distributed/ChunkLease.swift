@@ -43,6 +43,11 @@ struct ChunkLease: Sendable {
         }
     }
 
+    /// Whether `run` is still running (not finished, and not left by `--abandon-run`).
+    static func isRunning(run: Int, _ connection: PostgresConnection) throws -> Bool {
+        try connection.execute("SELECT 1 FROM _ingest_runs WHERE run = $1 AND state = 'running'", [String(run)]).count == 1
+    }
+
     /// Chunks of `run` not finished yet (held by a process or waiting).
     static func unfinished(run: Int, _ connection: PostgresConnection) throws -> Int {
         Int(try connection.execute("SELECT count(*) FROM _ingest_chunks WHERE run = $1 AND finished IS NULL", [String(run)])[0, 0]!)!

@@ -84,7 +84,7 @@ final class PostgresChunkWorker {
     func work(stop: @escaping () -> Bool) throws {
         while !stop() {
             guard let lease = try ChunkLease.claim(run: run, owner: owner, leaseSeconds: record.leaseSeconds, connection) else {
-                if try ChunkLease.unfinished(run: run, connection) == 0 { return }
+                if try ChunkLease.unfinished(run: run, connection) == 0 || !ChunkLease.isRunning(run: run, connection) { return }
                 Thread.sleep(forTimeInterval: min(1, record.leaseSeconds / 4))
                 continue
             }

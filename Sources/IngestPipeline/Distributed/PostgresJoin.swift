@@ -92,6 +92,25 @@ public final class PostgresJoin: Sendable {
         heartbeat.stop()
         let stopped = cancellation.load(ordering: .relaxed)
         let error = failure.withLock { $0 }
+        // The workers' failure may be the server's going away: this process's state then
+        // goes on a new connection, so status shows the run interrupted at once, not when
+        // the lease ends (best effort: a restarting server is back within seconds; one
+        // that stays down leaves it to the lease).
+        if let error {
+            func markFailed(_ connection: PostgresConnection) throws {
+                try connection.execute("UPDATE _ingest_processes SET state = 'failed', heartbeat = now() WHERE id = $1", [process])
+                try connection.execute("""
+                    UPDATE _ingest_chunks SET owner = NULL, lease_until = NULL WHERE left(owner, length($1) + 1) = $1 || '/' AND finished IS NULL
+                    """, [process])
+            }
+            if (try? markFailed(connection)) == nil {
+                for attempt in 0..<10 {
+                    if let fresh = try? PostgresConnection(url), (try? markFailed(fresh)) != nil { break }
+                    if attempt < 9 { Thread.sleep(forTimeInterval: 0.5) }
+                }
+            }
+            throw error
+        }
         let finished = try ChunkLease.unfinished(run: run, connection) == 0
         if finished {
             try connection.execute("UPDATE _ingest_runs SET state = 'finished', ended = now() WHERE run = $1 AND state = 'running'", [String(run)])

@@ -104,7 +104,17 @@ public enum PostgresImport {
             guard options.abandonRun else {
                 throw ImportError(.unfinishedRun(store: url.description, run: run, feed: record.feed, reasons: reasons))
             }
-            try connection.execute("UPDATE _ingest_runs SET state = 'abandoned', ended = now() WHERE run = $1", [String(run)])
+            // A save in progress holds the run's row (see `ChunkLease.advance`): wait for it a
+            // little, never for a process stopped mid-save (its heartbeat stale, its lock kept).
+            do {
+                try connection.transaction {
+                    try connection.execute("SET LOCAL lock_timeout = '5s'")
+                    try connection.execute("UPDATE _ingest_runs SET state = 'abandoned', ended = now() WHERE run = $1", [String(run)])
+                }
+            } catch PostgresError.server(_, let state) where state == "55P03" {
+                throw ImportError(.storeBusy(store: url.description, holder:
+                    "run \(run): a process that no longer beats is stopped in the middle of a save and holds it; end that process, then import again"))
+            }
         }
 
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-split-\(UUID().uuidString)").path

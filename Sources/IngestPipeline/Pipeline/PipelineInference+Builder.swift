@@ -29,10 +29,13 @@ extension PipelineInference {
 
         init(name: String) { self.name = name }
 
+        /// `wanted`, or `wanted2`, `wanted3`… when taken. Names differing only in case clash:
+        /// SQL column names ignore case (`{"x":1,"X":2}` gives x and X2).
         func freeName(_ wanted: String) -> String {
             var name = wanted
             var number = 2
-            while attributes.contains(where: { $0.name == name }) || relationships.contains(where: { $0.name == name }) {
+            func taken(_ other: String) -> Bool { other.lowercased() == name.lowercased() }
+            while attributes.contains(where: { taken($0.name) }) || relationships.contains(where: { taken($0.name) }) {
                 name = wanted + String(number)
                 number += 1
             }
@@ -57,7 +60,7 @@ extension PipelineInference {
             }
             var name = wanted
             var number = 2
-            while drafts.contains(where: { $0.name == name }) {
+            while drafts.contains(where: { $0.name.lowercased() == name.lowercased() }) {
                 name = wanted + String(number)
                 number += 1
             }

@@ -144,7 +144,12 @@ public final class PostgresRows {
             var state = "XX000"
             if let result {
                 message = String(cString: PQresultErrorMessage(result))
-                if let code = PQresultErrorField(result, Int32(UInt8(ascii: "C"))) { state = String(cString: code) }
+                if let code = PQresultErrorField(result, Int32(UInt8(ascii: "C"))) {
+                    state = String(cString: code)
+                } else if PQstatus(connection) == CONNECTION_BAD {
+                    // libpq's own report of a lost server carries no SQLSTATE: a connection failure.
+                    state = "08006"
+                }
                 PQclear(result)
             } else {
                 message = String(cString: PQerrorMessage(connection))
