@@ -56,6 +56,9 @@ final class ImportLock {
     func release() {
         guard descriptor >= 0 else { return }
         _ = ftruncate(descriptor, 0)
+        // Unlocked explicitly: a child forked meanwhile (before its exec closed the copy)
+        // shares the open file and would keep a lock that only closing gives back.
+        _ = flock(descriptor, LOCK_UN)
         close(descriptor)
         descriptor = -1
     }
