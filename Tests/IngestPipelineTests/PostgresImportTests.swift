@@ -228,6 +228,24 @@ struct PostgresImportTests {
         #expect(try IngestBinary.run(["query", server.url, "Photo", "--count"]).stdout == "20000\n")
     }
 
+    /// Issue 19's feeds on PostgreSQL: a member named by digits, and the repeat of a feed
+    /// whose entity has no key (nothing to do, unless --again).
+    @Test func digitNamesAndARepeatOfAKeylessFeedAsOnSQLite() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("readings.json", Array(#"[{"sensor":"a","1962":5},{"sensor":"b","1962":6}]"#.utf8))
+        let inference = try PipelineInference.infer(feed: feed)
+        let pipeline = try dir.write("pipeline.json", Array(inference.text.utf8))
+        #expect(try IngestBinary.run(["import", feed, "--pipeline", pipeline, "--store", server.url, "--quiet"]).status == 0)
+        let again = try IngestBinary.run(["import", feed, "--pipeline", pipeline, "--store", server.url])
+        #expect(again.status == 0 && again.stdout.hasSuffix("nothing to do (Reading has no uniqueness key: importing the feed again would add its rows again). Pass --again to import it anyway\n"),
+                "\(again.stdout)\(again.stderr)")
+        #expect(try IngestBinary.run(["query", server.url, "Reading", "--sort", "f1962", "--fields", "sensor,f1962", "--format", "csv"]).stdout
+                == "sensor,f1962\r\na,5\r\nb,6\n")
+        #expect(try IngestBinary.run(["import", feed, "--pipeline", pipeline, "--store", server.url, "--again", "--quiet"]).status == 0)
+        #expect(try IngestBinary.run(["query", server.url, "Reading", "--count"]).stdout == "4\n")
+    }
+
     @Test func anEmptyStoreSaysNoImportHasRun() throws {
         let server = try PostgresServer()
         _ = try PostgresStore(url: try PostgresURL(server.url), model: try PipelineSpec.load(path: Self.photos).model)

@@ -187,3 +187,25 @@ extension RunCommandTests {
             """, "\(outcome.stdout)")
     }
 }
+
+extension RunCommandTests {
+    /// Every failure is one `ingest: …` line, naming what is wrong and where.
+    @Test func messagesNameWhatIsWrongAndWhere() throws {
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("feed.json", ndjson([#"{"id":"a"}"#]))
+        let workers = try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", dir.file("s.sqlite"), "--workers", "100000"])
+        #expect(workers.status == 2)
+        #expect(workers.stderr.hasPrefix("Error: --workers must be from 1 to 256 (each worker is a thread with its own context and connection"), "\(workers.stderr)")
+        let model = try dir.write("bad.json", Array(#"{"model":{"entities":[{"name":"P","attributes":[{"name":"id","type":"strng"}]}]},"record":"P","mappings":{"P":{"attributes":{"id":"id"}}}}"#.utf8))
+        let bad = try IngestBinary.run(["import", feed, "--pipeline", model, "--store", dir.file("s.sqlite")])
+        #expect(bad.stderr == "ingest: \(model): pipeline.model: entities[0].attributes[0].type: 'strng' is not an attribute type (expected string, int16, int32, int64, double, bool, date, binary, uuid, decimal)\n")
+        let unreachable = try IngestBinary.run(["query", "postgresql://nobody@127.0.0.1:1/x", "P"])
+        #expect(unreachable.status == 1 && unreachable.stderr.hasPrefix("ingest: cannot connect to PostgreSQL at postgresql://nobody@127.0.0.1:1/x"), "\(unreachable.stderr)")
+        // A damaged record of a run is named by its key and field, not Swift's decoding text.
+        let store = dir.file("store.sqlite")
+        #expect(try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", store, "--quiet"]).status == 0)
+        try storeRowsExecute(store, #"UPDATE _ingest_metadata SET value = '{"number":"x"}' WHERE key = 'ingest.runs.0001'"#)
+        let damaged = try IngestBinary.run(["status", store])
+        #expect(damaged.stderr == "ingest: \(store): the store's record of an import (ingest.runs.0001 in _ingest_metadata) is damaged: number: expected a whole number; it is not what Ingest wrote\n")
+    }
+}
