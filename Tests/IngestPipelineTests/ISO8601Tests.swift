@@ -53,14 +53,8 @@ import Testing
     /// Against an independent sum: the instant's exact decimal, made with 128-bit
     /// integers, then rounded once by strtod.
     @Test func fractionsOfAnyLengthAreRoundedOnce() throws {
-        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
-        func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var random = SplitMix64(seed: 1)
+        func next() -> UInt64 { random.next() }
         for _ in 0..<3000 {
             let year = 1 + Int(next() % 9999), month = 1 + Int(next() % 12), day = 1 + Int(next() % 28)
             let h = Int(next() % 24), m = Int(next() % 60), s = Int(next() % 60)

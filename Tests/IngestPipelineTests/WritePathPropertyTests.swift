@@ -9,19 +9,8 @@ import Testing
 /// brackets, quotes, unicode) and nesting, imported with an inferred pipeline through
 /// both write paths: the same store, row for row, and the same rejects.
 @Suite struct WritePathPropertyTests {
-    /// SplitMix64: the same seed, the same feed.
-    struct Random: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-        mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
-    }
+    /// The same seed, the same feed.
+    typealias Random = SplitMix64
 
     static let names = ["1962", "", "a.b", "a[0]", "[x]", "\"q\"", "it's", "日本", "a b", "0", "01", "-1", "$", "\\", "x.1", "é", "e\u{301}",
                         "Title", "title", "😀", "[\"k\"]", "'", "."]
@@ -44,7 +33,7 @@ import Testing
     /// A feed whose first `clean` records fit the fields' kinds (what inference samples)
     /// and whose later ones sometimes do not (rejects).
     static func feed(seed: UInt64, records: Int, clean: Int) -> (bytes: [UInt8], sample: Int) {
-        var random = Random(state: seed)
+        var random = Random(seed: seed)
         var fields: [(String, Kind)] = []
         for name in names.shuffled(using: &random).prefix(4 + random.below(6)) where !fields.contains(where: { $0.0 == name }) {
             fields.append((name, Kind.allCases[random.below(Kind.allCases.count)]))
@@ -102,4 +91,9 @@ import Testing
         let rejects = try reports.map { try String(contentsOfFile: $0.rejectsFile, encoding: .utf8) }
         #expect(rejects[0] == rejects[1])
     }
+}
+
+extension SplitMix64 {
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+    mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
 }

@@ -186,12 +186,13 @@ public struct FeedGenerator: Sendable {
 }
 
 /// A small, fast, well-mixed PRNG whose output is fixed by its seed on every platform.
-struct SplitMix64 {
+/// (Tests across the package draw their random inputs from it too.)
+package struct SplitMix64: RandomNumberGenerator {
     private var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    package init(seed: UInt64) { state = seed }
 
-    mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
