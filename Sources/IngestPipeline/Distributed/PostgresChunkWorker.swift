@@ -181,6 +181,7 @@ final class PostgresChunkWorker {
                 try connection.execute("BEGIN")
                 let result = try saveInTransaction(request, rejects: mapped, from: previous, done: done, lease: lease, bytes: bytes)
                 try connection.execute("COMMIT")
+                writer.didCommit()
                 totals.records += result.records
                 totals.rejected += result.rejected.count
                 totals.outcomes = totals.outcomes + RecordOutcomes(inserted: result.records - result.updated - result.unchanged,
@@ -191,6 +192,7 @@ final class PostgresChunkWorker {
                 return
             } catch {
                 _ = try? connection.execute("ROLLBACK")
+                writer.didRollBack()
                 // Deadlocks and keys inserted by another process at the same moment: try again.
                 guard case .server(_, let state)? = error as? PostgresError, state == "40001" || state == "40P01", attempt < 20 else { throw error }
                 attempt += 1

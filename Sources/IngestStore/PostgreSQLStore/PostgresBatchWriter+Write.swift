@@ -18,12 +18,17 @@ extension PostgresBatchWriter {
         var links: [String?]
         /// Bits (attributes, then to-ones) an UPDATE writes; for `i`, every bit is known.
         var mask: [UInt64]
+        /// Its key (nil for an entity without one).
+        var key: TextKey?
+        /// Its row number: the stored one, or one reserved for it.
+        var pk: Int64 = 0
     }
 
     /// Writes `request` (or its records `only`) in the connection's open transaction and
     /// returns what it wrote. Records that cannot be written are in `rejected`.
-    /// - Throws: `PostgresError.server`: with SQLSTATE 40001 when another process made a
-    ///   key this request was to create (roll back and try again), or the server's failure.
+    /// - Throws: `PostgresError.server`: with SQLSTATE 40001 when a key this request was to
+    ///   create is stored after all (another process made it meanwhile, or it was assumed
+    ///   new): roll back and try again; or the server's failure.
     public func write(_ request: BatchInsertRequest, only: [Int]? = nil) throws(PostgresError) -> BatchInserter.Result {
         var result = BatchInserter.Result()
         func reject(_ record: Int, _ reason: String) {
@@ -35,7 +40,7 @@ extension PostgresBatchWriter {
             if let reason = request.records[record].invalid ?? nulProblem(request, record) { reject(record, reason) } else { accepted.append(record) }
         }
 
-        // Each row's key, and the keys stored already.
+        // Each row's key, and the keys stored already (looked up, or assumed new).
         var rowKey = [String?](repeating: nil, count: request.rows.count)
         // Keys are told apart by their bytes, as PostgreSQL compares text (Swift's String
         // equality would make "é" and "e\u{301}" one key).
@@ -53,16 +58,22 @@ extension PostgresBatchWriter {
                 keys[row.entity][TextKey(key)] = key
             }
         }
+        let assumed = plans.indices.map { assumesNewKeys && undestined[$0] }
         var existing = Array(repeating: [TextKey: Int64](), count: plans.count)
-        for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty {
-            let found = try connection.execute(statements[entity].existing!, [Self.arrayLiteral(entityKeys.values)])
+        for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty && !assumed[entity] {
+            var unknown: [String] = []
+            for (key, text) in entityKeys {
+                if let pk = knownRows[entity][key] ?? pendingRows[entity][key] { existing[entity][key] = pk } else { unknown.append(text) }
+            }
+            guard !unknown.isEmpty else { continue }
+            let found = try connection.execute(statements[entity].existing!, [Self.arrayLiteral(unknown)])
             for row in 0..<found.count { existing[entity][TextKey(found[row, 0]!)] = Int64(found[row, 1]!)! }
         }
 
-        // A record whose new rows lack required values is rejected whole (as on SQLite).
+        // A record whose new rows lack required values is rejected whole (as on SQLite);
+        // new objects related to a kept one are not made (nothing would link them).
         var created = Array(repeating: Set<TextKey>(), count: plans.count)
         var kept: [Int] = []
-        // Rows nothing would link (new objects related to a kept one), as on SQLite.
         var unlinked = Set<Int>()
         let noKeys = [Value?](repeating: nil, count: request.rows.count)
         for record in accepted {
@@ -108,7 +119,7 @@ extension PostgresBatchWriter {
                 let bits = plan.info.attributeNames.count + plan.info.toOneColumns.count
                 guard let key = rowKey[rowIndex].map(TextKey.init) else {
                     folded[row.entity].append(Folded(op: UInt8(ascii: "i"), record: record, cells: cells(of: row, request),
-                                                     links: links, mask: allBits(bits, plan)))
+                                                     links: links, mask: allBits(bits, plan), key: nil))
                     continue
                 }
                 if let at = foldedIndex[row.entity][key] {
@@ -120,7 +131,7 @@ extension PostgresBatchWriter {
                     }
                 } else if let stored = existing[row.entity][key] {
                     var entry = Folded(op: UInt8(ascii: "u"), record: record, cells: cells(of: row, request), links: links,
-                                       mask: Array(repeating: 0, count: plan.maskWords))
+                                       mask: Array(repeating: 0, count: plan.maskWords), key: key, pk: stored)
                     _ = apply(row, links: links, to: &entry, request)
                     foldedIndex[row.entity][key] = folded[row.entity].count
                     folded[row.entity].append(entry)
@@ -131,36 +142,73 @@ extension PostgresBatchWriter {
                 } else {
                     foldedIndex[row.entity][key] = folded[row.entity].count
                     folded[row.entity].append(Folded(op: UInt8(ascii: "i"), record: record, cells: cells(of: row, request),
-                                                     links: links, mask: allBits(bits, plan)))
+                                                     links: links, mask: allBits(bits, plan), key: key))
                 }
             }
         }
 
-        // Stage, then write: destinations first, so links find their rows.
-        var staged: [Int] = []
+        // Row numbers for the new rows, so that links are numbers before anything is written.
+        var newKeys = Array(repeating: [TextKey: Int64](), count: plans.count)
         for (entity, entries) in folded.enumerated() {
-            let writes = entries.filter { $0.op == UInt8(ascii: "i") || $0.mask.contains { $0 != 0 } }
-            guard !writes.isEmpty else { continue }
-            try connection.copyIn(statements[entity].copy, data: copyText(writes, plan: plans[entity], request))
-            staged.append(entity)
+            let count = entries.count { $0.op == UInt8(ascii: "i") }
+            guard count > 0 else { continue }
+            let numbers = try connection.execute(statements[entity].reserve, [String(count)])
+            var next = 0
+            for index in entries.indices where entries[index].op == UInt8(ascii: "i") {
+                folded[entity][index].pk = Int64(numbers[next, 0]!)!
+                if let key = entries[index].key { newKeys[entity][key] = folded[entity][index].pk }
+                next += 1
+            }
         }
+        func linked(_ entity: Int, _ number: Int, _ key: String?) -> Int64? {
+            guard let key else { return nil }
+            let info = plans[entity].info
+            let target = planIndex[info.relationships[info.toOneColumns[number].relationship].destination]!
+            let text = TextKey(key)
+            return existing[target][text] ?? newKeys[target][text]
+        }
+
+        // New rows straight into their tables, in key order: two transactions inserting the
+        // same new keys then wait for each other in one order, never in a cycle.
+        do {
+            for entity in order {
+                let entries = folded[entity].filter { $0.op == UInt8(ascii: "i") }
+                guard !entries.isEmpty else { continue }
+                let sorted = plans[entity].keyPosition == nil ? entries : entries.sorted { ($0.key?.bytes ?? []).lexicographicallyPrecedes($1.key?.bytes ?? []) }
+                try connection.copyIn(statements[entity].copyNew, data: newRowsText(sorted, entity: entity, request, linked: linked))
+                result.inserted[plans[entity].info.name] = entries.count
+            }
+        } catch {
+            // A key assumed new, or made by another process since the lookup: the caller tries again, looking keys up.
+            if case .server(_, let state) = error, state == "23505" {
+                assumesNewKeys = false
+                throw .server("a key this batch was to create is stored already; try again", sqlState: "40001")
+            }
+            throw error
+        }
+
+        // Stored rows the request may change: staged, then one UPDATE per entity. Related
+        // objects given again as this writer last wrote them are left out: nothing to change.
+        var staged: [Int] = []
         var updatedRecords = Array(repeating: Set<Int>(), count: plans.count)
-        for entity in order where staged.contains(entity) {
-            let plan = plans[entity]
-            let entries = folded[entity]
-            if let update = statements[entity].update, entries.contains(where: { $0.op == UInt8(ascii: "u") }) {
-                let updated = try connection.execute(update)
-                for row in 0..<updated.count { updatedRecords[entity].insert(Int(updated[row, 0]!)!) }
-            }
-            let inserts = entries.count { $0.op == UInt8(ascii: "i") }
-            if inserts > 0 {
-                let inserted = try connection.execute(statements[entity].insert).changed
-                if plan.keyPosition != nil, inserted != inserts {
-                    throw .server("another process stored \(inserts - inserted) \(plan.info.name) keys this batch was to create; try again",
-                                  sqlState: "40001")
+        var contents = Array(repeating: [(TextKey, Int)](), count: plans.count)
+        for entity in order where !undestined[entity] {
+            for index in folded[entity].indices {
+                guard let key = folded[entity][index].key else { continue }
+                let hash = contentHash(folded[entity][index], request)
+                if folded[entity][index].op == UInt8(ascii: "u"), (pendingContents[entity][key] ?? knownContents[entity][key]) == hash {
+                    folded[entity][index].mask = Array(repeating: 0, count: folded[entity][index].mask.count)
                 }
-                result.inserted[plan.info.name] = inserted
+                contents[entity].append((key, hash))
             }
+        }
+        for entity in order {
+            let changes = folded[entity].filter { $0.op == UInt8(ascii: "u") && $0.mask.contains { $0 != 0 } }
+            guard !changes.isEmpty, let update = statements[entity].update else { continue }
+            try connection.copyIn(statements[entity].copy, data: stagedText(changes, entity: entity, request, linked: linked))
+            staged.append(entity)
+            let updated = try connection.execute(update)
+            for row in 0..<updated.count { updatedRecords[entity].insert(Int(updated[row, 0]!)!) }
         }
         if !staged.isEmpty {
             try connection.execute("TRUNCATE " + staged.map { quoted("_stage_\($0)") }.joined(separator: ", "))
@@ -168,8 +216,33 @@ extension PostgresBatchWriter {
         for (entity, record) in awaitingVerdict {
             if updatedRecords[entity].contains(record) { result.updated += 1 } else { result.unchanged += 1 }
         }
+        // What this write taught of objects others link to (it counts once the transaction commits).
+        for entity in plans.indices where !undestined[entity] {
+            for entry in folded[entity] { if let key = entry.key { pendingRows[entity][key] = entry.pk } }
+            for (key, hash) in contents[entity] { pendingContents[entity][key] = hash }
+        }
         result.records = kept.count
         return result
+    }
+
+    /// A hash of what a folded row gives: the fields by the mask, and the links.
+    private func contentHash(_ entry: Folded, _ request: BatchInsertRequest) -> Int {
+        var hasher = Hasher()
+        request.text.withUnsafeBytes { text in
+            for (position, cell) in entry.cells.enumerated() {
+                hasher.combine(position)
+                switch cell {
+                case .null: hasher.combine(0 as UInt8)
+                case .int(let number): hasher.combine(number)
+                case .double(let number): hasher.combine(number.bitPattern)
+                case .text(let offset, let count): hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: text[Int(offset)..<Int(offset + count)]))
+                case .value(let index): hasher.combine(request.values[Int(index)])
+                }
+            }
+        }
+        hasher.combine(entry.links)
+        hasher.combine(entry.mask)
+        return hasher.finalize()
     }
 
     // MARK: - Folding
@@ -280,21 +353,45 @@ extension PostgresBatchWriter {
         return literal + "}"
     }
 
-    /// The staging rows in COPY's text format.
-    private func copyText(_ entries: [Folded], plan: BatchInserter.EntityPlan, _ request: BatchInsertRequest) -> [UInt8] {
+    /// New rows in COPY's text format, for the entity's own table: the row number, each
+    /// attribute in its column's text form, each link's row number.
+    private func newRowsText(_ entries: [Folded], entity: Int, _ request: BatchInsertRequest,
+                             linked: (Int, Int, String?) -> Int64?) -> [UInt8] {
+        let plan = plans[entity]
         var data: [UInt8] = []
-        data.reserveCapacity(entries.count * 64)
+        data.reserveCapacity(entries.count * 96)
+        for entry in entries {
+            data.append(contentsOf: String(entry.pk).utf8)
+            for (position, cell) in entry.cells.enumerated() {
+                data.append(0x09)
+                appendColumnValue(cell, type: plan.info.attributeTypes[position], request, to: &data)
+            }
+            for (number, link) in entry.links.enumerated() {
+                data.append(0x09)
+                if let pk = linked(entity, number, link) { data.append(contentsOf: String(pk).utf8) } else { data.append(contentsOf: [0x5C, 0x4E]) }
+            }
+            data.append(0x0A)
+        }
+        return data
+    }
+
+    /// Stored rows' changes in COPY's text format, for the staging table.
+    private func stagedText(_ entries: [Folded], entity: Int, _ request: BatchInsertRequest,
+                            linked: (Int, Int, String?) -> Int64?) -> [UInt8] {
+        let plan = plans[entity]
+        var data: [UInt8] = []
+        data.reserveCapacity(entries.count * 96)
         for entry in entries {
             data.append(contentsOf: String(entry.record).utf8)
             data.append(0x09)
-            data.append(entry.op)
+            data.append(contentsOf: String(entry.pk).utf8)
             for (position, cell) in entry.cells.enumerated() {
                 data.append(0x09)
                 appendCell(cell, type: plan.info.attributeTypes[position], request, to: &data)
             }
-            for link in entry.links {
+            for (number, link) in entry.links.enumerated() {
                 data.append(0x09)
-                if let link { Self.appendEscaped(link.utf8, to: &data) } else { data.append(contentsOf: [0x5C, 0x4E]) }
+                if let pk = linked(entity, number, link) { data.append(contentsOf: String(pk).utf8) } else { data.append(contentsOf: [0x5C, 0x4E]) }
             }
             for word in entry.mask {
                 data.append(0x09)
@@ -303,6 +400,59 @@ extension PostgresBatchWriter {
             data.append(0x0A)
         }
         return data
+    }
+
+    /// A cell in the text form of its attribute's column (`postgresType`): what COPY
+    /// into the entity's own table reads.
+    private func appendColumnValue(_ cell: BatchInsertRequest.Cell, type: AttributeType, _ request: BatchInsertRequest,
+                                   to data: inout [UInt8]) {
+        switch (type, cell) {
+        case (_, .null): data.append(contentsOf: [0x5C, 0x4E])
+        case (.bool, .int(let number)): data.append(number != 0 ? 0x74 : 0x66)
+        case (.bool, .value(let index)):
+            if case .bool(let flag) = request.values[Int(index)] { data.append(flag ? 0x74 : 0x66) } else { appendCell(cell, type: type, request, to: &data) }
+        case (.date, .double(let seconds)): Self.appendTimestamp(seconds, to: &data)
+        case (.date, .value(let index)):
+            if case .date(let date) = request.values[Int(index)] { Self.appendTimestamp(date.timeIntervalSinceReferenceDate, to: &data) }
+            else { appendCell(cell, type: type, request, to: &data) }
+        default: appendCell(cell, type: type, request, to: &data)
+        }
+    }
+
+    /// Seconds since 2001 as a `timestamptz` literal at UTC, to the microsecond
+    /// (`2024-03-05 12:34:56.123456+00`, proleptic Gregorian), without a formatter.
+    static func appendTimestamp(_ seconds: Double, to data: inout [UInt8]) {
+        let micros = Int64((seconds * 1_000_000).rounded()) + 978_307_200_000_000
+        var whole = micros / 1_000_000
+        var fraction = micros % 1_000_000
+        if fraction < 0 {
+            fraction += 1_000_000
+            whole -= 1
+        }
+        var days = whole / 86_400
+        var second = whole % 86_400
+        if second < 0 {
+            second += 86_400
+            days -= 1
+        }
+        let (year, month, day) = StoredDate.civil(days: days)
+        func digits(_ value: Int64, _ width: Int) {
+            var buffer = [UInt8](repeating: 48, count: width)
+            var rest = value
+            for index in stride(from: width - 1, through: 0, by: -1) {
+                buffer[index] = UInt8(48 + rest % 10)
+                rest /= 10
+            }
+            data.append(contentsOf: buffer)
+        }
+        digits(year, 4)
+        data.append(0x2D); digits(Int64(month), 2)
+        data.append(0x2D); digits(Int64(day), 2)
+        data.append(0x20); digits(second / 3600, 2)
+        data.append(0x3A); digits(second / 60 % 60, 2)
+        data.append(0x3A); digits(second % 60, 2)
+        data.append(0x2E); digits(fraction, 6)
+        data.append(contentsOf: [0x2B, 0x30, 0x30])
     }
 
     private func appendCell(_ cell: BatchInsertRequest.Cell, type: AttributeType, _ request: BatchInsertRequest, to data: inout [UInt8]) {

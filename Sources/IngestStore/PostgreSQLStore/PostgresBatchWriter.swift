@@ -1,10 +1,17 @@
 import Foundation
 
 /// Writes `BatchInsertRequest`s into a PostgreSQL store: the batch path of an import
-/// there. Each request goes to staging tables with one `COPY` per entity, then into the
-/// entity tables with one `UPDATE … FROM` (stored rows, by the entity's `ConflictRule`,
-/// from the fields each record gives) and one `INSERT … SELECT … ON CONFLICT DO NOTHING`
-/// (new rows), destinations before the rows that link to them.
+/// there, at the pace of `COPY`. A request's new rows go straight into their tables with
+/// one `COPY` per entity, their row numbers reserved from the tables' sequences first, so
+/// links are plain numbers and nothing is staged or looked up again. Stored rows that the
+/// request may change go through a staging table to one `UPDATE … FROM` per entity, by
+/// the entity's `ConflictRule` and the fields each record gives, joined on the row number.
+///
+/// Which keys are stored comes from one lookup per entity, except for the entities no
+/// other links to (a feed's records, usually): their keys are assumed new while the
+/// writer has met none stored, and a key that is stored after all (another run's, or
+/// another process's) fails the `COPY`; the caller retries the transaction, and the
+/// writer looks those keys up from then on.
 ///
 /// The guarantees are the SQLite `BatchInserter`'s: the caller's transaction holds the
 /// rows and whatever marker it writes; uniqueness is kept by the unique index; a record
@@ -19,7 +26,7 @@ import Foundation
 public final class PostgresBatchWriter: BatchRequestMaking {
     let connection: PostgresConnection
     let plans: [BatchInserter.EntityPlan]
-    private let planIndex: [String: Int]
+    let planIndex: [String: Int]
     /// Plans in write order: each after the plans its rows link to.
     let order: [Int]
     let statements: [Statements]
@@ -28,13 +35,52 @@ public final class PostgresBatchWriter: BatchRequestMaking {
 
     struct Statements {
         let stage: String
+        /// COPY of stored rows' changes into the staging table.
         let copy: String
         let existing: String?
         let update: String?
-        let insert: String
+        /// COPY of new rows straight into the entity's table, row numbers given.
+        let copyNew: String
+        /// Reserves row numbers: `$1` of them from the table's identity sequence.
+        var reserve: String
         let attributeCount: Int
         let linkCount: Int
         let maskWords: Int
+    }
+
+    /// Entities no other entity links to: their keys may be assumed new (see the type's notes).
+    let undestined: [Bool]
+    /// Whether keys of `undestined` entities are assumed new: until one was found stored.
+    public internal(set) var assumesNewKeys = true
+    /// Per entity linked to: key → row number, and key → a hash of the fields this writer
+    /// last wrote there (or found there unchanged). A related object repeated as it was
+    /// costs no lookup and no staged row. Bounded; what a write adds counts only once its
+    /// transaction commits (`didCommit`).
+    var knownRows: [[TextKey: Int64]]
+    var knownContents: [[TextKey: Int]]
+    var pendingRows: [[TextKey: Int64]]
+    var pendingContents: [[TextKey: Int]]
+    static let knownLimit = 200_000
+
+    /// The caller's transaction committed: what its writes taught holds from now on.
+    public func didCommit() {
+        for entity in plans.indices {
+            if knownRows[entity].count + pendingRows[entity].count > Self.knownLimit {
+                knownRows[entity].removeAll(keepingCapacity: true)
+                knownContents[entity].removeAll(keepingCapacity: true)
+            }
+            knownRows[entity].merge(pendingRows[entity]) { $1 }
+            knownContents[entity].merge(pendingContents[entity]) { $1 }
+        }
+        didRollBack()
+    }
+
+    /// The caller's transaction rolled back: forget what its writes would have taught.
+    public func didRollBack() {
+        for entity in plans.indices {
+            pendingRows[entity].removeAll(keepingCapacity: true)
+            pendingContents[entity].removeAll(keepingCapacity: true)
+        }
     }
 
     /// A writer for `store`'s model on `connection`, by `rules` per entity name.
@@ -73,9 +119,24 @@ public final class PostgresBatchWriter: BatchRequestMaking {
         }
         for index in plans.indices { try visit(index) }
         order = sorted
+        var destined = Array(repeating: false, count: plans.count)
+        for plan in plans {
+            for (relationship, _) in plan.info.toOneColumns {
+                if let target = positions[plan.info.relationships[relationship].destination] { destined[target] = true }
+            }
+        }
+        undestined = destined.map { !$0 }
+        knownRows = Array(repeating: [:], count: plans.count)
+        knownContents = Array(repeating: [:], count: plans.count)
+        pendingRows = knownRows
+        pendingContents = knownContents
         var statements: [Statements] = []
         for (index, plan) in plans.enumerated() {
-            statements.append(Self.statements(for: plan, number: index, plans: plans, planIndex: positions))
+            var made = Self.statements(for: plan, number: index, plans: plans, planIndex: positions)
+            let table = plan.info.table.replacingOccurrences(of: "'", with: "''")
+            let sequence = try connection.execute("SELECT pg_get_serial_sequence('\(table)', '_pk')::regclass::oid")[0, 0] ?? "0"
+            made.reserve = made.reserve.replacingOccurrences(of: "%SEQUENCE%", with: "\(sequence)::oid")
+            statements.append(made)
         }
         self.statements = statements
         for statement in statements { try connection.execute(statement.stage) }
@@ -101,49 +162,40 @@ public final class PostgresBatchWriter: BatchRequestMaking {
         let stage = quoted("_stage_\(number)")
         let attributeCount = info.attributes.count
         let linkCount = info.toOneColumns.count
-        var stagingColumns = ["_rec integer", "_op \"char\""]
+        // Stored rows' changes: the row number, the cells, the links (row numbers), the given-mask.
+        var stagingColumns = ["_rec integer", "_pk bigint"]
         stagingColumns += info.attributeTypes.enumerated().map { "c\($0) \($1.stagingType)" }
-        stagingColumns += (0..<linkCount).map { "l\($0) text" }
+        stagingColumns += (0..<linkCount).map { "l\($0) bigint" }
         stagingColumns += (0..<plan.maskWords).map { "m\($0) bigint" }
         let create = "CREATE TEMP TABLE IF NOT EXISTS \(stage) (\(stagingColumns.joined(separator: ", "))) ON COMMIT DELETE ROWS"
-        let copyColumns = ["_rec", "_op"] + (0..<attributeCount).map { "c\($0)" } + (0..<linkCount).map { "l\($0)" }
+        let copyColumns = ["_rec", "_pk"] + (0..<attributeCount).map { "c\($0)" } + (0..<linkCount).map { "l\($0)" }
             + (0..<plan.maskWords).map { "m\($0)" }
         let copy = "COPY \(stage) (\(copyColumns.joined(separator: ", "))) FROM STDIN"
 
         func attribute(_ position: Int) -> String { info.attributeTypes[position].fromStaging("s.c\(position)") }
-        func link(_ number: Int) -> String {
-            let destination = plans[planIndex[info.relationships[info.toOneColumns[number].relationship].destination]!]
-            let key = destination.keyPosition!
-            let type = destination.info.attributeTypes[key]
-            return "(SELECT d.\"_pk\" FROM \(destination.info.table) d WHERE d.\(quoted(destination.info.attributeNames[key])) = "
-                + type.fromStaging("s.l\(number)::\(type.stagingType)") + ")"
-        }
         let columns = info.attributeNames.map(quoted) + info.toOneColumns.map { quoted($0.column) }
-        let values = (0..<attributeCount).map(attribute) + (0..<linkCount).map(link)
-        // Keys go in in key order: two transactions inserting the same new keys then wait
-        // for each other in one order, never in a cycle (a deadlock).
-        let insertOrder = plan.keyPosition.map { "s.c\($0)" } ?? "s._rec"
-        var insert = "INSERT INTO \(info.table) (\(columns.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
-            + "FROM \(stage) s WHERE s._op = 'i' ORDER BY \(insertOrder)"
+        let values = (0..<attributeCount).map(attribute) + (0..<linkCount).map { "s.l\($0)" }
+        let copyNew = "COPY \(info.table) (\"_pk\", \(columns.joined(separator: ", "))) FROM STDIN"
+        // The sequence is named once (see `init`): pg_get_serial_sequence per row cost 4 µs a row.
+        let reserve = "SELECT nextval(%SEQUENCE%) FROM generate_series(1, $1::integer)"
         var existing: String?
-        var update: String?
         if let key = plan.keyPosition {
             let keyColumn = quoted(info.attributeNames[key])
             let type = info.attributeTypes[key]
-            insert += " ON CONFLICT (\(keyColumn)) DO NOTHING"
             existing = "SELECT u.k, t.\"_pk\" FROM unnest($1::text[]) AS u(k) JOIN \(info.table) t ON t.\(keyColumn) = "
                 + type.fromStaging("u.k::\(type.stagingType)")
-            func given(_ bit: Int) -> String { "((s.m\(bit / 64) >> \(bit % 64)) & 1) = 1" }
-            let changing = columns.indices.filter { $0 != key }
-            if !changing.isEmpty {
-                update = "UPDATE \(info.table) AS t SET "
-                    + changing.map { "\(columns[$0]) = CASE WHEN \(given($0)) THEN \(values[$0]) ELSE t.\(columns[$0]) END" }.joined(separator: ", ")
-                    + " FROM \(stage) s WHERE s._op = 'u' AND t.\(keyColumn) = \(attribute(key)) AND ("
-                    + changing.map { "(\(given($0)) AND t.\(columns[$0]) IS DISTINCT FROM \(values[$0]))" }.joined(separator: " OR ")
-                    + ") RETURNING s._rec"
-            }
         }
-        return Statements(stage: create, copy: copy, existing: existing, update: update, insert: insert,
+        func given(_ bit: Int) -> String { "((s.m\(bit / 64) >> \(bit % 64)) & 1) = 1" }
+        let changing = columns.indices.filter { $0 != plan.keyPosition }
+        var update: String?
+        if !changing.isEmpty {
+            update = "UPDATE \(info.table) AS t SET "
+                + changing.map { "\(columns[$0]) = CASE WHEN \(given($0)) THEN \(values[$0]) ELSE t.\(columns[$0]) END" }.joined(separator: ", ")
+                + " FROM \(stage) s WHERE t.\"_pk\" = s._pk AND ("
+                + changing.map { "(\(given($0)) AND t.\(columns[$0]) IS DISTINCT FROM \(values[$0]))" }.joined(separator: " OR ")
+                + ") RETURNING s._rec"
+        }
+        return Statements(stage: create, copy: copy, existing: existing, update: update, copyNew: copyNew, reserve: reserve,
                           attributeCount: attributeCount, linkCount: linkCount, maskWords: plan.maskWords)
     }
 }
