@@ -2,6 +2,7 @@ import Foundation
 import IngestJSON
 import IngestStore
 import Logging
+import Synchronization
 
 /// One worker of a process joined to an import on a PostgreSQL store: its own
 /// connection, and the batch path's writer and row mapper, or (for a pipeline that path
@@ -25,6 +26,11 @@ final class PostgresChunkWorker {
     }
 
     let connection: PostgresConnection
+    /// The batch path's second connection, for claims and chunk bytes while `connection` writes.
+    private let claims: PostgresConnection?
+    /// Where this process's own split left the chunk files (the importing process reads
+    /// them there instead of from the database), or nil.
+    let localChunks: String?
     let path: Path
     let run: Int
     let record: PostgresRunRecord
@@ -45,12 +51,16 @@ final class PostgresChunkWorker {
     private struct Stopped: Error {}
 
     /// - Throws: `PostgresError` or `StoreError` when the store cannot be reached.
-    init(store: PostgresStore, spec: PipelineSpec, run: Int, record: PostgresRunRecord, process: String, number: Int, logger: Logger) throws {
+    init(store: PostgresStore, spec: PipelineSpec, run: Int, record: PostgresRunRecord, process: String, number: Int,
+         localChunks: String? = nil, logger: Logger) throws {
         connection = try store.connect()
         owner = "\(process)/\(number)"
+        self.localChunks = localChunks
         if let batch = try Self.batchPath(store: store, connection: connection, spec: spec, record: record, logger: logger) {
             path = batch
+            claims = try store.connect()
         } else {
+            claims = nil
             // Discriminators, to-many mappings, the reject rule, links to itself: objects in a context.
             let coordinator = try PersistentStoreCoordinator(opened: store)
             let bookkeeping = LeaseBookkeeping(owner: owner, process: process, leaseSeconds: record.leaseSeconds)
@@ -81,7 +91,8 @@ final class PostgresChunkWorker {
 
     /// Claims and imports chunks until the run has none unclaimed; waits while chunks
     /// are held by other processes, so a dead one's chunks are taken once its lease ends.
-    func work(stop: @escaping () -> Bool) throws {
+    func work(stop: @escaping @Sendable () -> Bool) throws {
+        if case .batch(let writer, let rows) = path, let claims { return try pipelined(writer: writer, rows: rows, claims: claims, stop: stop) }
         while !stop() {
             guard let lease = try ChunkLease.claim(run: run, owner: owner, leaseSeconds: record.leaseSeconds, connection) else {
                 if try ChunkLease.unfinished(run: run, connection) == 0 || !ChunkLease.isRunning(run: run, connection) { return }
@@ -98,19 +109,27 @@ final class PostgresChunkWorker {
         }
     }
 
-    private func importChunk(_ lease: ChunkLease, stop: @escaping () -> Bool) throws {
-        logger.debug("chunk claimed", metadata: ["chunk": "\(lease.number)", "done": "\(lease.done)", "records": "\(lease.records)"])
+    /// A chunk's bytes: this process's own chunk file when it has one, else the database's
+    /// copy; checked against the chunk's checksum either way.
+    private func bytes(of lease: ChunkLease, on connection: PostgresConnection) throws -> [UInt8] {
+        if let localChunks, let local = try? FileOps.readFile(localChunks + "/" + ChunkInfo.fileName(for: lease.number)),
+           local.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum {
+            return local
+        }
         guard let bytes = try connection.fetchBytes("SELECT bytes FROM _ingest_chunks WHERE run = $1 AND number = $2",
                                                      [String(run), String(lease.number)]) else { throw ChunkLease.Lost() }
         guard bytes.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum else {
             throw ImportError(.chunkChanged(path: "chunk \(lease.number) of run \(run) in \(connection.target)"))
         }
-        switch path {
-        case .batch(let writer, let rows):
-            try importChunk(lease, bytes: bytes, writer: writer, rows: rows, stop: stop)
-        case .objects(let importer, let bookkeeping):
-            try importChunk(lease, bytes: bytes, importer: importer, bookkeeping: bookkeeping, stop: stop)
-        }
+        return bytes
+    }
+
+    private func importChunk(_ lease: ChunkLease, stop: @escaping () -> Bool) throws {
+        logger.debug("chunk claimed", metadata: ["chunk": "\(lease.number)", "done": "\(lease.done)", "records": "\(lease.records)"])
+        let bytes = try bytes(of: lease, on: connection)
+        // The batch path runs `pipelined`; this is the object path's.
+        guard case .objects(let importer, let bookkeeping) = path else { preconditionFailure("a batch path chunk outside the pipeline") }
+        try importChunk(lease, bytes: bytes, importer: importer, bookkeeping: bookkeeping, stop: stop)
     }
 
     /// The object path: the chunk's records mapped onto objects, saved every K records.
@@ -144,30 +163,90 @@ final class PostgresChunkWorker {
         totals.chunks += 1
     }
 
-    /// The batch path: each K records into one request, written with COPY.
-    private func importChunk(_ lease: ChunkLease, bytes: [UInt8], writer: PostgresBatchWriter, rows: RowMapper,
-                             stop: @escaping () -> Bool) throws {
-        var request = writer.makeRequest(text: bytes)
-        var rejects: [(index: Int, reason: String)] = []
-        var pending = 0
-        var reason: String?
-        var saved = lease.done
-        var lines = ChunkLines.Iterator(bytes: bytes, skip: lease.done)
-        while let (range, index) = lines.next() {
-            try rows.add(record: range, number: index, to: &request, reason: &reason)
-            if let reason { rejects.append((index, reason)) }
-            pending += 1
-            if pending == record.saveEvery || index + 1 == lease.records {
-                try save(request, rejects: rejects, from: saved, done: index + 1, lease: lease, bytes: bytes)
-                saved = index + 1
-                request.removeAll(text: bytes)
-                rejects.removeAll(keepingCapacity: true)
-                pending = 0
-                if stop() { return }
+    /// One batch, handed from the mapping thread to the writing one.
+    struct Batch: Sendable {
+        var lease: ChunkLease
+        var request: BatchInsertRequest
+        var rejects: [(index: Int, reason: String)]
+        /// The chunk's marker before and after this batch.
+        var from: Int
+        var done: Int
+        var bytes: [UInt8]
+        var endsChunk: Bool
+    }
+
+    /// The batch path, in two stages so that the client's work and the server's overlap:
+    /// this thread claims chunks (on `claims`) and maps each K records into a request; a
+    /// writer thread writes them (on `connection`), each with the chunk's marker, in the
+    /// order they were mapped. The mapper stays at most two batches ahead.
+    private func pipelined(writer: PostgresBatchWriter, rows: RowMapper, claims: PostgresConnection,
+                           stop: @escaping @Sendable () -> Bool) throws {
+        let handoff = Handoff<Batch>(capacity: 2)
+        let failure = Mutex<(any Error)?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        // The writer thread alone uses `connection` and `totals` until `finished`.
+        let me = UncheckedSendable(self)
+        Thread.detachNewThread {
+            defer { finished.signal() }
+            var lost: Int?
+            while let batch = handoff.pop() {
+                guard failure.withLock({ $0 == nil }), lost != batch.lease.number else { continue }
+                do {
+                    try me.value.save(batch.request, rejects: batch.rejects, from: batch.from, done: batch.done, lease: batch.lease,
+                                      bytes: batch.bytes)
+                    if batch.endsChunk { me.value.totals.chunks += 1 }
+                } catch is ChunkLease.Lost {
+                    lost = batch.lease.number
+                    me.value.totals.leasesLost += 1
+                    me.value.logger.warning("chunk lease lost to another process (this process stalled longer than the lease)",
+                                            metadata: ["chunk": "\(batch.lease.number)"])
+                } catch {
+                    failure.withLock { $0 = error }
+                    handoff.cancel()
+                }
             }
         }
-        if lease.records == 0 { try save(request, rejects: [], from: 0, done: 0, lease: lease, bytes: bytes) }
-        totals.chunks += 1
+        do {
+            claiming: while !stop() && failure.withLock({ $0 == nil }) {
+                guard let lease = try ChunkLease.claim(run: run, owner: owner, leaseSeconds: record.leaseSeconds, claims) else {
+                    if try ChunkLease.unfinished(run: run, claims) == 0 || !ChunkLease.isRunning(run: run, claims) { break }
+                    Thread.sleep(forTimeInterval: min(1, record.leaseSeconds / 4))
+                    continue
+                }
+                logger.debug("chunk claimed", metadata: ["chunk": "\(lease.number)", "done": "\(lease.done)", "records": "\(lease.records)"])
+                let bytes = try bytes(of: lease, on: claims)
+                var request = writer.makeRequest(text: bytes)
+                var rejects: [(index: Int, reason: String)] = []
+                var pending = 0
+                var reason: String?
+                var saved = lease.done
+                var lines = ChunkLines.Iterator(bytes: bytes, skip: lease.done)
+                while let (range, index) = lines.next() {
+                    try rows.add(record: range, number: index, to: &request, reason: &reason)
+                    if let reason { rejects.append((index, reason)) }
+                    pending += 1
+                    if pending == record.saveEvery || index + 1 == lease.records {
+                        let batch = Batch(lease: lease, request: request, rejects: rejects, from: saved, done: index + 1, bytes: bytes,
+                                          endsChunk: index + 1 == lease.records)
+                        guard handoff.push(batch) else { break claiming }
+                        saved = index + 1
+                        request = writer.makeRequest(text: bytes)
+                        rejects.removeAll(keepingCapacity: true)
+                        pending = 0
+                        if stop() { break claiming }
+                    }
+                }
+                if lease.records == 0 {
+                    let empty = Batch(lease: lease, request: request, rejects: [], from: 0, done: 0, bytes: bytes, endsChunk: true)
+                    guard handoff.push(empty) else { break claiming }
+                }
+            }
+        } catch {
+            failure.withLock { if $0 == nil { $0 = error } }
+        }
+        handoff.finish()
+        finished.wait()
+        if let error = failure.withLock({ $0 }) { throw error }
     }
 
     /// Writes one batch with the chunk's marker, its rejects and the process's counts in

@@ -74,7 +74,8 @@ public final class PostgresJoin: Sendable {
             Thread.detachNewThread { [self] in
                 defer { group.leave() }
                 do {
-                    let worker = try PostgresChunkWorker(store: store, spec: spec, run: run, record: record, process: process, number: number, logger: logger)
+                    let worker = try PostgresChunkWorker(store: store, spec: spec, run: run, record: record, process: process, number: number,
+                                                         localChunks: options.localChunks, logger: logger)
                     try worker.work { [self] in self.cancellation.load(ordering: .relaxed) || failure.withLock { $0 != nil } }
                     totals.withLock { total in
                         total.chunks += worker.totals.chunks

@@ -35,6 +35,9 @@ public struct PostgresImportOptions: Sendable {
     public var abandonRun: Bool
     /// Import the feed even when the store's last run imported the same feed with the same pipeline.
     public var again = false
+    /// Where this process's split left the run's chunk files (`Started.chunksDirectory`):
+    /// its workers read them there rather than from the database.
+    public var localChunks: String?
     public var logger: Logger
 
     public init(workers: Int? = nil, saveEvery: Int? = nil, chunkSize: Int? = nil, leaseSeconds: Double = 30,
@@ -62,6 +65,10 @@ public enum PostgresImport {
         public var bytes: Int
         public var splitSeconds: Double
         public var uploadSeconds: Double
+        /// The chunk files this process split, kept for its own workers to read instead of
+        /// the database's copies (pass it as `PostgresImportOptions.localChunks`); the caller
+        /// removes the directory when its import ends. Nil when nothing was split here.
+        public var chunksDirectory: String?
     }
 
     /// Splits `feed` by `pipeline` (the pipeline file's bytes) and registers its chunks as a
@@ -118,7 +125,8 @@ public enum PostgresImport {
         }
 
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-split-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var keepDirectory = false
+        defer { if !keepDirectory { try? FileManager.default.removeItem(atPath: directory) } }
         let chunkSize = options.chunkSize ?? spec.chunkSize
         let splitStarted = Date()
         options.logger.info("splitting the feed", metadata: ["feed": "\(feed)", "chunk size": "\(chunkSize)"])
@@ -176,9 +184,10 @@ public enum PostgresImport {
         let uploadSeconds = Date().timeIntervalSince(uploadStarted)
         options.logger.info("run registered", metadata: ["run": "\(run)", "chunks": "\(manifest.chunks.count)",
                                                          "upload ms": "\(Int(uploadSeconds * 1000))"])
+        keepDirectory = true
         return Started(run: run, registered: true, chunks: manifest.chunks.count,
                        records: manifest.chunks.reduce(0) { $0 + $1.records }, bytes: bytes,
-                       splitSeconds: splitSeconds, uploadSeconds: uploadSeconds)
+                       splitSeconds: splitSeconds, uploadSeconds: uploadSeconds, chunksDirectory: directory)
     }
 
     /// The newest run still running, with its record.

@@ -4,6 +4,14 @@ import Foundation
 struct TextKey: Hashable {
     let bytes: [UInt8]
     init(_ text: String) { bytes = Array(text.utf8) }
+    init(bytes: [UInt8]) { self.bytes = bytes }
+    /// The key as the text the lookups send.
+    var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    // The bytes in one go: hashing an array element by element cost a tenth of a write.
+    func hash(into hasher: inout Hasher) {
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
 }
 
 extension PostgresBatchWriter {
@@ -13,15 +21,35 @@ extension PostgresBatchWriter {
         var op: UInt8
         /// The first record (index in the request) that names it.
         var record: Int
-        var cells: [BatchInsertRequest.Cell]
-        /// Each to-one's destination key, as text.
-        var links: [String?]
+        /// Its first row's cells in the request; `folded` holds them once a later row of
+        /// its key changed them (most keys come once: their cells are never copied).
+        var firstCell: Int
+        var cellCount: Int
+        var folded: [BatchInsertRequest.Cell]?
+        /// Each to-one's destination key.
+        var links: [TextKey?]
         /// Bits (attributes, then to-ones) an UPDATE writes; for `i`, every bit is known.
         var mask: [UInt64]
         /// Its key (nil for an entity without one).
         var key: TextKey?
         /// Its row number: the stored one, or one reserved for it.
         var pk: Int64 = 0
+
+        init(op: UInt8, record: Int, row: BatchInsertRequest.Row, cellCount: Int, links: [TextKey?], mask: [UInt64],
+             key: TextKey?, pk: Int64 = 0) {
+            self.op = op
+            self.record = record
+            firstCell = row.firstCell
+            self.cellCount = cellCount
+            self.links = links
+            self.mask = mask
+            self.key = key
+            self.pk = pk
+        }
+
+        func cell(_ position: Int, _ request: BatchInsertRequest) -> BatchInsertRequest.Cell {
+            folded?[position] ?? request.cells[firstCell + position]
+        }
     }
 
     /// Writes `request` (or its records `only`) in the connection's open transaction and
@@ -40,85 +68,73 @@ extension PostgresBatchWriter {
             if let reason = request.records[record].invalid ?? nulProblem(request, record) { reject(record, reason) } else { accepted.append(record) }
         }
 
-        // Each row's key, and the keys stored already (looked up, or assumed new).
-        var rowKey = [String?](repeating: nil, count: request.rows.count)
-        // Keys are told apart by their bytes, as PostgreSQL compares text (Swift's String
-        // equality would make "é" and "e\u{301}" one key).
-        var keys = Array(repeating: [TextKey: String](), count: plans.count)
+        // Each row's key, by its bytes: PostgreSQL compares text by its bytes (Swift's
+        // String equality would make "é" and "e\u{301}" one key).
+        var rowKey = [TextKey?](repeating: nil, count: request.rows.count)
+        let assumed = plans.indices.map { assumesNewKeys && undestined[$0] }
+        var lookups = Array(repeating: Set<TextKey>(), count: plans.count)
         for record in accepted {
             for rowIndex in request.rowRange(ofRecord: record) {
                 let row = request.rows[rowIndex]
                 guard let position = plans[row.entity].keyPosition,
-                      var key = keyText(request.cells[row.firstCell + position], request) else { continue }
-                // PostgreSQL keeps dates to the microsecond: keys closer than that are one key there.
-                if plans[row.entity].info.attributeTypes[position] == .date, let seconds = Double(key) {
-                    key = Self.keyText((seconds * 1e6).rounded() / 1e6)
-                }
+                      let key = keyBytes(request.cells[row.firstCell + position], type: plans[row.entity].info.attributeTypes[position], request)
+                else { continue }
                 rowKey[rowIndex] = key
-                keys[row.entity][TextKey(key)] = key
+                if !assumed[row.entity] { lookups[row.entity].insert(key) }
             }
         }
-        let assumed = plans.indices.map { assumesNewKeys && undestined[$0] }
+        // The keys stored already: remembered, or looked up (one query per entity).
         var existing = Array(repeating: [TextKey: Int64](), count: plans.count)
-        for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty && !assumed[entity] {
+        for (entity, entityKeys) in lookups.enumerated() where !entityKeys.isEmpty {
             var unknown: [String] = []
-            for (key, text) in entityKeys {
-                if let pk = knownRows[entity][key] ?? pendingRows[entity][key] { existing[entity][key] = pk } else { unknown.append(text) }
+            for key in entityKeys {
+                if let pk = pendingRows[entity][key] ?? knownRows[entity][key] { existing[entity][key] = pk } else { unknown.append(key.text) }
             }
             guard !unknown.isEmpty else { continue }
             let found = try connection.execute(statements[entity].existing!, [Self.arrayLiteral(unknown)])
             for row in 0..<found.count { existing[entity][TextKey(found[row, 0]!)] = Int64(found[row, 1]!)! }
         }
 
-        // A record whose new rows lack required values is rejected whole (as on SQLite);
-        // new objects related to a kept one are not made (nothing would link them).
-        var created = Array(repeating: Set<TextKey>(), count: plans.count)
-        var kept: [Int] = []
-        var unlinked = Set<Int>()
+        // Record by record: a record whose new rows lack required values is rejected whole
+        // (as on SQLite), new objects related to a kept one are not made (nothing would link
+        // them), and each key's rows fold in record order into one write.
+        var folded = Array(repeating: [Folded](), count: plans.count)
+        var foldedIndex = Array(repeating: [TextKey: Int](), count: plans.count)
+        // Stored, or made by an earlier record of the request.
+        func stored(_ entity: Int, _ key: TextKey) -> Bool {
+            (!existing[entity].isEmpty && existing[entity][key] != nil) || foldedIndex[entity][key] != nil
+        }
+        // Records whose own object was stored: updated or unchanged, as the UPDATE says.
+        var awaitingVerdict: [(entity: Int, record: Int)] = []
+        var kept = 0
         let noKeys = [Value?](repeating: nil, count: request.rows.count)
         for record in accepted {
             let range = request.rowRange(ofRecord: record)
-            let skipped = request.unlinkedNewRows(in: range) { rowIndex in
-                guard let key = rowKey[rowIndex].map(TextKey.init) else { return false }
-                let entity = request.rows[rowIndex].entity
-                return existing[entity][key] != nil || created[entity].contains(key)
+            let unlinked = request.unlinkedNewRows(in: range) { rowIndex in
+                rowKey[rowIndex].map { stored(request.rows[rowIndex].entity, $0) } ?? false
             }
-            let reason = (try? request.problem(in: range, keys: noKeys, skipping: skipped) { entity, value in
-                guard let key = Self.keyText(value).map(TextKey.init) else { return nil }
-                return existing[entity][key] ?? (created[entity].contains(key) ? -1 : nil)
+            let reason = (try? request.problem(in: range, keys: noKeys, skipping: unlinked) { entity, value in
+                guard let key = keyBytes(value) else { return nil }
+                return existing[entity][key] ?? (foldedIndex[entity][key] != nil ? -1 : nil)
             }) ?? nil
             if let reason {
                 reject(record, reason)
                 continue
             }
-            kept.append(record)
-            unlinked.formUnion(skipped)
-            for rowIndex in range where !skipped.contains(rowIndex) {
-                if let key = rowKey[rowIndex].map(TextKey.init), existing[request.rows[rowIndex].entity][key] == nil {
-                    created[request.rows[rowIndex].entity].insert(key)
-                }
-            }
-        }
-
-        // Fold each key's rows in record order; count what each record's own object becomes.
-        var folded = Array(repeating: [Folded](), count: plans.count)
-        var foldedIndex = Array(repeating: [TextKey: Int](), count: plans.count)
-        // Records whose own object was stored: updated or unchanged, as the UPDATE says.
-        var awaitingVerdict: [(entity: Int, record: Int)] = []
-        for record in kept {
-            let range = request.rowRange(ofRecord: record)
+            kept += 1
             // A record's rows fold last to first, the order the SQLite batch path writes them in.
             for rowIndex in range.reversed() where !unlinked.contains(rowIndex) {
                 let row = request.rows[rowIndex]
                 let plan = plans[row.entity]
                 let own = rowIndex == range.lowerBound
-                let links = (0..<plan.info.toOneColumns.count).map { number -> String? in
+                let links = (0..<plan.info.toOneColumns.count).map { number -> TextKey? in
                     let target = Int(request.links[row.firstLink + number])
                     return target < 0 ? nil : rowKey[target]
                 }
                 let bits = plan.info.attributeNames.count + plan.info.toOneColumns.count
-                guard let key = rowKey[rowIndex].map(TextKey.init) else {
-                    folded[row.entity].append(Folded(op: UInt8(ascii: "i"), record: record, cells: cells(of: row, request),
+                let cellCount = plan.info.attributeNames.count
+                guard let key = rowKey[rowIndex] else {
+                    folded[row.entity].append(Folded(op: UInt8(ascii: "i"), record: record, row: row, cellCount: cellCount,
                                                      links: links, mask: allBits(bits, plan), key: nil))
                     continue
                 }
@@ -129,8 +145,8 @@ extension PostgresBatchWriter {
                         if existing[row.entity][key].map({ $0 >= (firstRowOfRun[plan.info.name] ?? .max) }) ?? true { result.duplicates += 1 }
                         if changed { result.updated += 1 } else { result.unchanged += 1 }
                     }
-                } else if let stored = existing[row.entity][key] {
-                    var entry = Folded(op: UInt8(ascii: "u"), record: record, cells: cells(of: row, request), links: links,
+                } else if !existing[row.entity].isEmpty, let stored = existing[row.entity][key] {
+                    var entry = Folded(op: UInt8(ascii: "u"), record: record, row: row, cellCount: cellCount, links: links,
                                        mask: Array(repeating: 0, count: plan.maskWords), key: key, pk: stored)
                     _ = apply(row, links: links, to: &entry, request)
                     foldedIndex[row.entity][key] = folded[row.entity].count
@@ -141,7 +157,7 @@ extension PostgresBatchWriter {
                     }
                 } else {
                     foldedIndex[row.entity][key] = folded[row.entity].count
-                    folded[row.entity].append(Folded(op: UInt8(ascii: "i"), record: record, cells: cells(of: row, request),
+                    folded[row.entity].append(Folded(op: UInt8(ascii: "i"), record: record, row: row, cellCount: cellCount,
                                                      links: links, mask: allBits(bits, plan), key: key))
                 }
             }
@@ -149,6 +165,7 @@ extension PostgresBatchWriter {
 
         // Row numbers for the new rows, so that links are numbers before anything is written.
         var newKeys = Array(repeating: [TextKey: Int64](), count: plans.count)
+        // Only the entities something links to need their new keys' numbers by key.
         for (entity, entries) in folded.enumerated() {
             let count = entries.count { $0.op == UInt8(ascii: "i") }
             guard count > 0 else { continue }
@@ -156,16 +173,15 @@ extension PostgresBatchWriter {
             var next = 0
             for index in entries.indices where entries[index].op == UInt8(ascii: "i") {
                 folded[entity][index].pk = Int64(numbers[next, 0]!)!
-                if let key = entries[index].key { newKeys[entity][key] = folded[entity][index].pk }
+                if !undestined[entity], let key = entries[index].key { newKeys[entity][key] = folded[entity][index].pk }
                 next += 1
             }
         }
-        func linked(_ entity: Int, _ number: Int, _ key: String?) -> Int64? {
+        func linked(_ entity: Int, _ number: Int, _ key: TextKey?) -> Int64? {
             guard let key else { return nil }
             let info = plans[entity].info
             let target = planIndex[info.relationships[info.toOneColumns[number].relationship].destination]!
-            let text = TextKey(key)
-            return existing[target][text] ?? newKeys[target][text]
+            return existing[target][key] ?? newKeys[target][key]
         }
 
         // New rows straight into their tables, in key order: two transactions inserting the
@@ -221,7 +237,7 @@ extension PostgresBatchWriter {
             for entry in folded[entity] { if let key = entry.key { pendingRows[entity][key] = entry.pk } }
             for (key, hash) in contents[entity] { pendingContents[entity][key] = hash }
         }
-        result.records = kept.count
+        result.records = kept
         return result
     }
 
@@ -229,9 +245,9 @@ extension PostgresBatchWriter {
     private func contentHash(_ entry: Folded, _ request: BatchInsertRequest) -> Int {
         var hasher = Hasher()
         request.text.withUnsafeBytes { text in
-            for (position, cell) in entry.cells.enumerated() {
+            for position in 0..<entry.cellCount {
                 hasher.combine(position)
-                switch cell {
+                switch entry.cell(position, request) {
                 case .null: hasher.combine(0 as UInt8)
                 case .int(let number): hasher.combine(number)
                 case .double(let number): hasher.combine(number.bitPattern)
@@ -247,9 +263,6 @@ extension PostgresBatchWriter {
 
     // MARK: - Folding
 
-    private func cells(of row: BatchInsertRequest.Row, _ request: BatchInsertRequest) -> [BatchInsertRequest.Cell] {
-        Array(request.cells[row.firstCell..<row.firstCell + plans[row.entity].info.attributeNames.count])
-    }
 
     private func allBits(_ count: Int, _ plan: BatchInserter.EntityPlan) -> [UInt64] {
         (0..<plan.maskWords).map { word in
@@ -260,7 +273,7 @@ extension PostgresBatchWriter {
 
     /// Applies `row` to `entry` by the plan's rule; returns whether a value it gives differs
     /// from what `entry` held (or is not known to be the same).
-    private func apply(_ row: BatchInsertRequest.Row, links: [String?], to entry: inout Folded, _ request: BatchInsertRequest) -> Bool {
+    private func apply(_ row: BatchInsertRequest.Row, links: [TextKey?], to entry: inout Folded, _ request: BatchInsertRequest) -> Bool {
         let plan = plans[row.entity]
         guard row.mode == .upsert, plan.rule == .update || plan.rule == .replace else { return false }
         let attributes = plan.info.attributeNames.count
@@ -270,8 +283,9 @@ extension PostgresBatchWriter {
             let known = entry.op == UInt8(ascii: "i") || entry.mask[bit >> 6] & (1 << UInt64(bit & 63)) != 0
             if bit < attributes {
                 let cell = request.cells[row.firstCell + bit]
-                if !known || !same(entry.cells[bit], cell, request) { changed = true }
-                entry.cells[bit] = cell
+                if !known || !same(entry.cell(bit, request), cell, request) { changed = true }
+                if entry.folded == nil { entry.folded = (0..<entry.cellCount).map { request.cells[entry.firstCell + $0] } }
+                entry.folded![bit] = cell
             } else {
                 if !known || entry.links[bit - attributes] != links[bit - attributes] { changed = true }
                 entry.links[bit - attributes] = links[bit - attributes]
@@ -297,22 +311,43 @@ extension PostgresBatchWriter {
     // MARK: - Text forms
 
     /// Why a record cannot go to PostgreSQL as it is (a NUL character in a text value), or nil.
+    /// Text cells are a record's own unescaped JSON strings, which never hold a raw NUL
+    /// (JSON forbids control characters, and the split checked): only values made from
+    /// escapes (`\u0000`) are looked at.
     private func nulProblem(_ request: BatchInsertRequest, _ record: Int) -> String? {
         for rowIndex in request.rowRange(ofRecord: record) {
             let row = request.rows[rowIndex]
             let info = plans[row.entity].info
             for position in 0..<info.attributeNames.count {
-                let hasNul: Bool
-                switch request.cells[row.firstCell + position] {
-                case .text(let offset, let count): hasNul = request.text[Int(offset)..<Int(offset + count)].contains(0)
-                case .value(let index):
-                    if case .string(let text) = request.values[Int(index)] { hasNul = text.utf8.contains(0) } else { hasNul = false }
-                default: hasNul = false
-                }
-                if hasNul { return "\(info.name).\(info.attributeNames[position]): PostgreSQL text cannot hold the character U+0000" }
+                guard case .value(let index) = request.cells[row.firstCell + position],
+                      case .string(let text) = request.values[Int(index)], text.utf8.contains(0) else { continue }
+                return "\(info.name).\(info.attributeNames[position]): PostgreSQL text cannot hold the character U+0000"
             }
         }
         return nil
+    }
+
+    /// A row's key as bytes, as the lookups and the folding tell keys apart. PostgreSQL
+    /// keeps dates to the microsecond: date keys closer than that are one key there.
+    func keyBytes(_ cell: BatchInsertRequest.Cell, type: AttributeType, _ request: BatchInsertRequest) -> TextKey? {
+        switch cell {
+        case .null: return nil
+        case .text(let offset, let count): return TextKey(bytes: Array(request.text[Int(offset)..<Int(offset + count)]))
+        case .int(let number):
+            var bytes: [UInt8] = []
+            Self.appendInteger(number, to: &bytes)
+            return TextKey(bytes: bytes)
+        case .double(let number) where type == .date: return TextKey(Self.keyText((number * 1e6).rounded() / 1e6))
+        default:
+            guard var text = keyText(cell, request) else { return nil }
+            if type == .date, let seconds = Double(text) { text = Self.keyText((seconds * 1e6).rounded() / 1e6) }
+            return TextKey(text)
+        }
+    }
+
+    /// A value's key bytes (for the checks that name a key by its value).
+    func keyBytes(_ value: Value) -> TextKey? {
+        Self.keyText(value).map(TextKey.init)
     }
 
     /// A key as text, the form the lookups and staging tables carry it in.
@@ -356,19 +391,19 @@ extension PostgresBatchWriter {
     /// New rows in COPY's text format, for the entity's own table: the row number, each
     /// attribute in its column's text form, each link's row number.
     private func newRowsText(_ entries: [Folded], entity: Int, _ request: BatchInsertRequest,
-                             linked: (Int, Int, String?) -> Int64?) -> [UInt8] {
+                             linked: (Int, Int, TextKey?) -> Int64?) -> [UInt8] {
         let plan = plans[entity]
         var data: [UInt8] = []
         data.reserveCapacity(entries.count * 96)
         for entry in entries {
-            data.append(contentsOf: String(entry.pk).utf8)
-            for (position, cell) in entry.cells.enumerated() {
+            Self.appendInteger(entry.pk, to: &data)
+            for position in 0..<entry.cellCount {
                 data.append(0x09)
-                appendColumnValue(cell, type: plan.info.attributeTypes[position], request, to: &data)
+                appendColumnValue(entry.cell(position, request), type: plan.info.attributeTypes[position], request, to: &data)
             }
             for (number, link) in entry.links.enumerated() {
                 data.append(0x09)
-                if let pk = linked(entity, number, link) { data.append(contentsOf: String(pk).utf8) } else { data.append(contentsOf: [0x5C, 0x4E]) }
+                if let pk = linked(entity, number, link) { Self.appendInteger(pk, to: &data) } else { data.append(contentsOf: [0x5C, 0x4E]) }
             }
             data.append(0x0A)
         }
@@ -377,25 +412,25 @@ extension PostgresBatchWriter {
 
     /// Stored rows' changes in COPY's text format, for the staging table.
     private func stagedText(_ entries: [Folded], entity: Int, _ request: BatchInsertRequest,
-                            linked: (Int, Int, String?) -> Int64?) -> [UInt8] {
+                            linked: (Int, Int, TextKey?) -> Int64?) -> [UInt8] {
         let plan = plans[entity]
         var data: [UInt8] = []
         data.reserveCapacity(entries.count * 96)
         for entry in entries {
-            data.append(contentsOf: String(entry.record).utf8)
+            Self.appendInteger(Int64(entry.record), to: &data)
             data.append(0x09)
-            data.append(contentsOf: String(entry.pk).utf8)
-            for (position, cell) in entry.cells.enumerated() {
+            Self.appendInteger(entry.pk, to: &data)
+            for position in 0..<entry.cellCount {
                 data.append(0x09)
-                appendCell(cell, type: plan.info.attributeTypes[position], request, to: &data)
+                appendCell(entry.cell(position, request), type: plan.info.attributeTypes[position], request, to: &data)
             }
             for (number, link) in entry.links.enumerated() {
                 data.append(0x09)
-                if let pk = linked(entity, number, link) { data.append(contentsOf: String(pk).utf8) } else { data.append(contentsOf: [0x5C, 0x4E]) }
+                if let pk = linked(entity, number, link) { Self.appendInteger(pk, to: &data) } else { data.append(contentsOf: [0x5C, 0x4E]) }
             }
             for word in entry.mask {
                 data.append(0x09)
-                data.append(contentsOf: String(Int64(bitPattern: word)).utf8)
+                Self.appendInteger(Int64(bitPattern: word), to: &data)
             }
             data.append(0x0A)
         }
@@ -458,12 +493,12 @@ extension PostgresBatchWriter {
     private func appendCell(_ cell: BatchInsertRequest.Cell, type: AttributeType, _ request: BatchInsertRequest, to data: inout [UInt8]) {
         switch cell {
         case .null: data.append(contentsOf: [0x5C, 0x4E])
-        case .int(let number): data.append(contentsOf: String(number).utf8)
+        case .int(let number): Self.appendInteger(number, to: &data)
         case .double(let number): data.append(contentsOf: "\(number)".utf8)
         case .text(let offset, let count): Self.appendEscaped(request.text[Int(offset)..<Int(offset + count)], to: &data)
         case .value(let index):
             switch request.values[Int(index)] {
-            case .int(let number): data.append(contentsOf: String(number).utf8)
+            case .int(let number): Self.appendInteger(number, to: &data)
             case .bool(let flag): data.append(flag ? 0x31 : 0x30)
             case .double(let number): data.append(contentsOf: "\(number)".utf8)
             case .date(let date): data.append(contentsOf: "\(date.timeIntervalSinceReferenceDate)".utf8)
@@ -475,16 +510,41 @@ extension PostgresBatchWriter {
         }
     }
 
-    /// Text in COPY's format: backslash, tab, newline and carriage return escaped.
-    static func appendEscaped<Bytes: Sequence>(_ bytes: Bytes, to data: inout [UInt8]) where Bytes.Element == UInt8 {
-        for byte in bytes {
-            switch byte {
-            case 0x5C: data.append(contentsOf: [0x5C, 0x5C])
-            case 0x09: data.append(contentsOf: [0x5C, 0x74])
-            case 0x0A: data.append(contentsOf: [0x5C, 0x6E])
-            case 0x0D: data.append(contentsOf: [0x5C, 0x72])
-            default: data.append(byte)
-            }
+    /// An integer's decimal digits, without making a String.
+    static func appendInteger(_ value: Int64, to data: inout [UInt8]) {
+        if value == .min {
+            data.append(contentsOf: "-9223372036854775808".utf8)
+            return
         }
+        var magnitude = value.magnitude
+        if value < 0 { data.append(0x2D) }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+            var index = 20
+            repeat {
+                index -= 1
+                buffer[index] = UInt8(48 + magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            data.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[index..<20]))
+        }
+    }
+
+    /// Text in COPY's format: backslash, tab, newline and carriage return escaped. Runs
+    /// without one are copied whole (most text has none).
+    static func appendEscaped<Bytes: Collection>(_ bytes: Bytes, to data: inout [UInt8]) where Bytes.Element == UInt8 {
+        let done: Void? = bytes.withContiguousStorageIfAvailable { buffer in
+            var start = 0
+            for index in 0..<buffer.count {
+                let byte = buffer[index]
+                guard byte == 0x5C || byte == 0x09 || byte == 0x0A || byte == 0x0D else { continue }
+                data.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start..<index]))
+                data.append(0x5C)
+                data.append(byte == 0x5C ? 0x5C : byte == 0x09 ? 0x74 : byte == 0x0A ? 0x6E : 0x72)
+                start = index + 1
+            }
+            data.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start...]))
+        }
+        guard done == nil else { return }
+        appendEscaped(Array(bytes), to: &data)
     }
 }

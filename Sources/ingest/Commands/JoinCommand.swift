@@ -62,6 +62,7 @@ enum PostgresCLI {
             if !running.quiet { print(Advice.message(error)) }
             return
         }
+        defer { if let directory = started.chunksDirectory { try? FileManager.default.removeItem(atPath: directory) } }
         if !running.quiet {
             if started.registered {
                 Console.error("ingest: \(url): run \(started.run) registered: \(Format.count(started.records)) records in \(started.chunks) chunk(s), \(ByteCount.format(started.bytes)) stored in the database (split \(Format.seconds(started.splitSeconds)), upload \(Format.seconds(started.uploadSeconds))); other machines join with: ingest join \(url)\n")
@@ -69,15 +70,16 @@ enum PostgresCLI {
                 Console.error("ingest: \(url): continuing its unfinished run \(started.run) of this feed\n")
             }
         }
-        try join(url: url, run: started.run, running: running)
+        try join(url: url, run: started.run, running: running, localChunks: started.chunksDirectory)
     }
 
     /// Runs this process's part of the import, stopping at a save boundary on SIGINT/SIGTERM/SIGHUP.
-    static func join(url: PostgresURL, run: Int?, running: RunOptions) throws {
+    static func join(url: PostgresURL, run: Int?, running: RunOptions, localChunks: String? = nil) throws {
         if running.maxRejects != nil {
             throw CommandFailure("--max-rejects works on SQLite stores only for now; a PostgreSQL run imports every record it can and keeps the rest in _ingest_rejects")
         }
-        let options = PostgresImportOptions(workers: running.workers, logger: try StderrLogHandler.logger(running.logLevel))
+        var options = PostgresImportOptions(workers: running.workers, logger: try StderrLogHandler.logger(running.logLevel))
+        options.localChunks = localChunks
         let join = PostgresJoin(url: url, options: options)
         let signals = StopSignals { join.cancellation.store(true, ordering: .relaxed) }
         defer { signals.cancel() }
