@@ -42,8 +42,8 @@ extension Ingest {
         @Option(help: "Timed runs of each command.")
         var runs = 1
 
-        @Option(help: ArgumentHelp("The pipeline: the generator's photo feed, mapped as the C importer writes it.", valueName: "file"))
-        var pipeline = "Pipelines/bench-photos.json"
+        @Option(name: .customLong("pipeline"), help: ArgumentHelp("The pipeline (default: the built-in Pipelines/bench-photos.json: the generator's photo feed, mapped as the C importer writes it).", valueName: "file"))
+        var pipelineFile: String?
 
         @Option(name: .customLong("reference-source"), help: ArgumentHelp("The C reference importer's source.", valueName: "file"))
         var referenceSource = "Benchmarks/reference-importer/importer.c"
@@ -82,6 +82,7 @@ extension Ingest {
 
         func run() throws {
             try FileOpsCLI.makeDirectory(workDirectory)
+            let pipeline = try BenchPipeline.path(pipelineFile, in: workDirectory)
             if let store {
                 guard PostgresURL.isPostgres(store) else { throw ValidationError("--store takes a PostgreSQL URL (postgresql://…)") }
                 let counts = processes.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
