@@ -26,6 +26,8 @@ final class PostgresChunkWorker {
     }
 
     let connection: PostgresConnection
+    /// The store's address (with its password, if it has one), for a split taken over.
+    let url: PostgresURL
     /// The batch path's second connection, for claims and chunk bytes while `connection` writes.
     private let claims: PostgresConnection?
     /// Where this process's own split left the chunk files (the importing process reads
@@ -54,6 +56,7 @@ final class PostgresChunkWorker {
     init(store: PostgresStore, spec: PipelineSpec, run: Int, record: PostgresRunRecord, process: String, number: Int,
          localChunks: String? = nil, logger: Logger) throws {
         connection = try store.connect()
+        url = store.url
         owner = "\(process)/\(number)"
         self.localChunks = localChunks
         if let batch = try Self.batchPath(store: store, connection: connection, spec: spec, record: record, logger: logger) {
@@ -95,8 +98,7 @@ final class PostgresChunkWorker {
         if case .batch(let writer, let rows) = path, let claims { return try pipelined(writer: writer, rows: rows, claims: claims, stop: stop) }
         while !stop() {
             guard let lease = try ChunkLease.claim(run: run, owner: owner, leaseSeconds: record.leaseSeconds, connection) else {
-                if try ChunkLease.unfinished(run: run, connection) == 0 || !ChunkLease.isRunning(run: run, connection) { return }
-                Thread.sleep(forTimeInterval: min(1, record.leaseSeconds / 4))
+                if try !moreChunksMayCome(connection) { return }
                 continue
             }
             do {
@@ -107,6 +109,51 @@ final class PostgresChunkWorker {
                                metadata: ["chunk": "\(lease.number)"])
             }
         }
+    }
+
+    /// With no chunk to claim now: waits a moment and returns true when one may come (the
+    /// split is still storing chunks, or another process holds some that it may give back
+    /// when it dies), false when the run has none left for this process.
+    /// - Throws: `ImportError` when the run's split failed or stopped, so no chunk will come.
+    private func moreChunksMayCome(_ connection: PostgresConnection) throws -> Bool {
+        guard try ChunkLease.isRunning(run: run, connection) else { return false }
+        if try ChunkLease.unfinished(run: run, connection) > 0 {
+            Thread.sleep(forTimeInterval: min(1, record.leaseSeconds / 4))
+            return true
+        }
+        guard let (text, current) = try PostgresImport.storedRecord(of: run, connection), !current.isSplit else { return false }
+        if let failure = current.splitError {
+            throw ImportError("run \(run)'s split failed (\(failure)), so no more of its chunks will come")
+        }
+        if Date().timeIntervalSince1970 - (current.splitUpdated ?? 0) > current.leaseSeconds {
+            // The splitting process is gone: a process that can read the feed takes the split over.
+            if try takeOverSplit(current, stored: text, connection) { return true }
+            throw ImportError("run \(run)'s split stopped (the process splitting \(current.feed) is gone, and this one cannot read that feed); continue it with: ingest import \(current.feed) --store \(connection.target)")
+        }
+        // The split is storing chunks: the next is a few milliseconds away.
+        Thread.sleep(forTimeInterval: 0.05)
+        return true
+    }
+
+    /// Splits the run's feed here when its split stopped (its process died) and this process
+    /// can read the same feed: one process takes it over (compare-and-set on the run's
+    /// record), stores the chunks the split had not stored yet, and goes back to importing.
+    /// Returns false when the feed cannot be read here.
+    private func takeOverSplit(_ current: PostgresRunRecord, stored before: String, _ connection: PostgresConnection) throws -> Bool {
+        guard current.feed != "-", !FileOps.isReadOnce(current.feed), FileOps.fileSize(current.feed) == current.feedByteSize else { return false }
+        var taken = current
+        taken.splitUpdated = Date().timeIntervalSince1970
+        let after = String(decoding: try JSONEncoder().encode(taken), as: UTF8.self)
+        let claimed = try connection.execute("UPDATE _ingest_runs SET record = $3 WHERE run = $1 AND record = $2",
+                                             [String(run), before, after]).changed == 1
+        // Another process took it over first: its chunks are coming.
+        guard claimed else { return true }
+        logger.warning("the split of this run stopped with its process; splitting the feed here", metadata: ["feed": "\(current.feed)"])
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-split-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        _ = try PostgresImport.split(feed: current.feed, run: run, url: url, directory: directory,
+                                     options: PostgresImportOptions(leaseSeconds: current.leaseSeconds, logger: logger))
+        return true
     }
 
     /// A chunk's bytes: this process's own chunk file when it has one, else the database's
@@ -209,8 +256,7 @@ final class PostgresChunkWorker {
         do {
             claiming: while !stop() && failure.withLock({ $0 == nil }) {
                 guard let lease = try ChunkLease.claim(run: run, owner: owner, leaseSeconds: record.leaseSeconds, claims) else {
-                    if try ChunkLease.unfinished(run: run, claims) == 0 || !ChunkLease.isRunning(run: run, claims) { break }
-                    Thread.sleep(forTimeInterval: min(1, record.leaseSeconds / 4))
+                    if try !moreChunksMayCome(claims) { break }
                     continue
                 }
                 logger.debug("chunk claimed", metadata: ["chunk": "\(lease.number)", "done": "\(lease.done)", "records": "\(lease.records)"])

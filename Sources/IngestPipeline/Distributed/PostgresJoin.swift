@@ -112,7 +112,7 @@ public final class PostgresJoin: Sendable {
             }
             throw error
         }
-        let finished = try ChunkLease.unfinished(run: run, connection) == 0
+        let finished = try ChunkLease.unfinished(run: run, connection) == 0 && (PostgresImport.record(of: run, connection)?.1.isSplit ?? true)
         if finished {
             try connection.execute("UPDATE _ingest_runs SET state = 'finished', ended = now() WHERE run = $1 AND state = 'running'", [String(run)])
         }

@@ -1,5 +1,6 @@
 import Foundation
-import IngestJSON
+public import IngestJSON
+import Synchronization
 public import IngestStore
 public import Logging
 
@@ -19,6 +20,17 @@ struct PostgresRunRecord: Codable, Sendable {
     var leaseSeconds: Double
     /// The split feed's checksum (nil in runs registered before it was kept).
     var feedChecksum: String?
+    /// False while the run's feed is being split (its chunks arrive as they are made);
+    /// nil in runs registered whole, after their split.
+    var splitFinished: Bool? = nil
+    /// When the split last stored a chunk (seconds since 1970): a split that stops beating
+    /// for longer than the lease is gone, and processes stop waiting for its chunks.
+    var splitUpdated: Double? = nil
+    /// Why the split stopped, when it failed (a malformed feed, say).
+    var splitError: String? = nil
+
+    /// Whether every chunk of the run is stored.
+    var isSplit: Bool { splitFinished != false }
     /// Each entity's first row number made by this run (for counting duplicates).
     var firstRowOfRun: [String: Int64]
 }
@@ -60,24 +72,44 @@ public enum PostgresImport {
         public var run: Int
         /// False when the store's unfinished run of this feed and pipeline was found instead.
         public var registered: Bool
-        public var chunks: Int
-        public var records: Int
-        public var bytes: Int
-        public var splitSeconds: Double
-        public var uploadSeconds: Double
-        /// The chunk files this process split, kept for its own workers to read instead of
-        /// the database's copies (pass it as `PostgresImportOptions.localChunks`); the caller
-        /// removes the directory when its import ends. Nil when nothing was split here.
+        /// Whether the run's feed must (still) be split here: `split` stores its chunks as
+        /// they are made, while this and other processes import them.
+        public var needsSplit: Bool
+        /// Where `split` puts the chunk files; this process's workers read them there
+        /// instead of the database's copies (`PostgresImportOptions.localChunks`). The caller
+        /// removes the directory when its import ends.
         public var chunksDirectory: String?
     }
 
-    /// Splits `feed` by `pipeline` (the pipeline file's bytes) and registers its chunks as a
-    /// new run of the store at `url`, in one transaction, or finds the unfinished run of the
-    /// same feed and pipeline.
+    /// What `split` did.
+    public struct Split: Sendable {
+        public var chunks: Int
+        public var records: Int
+        public var bytes: Int
+        public var seconds: Double
+    }
+
+    /// Registers `feed`, mapped by `pipeline` (the pipeline file's bytes), as a new run of
+    /// the store at `url`, or finds the unfinished run of the same feed and pipeline. With
+    /// `splitAlongside`, the chunks come after: the caller runs `split`, which stores each
+    /// as it is made, while every process (this one included) imports them. Without it,
+    /// the feed is split here, and every chunk is stored when this returns.
     /// - Throws: `PipelineError` for a bad pipeline; `ImportError` (`.feedUnreadable`,
-    ///   `.unfinishedRun` for another feed's unfinished run); `FeedError` for a malformed
-    ///   feed; `PostgresError` when the store cannot be reached or written.
-    public static func start(feed: String, pipeline: [UInt8], url: PostgresURL, options: PostgresImportOptions) throws -> Started {
+    ///   `.unfinishedRun` for another feed's unfinished run, `.storeBusy`, `.alreadyImported`);
+    ///   `PostgresError` when the store cannot be reached or written.
+    public static func start(feed: String, pipeline: [UInt8], url: PostgresURL, options: PostgresImportOptions,
+                             splitAlongside: Bool = false) throws -> Started {
+        var started = try register(feed: feed, pipeline: pipeline, url: url, options: options)
+        if !splitAlongside, started.needsSplit, let directory = started.chunksDirectory {
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            _ = try split(feed: feed, run: started.run, url: url, directory: directory, options: options)
+            started.needsSplit = false
+            started.chunksDirectory = nil
+        }
+        return started
+    }
+
+    private static func register(feed: String, pipeline: [UInt8], url: PostgresURL, options: PostgresImportOptions) throws -> Started {
         let spec = try PipelineSpec.parse(pipeline)
         if feed != "-" {
             var isDirectory: ObjCBool = false
@@ -89,6 +121,7 @@ public enum PostgresImport {
         let store = try PostgresStore(url: url, model: spec.model)
         let connection = try store.connect()
         let feedSize = FileOps.isReadOnce(feed) ? 0 : FileOps.fileSize(feed) ?? 0
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-split-\(UUID().uuidString)").path
         if let (run, record) = try latestUnfinished(connection) {
             var reasons: [String] = []
             if record.feed != feed { reasons.append("its feed is \(record.feed)") }
@@ -96,8 +129,9 @@ public enum PostgresImport {
             if record.pipelineSHA256 != spec.hash { reasons.append("the pipeline differs") }
             if reasons.isEmpty || feed == "-" && record.feed == "-" && record.pipelineSHA256 == spec.hash {
                 options.logger.info("continuing the store's unfinished run", metadata: ["run": "\(run)"])
-                return Started(run: run, registered: false, chunks: record.chunkCount, records: record.records, bytes: 0,
-                               splitSeconds: 0, uploadSeconds: 0)
+                // A split that stopped (its process gone, or it failed) is made again here.
+                let splitting = !record.isSplit && (record.splitError != nil || Date().timeIntervalSince1970 - (record.splitUpdated ?? 0) > record.leaseSeconds)
+                return Started(run: run, registered: false, needsSplit: splitting, chunksDirectory: splitting ? directory : nil)
             }
             // A run that live processes write cannot be left: their saves would go on (and lose the new run's updates).
             let live = try connection.execute("""
@@ -124,32 +158,22 @@ public enum PostgresImport {
             }
         }
 
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-split-\(UUID().uuidString)").path
-        var keepDirectory = false
-        defer { if !keepDirectory { try? FileManager.default.removeItem(atPath: directory) } }
         let chunkSize = options.chunkSize ?? spec.chunkSize
-        let splitStarted = Date()
-        options.logger.info("splitting the feed", metadata: ["feed": "\(feed)", "chunk size": "\(chunkSize)"])
-        let splitter = Splitter(feedPath: feed, directory: directory,
-                                options: SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, form: spec.recordForm))
-        let manifest = try splitter.run().manifest
-        let splitSeconds = Date().timeIntervalSince(splitStarted)
         // The same feed and pipeline as the finished last run: nothing to do (see `Importer`).
-        if !options.again, !spec.keylessEntities.isEmpty, let sum = manifest.feed.checksum {
+        // Its checksum is read before the run is registered (the split that would give it comes after).
+        if !options.again, !spec.keylessEntities.isEmpty, !FileOps.isReadOnce(feed) {
             let last = try connection.execute("SELECT run, state, record FROM _ingest_runs ORDER BY run DESC LIMIT 1")
             if last.count == 1, last[0, 1] == "finished",
                let record = try? JSONDecoder().decode(PostgresRunRecord.self, from: Data(last[0, 2]!.utf8)),
-               record.feedChecksum == sum, record.pipelineSHA256 == spec.hash {
+               record.pipelineSHA256 == spec.hash, record.feedByteSize == feedSize, let sum = record.feedChecksum,
+               try Splitter.fullHash(feed) == sum {
                 throw ImportError(.alreadyImported(store: url.description, run: Int(last[0, 0]!)!, keyless: spec.keylessEntities))
             }
         }
-
-        let uploadStarted = Date()
-        var bytes = 0
         let run: Int? = try connection.transaction {
             // One run is registered at a time; the row numbers it starts from are taken inside.
             try connection.execute("SELECT pg_advisory_xact_lock(727002)")
-            // Another `import` may have registered a run while this one split the feed.
+            // Another `import` may have registered a run meanwhile.
             if let (other, _) = try latestUnfinished(connection) {
                 options.logger.info("another process registered a run meanwhile; joining it", metadata: ["run": "\(other)"])
                 return nil
@@ -160,34 +184,132 @@ public enum PostgresImport {
                 let next = try connection.execute("SELECT coalesce(max(\"_pk\"), 0) + 1 FROM \"\(entity.name.replacingOccurrences(of: "\"", with: "\"\""))\"")
                 firstRows[entity.name] = Int64(next[0, 0]!)!
             }
-            let record = PostgresRunRecord(feed: feed, feedByteSize: feedSize, pipeline: String(decoding: pipeline, as: UTF8.self),
-                                           pipelineSHA256: spec.hash, chunkCount: manifest.chunks.count, chunkSize: chunkSize,
-                                           records: manifest.chunks.reduce(0) { $0 + $1.records },
+            var record = PostgresRunRecord(feed: feed, feedByteSize: feedSize, pipeline: String(decoding: pipeline, as: UTF8.self),
+                                           pipelineSHA256: spec.hash, chunkCount: 0, chunkSize: chunkSize, records: 0,
                                            saveEvery: options.saveEvery ?? spec.saveEvery, leaseSeconds: options.leaseSeconds,
-                                           feedChecksum: manifest.feed.checksum, firstRowOfRun: firstRows)
-            let encoded = String(decoding: try JSONEncoder().encode(record), as: UTF8.self)
-            try connection.execute("INSERT INTO _ingest_runs (run, state, record) VALUES ($1, $2, $3)",
-                                   [String(run), manifest.chunks.isEmpty ? "finished" : "running", encoded])
-            for chunk in manifest.chunks {
-                let data = try FileOps.readFile(directory + "/" + chunk.file)
-                bytes += data.count
-                try connection.execute("""
-                    INSERT INTO _ingest_chunks (run, number, first_record, records, checksum, bytes) VALUES ($1, $2, $3, $4, $5, $6)
-                    """, [String(run), String(chunk.index), String(chunk.firstRecord), String(chunk.records), chunk.checksum], bytes: data)
-            }
+                                           feedChecksum: nil, firstRowOfRun: firstRows)
+            record.splitFinished = false
+            record.splitUpdated = Date().timeIntervalSince1970
+            try connection.execute("INSERT INTO _ingest_runs (run, state, record) VALUES ($1, 'running', $2)",
+                                   [String(run), String(decoding: try JSONEncoder().encode(record), as: UTF8.self)])
             return run
         }
         guard let run else {
             // Joined as a run of its own feed or refused as another's, by the checks above.
-            return try start(feed: feed, pipeline: pipeline, url: url, options: options)
+            return try register(feed: feed, pipeline: pipeline, url: url, options: options)
         }
-        let uploadSeconds = Date().timeIntervalSince(uploadStarted)
-        options.logger.info("run registered", metadata: ["run": "\(run)", "chunks": "\(manifest.chunks.count)",
-                                                         "upload ms": "\(Int(uploadSeconds * 1000))"])
-        keepDirectory = true
-        return Started(run: run, registered: true, chunks: manifest.chunks.count,
-                       records: manifest.chunks.reduce(0) { $0 + $1.records }, bytes: bytes,
-                       splitSeconds: splitSeconds, uploadSeconds: uploadSeconds, chunksDirectory: directory)
+        options.logger.info("run registered", metadata: ["run": "\(run)"])
+        return Started(run: run, registered: true, needsSplit: true, chunksDirectory: directory)
+    }
+
+    /// Splits the feed of `run` (registered by `start`) into `directory`, storing each chunk
+    /// in the database as soon as it is in place, with the run's record: the processes
+    /// importing the run claim chunks while the split goes on. A chunk stored by an earlier,
+    /// stopped split must be the same (its checksum), or the feed changed. At the end the
+    /// run records its feed's checksum and size; an empty feed's run is finished at once.
+    /// A split that fails records why, so that no process waits for its chunks.
+    /// - Throws: `FeedError`, `SplitError`, `IOError` from the split (the reason is
+    ///   recorded in the run too); `ImportError` for a feed that changed; `PostgresError`.
+    public static func split(feed: String, run: Int, url: PostgresURL, directory: String, options: PostgresImportOptions,
+                             cancellation: SplitCancellation? = nil) throws -> Split {
+        let connection = try PostgresConnection(url)
+        guard let (_, found) = try record(of: run, connection) else { throw ImportError(.noImport(store: url.description)) }
+        var record = found
+        let spec = try PipelineSpec.parse(Array(record.pipeline.utf8))
+        let started = Date()
+        options.logger.info("splitting the feed", metadata: ["feed": "\(feed)", "chunk size": "\(record.chunkSize)"])
+        let splitter = Splitter(feedPath: feed, directory: directory,
+                                options: SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: record.chunkSize, form: spec.recordForm))
+        let stored = Mutex<(chunks: Int, records: Int, bytes: Int, failure: (any Error)?)>((0, 0, 0, nil))
+        let recordBox = Mutex(record)
+        let stopper = splitter.cancellation
+        let watcher = cancellation
+        // The chunk callbacks come one at a time on the split's writer thread, and end before
+        // `run()` returns: the connection is theirs until then.
+        let shared = UncheckedSendable(connection)
+        splitter.onChunk = { chunk, _ in
+            let connection = shared.value
+            guard stored.withLock({ $0.failure == nil }) else { return }
+            do {
+                if watcher?.isCancelled == true { throw SplitError.interrupted(directory: directory, chunks: chunk.index - 1) }
+                let data = try FileOps.readFile(directory + "/" + chunk.file)
+                try connection.transaction {
+                    let inserted = try connection.execute("""
+                        INSERT INTO _ingest_chunks (run, number, first_record, records, checksum, bytes) VALUES ($1, $2, $3, $4, $5, $6)
+                        ON CONFLICT (run, number) DO NOTHING RETURNING checksum
+                        """, [String(run), String(chunk.index), String(chunk.firstRecord), String(chunk.records), chunk.checksum], bytes: data)
+                    if inserted.count == 0 {
+                        let earlier = try connection.execute("SELECT checksum FROM _ingest_chunks WHERE run = $1 AND number = $2",
+                                                             [String(run), String(chunk.index)])
+                        guard earlier.count == 1, earlier[0, 0] == chunk.checksum else {
+                            throw ImportError(.unfinishedRun(store: url.description, run: run, feed: feed,
+                                                             reasons: ["the feed differs from the one its chunks were split from (\(chunk.file) comes out different)"]))
+                        }
+                    }
+                    let encoded = try recordBox.withLock { record in
+                        record.chunkCount = max(record.chunkCount, chunk.index)
+                        record.records = max(record.records, chunk.firstRecord + chunk.records)
+                        record.splitUpdated = Date().timeIntervalSince1970
+                        return String(decoding: try JSONEncoder().encode(record), as: UTF8.self)
+                    }
+                    try connection.execute("UPDATE _ingest_runs SET record = $2 WHERE run = $1", [String(run), encoded])
+                }
+                stored.withLock { $0.chunks += 1; $0.bytes += data.count }
+            } catch {
+                stored.withLock { $0.failure = error }
+                stopper.cancel()
+            }
+        }
+        let manifest: SplitManifest
+        do {
+            manifest = try splitter.run().manifest
+            if let failure = stored.withLock({ $0.failure }) { throw failure }
+        } catch {
+            let reason = stored.withLock { $0.failure } ?? error
+            record = recordBox.withLock { $0 }
+            let stopped = reason is SplitError && cancellation?.isCancelled == true
+            if stopped || (reason as? PostgresError)?.isConnectionLoss == true {
+                // Stopped by a signal, or the server went away, not the feed: any process that can
+                // read the feed may take the split over at once (once the server is back).
+                record.splitUpdated = 0
+                if let fresh = try? PostgresConnection(url) {
+                    _ = try? fresh.execute("UPDATE _ingest_runs SET record = $2 WHERE run = $1",
+                                           [String(run), String(decoding: try JSONEncoder().encode(record), as: UTF8.self)])
+                }
+            } else {
+                record.splitError = "\(reason)"
+                _ = try? connection.execute("UPDATE _ingest_runs SET record = $2 WHERE run = $1",
+                                            [String(run), String(decoding: try JSONEncoder().encode(record), as: UTF8.self)])
+            }
+            throw reason
+        }
+        // A split that found its directory complete wrote nothing new: its chunks are stored already.
+        record = recordBox.withLock { $0 }
+        record.chunkCount = manifest.chunks.count
+        record.records = manifest.totalRecords
+        record.feedChecksum = manifest.feed.checksum
+        if FileOps.isReadOnce(feed) { record.feedByteSize = manifest.feed.byteSize ?? 0 }
+        record.splitFinished = true
+        record.splitUpdated = Date().timeIntervalSince1970
+        record.splitError = nil
+        try connection.execute("UPDATE _ingest_runs SET record = $2, state = CASE WHEN $3 THEN 'finished' ELSE state END, ended = CASE WHEN $3 THEN now() ELSE ended END WHERE run = $1",
+                               [String(run), String(decoding: try JSONEncoder().encode(record), as: UTF8.self), manifest.chunks.isEmpty ? "t" : "f"])
+        let summary = stored.withLock { $0 }
+        options.logger.info("split finished", metadata: ["run": "\(run)", "chunks": "\(manifest.chunks.count)", "stored": "\(summary.chunks)"])
+        return Split(chunks: manifest.chunks.count, records: manifest.totalRecords, bytes: summary.bytes,
+                     seconds: Date().timeIntervalSince(started))
+    }
+
+    /// Run `run`'s record.
+    static func record(of run: Int, _ connection: PostgresConnection) throws -> (Int, PostgresRunRecord)? {
+        try storedRecord(of: run, connection).map { (run, $0.record) }
+    }
+
+    /// Run `run`'s record, with its text as stored (for a compare-and-set on it).
+    static func storedRecord(of run: Int, _ connection: PostgresConnection) throws -> (text: String, record: PostgresRunRecord)? {
+        let rows = try connection.execute("SELECT record FROM _ingest_runs WHERE run = $1", [String(run)])
+        guard rows.count == 1, let text = rows[0, 0] else { return nil }
+        return (text, try JSONDecoder().decode(PostgresRunRecord.self, from: Data(text.utf8)))
     }
 
     /// The newest run still running, with its record.

@@ -53,7 +53,8 @@ public final class PostgresConnection {
     /// Runs `sql` with `parameters` bound as `$1`, `$2`… in text form, and `bytes` as the
     /// last parameter in binary form (a `bytea` sent as it is: no hex on either side).
     /// - Throws: `PostgresError.server`.
-    public func execute(_ sql: String, _ parameters: [String], bytes: [UInt8]) throws(PostgresError) {
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: [String], bytes: [UInt8]) throws(PostgresError) -> PostgresRows {
         let copies = parameters.map { strdup($0) }
         defer { for copy in copies { free(copy) } }
         let result = bytes.withUnsafeBufferPointer { data -> OpaquePointer? in
@@ -63,7 +64,7 @@ public final class PostgresConnection {
             let formats = [Int32](repeating: 0, count: copies.count) + [1]
             return PQexecParams(raw, sql, Int32(values.count), nil, values, lengths, formats, 0)
         }
-        _ = try PostgresRows(checking: result, connection: raw)
+        return try PostgresRows(checking: result, connection: raw)
     }
 
     /// The first column of the first row `sql` returns, as raw bytes (a `bytea` sent in

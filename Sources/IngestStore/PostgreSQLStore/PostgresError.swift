@@ -16,7 +16,10 @@ public enum PostgresError: Error, Sendable, Equatable, CustomStringConvertible {
     public var isConnectionLoss: Bool {
         switch self {
         case .connection: true
-        case .server(_, let state): state.hasPrefix("08") || state == "57P01" || state == "57P02" || state == "57P03"
+        case .server(let message, let state):
+            state.hasPrefix("08") || state == "57P01" || state == "57P02" || state == "57P03"
+                // libpq's own words when a result never came back (no SQLSTATE with them).
+                || message.contains("server closed the connection") || message.contains("no connection to the server")
         default: false
         }
     }

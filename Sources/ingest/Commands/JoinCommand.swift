@@ -57,7 +57,7 @@ enum PostgresCLI {
         options.again = again
         let started: PostgresImport.Started
         do {
-            started = try PostgresImport.start(feed: feed, pipeline: pipeline, url: url, options: options)
+            started = try PostgresImport.start(feed: feed, pipeline: pipeline, url: url, options: options, splitAlongside: true)
         } catch let error as ImportError where { if case .alreadyImported = error.kind { true } else { false } }() {
             if !running.quiet { print(Advice.message(error)) }
             return
@@ -65,29 +65,70 @@ enum PostgresCLI {
         defer { if let directory = started.chunksDirectory { try? FileManager.default.removeItem(atPath: directory) } }
         if !running.quiet {
             if started.registered {
-                Console.error("ingest: \(url): run \(started.run) registered: \(Format.count(started.records)) records in \(started.chunks) chunk(s), \(ByteCount.format(started.bytes)) stored in the database (split \(Format.seconds(started.splitSeconds)), upload \(Format.seconds(started.uploadSeconds))); other machines join with: ingest join \(url)\n")
+                Console.error("ingest: \(url): run \(started.run) registered; its chunks are stored in the database as the split makes them, and imported meanwhile; other machines join with: ingest join \(url)\n")
             } else {
                 Console.error("ingest: \(url): continuing its unfinished run \(started.run) of this feed\n")
             }
         }
-        try join(url: url, run: started.run, running: running, localChunks: started.chunksDirectory)
+        var split: (@Sendable (SplitCancellation) throws -> PostgresImport.Split)?
+        if started.needsSplit, let directory = started.chunksDirectory {
+            let (run, options) = (started.run, options)
+            split = { cancellation in
+                try PostgresImport.split(feed: feed, run: run, url: url, directory: directory, options: options, cancellation: cancellation)
+            }
+        }
+        try join(url: url, run: started.run, running: running, localChunks: started.chunksDirectory, split: split)
     }
 
     /// Runs this process's part of the import, stopping at a save boundary on SIGINT/SIGTERM/SIGHUP.
-    static func join(url: PostgresURL, run: Int?, running: RunOptions, localChunks: String? = nil) throws {
+    /// `split`, when given, runs beside the workers (see `PostgresImport.split`): its failure
+    /// stops them, and is the command's error.
+    static func join(url: PostgresURL, run: Int?, running: RunOptions, localChunks: String? = nil,
+                     split: (@Sendable (SplitCancellation) throws -> PostgresImport.Split)? = nil) throws {
         if running.maxRejects != nil {
             throw CommandFailure("--max-rejects works on SQLite stores only for now; a PostgreSQL run imports every record it can and keeps the rest in _ingest_rejects")
         }
         var options = PostgresImportOptions(workers: running.workers, logger: try StderrLogHandler.logger(running.logLevel))
         options.localChunks = localChunks
         let join = PostgresJoin(url: url, options: options)
-        let signals = StopSignals { join.cancellation.store(true, ordering: .relaxed) }
+        let splitCancellation = SplitCancellation()
+        let signals = StopSignals {
+            join.cancellation.store(true, ordering: .relaxed)
+            splitCancellation.cancel()
+        }
         defer { signals.cancel() }
+        let splitOutcome = Mutex<Result<PostgresImport.Split, any Error>?>(nil)
+        let splitDone = DispatchSemaphore(value: 0)
+        if let split {
+            Thread.detachNewThread {
+                defer { splitDone.signal() }
+                let outcome = Result { try split(splitCancellation) }
+                splitOutcome.withLock { $0 = outcome }
+                // A split that failed leaves nothing more to import: the workers stop at their next save.
+                if case .failure = outcome { join.cancellation.store(true, ordering: .relaxed) }
+            }
+        } else {
+            splitDone.signal()
+        }
+        // The split's failure (not a stop a signal asked for) is the command's error.
+        func splitFailure() -> (any Error)? {
+            splitDone.wait()
+            splitDone.signal()
+            guard case .failure(let error)? = splitOutcome.withLock({ $0 }) else { return nil }
+            if case SplitError.interrupted = error, splitCancellation.isCancelled { return nil }
+            if let lost = error as? PostgresError, lost.isConnectionLoss {
+                return CommandFailure("\(url): \(lost); the run is kept as far as it was saved: continue with: ingest join \(url)")
+            }
+            return error
+        }
         let report: PostgresJoin.Report
         let progress = PostgresProgressLine(url: url, run: run, quiet: running.quiet)
         do {
             defer { progress.stop() }
             report = try join.run(run: run)
+        } catch let error where splitFailure() != nil {
+            _ = error
+            throw splitFailure()!
         } catch let error as ImportError where error.kind == .noImport(store: url.description) {
             let status = try PostgresStatus.read(url: url)
             let last = status.runs.last.map { "its last import, run \($0.number), is \($0.state)" } ?? "no import has started"
@@ -107,6 +148,7 @@ enum PostgresCLI {
                   ? "  run \(report.run) finished: \(Format.count(report.runRecords)) records done, \(Format.count(report.runRejected)) rejected in all (ingest status \(url) lists them)"
                   : "  run \(report.run) goes on in other processes: \(Format.count(report.runRecords)) records done so far")
         }
+        if let failure = splitFailure() { throw failure }
         if report.stopped { signals.exit(continueWith: "ingest join \(url)") }
         if report.rejected > 0 { throw ExitCode(3) }
     }
