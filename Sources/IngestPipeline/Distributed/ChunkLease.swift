@@ -58,9 +58,11 @@ struct ChunkLease: Sendable {
     /// that finishes the chunk drops its bytes, as a finished run's chunk files are deleted.
     /// - Throws: `Lost` when another worker holds the chunk now, or has saved in it since.
     func advance(from previous: Int, to done: Int, owner: String, leaseSeconds: Double, _ connection: PostgresConnection) throws {
-        // The run must still be running when this save commits: the share lock makes an
-        // --abandon-run of it wait for this save, and every later save see it abandoned.
-        guard try connection.execute("SELECT 1 FROM _ingest_runs WHERE run = $1 AND state = 'running' FOR SHARE",
+        // The run must still be running when this save commits: the key-share lock makes an
+        // --abandon-run of it (which locks the row FOR UPDATE first) wait for this save, and
+        // every later save see it abandoned; the split's updates of the run's record (no key
+        // changes) go on beside it.
+        guard try connection.execute("SELECT 1 FROM _ingest_runs WHERE run = $1 AND state = 'running' FOR KEY SHARE",
                                      [String(run)]).count == 1 else { throw Lost() }
         // The marker must still read what this worker last saved: a compare-and-set on top
         // of the owner check, so no two claims of one chunk can both write.

@@ -150,6 +150,8 @@ public enum PostgresImport {
             do {
                 try connection.transaction {
                     try connection.execute("SET LOCAL lock_timeout = '5s'")
+                    // FOR UPDATE waits for the saves that hold the row FOR KEY SHARE (a plain update would not).
+                    try connection.execute("SELECT 1 FROM _ingest_runs WHERE run = $1 FOR UPDATE", [String(run)])
                     try connection.execute("UPDATE _ingest_runs SET state = 'abandoned', ended = now() WHERE run = $1", [String(run)])
                 }
             } catch PostgresError.server(_, let state) where state == "55P03" {

@@ -182,8 +182,15 @@ public final class PostgresBatchWriter: BatchRequestMaking {
         if let key = plan.keyPosition {
             let keyColumn = quoted(info.attributeNames[key])
             let type = info.attributeTypes[key]
-            existing = "SELECT u.k, t.\"_pk\" FROM unnest($1::text[]) AS u(k) JOIN \(info.table) t ON t.\(keyColumn) = "
-                + type.fromStaging("u.k::\(type.stagingType)")
+            switch type {
+            case .string, .int64:
+                // `= ANY` probes the unique index once a key; a join with unnest was planned as a
+                // scan of the whole table per batch once the table was large.
+                existing = "SELECT t.\(keyColumn)::text, t.\"_pk\" FROM \(info.table) t WHERE t.\(keyColumn) = ANY($1::\(type == .string ? "text" : "bigint")[])"
+            default:
+                existing = "SELECT u.k, t.\"_pk\" FROM unnest($1::text[]) AS u(k) JOIN \(info.table) t ON t.\(keyColumn) = "
+                    + type.fromStaging("u.k::\(type.stagingType)")
+            }
         }
         func given(_ bit: Int) -> String { "((s.m\(bit / 64) >> \(bit % 64)) & 1) = 1" }
         let changing = columns.indices.filter { $0 != plan.keyPosition }
