@@ -186,13 +186,38 @@ extension PostgresBatchWriter {
 
         // New rows straight into their tables, in key order: two transactions inserting the
         // same new keys then wait for each other in one order, never in a cycle.
+        // Keys another process made meanwhile, in entities others link to: stored, not made here.
+        var madeElsewhere = Array(repeating: Set<TextKey>(), count: plans.count)
         do {
             for entity in order {
                 let entries = folded[entity].filter { $0.op == UInt8(ascii: "i") }
                 guard !entries.isEmpty else { continue }
                 let sorted = plans[entity].keyPosition == nil ? entries : entries.sorted { ($0.key?.bytes ?? []).lexicographicallyPrecedes($1.key?.bytes ?? []) }
-                try connection.copyIn(statements[entity].copyNew, data: newRowsText(sorted, entity: entity, request, linked: linked))
-                result.inserted[plans[entity].info.name] = entries.count
+                let text = newRowsText(sorted, entity: entity, request, linked: linked)
+                guard !undestined[entity], let copyStaged = statements[entity].copyStagedNew, let insertNew = statements[entity].insertNew else {
+                    try connection.copyIn(statements[entity].copyNew, data: text)
+                    result.inserted[plans[entity].info.name] = entries.count
+                    continue
+                }
+                // Processes that make the same related objects at once wait for each other
+                // here, and the later one links to the earlier one's rows instead of failing.
+                try connection.copyIn(copyStaged, data: text)
+                let made = try connection.execute(insertNew)
+                try connection.execute("TRUNCATE " + quoted("_new_\(entity)"))
+                result.inserted[plans[entity].info.name] = made.count
+                guard made.count < entries.count else { continue }
+                var madeHere = Set<TextKey>()
+                for row in 0..<made.count { madeHere.insert(TextKey(made[row, 0]!)) }
+                let lost = sorted.compactMap(\.key).filter { !madeHere.contains($0) }
+                let found = try connection.execute(statements[entity].existing!, [Self.arrayLiteral(lost.map(\.text))])
+                for row in 0..<found.count {
+                    let key = TextKey(found[row, 0]!)
+                    newKeys[entity][key] = Int64(found[row, 1]!)!
+                    madeElsewhere[entity].insert(key)
+                }
+                for index in folded[entity].indices where folded[entity][index].key.map({ madeElsewhere[entity].contains($0) }) ?? false {
+                    folded[entity][index].pk = newKeys[entity][folded[entity][index].key!]!
+                }
             }
         } catch {
             // A key assumed new, or made by another process since the lookup: the caller tries again, looking keys up.
@@ -235,7 +260,8 @@ extension PostgresBatchWriter {
         // What this write taught of objects others link to (it counts once the transaction commits).
         for entity in plans.indices where !undestined[entity] {
             for entry in folded[entity] { if let key = entry.key { pendingRows[entity][key] = entry.pk } }
-            for (key, hash) in contents[entity] { pendingContents[entity][key] = hash }
+            // What another process made is not known to hold this write's fields.
+            for (key, hash) in contents[entity] where !madeElsewhere[entity].contains(key) { pendingContents[entity][key] = hash }
         }
         result.records = kept
         return result

@@ -41,6 +41,12 @@ public final class PostgresBatchWriter: BatchRequestMaking {
         let update: String?
         /// COPY of new rows straight into the entity's table, row numbers given.
         let copyNew: String
+        /// For an entity others link to, whose new keys other processes may make at the same
+        /// moment: new rows go through `_new_N` and an INSERT that skips keys made meanwhile
+        /// (and says which it made), instead of failing the batch.
+        let stageNew: String?
+        let copyStagedNew: String?
+        let insertNew: String?
         /// Reserves row numbers: `$1` of them from the table's identity sequence.
         var reserve: String
         let attributeCount: Int
@@ -139,7 +145,10 @@ public final class PostgresBatchWriter: BatchRequestMaking {
             statements.append(made)
         }
         self.statements = statements
-        for statement in statements { try connection.execute(statement.stage) }
+        for statement in statements {
+            try connection.execute(statement.stage)
+            if let stageNew = statement.stageNew { try connection.execute(stageNew) }
+        }
     }
 
     public func entityIndex(_ entity: String) -> Int? { planIndex[entity] }
@@ -202,7 +211,20 @@ public final class PostgresBatchWriter: BatchRequestMaking {
                 + changing.map { "(\(given($0)) AND t.\(columns[$0]) IS DISTINCT FROM \(values[$0]))" }.joined(separator: " OR ")
                 + ") RETURNING s._rec"
         }
-        return Statements(stage: create, copy: copy, existing: existing, update: update, copyNew: copyNew, reserve: reserve,
+        var stageNew: String?
+        var copyStagedNew: String?
+        var insertNew: String?
+        if let key = plan.keyPosition {
+            let newStage = quoted("_new_\(number)")
+            let all = "\"_pk\", " + columns.joined(separator: ", ")
+            stageNew = "CREATE TEMP TABLE IF NOT EXISTS \(newStage) (LIKE \(info.table)) ON COMMIT DELETE ROWS"
+            copyStagedNew = "COPY \(newStage) (\(all)) FROM STDIN"
+            let keyColumn = quoted(info.attributeNames[key])
+            insertNew = "INSERT INTO \(info.table) (\(all)) SELECT \(all) FROM \(newStage) ORDER BY \(keyColumn) "
+                + "ON CONFLICT (\(keyColumn)) DO NOTHING RETURNING \(keyColumn)::text"
+        }
+        return Statements(stage: create, copy: copy, existing: existing, update: update, copyNew: copyNew,
+                          stageNew: stageNew, copyStagedNew: copyStagedNew, insertNew: insertNew, reserve: reserve,
                           attributeCount: attributeCount, linkCount: linkCount, maskWords: plan.maskWords)
     }
 }
