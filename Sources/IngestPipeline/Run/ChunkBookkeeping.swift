@@ -11,17 +11,3 @@ protocol ChunkBookkeeping: AnyObject {
     /// The staged save committed.
     func committed(done: Int)
 }
-
-/// A SQLite run's bookkeeping: the marker and rejects are metadata entries of the store.
-final class MetadataBookkeeping: ChunkBookkeeping {
-    let keys: ImportMarker.Keys
-
-    init(keys: ImportMarker.Keys) { self.keys = keys }
-
-    func stage(rejects: [ImportMarker.Reject], _ chunk: ChunkInfo, done: Int, records: Int, in context: ObjectContext) throws {
-        for reject in rejects { try context.setMetadata(reject, forKey: keys.rejectKey(chunk: chunk.index, index: reject.index)) }
-        try context.setMetadata(done, forKey: keys.chunkKey(chunk.index))
-    }
-
-    func committed(done: Int) {}
-}

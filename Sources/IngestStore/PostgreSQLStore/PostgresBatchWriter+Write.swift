@@ -57,10 +57,10 @@ extension PostgresBatchWriter {
     /// - Throws: `PostgresError.server`: with SQLSTATE 40001 when a key this request was to
     ///   create is stored after all (another process made it meanwhile, or it was assumed
     ///   new): roll back and try again; or the server's failure.
-    public func write(_ request: BatchInsertRequest, only: [Int]? = nil) throws(PostgresError) -> BatchInserter.Result {
-        var result = BatchInserter.Result()
+    public func write(_ request: BatchInsertRequest, only: [Int]? = nil) throws(PostgresError) -> BatchResult {
+        var result = BatchResult()
         func reject(_ record: Int, _ reason: String) {
-            result.rejected.append(BatchInserter.Rejection(record: request.records[record].number, reason: reason))
+            result.rejected.append(BatchRejection(record: request.records[record].number, reason: reason))
         }
         // Values PostgreSQL cannot hold are refused before anything is sent.
         var accepted: [Int] = []
@@ -290,7 +290,7 @@ extension PostgresBatchWriter {
     // MARK: - Folding
 
 
-    private func allBits(_ count: Int, _ plan: BatchInserter.EntityPlan) -> [UInt64] {
+    private func allBits(_ count: Int, _ plan: BatchEntityPlan) -> [UInt64] {
         (0..<plan.maskWords).map { word in
             let left = count - word * 64
             return left >= 64 ? .max : (left <= 0 ? 0 : (1 << UInt64(left)) - 1)

@@ -25,7 +25,7 @@ import Foundation
 /// rule is not supported yet.
 public final class PostgresBatchWriter: BatchRequestMaking {
     let connection: PostgresConnection
-    let plans: [BatchInserter.EntityPlan]
+    let plans: [BatchEntityPlan]
     let planIndex: [String: Int]
     /// Plans in write order: each after the plans its rows link to.
     let order: [Int]
@@ -94,7 +94,7 @@ public final class PostgresBatchWriter: BatchRequestMaking {
     ///   not write yet; `.server` when the staging tables cannot be made.
     public init(store: PostgresStore, connection: PostgresConnection, rules: [String: ConflictRule] = [:]) throws(PostgresError) {
         self.connection = connection
-        let plans = BatchInserter.makePlans(schema: store.schema, rules: rules)
+        let plans = BatchEntityPlan.plans(schema: store.schema, rules: rules)
         self.plans = plans
         let positions = Dictionary(uniqueKeysWithValues: plans.enumerated().map { ($1.info.name, $0) })
         planIndex = positions
@@ -165,7 +165,7 @@ public final class PostgresBatchWriter: BatchRequestMaking {
 
     // MARK: - Statements
 
-    private static func statements(for plan: BatchInserter.EntityPlan, number: Int, plans: [BatchInserter.EntityPlan],
+    private static func statements(for plan: BatchEntityPlan, number: Int, plans: [BatchEntityPlan],
                                    planIndex: [String: Int]) -> Statements {
         let info = plan.info
         let stage = quoted("_stage_\(number)")

@@ -18,18 +18,10 @@ import GRDBSQLite
 /// so main contexts merge these saves as any other.
 public final class BatchInserter: BatchRequestMaking {
     public let coordinator: PersistentStoreCoordinator
-    let plans: [EntityPlan]
+    let plans: [BatchEntityPlan]
+    /// Per plan, its statements in SQLite's words.
+    let statements: [Statements]
     private let planIndex: [String: Int]
-
-    /// Whether the batch path can write `entity`: at most one uniqueness constraint, of
-    /// one attribute (the key it upserts on), and no to-one relationship whose inverse is also to-one
-    /// (those keep a column on both sides).
-    public static func supports(_ entity: Entity, in model: Model) -> Bool {
-        guard entity.uniquenessConstraints.count <= 1, entity.uniquenessConstraints.allSatisfy({ $0.count == 1 }) else { return false }
-        return entity.relationships.allSatisfy { relationship in
-            relationship.isToMany || model.entity(relationship.destination)?.relationship(relationship.inverse)?.isToMany == true
-        }
-    }
 
     /// Rows this run's records found already written by earlier records of the same run:
     /// set it to `coordinator.nextRowNumbers()` taken when the run began.
@@ -42,33 +34,11 @@ public final class BatchInserter: BatchRequestMaking {
     /// writing stored objects by `rules` (per entity name; `update` where none is given).
     public init(coordinator: PersistentStoreCoordinator, rules: [String: ConflictRule] = [:]) {
         self.coordinator = coordinator
-        let plans = Self.makePlans(schema: coordinator.schema, rules: rules)
+        let plans = BatchEntityPlan.plans(schema: coordinator.schema, rules: rules)
         self.plans = plans
+        statements = plans.map(Statements.init)
         planIndex = Dictionary(uniqueKeysWithValues: plans.enumerated().map { ($1.info.name, $0) })
         runStart = Array(repeating: .max, count: plans.count)
-    }
-
-    /// The batch path's plan of each entity of `schema` that `supports(_:in:)` accepts,
-    /// writing stored objects by `rules`: shared by the SQLite and PostgreSQL writers.
-    static func makePlans(schema: Schema, rules: [String: ConflictRule]) -> [EntityPlan] {
-        let model = schema.model
-        var plans: [EntityPlan] = []
-        for entity in model.entities where Self.supports(entity, in: model) {
-            let info = schema.entity(entity.name)!
-            let defaults = entity.attributes.map { attribute -> BatchInsertRequest.Cell in
-                switch attribute.defaultValue {
-                case nil: .null
-                case .int(let number)?: .int(number)
-                case .bool(let flag)?: .int(flag ? 1 : 0)
-                case .double(let number)?: .double(number)
-                case .date(let date)?: .double(date.timeIntervalSinceReferenceDate)
-                default: .null  // replaced below: kept as a value in each request
-                }
-            }
-            let key = entity.uniquenessConstraints.first.map { constraint in info.attributeIndex[constraint[0]]! }
-            plans.append(EntityPlan(info: info, defaultCells: defaults, keyPosition: key, rule: rules[entity.name] ?? .update))
-        }
-        return plans
     }
 
     /// The index of `entity` for `BatchInsertRequest.addRow`, or nil when the batch path
@@ -87,35 +57,10 @@ public final class BatchInserter: BatchRequestMaking {
         BatchInsertRequest(plans: plans, text: text)
     }
 
-    /// A record the inserter rejected, with the reason in the model's names.
-    public struct Rejection: Sendable, Equatable {
-        public var record: Int
-        public var reason: String
-
-        public init(record: Int, reason: String) {
-            self.record = record
-            self.reason = reason
-        }
-    }
-
-    /// What one `execute` wrote.
-    public struct Result: Sendable {
-        /// Records written (all their rows).
-        public var records = 0
-        public var rejected: [Rejection] = []
-        /// New rows per entity name.
-        public var inserted: [String: Int] = [:]
-        /// Records whose own object was stored already and changed.
-        public var updated = 0
-        /// Records whose own object was stored already and did not change.
-        public var unchanged = 0
-        /// Of those updated or unchanged: records whose object an earlier record of this run made.
-        public var duplicates = 0
-        /// Seconds inside the write transaction (holding the store's write lock).
-        public var lockedSeconds = 0.0
-
-        public init() {}
-    }
+    /// A record the inserter rejected (the batch path's `BatchRejection`).
+    public typealias Rejection = BatchRejection
+    /// What one `execute` wrote (the batch path's `BatchResult`).
+    public typealias Result = BatchResult
 
     /// A request with its related objects' keys looked up (`prepare`), ready to execute.
     public struct Prepared: Sendable {
@@ -208,10 +153,10 @@ public final class BatchInserter: BatchRequestMaking {
             nextKey[entity] = try coordinator.reserveKeys(count, for: plans[entity].info, db)
             lastKey[entity] = nextKey[entity] + Int64(count) - 1
         }
-        let upserts = try plans.map { try db.cachedStatement(sql: $0.insertSQL).sqliteStatement }
-        let creates = try plans.map { try db.cachedStatement(sql: $0.findOrCreateSQL).sqliteStatement }
+        let upserts = try statements.map { try db.cachedStatement(sql: $0.insertSQL).sqliteStatement }
+        let creates = try statements.map { try db.cachedStatement(sql: $0.findOrCreateSQL).sqliteStatement }
         let lookups = try plans.map { plan in try plan.info.uniqueLookupSQL.first.map { try db.cachedStatement(sql: $0).sqliteStatement } }
-        let differs = try plans.map { plan in try plan.differsSQL.map { try db.cachedStatement(sql: $0).sqliteStatement } }
+        let differs = try statements.map { plan in try plan.differsSQL.map { try db.cachedStatement(sql: $0).sqliteStatement } }
         var rowKeys = [Int64](repeating: 0, count: 0)
 
         func existing(_ entity: Int, _ key: Value) throws -> Int64? {

@@ -58,17 +58,17 @@ public struct BatchInsertRequest: Sendable {
     private(set) var masks: [UInt64] = []
     private(set) var rows: [Row] = []
     private(set) var records: [Record] = []
-    let entities: [BatchInserter.EntityPlan]
+    let entities: [BatchEntityPlan]
     /// Per entity: model defaults that are not plain cells (strings, say), by position.
     var defaultValues: [[(position: Int, value: Value)]] = []
 
-    init(entities: [BatchInserter.EntityPlan], text: [UInt8]) {
+    init(entities: [BatchEntityPlan], text: [UInt8]) {
         self.entities = entities
         self.text = text
     }
 
     /// An empty request for `plans`, with the defaults that are not plain cells kept as values.
-    init(plans: [BatchInserter.EntityPlan], text: [UInt8]) {
+    init(plans: [BatchEntityPlan], text: [UInt8]) {
         self.init(entities: plans, text: text)
         defaultValues = plans.map { plan in
             plan.info.attributeDefaults.enumerated().compactMap { position, value in

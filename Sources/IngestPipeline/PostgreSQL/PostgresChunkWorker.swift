@@ -328,7 +328,7 @@ final class PostgresChunkWorker {
     }
 
     private func saveInTransaction(_ request: BatchInsertRequest, rejects mapped: [(index: Int, reason: String)], from previous: Int,
-                                   done: Int, lease: ChunkLease, bytes: [UInt8]) throws -> BatchInserter.Result {
+                                   done: Int, lease: ChunkLease, bytes: [UInt8]) throws -> BatchResult {
         try lease.advance(from: previous, to: done, owner: owner, leaseSeconds: record.leaseSeconds, connection)
         var result = try writeRecordByRecordOnDataErrors(request)
         let rejects = mapped + result.rejected.map { (index: $0.record, reason: $0.reason) }
@@ -340,14 +340,14 @@ final class PostgresChunkWorker {
             return (index: index, json: try reject.jsonLine())
         }
         try lease.recordSave(rejects: lines, records: result.records + rejects.count, done: done, process: process, connection)
-        result.rejected = rejects.map { BatchInserter.Rejection(record: $0.index, reason: $0.reason) }
+        result.rejected = rejects.map { BatchRejection(record: $0.index, reason: $0.reason) }
         return result
     }
 
     /// The batch in one go; when the server refuses its data (a value out of a column's
     /// range, say), the same records again one at a time, each behind a savepoint, so
     /// only the records at fault are rejected, with the server's reason.
-    private func writeRecordByRecordOnDataErrors(_ request: BatchInsertRequest) throws -> BatchInserter.Result {
+    private func writeRecordByRecordOnDataErrors(_ request: BatchInsertRequest) throws -> BatchResult {
         try connection.execute("SAVEPOINT batch")
         do {
             let result = try writer.write(request)
@@ -358,7 +358,7 @@ final class PostgresChunkWorker {
             try connection.execute("ROLLBACK TO SAVEPOINT batch")
             logger.debug("save retried record by record", metadata: ["reason": "\(error)"])
         }
-        var total = BatchInserter.Result()
+        var total = BatchResult()
         for index in 0..<request.recordCount {
             try connection.execute("SAVEPOINT record")
             do {
@@ -373,7 +373,7 @@ final class PostgresChunkWorker {
                 guard error.isAboutData else { throw error }
                 try connection.execute("ROLLBACK TO SAVEPOINT record")
                 try connection.execute("RELEASE SAVEPOINT record")
-                total.rejected.append(BatchInserter.Rejection(record: request.recordNumber(index), reason: error.description))
+                total.rejected.append(BatchRejection(record: request.recordNumber(index), reason: error.description))
             }
         }
         return total

@@ -1,34 +1,18 @@
 import GRDB
 
 extension BatchInserter {
-    /// An entity as the batch path writes it.
-    // A class: rows reach their plan once each, and a struct would be copied (its
-    // strings and arrays retained) every time.
-    final class EntityPlan: Sendable {
-        let info: EntityInfo
-        /// The model's defaults, as cells.
-        let defaultCells: [BatchInsertRequest.Cell]
-        /// The key attribute's position (the entity's one uniqueness constraint), if any.
-        let keyPosition: Int?
-        /// How an `upsert` row meets a stored row with its key.
-        let rule: ConflictRule
-        /// 64-bit words of a row's given-mask (attributes, then to-ones).
-        let maskWords: Int
-        /// The upsert by `rule`; it changes nothing when the stored row already says it all.
+    /// An entity's batch statements in SQLite's words.
+    struct Statements: Sendable {
+        /// The upsert by the plan's rule; it changes nothing when the stored row already says it all.
         let insertSQL: String
         let findOrCreateSQL: String
-        /// Under `reject`: 1 when the stored row `?1` differs from the row's given attributes.
+        /// Under `reject`: 1 when the stored row `?1` differs from the row's given attributes and links.
         let differsSQL: String?
-        /// Positions of the attributes a row must have a value for.
-        let requiredPositions: [Int]
 
-        init(info: EntityInfo, defaultCells: [BatchInsertRequest.Cell], keyPosition: Int?, rule: ConflictRule) {
-            self.info = info
-            self.defaultCells = defaultCells
-            self.keyPosition = keyPosition
-            self.rule = rule
+        init(_ plan: BatchEntityPlan) {
+            let info = plan.info
+            let rule = plan.rule
             let columns = info.attributes.map { quoted($0.name) } + info.toOneColumns.map { quoted($0.column) }
-            maskWords = max(1, (columns.count + 63) / 64)
             // Parameters: ?1 the row number, then the cells and links, then the mask words.
             let firstMask = columns.count + 2
             func given(_ bit: Int) -> String { "((?\(firstMask + bit / 64) >> \(bit % 64)) & 1)" }
@@ -66,7 +50,6 @@ extension BatchInserter {
             insertSQL = upsert
             findOrCreateSQL = findOrCreate
             differsSQL = differs
-            requiredPositions = info.attributeRequired.indices.filter { info.attributeRequired[$0] }
         }
     }
 }

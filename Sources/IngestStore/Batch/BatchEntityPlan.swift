@@ -1,0 +1,63 @@
+import Foundation
+
+/// An entity as the batch path writes it, on either store: its table, defaults, key,
+/// conflict rule and required attributes. Each writer adds its statements (SQLite's in
+/// `BatchInserter.Statements`, PostgreSQL's in `PostgresBatchWriter.Statements`).
+// A class: rows reach their plan once each, and a struct would be copied (its strings
+// and arrays retained) every time.
+public final class BatchEntityPlan: Sendable {
+    let info: EntityInfo
+    /// The model's defaults, as cells.
+    let defaultCells: [BatchInsertRequest.Cell]
+    /// The key attribute's position (the entity's one uniqueness constraint), if any.
+    let keyPosition: Int?
+    /// How an `upsert` row meets a stored row with its key.
+    let rule: ConflictRule
+    /// 64-bit words of a row's given-mask (attributes, then to-ones).
+    let maskWords: Int
+    /// Positions of the attributes a row must have a value for.
+    let requiredPositions: [Int]
+
+    init(info: EntityInfo, defaultCells: [BatchInsertRequest.Cell], keyPosition: Int?, rule: ConflictRule) {
+        self.info = info
+        self.defaultCells = defaultCells
+        self.keyPosition = keyPosition
+        self.rule = rule
+        maskWords = max(1, (info.attributes.count + info.toOneColumns.count + 63) / 64)
+        requiredPositions = info.attributeRequired.indices.filter { info.attributeRequired[$0] }
+    }
+
+    /// Whether the batch path can write `entity`: at most one uniqueness constraint, of
+    /// one attribute (the key it upserts on), and no to-one relationship whose inverse is also to-one
+    /// (those keep a column on both sides).
+    public static func supports(_ entity: Entity, in model: Model) -> Bool {
+        guard entity.uniquenessConstraints.count <= 1, entity.uniquenessConstraints.allSatisfy({ $0.count == 1 }) else { return false }
+        return entity.relationships.allSatisfy { relationship in
+            relationship.isToMany || model.entity(relationship.destination)?.relationship(relationship.inverse)?.isToMany == true
+        }
+    }
+
+    /// The batch path's plan of each entity of `schema` that `supports(_:in:)` accepts,
+    /// writing stored objects by `rules`: shared by the SQLite and PostgreSQL writers.
+    static func plans(schema: Schema, rules: [String: ConflictRule]) -> [BatchEntityPlan] {
+        let model = schema.model
+        var plans: [BatchEntityPlan] = []
+        for entity in model.entities where Self.supports(entity, in: model) {
+            let info = schema.entity(entity.name)!
+            let defaults = entity.attributes.map { attribute -> BatchInsertRequest.Cell in
+                switch attribute.defaultValue {
+                case nil: .null
+                case .int(let number)?: .int(number)
+                case .bool(let flag)?: .int(flag ? 1 : 0)
+                case .double(let number)?: .double(number)
+                case .date(let date)?: .double(date.timeIntervalSinceReferenceDate)
+                default: .null  // replaced below: kept as a value in each request
+                }
+            }
+            let key = entity.uniquenessConstraints.first.map { constraint in info.attributeIndex[constraint[0]]! }
+            plans.append(BatchEntityPlan(info: info, defaultCells: defaults, keyPosition: key, rule: rules[entity.name] ?? .update))
+        }
+        return plans
+    }
+
+}

@@ -1,0 +1,30 @@
+/// A record a batch write rejected, with the reason in the model's names.
+public struct BatchRejection: Sendable, Equatable {
+    public var record: Int
+    public var reason: String
+
+    public init(record: Int, reason: String) {
+        self.record = record
+        self.reason = reason
+    }
+}
+
+/// What one batch write did, on either store.
+public struct BatchResult: Sendable {
+    /// Records written (all their rows).
+    public var records = 0
+    public var rejected: [BatchRejection] = []
+    /// New rows per entity name.
+    public var inserted: [String: Int] = [:]
+    /// Records whose own object was stored already and changed.
+    public var updated = 0
+    /// Records whose own object was stored already and did not change.
+    public var unchanged = 0
+    /// Of those updated or unchanged: records whose object an earlier record of this run made.
+    public var duplicates = 0
+    /// Seconds inside the write transaction (holding the store's write lock).
+    public var lockedSeconds = 0.0
+
+    public init() {}
+}
+
