@@ -3,6 +3,7 @@ import GRDB
 import IngestJSON
 import IngestStore
 import IngestTestSupport
+import Synchronization
 import Testing
 @testable import IngestPipeline
 
@@ -252,6 +253,53 @@ struct PostgresImportTests {
         let status = try IngestBinary.run(["status", server.url])
         let url = try PostgresURL(server.url)
         #expect(status.status == 0 && status.stdout == "\(url): no import has run yet (0 runs)\n", "\(status.stdout)")
+    }
+
+    /// Two processes (two workers each) write batches at the same moment that share new
+    /// related keys (photographers several chunks make first) and stored ones (a second
+    /// feed updating photos and photographers of the first): the store ends exactly as
+    /// one SQLite import after the other leaves it, every row and link.
+    @Test func twoProcessesWritingSharedNewAndStoredKeysAtOnceEndAsSequentialImports() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let first = dir.file("first.json")
+        try FeedGenerator(records: 3_000, seed: 1).write(to: first)
+        let second = dir.file("second.json")
+        try FeedGenerator(records: 6_000, seed: 2).write(to: second)
+        let text = try String(contentsOfFile: Self.photos, encoding: .utf8)
+        let spec = try PipelineSpec.parse(Array(text.utf8))
+        let url = try PostgresURL(server.url)
+        for feed in [first, second] {
+            _ = try Importer(spec: spec, options: Importer.Options(feed: feed, store: dir.file("store.sqlite"), workers: 1)).run()
+            let options = PostgresImportOptions(workers: 2, saveEvery: 100, chunkSize: 300)
+            let started = try PostgresImport.start(feed: feed, pipeline: Array(text.utf8), url: url, options: options)
+            let reports = Mutex<[PostgresJoin.Report]>([])
+            let failures = Mutex<[String]>([])
+            let group = DispatchGroup()
+            for _ in 0..<2 {
+                group.enter()
+                Thread.detachNewThread {
+                    defer { group.leave() }
+                    do {
+                        let report = try PostgresJoin(url: url, options: options).run(run: started.run)
+                        reports.withLock { $0.append(report) }
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
+                    }
+                }
+            }
+            group.wait()
+            #expect(failures.withLock { $0 } == [])
+            #expect(reports.withLock { $0.reduce(0) { $0 + $1.records } } == (feed == first ? 3_000 : 6_000), "every record once")
+        }
+        let sqlite = try Self.sqliteRows(dir.file("store.sqlite"), spec.model)
+        let postgres = try Self.postgresRows(server.url, spec.model)
+        #expect(postgres["Photo"]?.count == sqlite["Photo"]?.count && (sqlite["Photo"]?.count ?? 0) > 6_000, "new and stored photos both")
+        for (entity, rows) in sqlite {
+            let other = postgres[entity] ?? []
+            #expect(other == rows, "\(entity): first difference \(zip(rows, other).first { $0 != $1 }.map { "\($0)\n vs \($1)" } ?? "in count")")
+        }
+        #expect(try PostgresStatus.check(url: url) == [])
     }
 
     /// Every pair of rules (`UpdateRuleCombinationTests`'s feeds) ends on PostgreSQL as on SQLite.
