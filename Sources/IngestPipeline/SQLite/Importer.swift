@@ -68,9 +68,29 @@ public final class Importer: Sendable {
         }
     }
 
-    /// Set it (from a signal handler's queue, say) to stop at the next save boundary;
-    /// `run()` then throws `ImportInterrupted`.
+    /// Set it to stop at the next save boundary; `run()` then throws `ImportInterrupted`.
+    /// `cancel()` sets it and also ends the waits where nothing saves.
     public let cancellation = Atomic<Bool>(false)
+
+    /// What `cancel()` stops in a run under way.
+    private struct ActiveRun: Sendable {
+        let state: RunState
+        let split: SplitStage
+        let queue: ChunkQueue
+    }
+    private let active = Mutex<ActiveRun?>(nil)
+
+    /// Stops the run at its next save boundary (from a signal handler's queue, say), and
+    /// at once where nothing saves: a split waiting for input from a pipe (its read ends)
+    /// and workers waiting for a chunk (the queue closes). `run()` then throws
+    /// `ImportInterrupted`; the run is resumable.
+    public func cancel() {
+        cancellation.store(true, ordering: .relaxed)
+        guard let run = active.withLock({ $0 }) else { return }
+        run.state.fail(ImportInterrupted())
+        run.split.cancel()
+        run.queue.close()
+    }
 
     public let spec: PipelineSpec
     public let options: Options
@@ -208,8 +228,9 @@ public final class Importer: Sendable {
             },
             objectPath: options.objectPath, firstRowOfRun: begun.firstRowOfRun, keys: keys, logger: logger)
         let batchPath = workers.batchPath
-        let watcher = watchCancellation(state: state, split: split, queue: queue)
-        defer { watcher.cancel() }
+        active.withLock { $0 = ActiveRun(state: state, split: split, queue: queue) }
+        defer { active.withLock { $0 = nil } }
+        if cancellation.load(ordering: .relaxed) { cancel() }
         var stages = workers.run(count: workerCount, batch: batchPath, queue: queue, state: state, split: split)
         logger.info("workers started", metadata: ["path": "\(batchPath ? "batch" : "objects")"])
         let (finishedManifest, splitSeconds) = split.wait()
@@ -272,23 +293,6 @@ public final class Importer: Sendable {
             "inserted": "\(state.outcomes.inserted)", "updated": "\(state.outcomes.updated)", "unchanged": "\(state.outcomes.unchanged)",
         ])
         return report
-    }
-
-    /// Looks at `cancellation` ten times a second: once set, the run stops at the next save
-    /// boundary even where nothing saves, such as a split waiting for input from a pipe
-    /// (its read ends) or workers waiting for a chunk (the queue closes).
-    private func watchCancellation(state: RunState, split: SplitStage, queue: ChunkQueue) -> any DispatchSourceTimer {
-        let timer = DispatchSource.makeTimerSource(queue: .global())
-        let stopped = Atomic<Bool>(false)
-        timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
-        timer.setEventHandler { [self] in
-            guard cancellation.load(ordering: .relaxed), !stopped.exchange(true, ordering: .relaxed) else { return }
-            state.fail(ImportInterrupted())
-            split.cancel()
-            queue.close()
-        }
-        timer.resume()
-        return timer
     }
 
     /// Before a resumed run: pending chunks of a finished split whose bytes no longer

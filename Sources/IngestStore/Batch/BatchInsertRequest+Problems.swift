@@ -6,7 +6,7 @@ extension BatchInsertRequest {
     /// wrong type is caught as the request is built.)
     func problem(in range: Range<Int>, keys: [Value?], skipping: Set<Int> = [],
                  existing: (Int, Value) throws -> Int64?) throws -> String? {
-        for rowIndex in range where !skipping.contains(rowIndex) {
+        for rowIndex in range where skipping.isEmpty || !skipping.contains(rowIndex) {
             let row = rows[rowIndex]
             let plan = entities[row.entity]
             var missing: [String] = []

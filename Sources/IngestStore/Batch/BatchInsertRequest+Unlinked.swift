@@ -1,7 +1,4 @@
 extension BatchInsertRequest {
-    /// Whether any entity of the request keeps stored objects as they are (`keepExisting`):
-    /// only then can a record have rows that nothing would link.
-    var keepsStoredObjects: Bool { entities.contains { $0.rule == .keepExisting } }
 
     /// The rows of a record (`range`) that are not written because nothing would link
     /// them: new objects related to an object whose links are not written (a stored one

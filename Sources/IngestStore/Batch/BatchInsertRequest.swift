@@ -59,11 +59,15 @@ public struct BatchInsertRequest: Sendable {
     private(set) var rows: [Row] = []
     private(set) var records: [Record] = []
     let entities: [BatchEntityPlan]
+    /// Whether any entity of the request keeps stored objects as they are (`keepExisting`):
+    /// only then can a record have rows that nothing would link (worked out once, not per record).
+    let keepsStoredObjects: Bool
     /// Per entity: model defaults that are not plain cells (strings, say), by position.
     var defaultValues: [[(position: Int, value: Value)]] = []
 
     init(entities: [BatchEntityPlan], text: [UInt8]) {
         self.entities = entities
+        keepsStoredObjects = entities.contains { $0.rule == .keepExisting }
         self.text = text
     }
 

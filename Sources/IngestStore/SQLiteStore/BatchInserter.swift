@@ -21,6 +21,8 @@ public final class BatchInserter: BatchRequestMaking {
     let plans: [BatchEntityPlan]
     /// Per plan, its statements in SQLite's words.
     let statements: [Statements]
+    /// Whether an entity's rule is `reject` (then each record is checked against the store).
+    let hasRejectRule: Bool
     private let planIndex: [String: Int]
 
     /// Rows this run's records found already written by earlier records of the same run:
@@ -37,6 +39,7 @@ public final class BatchInserter: BatchRequestMaking {
         let plans = BatchEntityPlan.plans(schema: coordinator.schema, rules: rules)
         self.plans = plans
         statements = plans.map(Statements.init)
+        hasRejectRule = plans.contains { $0.rule == .reject }
         planIndex = Dictionary(uniqueKeysWithValues: plans.enumerated().map { ($1.info.name, $0) })
         runStart = Array(repeating: .max, count: plans.count)
     }
@@ -191,7 +194,7 @@ public final class BatchInserter: BatchRequestMaking {
                 rowKeys.removeAll(keepingCapacity: true)
                 rowKeys.append(contentsOf: repeatElement(0, count: range.count))
                 // Linked rows come after the rows linking to them: write from the last.
-                for rowIndex in range.reversed() where !unlinked.contains(rowIndex) {
+                for rowIndex in range.reversed() where unlinked.isEmpty || !unlinked.contains(rowIndex) {
                     let row = request.rows[rowIndex]
                     let plan = plans[row.entity]
                     // Found by key, or (a related object the record repeats exactly) nothing to write.
@@ -282,7 +285,7 @@ public final class BatchInserter: BatchRequestMaking {
     private func conflict(in range: Range<Int>, _ request: BatchInsertRequest, keys: [Value?], resolved: [Int64],
                           existing: (Int, Value) throws -> Int64?,
                           differs: [SQLiteStatement?], text: UnsafeRawBufferPointer, _ db: Database) throws -> String? {
-        guard differs.contains(where: { $0 != nil }) else { return nil }
+        guard hasRejectRule else { return nil }
         // Each row's stored row number, or -1 for a row that would be new: a link to it differs from any stored link.
         var stored = [Int64](repeating: -1, count: range.count)
         for rowIndex in range {

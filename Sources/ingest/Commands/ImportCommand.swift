@@ -164,7 +164,7 @@ extension Ingest {
         /// Runs an import with SIGINT, SIGTERM and SIGHUP stopping it at the next save boundary
         /// (exit 130, 143, 129).
         static func run(_ importer: Importer, store: String, quiet: Bool) throws {
-            let signals = StopSignals { importer.cancellation.store(true, ordering: .relaxed) }
+            let signals = StopSignals { importer.cancel() }
             defer { signals.cancel() }
             let view = ImportProgressView()
             if !quiet { importer.addProgressObserver { view.show($0) } }
