@@ -1,3 +1,4 @@
+import IngestJSON
 import IngestStore
 
 /// A chunk a process holds: claimed with `SELECT … FOR UPDATE SKIP LOCKED`, kept by the
@@ -13,7 +14,27 @@ struct ChunkLease: Sendable {
     var checksum: String
 
     /// A save found the chunk claimed by another process (this one's lease ran out).
-    struct Lost: Error {}
+    typealias Lost = ChunkTakenOver
+
+    init(run: Int, number: Int, firstRecord: Int, records: Int, done: Int, checksum: String) {
+        self.run = run
+        self.number = number
+        self.firstRecord = firstRecord
+        self.records = records
+        self.done = done
+        self.checksum = checksum
+    }
+
+    /// The lease of `chunk` of `run`, `done` of its records done.
+    init(run: Int, chunk: ChunkInfo, done: Int) {
+        self.init(run: run, number: chunk.index, firstRecord: chunk.firstRecord, records: chunk.records, done: done,
+                  checksum: chunk.checksum)
+    }
+
+    /// The chunk as the split described it.
+    var chunk: ChunkInfo {
+        ChunkInfo(index: number, firstRecord: firstRecord, records: records, byteSize: 0, checksum: checksum)
+    }
 
     /// Claims the first chunk of `run` that no live process holds, or nil when there is none now.
     static func claim(run: Int, owner: String, leaseSeconds: Double, _ connection: PostgresConnection) throws -> ChunkLease? {

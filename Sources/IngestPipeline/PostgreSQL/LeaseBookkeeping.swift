@@ -7,6 +7,7 @@ import IngestStore
 /// rejects go to `_ingest_rejects` and the process's counts grow, as the batch path's
 /// saves do.
 final class LeaseBookkeeping: ChunkBookkeeping {
+    let run: Int
     let owner: String
     let process: String
     let leaseSeconds: Double
@@ -15,16 +16,16 @@ final class LeaseBookkeeping: ChunkBookkeeping {
     /// Its records committed so far.
     private(set) var done = 0
 
-    init(owner: String, process: String, leaseSeconds: Double) {
+    init(run: Int, owner: String, process: String, leaseSeconds: Double) {
+        self.run = run
         self.owner = owner
         self.process = process
         self.leaseSeconds = leaseSeconds
     }
 
-    /// Starts on a newly claimed chunk.
-    func begin(_ lease: ChunkLease) {
-        self.lease = lease
-        done = lease.done
+    func begin(_ chunk: ChunkInfo, done: Int) {
+        lease = ChunkLease(run: run, chunk: chunk, done: done)
+        self.done = done
     }
 
     func stage(rejects: [ImportMarker.Reject], _ chunk: ChunkInfo, done: Int, records: Int, in context: ObjectContext) throws {

@@ -65,34 +65,35 @@ public final class PostgresJoin: Sendable {
         options.logger.info("joined the import", metadata: ["run": "\(run)", "process": "\(process)", "workers": "\(workerCount)"])
 
         let heartbeat = Heartbeat(url: url, process: process, leaseSeconds: record.leaseSeconds, logger: options.logger)
-        let totals = Mutex(PostgresChunkWorker.Totals())
-        let failure = Mutex<(any Error)?>(nil)
-        let group = DispatchGroup()
-        let logger = options.logger
-        for number in 1...workerCount {
-            group.enter()
-            Thread.detachNewThread { [self] in
-                defer { group.leave() }
-                do {
-                    let worker = try PostgresChunkWorker(store: store, spec: spec, run: run, record: record, process: process, number: number,
-                                                         localChunks: options.localChunks, logger: logger)
-                    try worker.work { [self] in self.cancellation.load(ordering: .relaxed) || failure.withLock { $0 != nil } }
-                    totals.withLock { total in
-                        total.chunks += worker.totals.chunks
-                        total.records += worker.totals.records
-                        total.rejected += worker.totals.rejected
-                        total.outcomes = total.outcomes + worker.totals.outcomes
-                        total.leasesLost += worker.totals.leasesLost
-                    }
-                } catch {
-                    failure.withLock { if $0 == nil { $0 = error } }
+        let state = RunState(rejected: 0, workers: workerCount, started: StageTimes.now())
+        let localChunks = options.localChunks
+        let workers = WorkerStage(
+            saveEvery: record.saveEvery,
+            makeWorker: { number, logger in
+                let owner = "\(process)/\(number + 1)"
+                let connection = try store.connect()
+                let source = PostgresChunkSource(connection: try store.connect(), url: store.url, run: run, record: record, owner: owner,
+                                                 localChunks: localChunks, logger: logger)
+                if let writer = try Self.batchWriter(store: store, connection: connection, spec: spec, record: record, logger: logger),
+                   let rows = RowMapper(mapper: RecordMapper(spec: spec), inserter: writer) {
+                    return (source, .batch(PostgresChunkWriter(writer: writer, connection: connection, run: run, owner: owner, process: process,
+                                                               leaseSeconds: record.leaseSeconds, logger: logger), rows))
                 }
-            }
-        }
-        group.wait()
+                // Discriminators, to-many mappings, the reject rule, links to itself: objects in a context.
+                let coordinator = try PersistentStoreCoordinator(opened: store)
+                let bookkeeping = LeaseBookkeeping(run: run, owner: owner, process: process, leaseSeconds: record.leaseSeconds)
+                let context = ObjectContext(coordinator: coordinator, name: "join-\(number + 1)")
+                let importer = ImportWorker(context: context, spec: spec, bookkeeping: bookkeeping, firstRowOfRun: record.firstRowOfRun)
+                importer.logger = logger
+                return (source, .objects(importer))
+            },
+            afterSave: { worker, saved in _ = state.saved(saved, worker: worker) },
+            stop: { [self] in cancellation.load(ordering: .relaxed) },
+            logger: options.logger)
+        let workerTotals = workers.run(count: workerCount, state: state)
         heartbeat.stop()
         let stopped = cancellation.load(ordering: .relaxed)
-        let error = failure.withLock { $0 }
+        let error = state.failure
         // The workers' failure may be the server's going away: this process's state then
         // goes on a new connection, so status shows the run interrupted at once, not when
         // the lease ends (best effort: a restarting server is back within seconds; one
@@ -130,11 +131,27 @@ public final class PostgresJoin: Sendable {
         let counts = try connection.execute("""
             SELECT coalesce(sum(done), 0), (SELECT count(*) FROM _ingest_rejects WHERE run = $1) FROM _ingest_chunks WHERE run = $1
             """, [String(run)])
-        let total = totals.withLock { $0 }
-        return Report(run: run, process: process, workers: workerCount, chunks: total.chunks, records: total.records,
-                      rejected: total.rejected, outcomes: total.outcomes, seconds: Date().timeIntervalSince(started),
-                      runFinished: finished, stopped: stopped, leasesLost: total.leasesLost,
+        let (records, rejected) = state.imported
+        return Report(run: run, process: process, workers: workerCount, chunks: workerTotals.chunks, records: records,
+                      rejected: rejected, outcomes: state.outcomes, seconds: Date().timeIntervalSince(started),
+                      runFinished: finished, stopped: stopped, leasesLost: workerTotals.leasesLost,
                       runRecords: Int(counts[0, 0]!)!, runRejected: Int(counts[0, 1]!)!)
+    }
+}
+
+extension PostgresJoin {
+    /// The batch path's writer for `spec` on `connection`, or nil when that path cannot write it.
+    fileprivate static func batchWriter(store: PostgresStore, connection: PostgresConnection, spec: PipelineSpec,
+                                        record: PostgresRunRecord, logger: Logger) throws -> PostgresBatchWriter? {
+        do {
+            let writer = try PostgresBatchWriter(store: store, connection: connection, rules: spec.mappings.mapValues(\.onConflict))
+            writer.firstRowOfRun = record.firstRowOfRun
+            return writer
+        } catch {
+            guard case .unsupported(let why) = error else { throw error }
+            logger.debug("the batch path cannot write this pipeline: importing objects", metadata: ["reason": "\(why)"])
+            return nil
+        }
     }
 }
 

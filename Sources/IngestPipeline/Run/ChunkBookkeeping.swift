@@ -5,6 +5,8 @@ import IngestStore
 /// records were rejected: always inside the save's own transaction, so the rows and
 /// the marker commit together or not at all.
 protocol ChunkBookkeeping: AnyObject {
+    /// Starts on a chunk claimed with `done` of its records done.
+    func begin(_ chunk: ChunkInfo, done: Int)
     /// Stages the chunk's marker (`done` records) and `rejects` with the next save of
     /// `context`; `records` is how many records (imported or rejected) that save completes.
     func stage(rejects: [ImportMarker.Reject], _ chunk: ChunkInfo, done: Int, records: Int, in context: ObjectContext) throws

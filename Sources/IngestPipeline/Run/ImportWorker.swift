@@ -91,41 +91,18 @@ final class ImportWorker {
         context.mergePolicy = .objectTrump
     }
 
-    /// Imports the records of `chunk` after the first `skip` (done by an earlier run).
-    /// Call inside the context's `perform`. `afterSave` runs after every save with the
-    /// records and rejects it committed. `verified`: this run already checked the
-    /// chunk's checksum.
-    /// - Throws: `IOError`, `FeedError` for a damaged chunk file, `StoreError` when a
-    ///   save fails for a reason no record explains (a full disk, say), or whatever
-    ///   `afterSave` throws to stop the run.
-    func importChunk(_ chunk: ChunkInfo, directory: String, skip: Int, saveEvery: Int, verified: Bool = false,
-                     waitForTurn: () throws -> Void = {}, afterSave: (ChunkResult) throws -> Void) throws {
-        let path = directory + "/" + chunk.file
-        // The scanner trusts that the splitter's yajl validated these bytes: make sure they are those bytes.
-        guard try verified || Splitter.fullHash(path) == chunk.checksum else {
-            throw ImportError(.chunkChanged(path: path))
-        }
-        let reader = try FeedReader(path: path, options: FeedOptions(shape: .ndjson))
-        try importRecords(chunk, skip: skip, saveEvery: saveEvery, waitForTurn: waitForTurn, afterSave: afterSave) { take in
-            var index = 0
-            do {
-                try reader.read { record in
-                    defer { index += 1 }
-                    if index >= skip { try take(record.bytes, index) }
-                }
-            } catch let error as FeedError where error.kind == .emptyFeed {
-                // An empty chunk file: nothing to import.
-            }
-            return index
-        }
-    }
-
     /// Imports the records of a chunk held in memory (`bytes`, one record a line, as the
-    /// split wrote them and checked by the caller) after the first `skip`.
-    /// - Throws: as `importChunk(_:directory:…)`.
-    func importChunk(_ chunk: ChunkInfo, bytes: [UInt8], skip: Int, saveEvery: Int,
+    /// split wrote them and checked by the caller) after the first `skip` (done by an
+    /// earlier save). Call inside the context's `perform`. The whole chunk is mapped, then
+    /// `waitForTurn` runs (commits go in feed order on SQLite), then the batches are saved,
+    /// each with the chunk's marker; `afterSave` runs after every save with the records
+    /// and rejects it committed.
+    /// - Throws: `StoreError` when a save fails for a reason no record explains (a full
+    ///   disk, say), what the bookkeeping throws (`ChunkTakenOver`), or whatever
+    ///   `waitForTurn` or `afterSave` throws to stop the run.
+    func importChunk(_ chunk: ChunkInfo, bytes: [UInt8], skip: Int, saveEvery: Int, waitForTurn: () throws -> Void = {},
                      afterSave: (ChunkResult) throws -> Void) throws {
-        try importRecords(chunk, skip: skip, saveEvery: saveEvery, waitForTurn: {}, afterSave: afterSave) { take in
+        try importRecords(chunk, skip: skip, saveEvery: saveEvery, waitForTurn: waitForTurn, afterSave: afterSave) { take in
             try bytes.withUnsafeBytes { buffer in
                 try ChunkLines.forEach(in: bytes, from: skip) { range, index in
                     try take(UnsafeRawBufferPointer(rebasing: buffer[range]), index)

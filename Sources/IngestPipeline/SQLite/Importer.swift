@@ -213,9 +213,21 @@ public final class Importer: Sendable {
             mismatch: { [self] in unfinished(runRecord.withLock { $0 }, [$0]) }), queue: queue, state: state, started: started)
 
         let maxRejects = options.maxRejects
+        let batchPath = !options.objectPath && makeBatchPath(coordinator, firstRowOfRun: begun.firstRowOfRun, keys: keys) != nil
+        let (spec, firstRowOfRun, workerLogger) = (self.spec, begun.firstRowOfRun, logger)
         let workers = WorkerStage(
-            coordinator: coordinator, spec: spec, directory: directory, done: done, saveEvery: saveEvery,
-            trusted: { verified.contains($0) || split.wrote($0) },
+            saveEvery: saveEvery,
+            makeWorker: { [self] number, logger in
+                let source = SQLiteChunkSource(queue: queue, directory: directory, done: done,
+                                               trusted: { verified.contains($0) || split.wrote($0) }, state: state)
+                if batchPath, let (writer, rows) = makeBatchPath(coordinator, firstRowOfRun: firstRowOfRun, keys: keys) {
+                    return (source, .batch(writer, rows))
+                }
+                let context = ObjectContext(coordinator: coordinator, name: "worker-\(number + 1)")
+                let importer = context.perform { ImportWorker(context: context, spec: spec, keys: keys, firstRowOfRun: firstRowOfRun) }
+                importer.logger = logger
+                return (source, .objects(importer))
+            },
             afterSave: { [self] worker, saved in
                 let rejected = state.saved(saved, worker: worker)
                 if saves.add(1, ordering: .relaxed).newValue >= stopAfterSaves.load(ordering: .relaxed) {
@@ -226,12 +238,14 @@ public final class Importer: Sendable {
                     throw ImportError(.tooManyRejects(rejected: rejected, limit: maxRejects, rejectsFile: rejectsPath))
                 }
             },
-            objectPath: options.objectPath, firstRowOfRun: begun.firstRowOfRun, keys: keys, logger: logger)
-        let batchPath = workers.batchPath
+            logger: workerLogger)
         active.withLock { $0 = ActiveRun(state: state, split: split, queue: queue) }
         defer { active.withLock { $0 = nil } }
         if cancellation.load(ordering: .relaxed) { cancel() }
-        var stages = workers.run(count: workerCount, batch: batchPath, queue: queue, state: state, split: split)
+        var stages = workers.run(count: workerCount, state: state) {
+            split.cancel()
+            queue.close()
+        }.times
         logger.info("workers started", metadata: ["path": "\(batchPath ? "batch" : "objects")"])
         let (finishedManifest, splitSeconds) = split.wait()
         if let manifest = finishedManifest {
@@ -293,6 +307,15 @@ public final class Importer: Sendable {
             "inserted": "\(state.outcomes.inserted)", "updated": "\(state.outcomes.updated)", "unchanged": "\(state.outcomes.unchanged)",
         ])
         return report
+    }
+
+    /// The batch path's writer and row mapper for this run's pipeline, or nil when that
+    /// path cannot write it (see `RowMapper`).
+    private func makeBatchPath(_ coordinator: PersistentStoreCoordinator, firstRowOfRun: [String: Int64],
+                               keys: ImportMarker.Keys) -> (SQLiteChunkWriter, RowMapper)? {
+        let inserter = BatchInserter(coordinator: coordinator, rules: spec.mappings.mapValues(\.onConflict))
+        inserter.firstRowOfRun = firstRowOfRun
+        return RowMapper(mapper: RecordMapper(spec: spec), inserter: inserter).map { (SQLiteChunkWriter(inserter: inserter, keys: keys), $0) }
     }
 
     /// Before a resumed run: pending chunks of a finished split whose bytes no longer

@@ -7,6 +7,8 @@ final class MetadataBookkeeping: ChunkBookkeeping {
 
     init(keys: ImportMarker.Keys) { self.keys = keys }
 
+    func begin(_ chunk: ChunkInfo, done: Int) {}
+
     func stage(rejects: [ImportMarker.Reject], _ chunk: ChunkInfo, done: Int, records: Int, in context: ObjectContext) throws {
         for reject in rejects { try context.setMetadata(reject, forKey: keys.rejectKey(chunk: chunk.index, index: reject.index)) }
         try context.setMetadata(done, forKey: keys.chunkKey(chunk.index))

@@ -1,0 +1,114 @@
+import Foundation
+import IngestJSON
+import IngestStore
+import Logging
+
+/// A PostgreSQL run's chunks, for one worker of one of the processes joined to it: each
+/// claimed with `SELECT … FOR UPDATE SKIP LOCKED` under this worker's name, held by its
+/// process's heartbeat, and read from this process's own chunk file when it split the
+/// feed, else from the database. While the split goes on, or other processes hold the
+/// last chunks, it waits; a split whose process died is taken over here when this
+/// process can read the feed.
+final class PostgresChunkSource: ChunkSource {
+    /// The connection for claims and chunk bytes (the writer has its own).
+    let connection: PostgresConnection
+    /// The store's address (with its password, if it has one), for a split taken over.
+    let url: PostgresURL
+    let run: Int
+    let record: PostgresRunRecord
+    /// This worker's name on the chunks it claims: its process's ID, a slash, its number.
+    let owner: String
+    /// Where this process's own split left the chunk files, or nil.
+    let localChunks: String?
+    let logger: Logger
+
+    init(connection: PostgresConnection, url: PostgresURL, run: Int, record: PostgresRunRecord, owner: String,
+         localChunks: String?, logger: Logger) {
+        self.connection = connection
+        self.url = url
+        self.run = run
+        self.record = record
+        self.owner = owner
+        self.localChunks = localChunks
+        self.logger = logger
+    }
+
+    func claim(until stop: () -> Bool) throws -> ClaimedChunk? {
+        while !stop() {
+            guard let lease = try ChunkLease.claim(run: run, owner: owner, leaseSeconds: record.leaseSeconds, connection) else {
+                if try !moreChunksMayCome() { return nil }
+                continue
+            }
+            logger.debug("chunk claimed", metadata: ["chunk": "\(lease.number)", "done": "\(lease.done)", "records": "\(lease.records)"])
+            let started = StageTimes.now()
+            do {
+                let bytes = try bytes(of: lease)
+                return ClaimedChunk(info: lease.chunk, bytes: bytes, done: lease.done, readSeconds: StageTimes.now() - started)
+            } catch is ChunkTakenOver {
+                continue
+            }
+        }
+        return nil
+    }
+
+    /// With no chunk to claim now: waits a moment and returns true when one may come (the
+    /// split is still storing chunks, or another process holds some that it may give back
+    /// when it dies), false when the run has none left for this process.
+    /// - Throws: `ImportError` when the run's split failed or stopped, so no chunk will come.
+    private func moreChunksMayCome() throws -> Bool {
+        guard try ChunkLease.isRunning(run: run, connection) else { return false }
+        if try ChunkLease.unfinished(run: run, connection) > 0 {
+            Thread.sleep(forTimeInterval: min(1, record.leaseSeconds / 4))
+            return true
+        }
+        guard let (text, current) = try PostgresImport.storedRecord(of: run, connection), !current.isSplit else { return false }
+        if let failure = current.splitError {
+            throw ImportError("run \(run)'s split failed (\(failure)), so no more of its chunks will come")
+        }
+        if Date().timeIntervalSince1970 - (current.splitUpdated ?? 0) > current.leaseSeconds {
+            // The splitting process is gone: a process that can read the feed takes the split over.
+            if try takeOverSplit(current, stored: text) { return true }
+            throw ImportError("run \(run)'s split stopped (the process splitting \(current.feed) is gone, and this one cannot read that feed); continue it with: ingest import \(current.feed) --store \(connection.target)")
+        }
+        // The split is storing chunks: the next is a few milliseconds away.
+        Thread.sleep(forTimeInterval: 0.05)
+        return true
+    }
+
+    /// Splits the run's feed here when its split stopped (its process died) and this process
+    /// can read the same feed: one process takes it over (compare-and-set on the run's
+    /// record), stores the chunks the split had not stored yet, and goes back to importing.
+    /// Returns false when the feed cannot be read here.
+    private func takeOverSplit(_ current: PostgresRunRecord, stored before: String) throws -> Bool {
+        guard current.feed != "-", !FileOps.isReadOnce(current.feed), FileOps.fileSize(current.feed) == current.feedByteSize else { return false }
+        var taken = current
+        taken.splitUpdated = Date().timeIntervalSince1970
+        let after = String(decoding: try JSONEncoder().encode(taken), as: UTF8.self)
+        let claimed = try connection.execute("UPDATE _ingest_runs SET record = $3 WHERE run = $1 AND record = $2",
+                                             [String(run), before, after]).changed == 1
+        // Another process took it over first: its chunks are coming.
+        guard claimed else { return true }
+        logger.warning("the split of this run stopped with its process; splitting the feed here", metadata: ["feed": "\(current.feed)"])
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-split-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        _ = try PostgresImport.split(feed: current.feed, run: run, url: url, directory: directory,
+                                     options: PostgresImportOptions(leaseSeconds: current.leaseSeconds, logger: logger))
+        return true
+    }
+
+    /// A chunk's bytes: this process's own chunk file when it has one, else the database's
+    /// copy; checked against the chunk's checksum either way.
+    /// - Throws: `ChunkTakenOver` when the chunk was finished (its bytes dropped) meanwhile.
+    private func bytes(of lease: ChunkLease) throws -> [UInt8] {
+        if let localChunks, let local = try? FileOps.readFile(localChunks + "/" + ChunkInfo.fileName(for: lease.number)),
+           local.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum {
+            return local
+        }
+        guard let bytes = try connection.fetchBytes("SELECT bytes FROM _ingest_chunks WHERE run = $1 AND number = $2",
+                                                     [String(run), String(lease.number)]) else { throw ChunkTakenOver() }
+        guard bytes.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum else {
+            throw ImportError(.chunkChanged(path: "chunk \(lease.number) of run \(run) in \(connection.target)"))
+        }
+        return bytes
+    }
+}

@@ -1,0 +1,246 @@
+import Foundation
+import IngestJSON
+import IngestStore
+import Logging
+import Synchronization
+
+/// One worker of a run, on either store: it claims chunks from its `ChunkSource` and
+/// imports them on the batch path (`BatchChunkWriter`: this thread maps each K records
+/// into a request while a writing thread saves the one before) or on the object path
+/// (`ImportWorker`: a private context). Every save holds the chunk's marker and rejects
+/// with the rows; after each, `afterSave` decides whether the run goes on.
+final class ChunkWorker {
+    /// How the worker writes.
+    enum Path {
+        case batch(any BatchChunkWriter, RowMapper)
+        case objects(ImportWorker)
+    }
+
+    /// What the worker did, beside the records `afterSave` counted.
+    struct Totals: Sendable {
+        var times = StageTimes()
+        /// Chunks whose last save this worker committed.
+        var chunks = 0
+        /// Chunks another process took over (`ChunkTakenOver`).
+        var leasesLost = 0
+
+        static func + (lhs: Totals, rhs: Totals) -> Totals {
+            Totals(times: lhs.times + rhs.times, chunks: lhs.chunks + rhs.chunks, leasesLost: lhs.leasesLost + rhs.leasesLost)
+        }
+    }
+
+    let source: any ChunkSource
+    let path: Path
+    let saveEvery: Int
+    /// Runs after every save, on the thread that saved; throws to stop the run.
+    let afterSave: @Sendable (ImportWorker.ChunkResult) throws -> Void
+    /// Whether to stop claiming and mapping chunks (the run was stopped, or failed).
+    let shouldStop: @Sendable () -> Bool
+    let logger: Logger
+    private(set) var totals = Totals()
+
+    init(source: any ChunkSource, path: Path, saveEvery: Int, afterSave: @escaping @Sendable (ImportWorker.ChunkResult) throws -> Void,
+         shouldStop: @escaping @Sendable () -> Bool, logger: Logger) {
+        self.source = source
+        self.path = path
+        self.saveEvery = saveEvery
+        self.afterSave = afterSave
+        self.shouldStop = shouldStop
+        self.logger = logger
+    }
+
+    /// Imports chunks until the source has none left, `shouldStop` says so, or a save fails.
+    /// - Throws: what the source, the writer or `afterSave` throws.
+    func run() throws {
+        switch path {
+        case .batch(let writer, let rows): try importBatches(writer, rows)
+        case .objects(let importer): try importObjects(importer)
+        }
+    }
+
+    // MARK: - The object path
+
+    /// A save of the object path found the run stopping, its chunk not done.
+    private struct StoppedAtSave: Error {}
+
+    private func importObjects(_ importer: ImportWorker) throws {
+        let context = importer.context
+        try context.perform {
+            while let claimed = try source.claim(until: shouldStop) {
+                let chunk = claimed.info
+                totals.times.parse += claimed.readSeconds
+                logger.debug("chunk started", metadata: ["chunk": "\(chunk.index)", "records": "\(chunk.records)", "done before": "\(claimed.done)"])
+                importer.bookkeeping.begin(chunk, done: claimed.done)
+                var done = claimed.done
+                do {
+                    try importer.importChunk(chunk, bytes: claimed.bytes, skip: claimed.done, saveEvery: saveEvery,
+                                             waitForTurn: claimed.waitForTurn) { saved in
+                        done += saved.imported + saved.rejected
+                        logger.debug("saved", metadata: ["chunk": "\(chunk.index)", "done": "\(done)", "records": "\(saved.imported)",
+                                                         "rejected": "\(saved.rejected)", "ms": "\(Int(saved.seconds * 1000))"])
+                        try afterSave(saved)
+                        if shouldStop() && done < chunk.records { throw StoppedAtSave() }
+                    }
+                } catch is StoppedAtSave {
+                    importer.discard()
+                    break
+                } catch is ChunkTakenOver {
+                    importer.discard()
+                    totals.leasesLost += 1
+                    logger.warning("chunk lease lost to another process (this process stalled longer than the lease)",
+                                   metadata: ["chunk": "\(chunk.index)"])
+                    continue
+                } catch {
+                    importer.discard()
+                    throw error
+                }
+                claimed.finished()
+                totals.chunks += 1
+                logger.debug("chunk finished", metadata: ["chunk": "\(chunk.index)"])
+            }
+        }
+        totals.times = totals.times + importer.times
+    }
+
+    // MARK: - The batch path
+
+    /// One batch, handed from the mapping thread to the writing one.
+    private struct Batch: Sendable {
+        var claimed: ClaimedChunk
+        var request: BatchInsertRequest
+        var save: ChunkSave
+        /// The first batch of its claim: the writer waits for the chunk's turn before it.
+        var first: Bool
+    }
+
+    /// The batch path, in two stages so that mapping and writing overlap: this thread
+    /// claims chunks and maps each K records into a request; a writing thread prepares and
+    /// saves them in the order they were mapped. The mapper stays at most two batches ahead.
+    private func importBatches<Writer: BatchChunkWriter>(_ writer: Writer, _ rows: RowMapper) throws {
+        let handoff = Handoff<Batch>(capacity: 2)
+        let failure = Mutex<(any Error)?>(nil)
+        let written = Mutex(Totals())
+        let finished = DispatchSemaphore(value: 0)
+        // The writing thread alone uses the writer until `finished`.
+        let writing = UncheckedSendable(writer)
+        let (afterSave, logger) = (self.afterSave, self.logger)
+        Thread.detachNewThread {
+            defer { finished.signal() }
+            let totals = Self.write(handoff, writing.value, failure: failure, afterSave: afterSave, logger: logger)
+            written.withLock { $0 = totals }
+        }
+        do {
+            try map(into: handoff, rows: rows, requests: writer.requests)
+        } catch {
+            failure.withLock { if $0 == nil { $0 = error } }
+        }
+        handoff.finish()
+        finished.wait()
+        totals = totals + written.withLock { $0 }
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+
+    /// The mapping stage: claims chunks and hands their batches on, until none is left.
+    private func map(into handoff: Handoff<Batch>, rows: RowMapper, requests: any BatchRequestMaking) throws {
+        while !shouldStop() {
+            guard let claimed = try source.claim(until: shouldStop) else { return }
+            let chunk = claimed.info
+            totals.times.parse += claimed.readSeconds
+            logger.debug("chunk started", metadata: ["chunk": "\(chunk.index)", "records": "\(chunk.records)", "done before": "\(claimed.done)"])
+            var request = requests.makeRequest(text: claimed.bytes)
+            var rejects: [ImportMarker.Reject] = []
+            var pending = 0
+            var from = claimed.done
+            var first = true
+            var reason: String?
+            func handOn(done: Int) -> Bool {
+                let save = ChunkSave(chunk: chunk, from: from, done: done, rejects: rejects, bytes: claimed.bytes)
+                guard handoff.push(Batch(claimed: claimed, request: request, save: save, first: first)) else { return false }
+                request = requests.makeRequest(text: claimed.bytes)
+                rejects.removeAll(keepingCapacity: true)
+                from = done
+                pending = 0
+                first = false
+                return true
+            }
+            var mapping = StageTimes.now()
+            var next = claimed.done
+            var lines = ChunkLines.Iterator(bytes: claimed.bytes, skip: claimed.done)
+            while let (range, index) = lines.next() {
+                try rows.add(record: range, number: index, to: &request, reason: &reason)
+                if let reason {
+                    logger.trace("record rejected", metadata: ["chunk": "\(chunk.index)", "index": "\(index)", "reason": "\(reason)"])
+                    rejects.append(ImportMarker.Reject(chunk, index: index, reason: reason,
+                                                       text: String(decoding: claimed.bytes[range], as: UTF8.self)))
+                }
+                pending += 1
+                next = index + 1
+                if pending == saveEvery {
+                    totals.times.map += StageTimes.now() - mapping
+                    guard handOn(done: next) else { return }
+                    if shouldStop() { return }
+                    mapping = StageTimes.now()
+                }
+            }
+            totals.times.map += StageTimes.now() - mapping
+            // An empty chunk still gets its (empty) save: the marker says it is done.
+            if pending > 0 || (chunk.records == 0 && first) {
+                guard handOn(done: next) else { return }
+            }
+        }
+    }
+
+    /// The writing stage: prepares and saves each batch handed on, in order; the first
+    /// failure ends it (and cancels the handoff, so the mapper stops too).
+    private static func write<Writer: BatchChunkWriter>(_ handoff: Handoff<Batch>, _ writer: Writer, failure: borrowing Mutex<(any Error)?>,
+                                                        afterSave: (ImportWorker.ChunkResult) throws -> Void, logger: Logger) -> Totals {
+        var totals = Totals()
+        var lost: Int?
+        while let batch = handoff.pop() {
+            let chunk = batch.save.chunk
+            guard failure.withLock({ $0 == nil }), lost != chunk.index else { continue }
+            do {
+                let started = StageTimes.now()
+                let prepared = try writer.prepare(batch.request)
+                var waited = 0.0
+                if batch.first {
+                    // Key lookups before the wait: they overlap the writes of the chunks before this one.
+                    let waiting = StageTimes.now()
+                    try batch.claimed.waitForTurn()
+                    waited = StageTimes.now() - waiting
+                    logger.debug("turn to commit", metadata: ["chunk": "\(chunk.index)", "waited ms": "\(Int(waited * 1000))"])
+                }
+                let result = try writer.save(prepared, batch.save)
+                let seconds = StageTimes.now() - started - waited
+                totals.times.waiting += waited
+                totals.times.save += seconds
+                totals.times.locked += result.lockedSeconds
+                for rejection in result.rejected.dropFirst(batch.save.rejects.count) {
+                    logger.trace("record rejected at save", metadata: ["chunk": "\(chunk.index)", "index": "\(rejection.record)",
+                                                                       "reason": "\(rejection.reason)"])
+                }
+                logger.debug("saved", metadata: ["chunk": "\(chunk.index)", "done": "\(batch.save.done)", "records": "\(result.records)",
+                                                 "rejected": "\(result.rejected.count)", "ms": "\(Int(seconds * 1000))",
+                                                 "locked ms": "\(Int(result.lockedSeconds * 1000))"])
+                let outcomes = RecordOutcomes(inserted: result.records - result.updated - result.unchanged, updated: result.updated,
+                                              unchanged: result.unchanged, duplicates: result.duplicates)
+                try afterSave(ImportWorker.ChunkResult(imported: result.records, rejected: result.rejected.count, outcomes: outcomes,
+                                                       seconds: seconds, lockedSeconds: result.lockedSeconds))
+                if batch.save.endsChunk {
+                    batch.claimed.finished()
+                    totals.chunks += 1
+                    logger.debug("chunk finished", metadata: ["chunk": "\(chunk.index)"])
+                }
+            } catch is ChunkTakenOver {
+                lost = chunk.index
+                totals.leasesLost += 1
+                logger.warning("chunk lease lost to another process (this process stalled longer than the lease)",
+                               metadata: ["chunk": "\(chunk.index)"])
+            } catch {
+                failure.withLock { if $0 == nil { $0 = error } }
+                handoff.cancel()
+            }
+        }
+        return totals
+    }
+}
