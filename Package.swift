@@ -38,6 +38,12 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // PostgreSQL runs keep their chunks in the database zstd-compressed (a sixth of their size).
+        .systemLibrary(
+            name: "CZstd",
+            pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"])]
+        ),
         .target(
             name: "IngestJSON",
             dependencies: [
@@ -56,7 +62,7 @@ let package = Package(
         ),
         .target(
             name: "IngestPipeline",
-            dependencies: ["IngestJSON", "IngestStore", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["IngestJSON", "IngestStore", "CZstd", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "ingest",

@@ -406,6 +406,50 @@ struct PostgresImportTests {
         return record + " " + reason
     }
 
+    @Test func storedChunksAreCompressedOldPlainOnesReadAndADamagedOneIsRefusedByName() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 900, seed: 12).write(to: feed)
+        let pipeline = try String(contentsOfFile: Self.photos, encoding: .utf8)
+        let url = try PostgresURL(server.url)
+        let options = PostgresImportOptions(workers: 1, saveEvery: 100, chunkSize: 300)
+        let started = try PostgresImport.start(feed: feed, pipeline: Array(pipeline.utf8), url: url, options: options)
+        let connection = try PostgresConnection(url)
+        let sizes = try connection.execute("""
+            SELECT count(*), count(*) FILTER (WHERE substring(bytes FROM 1 FOR 4) = '\\x28b52ffd'::bytea), sum(octet_length(bytes))
+            FROM _ingest_chunks WHERE run = $1
+            """, [String(started.run)])
+        #expect(sizes[0, 0] == "3" && sizes[0, 1] == "3", "every stored chunk is one zstd frame")
+        var plain: [[UInt8]] = []
+        var stored: [[UInt8]] = []
+        for number in 1...3 {
+            let bytes = try #require(try connection.fetchBytes("SELECT bytes FROM _ingest_chunks WHERE run = $1 AND number = $2",
+                                                               [String(started.run), String(number)]))
+            stored.append(bytes)
+            plain.append(try #require(ChunkCompression.decompress(bytes)))
+        }
+        #expect(Int(sizes[0, 2]!)! * 3 < plain.reduce(0) { $0 + $1.count }, "compressed to under a third")
+        // Chunk 1 as an earlier version stored it (plain NDJSON); chunk 2 damaged in its middle.
+        try connection.execute("UPDATE _ingest_chunks SET bytes = $3 WHERE run = $1 AND number = $2",
+                               [String(started.run), "1"], bytes: plain[0])
+        var damaged = stored[1]
+        damaged[damaged.count / 2] ^= 0x55
+        try connection.execute("UPDATE _ingest_chunks SET bytes = $3 WHERE run = $1 AND number = $2",
+                               [String(started.run), "2"], bytes: damaged)
+        #expect(throws: ImportError(.chunkChanged(path: "chunk 2 of run \(started.run) in \(connection.target)"))) {
+            _ = try PostgresJoin(url: url, options: options).run(run: started.run)
+        }
+        try connection.execute("UPDATE _ingest_chunks SET bytes = $3 WHERE run = $1 AND number = $2",
+                               [String(started.run), "2"], bytes: stored[1])
+        let joined = try PostgresJoin(url: url, options: options).run(run: started.run)
+        #expect(joined.runFinished && joined.runRecords == 900)
+        let spec = try PipelineSpec.parse(Array(pipeline.utf8))
+        _ = try Importer(spec: spec, options: Importer.Options(feed: feed, store: dir.file("store.sqlite"), workers: 1, saveEvery: 100,
+                                                               chunkSize: 300)).run()
+        #expect(try Self.postgresRows(server.url, spec.model) == Self.sqliteRows(dir.file("store.sqlite"), spec.model))
+    }
+
     @Test func keysAreToldApartByTheirBytesAsPostgreSQLDoes() throws {
         let server = try PostgresServer()
         let dir = try TemporaryDirectory()

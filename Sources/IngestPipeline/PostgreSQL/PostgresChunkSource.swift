@@ -104,9 +104,9 @@ final class PostgresChunkSource: ChunkSource {
            local.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum {
             return local
         }
-        guard let bytes = try connection.fetchBytes("SELECT bytes FROM _ingest_chunks WHERE run = $1 AND number = $2",
-                                                     [String(run), String(lease.number)]) else { throw ChunkTakenOver() }
-        guard bytes.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum else {
+        guard let stored = try connection.fetchBytes("SELECT bytes FROM _ingest_chunks WHERE run = $1 AND number = $2",
+                                                      [String(run), String(lease.number)]) else { throw ChunkTakenOver() }
+        guard let bytes = ChunkCompression.decompress(stored), bytes.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum else {
             throw ImportError(.chunkChanged(path: "chunk \(lease.number) of run \(run) in \(connection.target)"))
         }
         return bytes

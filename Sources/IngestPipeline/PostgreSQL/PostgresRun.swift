@@ -235,11 +235,13 @@ public enum PostgresImport {
             do {
                 if watcher?.isCancelled == true { throw SplitError.interrupted(directory: directory, chunks: chunk.index - 1) }
                 let data = try FileOps.readFile(directory + "/" + chunk.file)
+                let compressed = ChunkCompression.compress(data)
                 try connection.transaction {
                     let inserted = try connection.execute("""
                         INSERT INTO _ingest_chunks (run, number, first_record, records, checksum, bytes) VALUES ($1, $2, $3, $4, $5, $6)
                         ON CONFLICT (run, number) DO NOTHING RETURNING checksum
-                        """, [String(run), String(chunk.index), String(chunk.firstRecord), String(chunk.records), chunk.checksum], bytes: data)
+                        """, [String(run), String(chunk.index), String(chunk.firstRecord), String(chunk.records), chunk.checksum],
+                        bytes: compressed)
                     if inserted.count == 0 {
                         let earlier = try connection.execute("SELECT checksum FROM _ingest_chunks WHERE run = $1 AND number = $2",
                                                              [String(run), String(chunk.index)])
