@@ -3,15 +3,25 @@ import Foundation
 /// A key's text by its bytes.
 struct TextKey: Hashable {
     let bytes: [UInt8]
-    init(_ text: String) { bytes = Array(text.utf8) }
-    init(bytes: [UInt8]) { self.bytes = bytes }
+    /// The bytes' hash, worked out once: a key is hashed again each time a dictionary finds,
+    /// inserts or grows with it, and the writer's dictionaries do that several times a row.
+    private let digest: Int
+
+    init(_ text: String) { self.init(bytes: Array(text.utf8)) }
+
+    init(bytes: [UInt8]) {
+        self.bytes = bytes
+        var hasher = Hasher()
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        digest = hasher.finalize()
+    }
+
     /// The key as the text the lookups send.
     var text: String { String(decoding: bytes, as: UTF8.self) }
 
-    // The bytes in one go: hashing an array element by element cost a tenth of a write.
-    func hash(into hasher: inout Hasher) {
-        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
-    }
+    static func == (lhs: TextKey, rhs: TextKey) -> Bool { lhs.digest == rhs.digest && lhs.bytes == rhs.bytes }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(digest) }
 }
 
 extension PostgresBatchWriter {
@@ -100,6 +110,13 @@ extension PostgresBatchWriter {
         // them), and each key's rows fold in record order into one write.
         var folded = Array(repeating: [Folded](), count: plans.count)
         var foldedIndex = Array(repeating: [TextKey: Int](), count: plans.count)
+        // Sized once: growing a dictionary rehashes every key in it.
+        var rowsPerEntity = Array(repeating: 0, count: plans.count)
+        for row in request.rows { rowsPerEntity[row.entity] += 1 }
+        for entity in plans.indices where rowsPerEntity[entity] > 0 {
+            folded[entity].reserveCapacity(rowsPerEntity[entity])
+            foldedIndex[entity].reserveCapacity(rowsPerEntity[entity])
+        }
         // Stored, or made by an earlier record of the request.
         func stored(_ entity: Int, _ key: TextKey) -> Bool {
             (!existing[entity].isEmpty && existing[entity][key] != nil) || foldedIndex[entity][key] != nil
