@@ -93,56 +93,12 @@ extension Ingest {
         }
 
         func run() throws {
-            if PostgresURL.isPostgres(store) { return try runOnPostgres() }
-            let (spec, pipeline, inferred) = try loadOrInferPipeline()
-            if deleteStore && FileManager.default.fileExists(atPath: store) {
-                try PersistentStoreCoordinator.checkIsStoreOrNew(at: store)
-                Console.error("ingest: --delete-store: deleting \(store) and everything imported into it\n")
-            }
-            var options = Importer.Options(feed: feed, store: store, chunks: chunks, workers: workers,
-                                           saveEvery: saveEvery, chunkSize: chunkSize, abandonRun: abandonRun,
-                                           deleteStore: deleteStore, keepChunks: keepChunks,
-                                           maxRejects: maxRejects, keepIndexes: keepIndexes,
-                                           pipelinePath: pipeline, pipelineInferred: inferred,
-                                           logger: try StderrLogHandler.logger(running.logLevel))
-            options.again = again
-            try Self.run(Importer(spec: spec, options: options), store: store, quiet: quiet)
-        }
-
-        /// An import into a PostgreSQL store: the run is registered there (chunks included)
-        /// and this process imports it with any `ingest join` processes.
-        private func runOnPostgres() throws {
-            let sqliteOnly = [("--chunks", chunks != nil, "a PostgreSQL store keeps its chunks in the database"),
-                              ("--keep-chunks", keepChunks, "a PostgreSQL store keeps its chunks in the database"),
-                              ("--delete-store", deleteStore, "to start over, drop the database and create it again"),
-                              ("--keep-indexes", keepIndexes, "a PostgreSQL store keeps its indexes during imports"),
-                              ("--max-rejects", maxRejects != nil, "a PostgreSQL run imports what it can and keeps the rest in _ingest_rejects")]
-            if let (flag, _, why) = sqliteOnly.first(where: { $0.1 }) {
-                throw CommandFailure("\(flag) works on SQLite stores only: \(why)")
-            }
-            let url = try PostgresURL(store)
-            let bytes: [UInt8]
-            if let pipeline {
-                _ = try PipelineSpec.load(path: pipeline)
-                bytes = try FileOps.readFile(pipeline)
-            } else {
-                guard !FileOps.isReadOnce(feed) else {
-                    throw CommandFailure("a feed on \(feed == "-" ? "standard input" : "a pipe (\(feed))") needs --pipeline")
-                }
-                let inference = try PipelineInference.infer(feed: feed)
-                if !quiet {
-                    Console.error("ingest: no --pipeline: inferred one from the feed; the run keeps it in the store\n")
-                    Infer.explain(inference, to: nil)
-                }
-                bytes = Array(inference.text.utf8)
-            }
-            try PostgresCLI.importFeed(feed, pipeline: bytes, url: url, running: running, saveEvery: saveEvery, chunkSize: chunkSize,
-                                       abandonRun: abandonRun, leaseSeconds: leaseSeconds, again: again)
+            try RunBackends.open(store).importFeed(self)
         }
 
         /// The --pipeline file; without one, the pipeline inferred for this store before
         /// (STORE.pipeline.json, so later feeds map the same way), or one inferred now.
-        private func loadOrInferPipeline() throws -> (PipelineSpec, String, Bool) {
+        func loadOrInferPipeline() throws -> (PipelineSpec, String, Bool) {
             if let pipeline { return (try PipelineSpec.load(path: pipeline), pipeline, false) }
             let kept = store + ".pipeline.json"
             if FileManager.default.fileExists(atPath: kept) && !deleteStore {

@@ -1,0 +1,56 @@
+import ArgumentParser
+import Foundation
+import IngestJSON
+import IngestPipeline
+import IngestStore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A progress line for an import on PostgreSQL, from the store (so it counts every
+/// process): redrawn on a terminal twice a second, a plain line every 5 s otherwise.
+final class PostgresProgressLine: Sendable {
+    private let stopped = Atomic<Bool>(false)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(url: PostgresURL, run: Int?, quiet: Bool) {
+        guard !quiet else {
+            done.signal()
+            return
+        }
+        Thread.detachNewThread { [self] in
+            defer { done.signal() }
+            let terminal = isatty(STDERR_FILENO) != 0
+            let interval = terminal ? 0.5 : 5.0
+            guard let connection = try? PostgresConnection(url) else { return }
+            var last: (time: ContinuousClock.Instant, done: Int)?
+            var next = ContinuousClock.now + .seconds(interval)
+            var drew = false
+            while !stopped.load(ordering: .relaxed) {
+                Thread.sleep(forTimeInterval: 0.05)
+                guard ContinuousClock.now >= next else { continue }
+                next = ContinuousClock.now + .seconds(interval)
+                guard let progress = try? PostgresStatus.progress(run: run, connection) else { continue }
+                let now = ContinuousClock.now
+                let rate = last.map { Double(progress.recordsDone - $0.done) / max((now - $0.time).seconds, 1e-3) }
+                last = (now, progress.recordsDone)
+                let percent = progress.records > 0 ? 100 * progress.recordsDone / progress.records : 100
+                let line = "run \(progress.run): \(Format.count(progress.recordsDone)) of \(Format.count(progress.records)) records (\(percent)%), "
+                    + "\(progress.processesAlive) process(es)" + (rate.map { ", \(Format.count(Int($0))) records/s" } ?? "")
+                if terminal {
+                    Console.error("\r\u{1B}[K" + line)
+                    drew = true
+                } else {
+                    Console.error("ingest: " + line + "\n")
+                }
+            }
+            if drew { Console.error("\r\u{1B}[K") }
+        }
+    }
+
+    func stop() {
+        stopped.store(true, ordering: .relaxed)
+        done.wait()
+    }
+}

@@ -1,0 +1,205 @@
+import ArgumentParser
+import Foundation
+import IngestJSON
+import IngestPipeline
+import IngestStore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The commands' work on a PostgreSQL store: `import` registers a run (its chunks go into
+/// the database as the split makes them) and imports it as one of its processes; `join`
+/// and `resume` import the run beside any other processes, on any machine.
+struct PostgresRunBackend: RunBackend {
+    let url: PostgresURL
+
+    func importFeed(_ command: Ingest.Import) throws {
+        let sqliteOnly = [("--chunks", command.chunks != nil, "a PostgreSQL store keeps its chunks in the database"),
+                          ("--keep-chunks", command.keepChunks, "a PostgreSQL store keeps its chunks in the database"),
+                          ("--delete-store", command.deleteStore, "to start over, drop the database and create it again"),
+                          ("--keep-indexes", command.keepIndexes, "a PostgreSQL store keeps its indexes during imports"),
+                          ("--max-rejects", command.running.maxRejects != nil, "a PostgreSQL run imports what it can and keeps the rest in _ingest_rejects")]
+        if let (flag, _, why) = sqliteOnly.first(where: { $0.1 }) {
+            throw CommandFailure("\(flag) works on SQLite stores only: \(why)")
+        }
+        let feed = command.feed
+        let bytes: [UInt8]
+        if let pipeline = command.pipeline {
+            _ = try PipelineSpec.load(path: pipeline)
+            bytes = try FileOps.readFile(pipeline)
+        } else {
+            guard !FileOps.isReadOnce(feed) else {
+                throw CommandFailure("a feed on \(feed == "-" ? "standard input" : "a pipe (\(feed))") needs --pipeline")
+            }
+            let inference = try PipelineInference.infer(feed: feed)
+            if !command.running.quiet {
+                Console.error("ingest: no --pipeline: inferred one from the feed; the run keeps it in the store\n")
+                Ingest.Infer.explain(inference, to: nil)
+            }
+            bytes = Array(inference.text.utf8)
+        }
+        try importFeed(feed, pipeline: bytes, running: command.running, saveEvery: command.saveEvery, chunkSize: command.chunkSize,
+                       abandonRun: command.abandonRun, leaseSeconds: command.leaseSeconds, again: command.again)
+    }
+
+    func resume(_ running: RunOptions) throws {
+        try join(run: nil, running)
+    }
+
+    func join(run: Int?, _ running: RunOptions) throws {
+        try join(run: run, running: running)
+    }
+
+    func printStatus() throws {
+        Self.printStatus(try PostgresStatus.read(url: url))
+    }
+
+    func check() throws {
+        try RunBackends.report(check: try PostgresStatus.check(url: url), of: url.description,
+                               passed: "chunk markers, unique indexes, to-one references")
+    }
+
+    /// `ingest import FEED --store postgresql://…`: registers the run, then imports as one of its processes.
+    private func importFeed(_ feed: String, pipeline: [UInt8], running: RunOptions, saveEvery: Int?,
+                           chunkSize: Int?, abandonRun: Bool, leaseSeconds: Double?, again: Bool = false) throws {
+        var options = PostgresImportOptions(workers: running.workers, saveEvery: saveEvery, chunkSize: chunkSize,
+                                            leaseSeconds: leaseSeconds ?? 30, abandonRun: abandonRun,
+                                            logger: try StderrLogHandler.logger(running.logLevel))
+        options.again = again
+        let started: PostgresImport.Started
+        do {
+            started = try PostgresImport.start(feed: feed, pipeline: pipeline, url: url, options: options, splitAlongside: true)
+        } catch let error as ImportError where { if case .alreadyImported = error.kind { true } else { false } }() {
+            if !running.quiet { print(Advice.message(error)) }
+            return
+        }
+        defer { if let directory = started.chunksDirectory { try? FileManager.default.removeItem(atPath: directory) } }
+        if !running.quiet {
+            if started.registered {
+                Console.error("ingest: \(url): run \(started.run) registered; its chunks are stored in the database as the split makes them, and imported meanwhile; other machines join with: ingest join \(url)\n")
+            } else {
+                Console.error("ingest: \(url): continuing its unfinished run \(started.run) of this feed\n")
+            }
+        }
+        var split: (@Sendable (SplitCancellation) throws -> PostgresImport.Split)?
+        if started.needsSplit, let directory = started.chunksDirectory {
+            let (run, options) = (started.run, options)
+            split = { cancellation in
+                try PostgresImport.split(feed: feed, run: run, url: url, directory: directory, options: options, cancellation: cancellation)
+            }
+        }
+        try join(run: started.run, running: running, localChunks: started.chunksDirectory, split: split)
+    }
+
+    /// Runs this process's part of the import, stopping at a save boundary on SIGINT/SIGTERM/SIGHUP.
+    /// `split`, when given, runs beside the workers (see `PostgresImport.split`): its failure
+    /// stops them, and is the command's error.
+    private func join(run: Int?, running: RunOptions, localChunks: String? = nil,
+                     split: (@Sendable (SplitCancellation) throws -> PostgresImport.Split)? = nil) throws {
+        if running.maxRejects != nil {
+            throw CommandFailure("--max-rejects works on SQLite stores only for now; a PostgreSQL run imports every record it can and keeps the rest in _ingest_rejects")
+        }
+        var options = PostgresImportOptions(workers: running.workers, logger: try StderrLogHandler.logger(running.logLevel))
+        options.localChunks = localChunks
+        let join = PostgresJoin(url: url, options: options)
+        let splitCancellation = SplitCancellation()
+        let signals = StopSignals {
+            join.cancellation.store(true, ordering: .relaxed)
+            splitCancellation.cancel()
+        }
+        defer { signals.cancel() }
+        let splitOutcome = Mutex<Result<PostgresImport.Split, any Error>?>(nil)
+        let splitDone = DispatchSemaphore(value: 0)
+        if let split {
+            Thread.detachNewThread {
+                defer { splitDone.signal() }
+                let outcome = Result { try split(splitCancellation) }
+                splitOutcome.withLock { $0 = outcome }
+                // A split that failed leaves nothing more to import: the workers stop at their next save.
+                if case .failure = outcome { join.cancellation.store(true, ordering: .relaxed) }
+            }
+        } else {
+            splitDone.signal()
+        }
+        // The split's failure (not a stop a signal asked for) is the command's error.
+        func splitFailure() -> (any Error)? {
+            splitDone.wait()
+            splitDone.signal()
+            guard case .failure(let error)? = splitOutcome.withLock({ $0 }) else { return nil }
+            if case SplitError.interrupted = error, splitCancellation.isCancelled { return nil }
+            if let lost = error as? PostgresError, lost.isConnectionLoss {
+                return CommandFailure("\(url): \(lost); the run is kept as far as it was saved: continue with: ingest join \(url)")
+            }
+            return error
+        }
+        let report: PostgresJoin.Report
+        let progress = PostgresProgressLine(url: url, run: run, quiet: running.quiet)
+        do {
+            defer { progress.stop() }
+            report = try join.run(run: run)
+        } catch let error where splitFailure() != nil {
+            _ = error
+            throw splitFailure()!
+        } catch let error as ImportError where error.kind == .noImport(store: url.description) {
+            let status = try PostgresStatus.read(url: url)
+            let last = status.runs.last.map { "its last import, run \($0.number), is \($0.state)" } ?? "no import has started"
+            if !running.quiet { print("\(url): nothing to join: \(last)") }
+            return
+        } catch let error as PostgresError where error.isConnectionLoss {
+            // The saves that committed are kept; the run goes on from its markers.
+            throw CommandFailure("\(url): \(error); the run is kept as far as it was saved: continue with: ingest join \(url)")
+        } catch StoreError.postgres(let error) where error.isConnectionLoss {
+            throw CommandFailure("\(url): \(error); the run is kept as far as it was saved: continue with: ingest join \(url)")
+        }
+        if !running.quiet {
+            print("\(url): run \(report.run): this process (\(report.process), \(report.workers) worker(s)) imported \(Format.count(report.records)) records in \(report.chunks) chunk(s) and rejected \(Format.count(report.rejected)) in \(Format.seconds(report.seconds)) (\(Format.count(Int(Double(report.records) / max(report.seconds, 0.001)))) records/s)")
+            print("  " + Ingest.Import.outcomesLine(report.outcomes))
+            if report.leasesLost > 0 { print("  lost \(report.leasesLost) chunk lease(s) to other processes (this one stalled past the lease)") }
+            print(report.runFinished
+                  ? "  run \(report.run) finished: \(Format.count(report.runRecords)) records done, \(Format.count(report.runRejected)) rejected in all (ingest status \(url) lists them)"
+                  : "  run \(report.run) goes on in other processes: \(Format.count(report.runRecords)) records done so far")
+        }
+        if let failure = splitFailure() { throw failure }
+        if report.stopped { signals.exit(continueWith: "ingest join \(url)") }
+        if report.rejected > 0 { throw ExitCode(3) }
+    }
+}
+
+extension PostgresRunBackend {
+    static func printStatus(_ status: PostgresStatus) {
+        let unfinished = status.runs.contains { $0.state == "running" }
+        guard !status.runs.isEmpty else {
+            print("\(status.store): no import has run yet (0 runs)")
+            return
+        }
+        print("\(status.store): \(unfinished ? "import not finished" : "import finished") (\(status.runs.count) run(s))")
+        print("  " + status.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
+        for run in status.runs {
+            let state = switch (run.state, run.liveProcesses) {
+            case ("running", 0): "interrupted (no process is importing it; continue with: ingest join \(status.store))"
+            case ("running", let live): "running (\(live) process\(live == 1 ? "" : "es") importing it)"
+            default: run.state
+            }
+            print("  run \(run.number): \(state), started \(run.started)" + (run.ended.map { ", ended \($0)" } ?? ""))
+            print("    chunks: \(run.chunksFinished) of \(run.chunkCount) complete, \(run.chunksHeld) held now; records done: \(Format.count(run.recordsDone)) of \(Format.count(run.records)); rejected: \(Format.count(run.rejected))")
+            print("    feed: \(run.feed)")
+        }
+        guard let newest = status.runs.last else { return }
+        print("  processes of run \(newest.number):")
+        let rows = status.processes.map { process in
+            [process.id, process.alive ? "alive" : (process.state == "running" ? "dead (no heartbeat for \(Format.seconds(process.secondsSinceHeartbeat)))" : process.state),
+             String(process.workers), String(process.chunks), Format.count(process.records),
+             Format.count(Int(process.recordsPerSecond)), process.holding.map(String.init).joined(separator: ",")]
+        }
+        if rows.isEmpty { print("    none yet") } else {
+            let table = Table.render(header: ["process", "state", "workers", "chunks", "records", "records/s", "holding"], rows: rows)
+            print(table.split(separator: "\n", omittingEmptySubsequences: false).map { "    " + $0 }.joined(separator: "\n"))
+        }
+        if !status.rejects.isEmpty {
+            print("  first rejects of run \(newest.number) (SELECT record FROM _ingest_rejects WHERE run = \(newest.number) lists them all):")
+            status.rejects.forEach { print("    " + $0) }
+        }
+    }
+}
+

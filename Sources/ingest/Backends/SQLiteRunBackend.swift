@@ -1,0 +1,89 @@
+import ArgumentParser
+import Foundation
+import IngestJSON
+import IngestPipeline
+import IngestStore
+
+/// The commands' work on a SQLite store: one process imports a run (`Importer`), its
+/// workers taking chunks from the split's local queue.
+struct SQLiteRunBackend: RunBackend {
+    let path: String
+
+    func importFeed(_ command: Ingest.Import) throws {
+        let (spec, pipeline, inferred) = try command.loadOrInferPipeline()
+        if command.deleteStore && FileManager.default.fileExists(atPath: path) {
+            try PersistentStoreCoordinator.checkIsStoreOrNew(at: path)
+            Console.error("ingest: --delete-store: deleting \(path) and everything imported into it\n")
+        }
+        let running = command.running
+        var options = Importer.Options(feed: command.feed, store: path, chunks: command.chunks, workers: running.workers,
+                                       saveEvery: command.saveEvery, chunkSize: command.chunkSize, abandonRun: command.abandonRun,
+                                       deleteStore: command.deleteStore, keepChunks: command.keepChunks,
+                                       maxRejects: running.maxRejects, keepIndexes: command.keepIndexes,
+                                       pipelinePath: pipeline, pipelineInferred: inferred,
+                                       logger: try StderrLogHandler.logger(running.logLevel))
+        options.again = command.again
+        try Ingest.Import.run(Importer(spec: spec, options: options), store: path, quiet: running.quiet)
+    }
+
+    func resume(_ running: RunOptions) throws {
+        let status = try ImportStatus.read(store: path)
+        guard let run = status.unfinishedRun else {
+            let last = status.runs[status.runs.count - 1]
+            if !running.quiet { print("\(path): nothing to resume: its last import, run \(last.number) of \(last.feed), is \(last.state)") }
+            return
+        }
+        guard let pipeline = run.pipeline else {
+            throw CommandFailure("\(path) does not record run \(run.number)'s pipeline path; run ingest import again instead")
+        }
+        guard !FileOps.isReadOnce(run.feed) else {
+            let source = run.feed == "-" ? "standard input" : "a pipe (\(run.feed))"
+            throw CommandFailure("run \(run.number) read its feed from \(source), which cannot be read again from here. Pipe the same feed in again: … | ingest import - --pipeline \(pipeline) --store \(path) (the records already imported are skipped)")
+        }
+        let spec = try PipelineSpec.load(path: pipeline)
+        let importer = Importer(spec: spec, options: .init(feed: run.feed, store: path, chunks: run.chunks, workers: running.workers,
+                                                          saveEvery: run.saveEvery, chunkSize: run.chunkSize,
+                                                          maxRejects: running.maxRejects, pipelinePath: pipeline,
+                                                          logger: try StderrLogHandler.logger(running.logLevel)))
+        do {
+            try Ingest.Import.run(importer, store: path, quiet: running.quiet)
+        } catch let error as ImportError {
+            // `resume` cannot resume a run whose feed changed: its way on is the feed, or a new run.
+            guard case .unfinishedRun(_, let number, let feed, let reasons) = error.kind else { throw error }
+            throw CommandFailure("\(path): run \(number) cannot go on: \(reasons.joined(separator: "; ")). Put its feed \(feed) back as it was "
+                + "and run ingest resume \(path) again; or import the feed as it is now as a new run: ingest import \(feed) --pipeline \(pipeline) --store \(path) --abandon-run (what run \(number) imported stays)")
+        }
+    }
+
+    func join(run: Int?, _ running: RunOptions) throws {
+        throw ValidationError("join works on PostgreSQL stores (postgresql://…); to continue an import into \(path), run ingest resume \(path)")
+    }
+
+    func printStatus() throws {
+        let status = try ImportStatus.read(store: path)
+        print("\(path): \(status.finished ? "import finished" : "import not finished") (\(status.runs.count) run(s))")
+        print("  " + status.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
+        for run in status.runs {
+            let state = switch run.activity {
+            case .importing(let pid, let host, let since)?: "running (pid \(pid) on \(host)\(since.isEmpty ? "" : ", since \(since)"))"
+            case .suspended(let pid, let host)?: "running, but its process is stopped (pid \(pid) on \(host): kill -CONT \(pid) continues it)"
+            case .interrupted?: "interrupted (no process is importing it; continue with: \(Ingest.Import.continuation(store: path, feed: run.feed, pipeline: run.pipeline)))"
+            case nil: run.state
+            }
+            print("  run \(run.number): \(state), started \(run.started)" + (run.ended.map { ", ended \($0)" } ?? ""))
+            let total = run.chunkCount.map(String.init) ?? "? (the split has not finished)"
+            print("    chunks: \(run.chunksComplete) of \(total) complete; records done: \(Format.count(run.recordsDone)); rejected: \(Format.count(run.rejected))")
+            if let outcomes = run.outcomes {
+                print("    records: \(Format.count(outcomes.inserted)) inserted, \(Format.count(outcomes.updated)) updated, \(Format.count(outcomes.unchanged)) unchanged")
+            }
+            print("    feed: \(run.feed)")
+            if let pipeline = run.pipeline { print("    pipeline: \(pipeline)" + (run.inferred ? " (inferred from the feed)" : "")) }
+        }
+        if status.indexesDeferred { print("  secondary indexes: dropped until the import finishes (queries work, slower)") }
+    }
+
+    func check() throws {
+        try RunBackends.report(check: try ImportStatus.check(store: path), of: path,
+                               passed: "SQLite integrity, to-one references, uniqueness, import marker")
+    }
+}
