@@ -16,26 +16,6 @@ struct ChunkLease: Sendable {
     /// A save found the chunk claimed by another process (this one's lease ran out).
     typealias Lost = ChunkTakenOver
 
-    init(run: Int, number: Int, firstRecord: Int, records: Int, done: Int, checksum: String) {
-        self.run = run
-        self.number = number
-        self.firstRecord = firstRecord
-        self.records = records
-        self.done = done
-        self.checksum = checksum
-    }
-
-    /// The lease of `chunk` of `run`, `done` of its records done.
-    init(run: Int, chunk: ChunkInfo, done: Int) {
-        self.init(run: run, number: chunk.index, firstRecord: chunk.firstRecord, records: chunk.records, done: done,
-                  checksum: chunk.checksum)
-    }
-
-    /// The chunk as the split described it.
-    var chunk: ChunkInfo {
-        ChunkInfo(index: number, firstRecord: firstRecord, records: records, byteSize: 0, checksum: checksum)
-    }
-
     /// Claims the first chunk of `run` that no live process holds, or nil when there is none now.
     static func claim(run: Int, owner: String, leaseSeconds: Double, _ connection: PostgresConnection) throws -> ChunkLease? {
         try connection.execute("BEGIN")
@@ -106,5 +86,19 @@ struct ChunkLease: Sendable {
         }
         try connection.execute("UPDATE _ingest_processes SET records = records + $2, chunks = chunks + $3, heartbeat = now() WHERE id = $1",
                                [process, String(records), done >= self.records ? "1" : "0"])
+    }
+}
+
+extension ChunkLease {
+    /// The lease of `chunk` of `run`, `done` of its records done (in an extension, so the
+    /// memberwise initializer stays).
+    init(run: Int, chunk: ChunkInfo, done: Int) {
+        self.init(run: run, number: chunk.index, firstRecord: chunk.firstRecord, records: chunk.records, done: done,
+                  checksum: chunk.checksum)
+    }
+
+    /// The chunk as the split described it, `byteSize` its bytes' length.
+    func chunk(byteSize: Int) -> ChunkInfo {
+        ChunkInfo(index: number, firstRecord: firstRecord, records: records, byteSize: byteSize, checksum: checksum)
     }
 }

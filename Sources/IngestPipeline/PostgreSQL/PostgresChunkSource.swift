@@ -43,7 +43,7 @@ final class PostgresChunkSource: ChunkSource {
             let started = StageTimes.now()
             do {
                 let bytes = try bytes(of: lease)
-                return ClaimedChunk(info: lease.chunk, bytes: bytes, done: lease.done, readSeconds: StageTimes.now() - started)
+                return ClaimedChunk(info: lease.chunk(byteSize: bytes.count), bytes: bytes, done: lease.done, readSeconds: StageTimes.now() - started)
             } catch is ChunkTakenOver {
                 continue
             }

@@ -29,6 +29,9 @@ final class PostgresChunkWriter: BatchChunkWriter {
         self.logger = logger
     }
 
+    /// The server writes while the client maps.
+    var overlapsMapping: Bool { true }
+
     var requests: any BatchRequestMaking { writer }
 
     /// Nothing to look up first: the write looks keys up inside its transaction.

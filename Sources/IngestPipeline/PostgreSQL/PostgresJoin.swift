@@ -72,11 +72,14 @@ public final class PostgresJoin: Sendable {
             makeWorker: { number, logger in
                 let owner = "\(process)/\(number + 1)"
                 let connection = try store.connect()
-                let source = PostgresChunkSource(connection: try store.connect(), url: store.url, run: run, record: record, owner: owner,
-                                                 localChunks: localChunks, logger: logger)
+                func source(_ connection: PostgresConnection) -> PostgresChunkSource {
+                    PostgresChunkSource(connection: connection, url: store.url, run: run, record: record, owner: owner,
+                                        localChunks: localChunks, logger: logger)
+                }
                 if let writer = try Self.batchWriter(store: store, connection: connection, spec: spec, record: record, logger: logger),
                    let rows = RowMapper(mapper: RecordMapper(spec: spec), inserter: writer) {
-                    return (source, .batch(PostgresChunkWriter(writer: writer, connection: connection, run: run, owner: owner, process: process,
+                    // Claims and chunk bytes on a connection of their own while this one writes.
+                    return (source(try store.connect()), .batch(PostgresChunkWriter(writer: writer, connection: connection, run: run, owner: owner, process: process,
                                                                leaseSeconds: record.leaseSeconds, logger: logger), rows))
                 }
                 // Discriminators, to-many mappings, the reject rule, links to itself: objects in a context.
@@ -85,7 +88,8 @@ public final class PostgresJoin: Sendable {
                 let context = ObjectContext(coordinator: coordinator, name: "join-\(number + 1)")
                 let importer = ImportWorker(context: context, spec: spec, bookkeeping: bookkeeping, firstRowOfRun: record.firstRowOfRun)
                 importer.logger = logger
-                return (source, .objects(importer))
+                // The object path writes through the context's coordinator: the connection is the source's.
+                return (source(connection), .objects(importer))
             },
             afterSave: { worker, saved in _ = state.saved(saved, worker: worker) },
             stop: { [self] in cancellation.load(ordering: .relaxed) },

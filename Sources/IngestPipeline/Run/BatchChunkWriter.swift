@@ -22,6 +22,10 @@ struct ChunkSave: Sendable {
 protocol BatchChunkWriter: AnyObject, SendableMetatype {
     /// A request with what could be looked up outside the write transaction.
     associatedtype Prepared
+    /// Whether the worker maps its next batch on another thread while this writer saves:
+    /// worth it where the store does the writing's work (a server), not where the worker's
+    /// own thread does and other workers overlap it anyway.
+    var overlapsMapping: Bool { get }
     /// Makes the requests the worker's `RowMapper` fills.
     var requests: any BatchRequestMaking { get }
     /// Looks up what the write needs and can learn before it holds the store's write lock.

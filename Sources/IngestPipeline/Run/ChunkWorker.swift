@@ -105,7 +105,7 @@ final class ChunkWorker {
     // MARK: - The batch path
 
     /// One batch, handed from the mapping thread to the writing one.
-    private struct Batch: Sendable {
+    struct Batch: Sendable {
         var claimed: ClaimedChunk
         var request: BatchInsertRequest
         var save: ChunkSave
@@ -113,24 +113,44 @@ final class ChunkWorker {
         var first: Bool
     }
 
-    /// The batch path, in two stages so that mapping and writing overlap: this thread
-    /// claims chunks and maps each K records into a request; a writing thread prepares and
-    /// saves them in the order they were mapped. The mapper stays at most two batches ahead.
+    /// The batch path. Where the writer asks for it (PostgreSQL, whose server writes while
+    /// the client maps), in two stages: this thread claims chunks and maps each K records
+    /// into a request, and a writing thread prepares and saves them in the order they were
+    /// mapped, the mapper at most one batch ahead. Elsewhere (SQLite, whose workers overlap
+    /// each other's writes already) this thread saves each batch itself: fewer requests
+    /// are held at once.
     private func importBatches<Writer: BatchChunkWriter>(_ writer: Writer, _ rows: RowMapper) throws {
-        let handoff = Handoff<Batch>(capacity: 2)
+        guard writer.overlapsMapping else {
+            var saver = BatchSaver(writer: writer, afterSave: afterSave, logger: logger)
+            defer { totals = totals + saver.totals }
+            try map(rows: rows, requests: writer.requests) { batch in
+                try saver.save(batch)
+                return true
+            }
+            return
+        }
+        let handoff = Handoff<Batch>(capacity: 1)
         let failure = Mutex<(any Error)?>(nil)
         let written = Mutex(Totals())
         let finished = DispatchSemaphore(value: 0)
         // The writing thread alone uses the writer until `finished`.
-        let writing = UncheckedSendable(writer)
-        let (afterSave, logger) = (self.afterSave, self.logger)
+        let saving = UncheckedSendable(BatchSaver(writer: writer, afterSave: afterSave, logger: logger))
         Thread.detachNewThread {
             defer { finished.signal() }
-            let totals = Self.write(handoff, writing.value, failure: failure, afterSave: afterSave, logger: logger)
-            written.withLock { $0 = totals }
+            var saver = saving.value
+            while let batch = handoff.pop() {
+                guard failure.withLock({ $0 == nil }) else { continue }
+                do {
+                    try saver.save(batch)
+                } catch {
+                    failure.withLock { if $0 == nil { $0 = error } }
+                    handoff.cancel()
+                }
+            }
+            written.withLock { $0 = saver.totals }
         }
         do {
-            try map(into: handoff, rows: rows, requests: writer.requests)
+            try map(rows: rows, requests: writer.requests) { handoff.push($0) }
         } catch {
             failure.withLock { if $0 == nil { $0 = error } }
         }
@@ -141,7 +161,8 @@ final class ChunkWorker {
     }
 
     /// The mapping stage: claims chunks and hands their batches on, until none is left.
-    private func map(into handoff: Handoff<Batch>, rows: RowMapper, requests: any BatchRequestMaking) throws {
+    /// `sink` takes each batch in order; false stops the mapping.
+    private func map(rows: RowMapper, requests: any BatchRequestMaking, sink: (Batch) throws -> Bool) throws {
         while !shouldStop() {
             guard let claimed = try source.claim(until: shouldStop) else { return }
             let chunk = claimed.info
@@ -153,9 +174,9 @@ final class ChunkWorker {
             var from = claimed.done
             var first = true
             var reason: String?
-            func handOn(done: Int) -> Bool {
+            func handOn(done: Int) throws -> Bool {
                 let save = ChunkSave(chunk: chunk, from: from, done: done, rejects: rejects, bytes: claimed.bytes)
-                guard handoff.push(Batch(claimed: claimed, request: request, save: save, first: first)) else { return false }
+                guard try sink(Batch(claimed: claimed, request: request, save: save, first: first)) else { return false }
                 request = requests.makeRequest(text: claimed.bytes)
                 rejects.removeAll(keepingCapacity: true)
                 from = done
@@ -177,7 +198,7 @@ final class ChunkWorker {
                 next = index + 1
                 if pending == saveEvery {
                     totals.times.map += StageTimes.now() - mapping
-                    guard handOn(done: next) else { return }
+                    guard try handOn(done: next) else { return }
                     if shouldStop() { return }
                     mapping = StageTimes.now()
                 }
@@ -185,62 +206,69 @@ final class ChunkWorker {
             totals.times.map += StageTimes.now() - mapping
             // An empty chunk still gets its (empty) save: the marker says it is done.
             if pending > 0 || (chunk.records == 0 && first) {
-                guard handOn(done: next) else { return }
+                guard try handOn(done: next) else { return }
             }
         }
     }
+}
 
-    /// The writing stage: prepares and saves each batch handed on, in order; the first
-    /// failure ends it (and cancels the handoff, so the mapper stops too).
-    private static func write<Writer: BatchChunkWriter>(_ handoff: Handoff<Batch>, _ writer: Writer, failure: borrowing Mutex<(any Error)?>,
-                                                        afterSave: (ImportWorker.ChunkResult) throws -> Void, logger: Logger) -> Totals {
-        var totals = Totals()
-        var lost: Int?
-        while let batch = handoff.pop() {
-            let chunk = batch.save.chunk
-            guard failure.withLock({ $0 == nil }), lost != chunk.index else { continue }
-            do {
-                let started = StageTimes.now()
-                let prepared = try writer.prepare(batch.request)
-                var waited = 0.0
-                if batch.first {
-                    // Key lookups before the wait: they overlap the writes of the chunks before this one.
-                    let waiting = StageTimes.now()
-                    try batch.claimed.waitForTurn()
-                    waited = StageTimes.now() - waiting
-                    logger.debug("turn to commit", metadata: ["chunk": "\(chunk.index)", "waited ms": "\(Int(waited * 1000))"])
-                }
-                let result = try writer.save(prepared, batch.save)
-                let seconds = StageTimes.now() - started - waited
-                totals.times.waiting += waited
-                totals.times.save += seconds
-                totals.times.locked += result.lockedSeconds
-                for rejection in result.rejected.dropFirst(batch.save.rejects.count) {
-                    logger.trace("record rejected at save", metadata: ["chunk": "\(chunk.index)", "index": "\(rejection.record)",
-                                                                       "reason": "\(rejection.reason)"])
-                }
-                logger.debug("saved", metadata: ["chunk": "\(chunk.index)", "done": "\(batch.save.done)", "records": "\(result.records)",
-                                                 "rejected": "\(result.rejected.count)", "ms": "\(Int(seconds * 1000))",
-                                                 "locked ms": "\(Int(result.lockedSeconds * 1000))"])
-                let outcomes = RecordOutcomes(inserted: result.records - result.updated - result.unchanged, updated: result.updated,
-                                              unchanged: result.unchanged, duplicates: result.duplicates)
-                try afterSave(ImportWorker.ChunkResult(imported: result.records, rejected: result.rejected.count, outcomes: outcomes,
-                                                       seconds: seconds, lockedSeconds: result.lockedSeconds))
-                if batch.save.endsChunk {
-                    batch.claimed.finished()
-                    totals.chunks += 1
-                    logger.debug("chunk finished", metadata: ["chunk": "\(chunk.index)"])
-                }
-            } catch is ChunkTakenOver {
-                lost = chunk.index
-                totals.leasesLost += 1
-                logger.warning("chunk lease lost to another process (this process stalled longer than the lease)",
-                               metadata: ["chunk": "\(chunk.index)"])
-            } catch {
-                failure.withLock { if $0 == nil { $0 = error } }
-                handoff.cancel()
+/// The writing side of a worker's batch path: prepares and saves each batch, in order,
+/// and leaves the rest of a chunk another process took over.
+private struct BatchSaver<Writer: BatchChunkWriter> {
+    let writer: Writer
+    let afterSave: (ImportWorker.ChunkResult) throws -> Void
+    let logger: Logger
+    var totals = ChunkWorker.Totals()
+    /// The chunk another process took over: its later batches are not saved.
+    private var lost: Int?
+
+    init(writer: Writer, afterSave: @escaping (ImportWorker.ChunkResult) throws -> Void, logger: Logger) {
+        self.writer = writer
+        self.afterSave = afterSave
+        self.logger = logger
+    }
+
+    /// - Throws: what the writer or `afterSave` throws, but `ChunkTakenOver`.
+    mutating func save(_ batch: ChunkWorker.Batch) throws {
+        let chunk = batch.save.chunk
+        guard lost != chunk.index else { return }
+        do {
+            let started = StageTimes.now()
+            let prepared = try writer.prepare(batch.request)
+            var waited = 0.0
+            if batch.first {
+                // Key lookups before the wait: they overlap the writes of the chunks before this one.
+                let waiting = StageTimes.now()
+                try batch.claimed.waitForTurn()
+                waited = StageTimes.now() - waiting
+                logger.debug("turn to commit", metadata: ["chunk": "\(chunk.index)", "waited ms": "\(Int(waited * 1000))"])
             }
+            let result = try writer.save(prepared, batch.save)
+            let seconds = StageTimes.now() - started - waited
+            totals.times.waiting += waited
+            totals.times.save += seconds
+            totals.times.locked += result.lockedSeconds
+            for rejection in result.rejected.dropFirst(batch.save.rejects.count) {
+                logger.trace("record rejected at save", metadata: ["chunk": "\(chunk.index)", "index": "\(rejection.record)",
+                                                                   "reason": "\(rejection.reason)"])
+            }
+            logger.debug("saved", metadata: ["chunk": "\(chunk.index)", "done": "\(batch.save.done)", "records": "\(result.records)",
+                                             "rejected": "\(result.rejected.count)", "ms": "\(Int(seconds * 1000))",
+                                             "locked ms": "\(Int(result.lockedSeconds * 1000))"])
+            let outcomes = RecordOutcomes(inserted: result.records - result.updated - result.unchanged, updated: result.updated,
+                                          unchanged: result.unchanged, duplicates: result.duplicates)
+            try afterSave(ImportWorker.ChunkResult(imported: result.records, rejected: result.rejected.count, outcomes: outcomes,
+                                                   seconds: seconds, lockedSeconds: result.lockedSeconds))
+            if batch.save.endsChunk {
+                batch.claimed.finished()
+                totals.chunks += 1
+                logger.debug("chunk finished", metadata: ["chunk": "\(chunk.index)"])
+            }
+        } catch is ChunkTakenOver {
+            lost = chunk.index
+            totals.leasesLost += 1
+            logger.warning("chunk lease lost to another process (this process stalled longer than the lease)",
+                           metadata: ["chunk": "\(chunk.index)"])
         }
-        return totals
     }
 }

@@ -13,6 +13,9 @@ final class SQLiteChunkWriter: BatchChunkWriter {
         self.keys = keys
     }
 
+    /// SQLite writes on this thread; other workers map meanwhile.
+    var overlapsMapping: Bool { false }
+
     var requests: any BatchRequestMaking { inserter }
 
     func prepare(_ request: BatchInsertRequest) throws -> BatchInserter.Prepared {
