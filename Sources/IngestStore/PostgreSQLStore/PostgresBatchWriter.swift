@@ -58,34 +58,31 @@ public final class PostgresBatchWriter: BatchRequestMaking {
     let undestined: [Bool]
     /// Whether keys of `undestined` entities are assumed new: until one was found stored.
     public internal(set) var assumesNewKeys = true
-    /// Per entity linked to: key → row number, and key → a hash of the fields this writer
-    /// last wrote there (or found there unchanged). A related object repeated as it was
-    /// costs no lookup and no staged row. Bounded; what a write adds counts only once its
-    /// transaction commits (`didCommit`).
-    var knownRows: [[TextKey: Int64]]
-    var knownContents: [[TextKey: Int]]
-    var pendingRows: [[TextKey: Int64]]
-    var pendingContents: [[TextKey: Int]]
+    /// Per entity linked to: what the writer remembers of its objects by key (`Known`), so
+    /// that a related object repeated as it was costs no lookup and no staged row. Bounded;
+    /// what a write adds waits in `pending` until its transaction commits (`didCommit`),
+    /// and only what differs from what was remembered is added.
+    var known: [[TextKey: Known]]
+    var pending: [[TextKey: Known]]
     static let knownLimit = 200_000
+    /// Per entity and to-one column: the destination's plan.
+    let linkTargets: [[Int]]
 
     /// The caller's transaction committed: what its writes taught holds from now on.
     public func didCommit() {
-        for entity in plans.indices {
-            if knownRows[entity].count + pendingRows[entity].count > Self.knownLimit {
-                knownRows[entity].removeAll(keepingCapacity: true)
-                knownContents[entity].removeAll(keepingCapacity: true)
+        for entity in plans.indices where !pending[entity].isEmpty {
+            if known[entity].count + pending[entity].count > Self.knownLimit {
+                known[entity].removeAll(keepingCapacity: true)
             }
-            knownRows[entity].merge(pendingRows[entity]) { $1 }
-            knownContents[entity].merge(pendingContents[entity]) { $1 }
+            known[entity].merge(pending[entity]) { $1 }
+            pending[entity].removeAll(keepingCapacity: true)
         }
-        didRollBack()
     }
 
     /// The caller's transaction rolled back: forget what its writes would have taught.
     public func didRollBack() {
-        for entity in plans.indices {
-            pendingRows[entity].removeAll(keepingCapacity: true)
-            pendingContents[entity].removeAll(keepingCapacity: true)
+        for entity in plans.indices where !pending[entity].isEmpty {
+            pending[entity].removeAll(keepingCapacity: true)
         }
     }
 
@@ -132,10 +129,11 @@ public final class PostgresBatchWriter: BatchRequestMaking {
             }
         }
         undestined = destined.map { !$0 }
-        knownRows = Array(repeating: [:], count: plans.count)
-        knownContents = Array(repeating: [:], count: plans.count)
-        pendingRows = knownRows
-        pendingContents = knownContents
+        known = Array(repeating: [:], count: plans.count)
+        pending = known
+        linkTargets = plans.map { plan in
+            plan.info.toOneColumns.map { positions[plan.info.relationships[$0.relationship].destination]! }
+        }
         var statements: [Statements] = []
         for (index, plan) in plans.enumerated() {
             var made = Self.statements(for: plan, number: index, plans: plans, planIndex: positions)

@@ -1,0 +1,142 @@
+import Foundation
+
+/// A key's text by its bytes.
+struct TextKey: Hashable {
+    let bytes: [UInt8]
+    /// The bytes' hash, worked out once: a key is hashed again each time a dictionary finds,
+    /// inserts or grows with it.
+    private let digest: Int
+
+    init(_ text: String) { self.init(bytes: Array(text.utf8)) }
+
+    init(bytes: [UInt8]) {
+        self.bytes = bytes
+        var hasher = Hasher()
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        digest = hasher.finalize()
+    }
+
+    /// The key as the text the lookups send.
+    var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    static func == (lhs: TextKey, rhs: TextKey) -> Bool { lhs.digest == rhs.digest && lhs.bytes == rhs.bytes }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(digest) }
+}
+
+extension PostgresBatchWriter {
+    /// What the writer remembers of a stored object others link to: its row number, and a
+    /// hash of the fields and links it last wrote there (nil: not known to be this writer's).
+    struct Known {
+        var pk: Int64
+        var content: Int?
+    }
+
+    /// One stored object a request writes: the rows of its key folded in record order.
+    /// Plain values but for `folded` (nil for most): its links and mask live in the
+    /// entity's `EntityBatch`, so that copying or sorting entries costs no reference counting.
+    struct Folded {
+        /// `u`: the key is stored (an UPDATE by the mask); `i`: it is new (an INSERT).
+        var op: UInt8
+        /// The first record (index in the request) that names it.
+        var record: Int
+        /// Its first row's cells in the request; `folded` holds them once a later row of
+        /// its key changed them (most keys come once: their cells are never copied).
+        var firstCell: Int
+        var cellCount: Int
+        var folded: [BatchInsertRequest.Cell]?
+        /// Its key's slot in the entity's `EntityBatch` (-1: no key).
+        var slot: Int32
+        /// Its row number: the stored one, or one reserved for it.
+        var pk: Int64 = 0
+
+        func cell(_ position: Int, _ request: BatchInsertRequest) -> BatchInsertRequest.Cell {
+            folded?[position] ?? request.cells[firstCell + position]
+        }
+    }
+
+    /// One entity's part of a request. Each distinct key gets a slot the first time a row
+    /// names it (one hash lookup a row), and what the write learns of a key (stored or
+    /// not, its entry, what the writer remembered) is kept in arrays by slot.
+    struct EntityBatch {
+        var slotOf: [TextKey: Int32] = [:]
+        /// By slot.
+        var keys: [TextKey] = []
+        /// By slot: the stored row number, when the key is stored (remembered or looked up).
+        var stored: [Int64?] = []
+        /// By slot: what the writer remembered of the key before this request.
+        var remembered: [Known?] = []
+        /// By slot: the key's entry in `folded`, or -1.
+        var foldedAt: [Int32] = []
+        var folded: [Folded] = []
+        /// By entry: its to-ones' destination slots (-1: none), `linkCount` each.
+        var links: [Int32] = []
+        /// By entry: the bits (attributes, then to-ones) an UPDATE writes, `maskWords` each;
+        /// for `i`, every bit.
+        var masks: [UInt64] = []
+        let linkCount: Int
+        let maskWords: Int
+
+        init(rows: Int, linkCount: Int, maskWords: Int) {
+            self.linkCount = linkCount
+            self.maskWords = maskWords
+            // Sized once: growing a dictionary rehashes every key in it.
+            guard rows > 0 else { return }
+            slotOf.reserveCapacity(rows)
+            keys.reserveCapacity(rows)
+            folded.reserveCapacity(rows)
+            links.reserveCapacity(rows * linkCount)
+            masks.reserveCapacity(rows * maskWords)
+        }
+
+        /// The slot of `key`, given it now when it has none.
+        mutating func slot(for key: TextKey) -> Int32 {
+            let next = Int32(keys.count)
+            var isNew = false
+            let slot = { (value: inout Int32) -> Int32 in
+                if value < 0 {
+                    value = next
+                    isNew = true
+                }
+                return value
+            }(&slotOf[key, default: -1])
+            if isNew {
+                keys.append(key)
+                stored.append(nil)
+                remembered.append(nil)
+                foldedAt.append(-1)
+            }
+            return slot
+        }
+
+        /// Adds an entry with its links (`entryLinks(number)`) and a mask of the first `bits`
+        /// bits (an insert's: every attribute and to-one) or of none; returns its index.
+        mutating func append(_ entry: Folded, links entryLinks: (Int) -> Int32, maskBits bits: Int) -> Int {
+            folded.append(entry)
+            for number in 0..<linkCount { links.append(entryLinks(number)) }
+            for word in 0..<maskWords {
+                let left = bits - word * 64
+                masks.append(left >= 64 ? .max : (left <= 0 ? 0 : (1 << UInt64(left)) - 1))
+            }
+            if entry.slot >= 0 { foldedAt[Int(entry.slot)] = Int32(folded.count - 1) }
+            return folded.count - 1
+        }
+
+        func isSet(_ bit: Int, entry: Int) -> Bool {
+            masks[entry * maskWords + bit >> 6] & (1 << UInt64(bit & 63)) != 0
+        }
+
+        /// Whether the key of `slot` is stored, or made by an earlier record of the request.
+        func isStoredOrFolded(_ slot: Int32) -> Bool {
+            stored[Int(slot)] != nil || foldedAt[Int(slot)] >= 0
+        }
+
+        /// The row number a link to `slot` writes: the stored row's, or the new one's.
+        func linkedPK(_ slot: Int32) -> Int64? {
+            guard slot >= 0 else { return nil }
+            if let pk = stored[Int(slot)] { return pk }
+            let at = foldedAt[Int(slot)]
+            return at >= 0 && folded[Int(at)].op == UInt8(ascii: "i") ? folded[Int(at)].pk : nil
+        }
+    }
+}
