@@ -12,16 +12,16 @@ enum ChunkCompression {
     /// `bytes` as one zstd frame.
     static func compress(_ bytes: [UInt8]) -> [UInt8] {
         let bound = ZSTD_compressBound(bytes.count)
-        var output = [UInt8](repeating: 0, count: bound)
-        let written = output.withUnsafeMutableBytes { out in
-            bytes.withUnsafeBytes { input in
+        // Into a scratch buffer, then copied out at its size: the frame is a sixth of the
+        // bound, and an array trimmed in place would keep the whole bound allocated.
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bound) { out in
+            let written = bytes.withUnsafeBytes { input in
                 ZSTD_compress(out.baseAddress, bound, input.baseAddress, input.count, level)
             }
+            // Compressing into a buffer of ZSTD_compressBound cannot fail: keep the bytes as they are if it did.
+            guard ZSTD_isError(written) == 0 else { return bytes }
+            return Array(UnsafeBufferPointer(rebasing: out[..<written]))
         }
-        // Compressing into a buffer of ZSTD_compressBound cannot fail: keep the bytes as they are if it did.
-        guard ZSTD_isError(written) == 0 else { return bytes }
-        output.removeSubrange(written...)
-        return output
     }
 
     /// The chunk's NDJSON from its stored bytes: decompressed when they are a zstd frame,
@@ -31,9 +31,11 @@ enum ChunkCompression {
         let size = stored.withUnsafeBytes { ZSTD_getFrameContentSize($0.baseAddress, $0.count) }
         // ZSTD_CONTENTSIZE_UNKNOWN and _ERROR are the two largest values: compress() always records the size.
         guard size < UInt64.max - 1, size <= UInt64(Int.max) else { return nil }
-        var output = [UInt8](repeating: 0, count: Int(size))
-        let written = output.withUnsafeMutableBytes { out in
-            stored.withUnsafeBytes { input in ZSTD_decompress(out.baseAddress, out.count, input.baseAddress, input.count) }
+        var written = 0
+        // Written in place, not zeroed first.
+        let output = [UInt8](unsafeUninitializedCapacity: Int(size)) { out, count in
+            written = stored.withUnsafeBytes { input in ZSTD_decompress(out.baseAddress, out.count, input.baseAddress, input.count) }
+            count = ZSTD_isError(written) == 0 ? written : 0
         }
         guard ZSTD_isError(written) == 0, written == Int(size) else { return nil }
         return output

@@ -150,15 +150,18 @@ extension PostgresBatchWriter {
                     }
                     entries.sort { bytes($0).lexicographicallyPrecedes(bytes($1)) }
                 }
-                let text = newRowsText(entries, of: batches[entity], entity: entity, request, linked: linked)
+                let batch = batches[entity]
+                func rows(_ stream: inout CopyStream) {
+                    appendNewRows(entries, of: batch, entity: entity, request, linked: linked, to: &stream)
+                }
                 guard !undestined[entity], let copyStaged = statements[entity].copyStagedNew, let insertNew = statements[entity].insertNew else {
-                    try connection.copyIn(statements[entity].copyNew, data: text)
+                    try connection.copyIn(statements[entity].copyNew, write: rows)
                     result.inserted[plans[entity].info.name] = entries.count
                     continue
                 }
                 // Processes that make the same related objects at once wait for each other
                 // here, and the later one links to the earlier one's rows instead of failing.
-                try connection.copyIn(copyStaged, data: text)
+                try connection.copyIn(copyStaged, write: rows)
                 let made = try connection.execute(insertNew)
                 try connection.execute("TRUNCATE " + quoted("_new_\(entity)"))
                 result.inserted[plans[entity].info.name] = made.count
@@ -307,29 +310,27 @@ extension PostgresBatchWriter {
 
     /// New rows (entries `entries` of `batch`) in COPY's text format, for the entity's own
     /// table: the row number, each attribute in its column's text form, each link's row number.
-    func newRowsText(_ entries: [Int], of batch: EntityBatch, entity: Int, _ request: BatchInsertRequest,
-                     linked: (Int, Int, Int32) -> Int64?) -> [UInt8] {
+    func appendNewRows(_ entries: [Int], of batch: EntityBatch, entity: Int, _ request: BatchInsertRequest,
+                       linked: (Int, Int, Int32) -> Int64?, to stream: inout CopyStream) {
         let plan = plans[entity]
-        var data: [UInt8] = []
-        data.reserveCapacity(entries.count * 96)
         for index in entries {
             let entry = batch.folded[index]
-            Self.appendInteger(entry.pk, to: &data)
+            Self.appendInteger(entry.pk, to: &stream.data)
             for position in 0..<entry.cellCount {
-                data.append(0x09)
-                appendColumnValue(entry.cell(position, request), type: plan.info.attributeTypes[position], request, to: &data)
+                stream.data.append(0x09)
+                appendColumnValue(entry.cell(position, request), type: plan.info.attributeTypes[position], request, to: &stream.data)
             }
             for number in 0..<batch.linkCount {
-                data.append(0x09)
+                stream.data.append(0x09)
                 if let pk = linked(entity, number, batch.links[index * batch.linkCount + number]) {
-                    Self.appendInteger(pk, to: &data)
+                    Self.appendInteger(pk, to: &stream.data)
                 } else {
-                    data.append(contentsOf: [0x5C, 0x4E])
+                    stream.data.append(contentsOf: [0x5C, 0x4E])
                 }
             }
-            data.append(0x0A)
+            stream.data.append(0x0A)
+            stream.rowEnded()
         }
-        return data
     }
 
     /// Stored rows' changes (entries `entries` of `batch`) in COPY's text format, for the staging table.

@@ -85,25 +85,28 @@ public final class PostgresConnection {
     /// Sends `data` (COPY's text format) to `copy`, a `COPY … FROM STDIN` statement.
     /// - Throws: `PostgresError.server` when the server refuses the statement or a row.
     public func copyIn(_ copy: String, data: [UInt8]) throws(PostgresError) {
+        try copyIn(copy) { stream in
+            stream.data = data
+            stream.send()
+        }
+    }
+
+    /// Runs `copy`, a `COPY … FROM STDIN` statement, with the rows `write` appends to the
+    /// stream (COPY's text format, calling `rowEnded()` after each): they go to the server
+    /// in pieces as they are made, so that it parses one piece while the client makes the
+    /// next, and neither side holds the whole batch.
+    /// - Throws: `PostgresError.server` when the server refuses the statement or a row.
+    func copyIn(_ copy: String, write: (inout CopyStream) -> Void) throws(PostgresError) {
         let start = PQexec(raw, copy)
         guard PQresultStatus(start) == PGRES_COPY_IN else {
             _ = try PostgresRows(checking: start, connection: raw)
             throw .server("COPY did not start", sqlState: "XX000")
         }
         PQclear(start)
-        var failure: String?
-        data.withUnsafeBufferPointer { buffer in
-            var offset = 0
-            while offset < buffer.count, failure == nil {
-                let count = min(1 << 20, buffer.count - offset)
-                let sent = (buffer.baseAddress! + offset).withMemoryRebound(to: CChar.self, capacity: count) {
-                    PQputCopyData(raw, $0, Int32(count))
-                }
-                if sent != 1 { failure = String(cString: PQerrorMessage(raw)) }
-                offset += count
-            }
-        }
-        if PQputCopyEnd(raw, failure) != 1 {
+        var stream = CopyStream(raw: raw)
+        write(&stream)
+        stream.send()
+        if PQputCopyEnd(raw, stream.failure) != 1 {
             throw .server(PostgresURL.trimmed(String(cString: PQerrorMessage(raw))), sqlState: "08000")
         }
         var firstError: PostgresError?
@@ -187,4 +190,44 @@ public final class PostgresRows {
 
     /// Rows changed by an INSERT, UPDATE or DELETE.
     public var changed: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
+}
+
+/// The rows of a `COPY … FROM STDIN` under way (`PostgresConnection.copyIn(_:write:)`).
+struct CopyStream: ~Copyable {
+    /// Rows made and not sent yet: append to it, then call `rowEnded()`.
+    var data: [UInt8] = []
+    fileprivate let raw: OpaquePointer
+    /// libpq's reason when a piece could not be sent (the COPY then ends with it, and fails).
+    fileprivate(set) var failure: String?
+    /// Sent once this much is made: large enough that a piece costs few calls, small enough
+    /// that the server starts on the batch early.
+    static let piece = 1 << 17
+
+    fileprivate init(raw: OpaquePointer) {
+        self.raw = raw
+        data.reserveCapacity(Self.piece + (1 << 12))
+    }
+
+    /// Sends what is made once it reaches a piece.
+    @inline(__always)
+    mutating func rowEnded() {
+        if data.count >= Self.piece { send() }
+    }
+
+    /// Sends what is made (libpq writes it out, in blocking mode, as the server takes it).
+    mutating func send() {
+        guard failure == nil else { return data.removeAll(keepingCapacity: true) }
+        data.withUnsafeBufferPointer { buffer in
+            var offset = 0
+            while offset < buffer.count, failure == nil {
+                let count = min(1 << 20, buffer.count - offset)
+                let sent = (buffer.baseAddress! + offset).withMemoryRebound(to: CChar.self, capacity: count) {
+                    PQputCopyData(raw, $0, Int32(count))
+                }
+                if sent != 1 { failure = String(cString: PQerrorMessage(raw)) }
+                offset += count
+            }
+        }
+        data.removeAll(keepingCapacity: true)
+    }
 }
