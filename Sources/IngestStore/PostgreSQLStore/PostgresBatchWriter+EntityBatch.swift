@@ -109,11 +109,16 @@ extension PostgresBatchWriter {
             return slot
         }
 
-        /// Adds an entry with its links (`entryLinks(number)`) and a mask of the first `bits`
-        /// bits (an insert's: every attribute and to-one) or of none; returns its index.
-        mutating func append(_ entry: Folded, links entryLinks: (Int) -> Int32, maskBits bits: Int) -> Int {
+        /// Adds an entry for `row` of `request`, its links the slots of the rows it links to
+        /// (`rowSlot`), and a mask of the first `bits` bits (an insert's: every attribute and
+        /// to-one) or of none; returns its index.
+        mutating func append(_ entry: Folded, row: BatchInsertRequest.Row, _ request: BatchInsertRequest, rowSlot: [Int32],
+                             maskBits bits: Int) -> Int {
             folded.append(entry)
-            for number in 0..<linkCount { links.append(entryLinks(number)) }
+            for number in 0..<linkCount {
+                let target = Int(request.links[row.firstLink + number])
+                links.append(target < 0 ? -1 : rowSlot[target])
+            }
             for word in 0..<maskWords {
                 let left = bits - word * 64
                 masks.append(left >= 64 ? .max : (left <= 0 ? 0 : (1 << UInt64(left)) - 1))

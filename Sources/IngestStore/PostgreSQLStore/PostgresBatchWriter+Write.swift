@@ -58,10 +58,6 @@ extension PostgresBatchWriter {
         // Record by record: a record whose new rows lack required values is rejected whole
         // (as on SQLite), new objects related to a kept one are not made (nothing would link
         // them), and each key's rows fold in record order into one write.
-        func linkSlot(_ row: BatchInsertRequest.Row, _ number: Int) -> Int32 {
-            let target = Int(request.links[row.firstLink + number])
-            return target < 0 ? -1 : rowSlot[target]
-        }
         // Records whose own object was stored: updated or unchanged, as the UPDATE says.
         var awaitingVerdict: [(entity: Int, record: Int)] = []
         var kept = 0
@@ -91,13 +87,13 @@ extension PostgresBatchWriter {
                 let entry = Folded(op: UInt8(ascii: "i"), record: record, firstCell: row.firstCell,
                                    cellCount: plan.info.attributeNames.count, slot: slot)
                 guard slot >= 0 else {
-                    _ = batches[entity].append(entry, links: { linkSlot(row, $0) }, maskBits: bits)
+                    _ = batches[entity].append(entry, row: row, request, rowSlot: rowSlot, maskBits: bits)
                     continue
                 }
                 let at = batches[entity].foldedAt[Int(slot)]
                 let storedPK = batches[entity].stored[Int(slot)]
                 if at >= 0 {
-                    let changed = apply(row, to: Int(at), in: &batches[entity], request) { linkSlot(row, $0) }
+                    let changed = apply(row, to: Int(at), in: &batches[entity], request, rowSlot: rowSlot)
                     if own {
                         // Made earlier in this run: in this request, or stored since the run began.
                         if storedPK.map({ $0 >= (firstRowOfRun[plan.info.name] ?? .max) }) ?? true { result.duplicates += 1 }
@@ -107,14 +103,14 @@ extension PostgresBatchWriter {
                     var update = entry
                     update.op = UInt8(ascii: "u")
                     update.pk = storedPK
-                    let index = batches[entity].append(update, links: { linkSlot(row, $0) }, maskBits: 0)
-                    _ = apply(row, to: index, in: &batches[entity], request) { linkSlot(row, $0) }
+                    let index = batches[entity].append(update, row: row, request, rowSlot: rowSlot, maskBits: 0)
+                    _ = apply(row, to: index, in: &batches[entity], request, rowSlot: rowSlot)
                     if own {
                         awaitingVerdict.append((entity, record))
                         if storedPK >= (firstRowOfRun[plan.info.name] ?? .max) { result.duplicates += 1 }
                     }
                 } else {
-                    _ = batches[entity].append(entry, links: { linkSlot(row, $0) }, maskBits: bits)
+                    _ = batches[entity].append(entry, row: row, request, rowSlot: rowSlot, maskBits: bits)
                 }
             }
         }
@@ -144,11 +140,15 @@ extension PostgresBatchWriter {
                 guard !entries.isEmpty else { continue }
                 if plans[entity].keyPosition != nil {
                     let batch = batches[entity]
-                    func bytes(_ index: Int) -> [UInt8] {
-                        let slot = batch.folded[index].slot
-                        return slot < 0 ? [] : batch.keys[Int(slot)].bytes
+                    func precedes(_ a: Int, _ b: Int) -> Bool {
+                        let (first, second) = (batch.folded[a].slot, batch.folded[b].slot)
+                        guard first >= 0, second >= 0 else { return first < 0 && second >= 0 }
+                        return batch.keys[Int(first)].bytes.lexicographicallyPrecedes(batch.keys[Int(second)].bytes)
                     }
-                    entries.sort { bytes($0).lexicographicallyPrecedes(bytes($1)) }
+                    // Feeds often come in key order: checked in one pass before sorting.
+                    if entries.indices.dropFirst().contains(where: { precedes(entries[$0], entries[$0 - 1]) }) {
+                        entries.sort(by: precedes)
+                    }
                 }
                 let batch = batches[entity]
                 func rows(_ stream: inout CopyStream) {
@@ -266,7 +266,7 @@ extension PostgresBatchWriter {
     /// Applies `row` to entry `index` of `batch` by the plan's rule; returns whether a value
     /// it gives differs from what the entry held (or is not known to be the same).
     private func apply(_ row: BatchInsertRequest.Row, to index: Int, in batch: inout EntityBatch, _ request: BatchInsertRequest,
-                       links: (Int) -> Int32) -> Bool {
+                       rowSlot: [Int32]) -> Bool {
         let plan = plans[row.entity]
         guard row.mode == .upsert, plan.rule == .update || plan.rule == .replace else { return false }
         let attributes = plan.info.attributeNames.count
@@ -284,7 +284,8 @@ extension PostgresBatchWriter {
                 batch.folded[index].folded![bit] = cell
             } else {
                 let link = index * batch.linkCount + bit - attributes
-                let given = links(bit - attributes)
+                let target = Int(request.links[row.firstLink + bit - attributes])
+                let given = target < 0 ? -1 : rowSlot[target]
                 if !known || batch.links[link] != given { changed = true }
                 batch.links[link] = given
             }
