@@ -211,7 +211,9 @@ extension PostgresBatchWriter {
                     && batch.masks[(index * batch.maskWords)..<((index + 1) * batch.maskWords)].contains { $0 != 0 }
             }
             guard !changes.isEmpty, let update = statements[entity].update else { continue }
-            try connection.copyIn(statements[entity].copy, data: stagedText(changes, of: batch, entity: entity, request, linked: linked))
+            try connection.copyIn(statements[entity].copy) { stream in
+                appendStagedRows(changes, of: batch, entity: entity, request, linked: linked, to: &stream)
+            }
             staged.append(entity)
             let updated = try connection.execute(update)
             for row in 0..<updated.count { updatedRecords[entity].insert(Int(updated[row, 0]!)!) }
@@ -321,48 +323,45 @@ extension PostgresBatchWriter {
                 stream.data.append(0x09)
                 appendColumnValue(entry.cell(position, request), type: plan.info.attributeTypes[position], request, to: &stream.data)
             }
-            for number in 0..<batch.linkCount {
-                stream.data.append(0x09)
-                if let pk = linked(entity, number, batch.links[index * batch.linkCount + number]) {
-                    Self.appendInteger(pk, to: &stream.data)
-                } else {
-                    stream.data.append(contentsOf: [0x5C, 0x4E])
-                }
-            }
+            appendLinks(of: index, in: batch, entity: entity, linked: linked, to: &stream.data)
             stream.data.append(0x0A)
             stream.rowEnded()
         }
     }
 
     /// Stored rows' changes (entries `entries` of `batch`) in COPY's text format, for the staging table.
-    func stagedText(_ entries: [Int], of batch: EntityBatch, entity: Int, _ request: BatchInsertRequest,
-                    linked: (Int, Int, Int32) -> Int64?) -> [UInt8] {
+    func appendStagedRows(_ entries: [Int], of batch: EntityBatch, entity: Int, _ request: BatchInsertRequest,
+                          linked: (Int, Int, Int32) -> Int64?, to stream: inout CopyStream) {
         let plan = plans[entity]
-        var data: [UInt8] = []
-        data.reserveCapacity(entries.count * 96)
         for index in entries {
             let entry = batch.folded[index]
-            Self.appendInteger(Int64(entry.record), to: &data)
-            data.append(0x09)
-            Self.appendInteger(entry.pk, to: &data)
+            Self.appendInteger(Int64(entry.record), to: &stream.data)
+            stream.data.append(0x09)
+            Self.appendInteger(entry.pk, to: &stream.data)
             for position in 0..<entry.cellCount {
-                data.append(0x09)
-                appendCell(entry.cell(position, request), type: plan.info.attributeTypes[position], request, to: &data)
+                stream.data.append(0x09)
+                appendCell(entry.cell(position, request), type: plan.info.attributeTypes[position], request, to: &stream.data)
             }
-            for number in 0..<batch.linkCount {
-                data.append(0x09)
-                if let pk = linked(entity, number, batch.links[index * batch.linkCount + number]) {
-                    Self.appendInteger(pk, to: &data)
-                } else {
-                    data.append(contentsOf: [0x5C, 0x4E])
-                }
-            }
+            appendLinks(of: index, in: batch, entity: entity, linked: linked, to: &stream.data)
             for word in 0..<batch.maskWords {
-                data.append(0x09)
-                Self.appendInteger(Int64(bitPattern: batch.masks[index * batch.maskWords + word]), to: &data)
+                stream.data.append(0x09)
+                Self.appendInteger(Int64(bitPattern: batch.masks[index * batch.maskWords + word]), to: &stream.data)
             }
-            data.append(0x0A)
+            stream.data.append(0x0A)
+            stream.rowEnded()
         }
-        return data
+    }
+
+    /// Entry `index`'s links, each after a tab: the linked row's number, or `\N`.
+    private func appendLinks(of index: Int, in batch: EntityBatch, entity: Int, linked: (Int, Int, Int32) -> Int64?,
+                             to data: inout [UInt8]) {
+        for number in 0..<batch.linkCount {
+            data.append(0x09)
+            if let pk = linked(entity, number, batch.links[index * batch.linkCount + number]) {
+                Self.appendInteger(pk, to: &data)
+            } else {
+                data.append(contentsOf: [0x5C, 0x4E])
+            }
+        }
     }
 }

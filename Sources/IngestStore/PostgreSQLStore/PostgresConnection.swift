@@ -205,7 +205,6 @@ struct CopyStream: ~Copyable {
 
     fileprivate init(raw: OpaquePointer) {
         self.raw = raw
-        data.reserveCapacity(Self.piece + (1 << 12))
     }
 
     /// Sends what is made once it reaches a piece.
