@@ -189,6 +189,42 @@ import Testing
         #expect(try Importer(spec: Self.spec, options: abandon).run().counts["Photo"] == 300)
     }
 
+    /// A run stopped before its split recorded the feed's checksum, its chunks gone, and
+    /// the feed changed in place (same size): the chunks its saves imported come out
+    /// different, and the resumed run stops before importing anything of the other feed.
+    @Test func aFeedChangedInPlaceBeforeItsSplitFinishedIsRefusedOnResume() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 300).write(to: feed)
+        let store = dir.file("store.sqlite")
+        let chunks = dir.file("chunks")
+        let stopped = importer(feed: feed, store: store, chunks: chunks)
+        stopped.stopAfterSaves.store(1, ordering: .relaxed)
+        #expect(throws: ImportError.self) { try stopped.run() }
+        let coordinator = try PersistentStoreCoordinator(model: Self.spec.model, path: store)
+        var run = try #require(try ImportMarker.runs(coordinator).last)
+        let keys = ImportMarker.Keys(run: run.number)
+        let before = try ImportMarker.progress(coordinator, keys)
+        #expect(try ImportMarker.sums(coordinator, keys).keys.sorted() == before.keys.sorted())
+        // As if the stop came before the split ended: no feed checksum, no chunk count.
+        run.feedChecksum = ""
+        run.chunkCount = 0
+        try ImportMarker.save(run, coordinator)
+        try FileManager.default.removeItem(atPath: chunks)
+        let original = try Data(contentsOf: URL(fileURLWithPath: feed))
+        // Every 7 becomes an 8, so whichever chunk the stopped run saved comes out different.
+        try Data(original.map { $0 == UInt8(ascii: "7") ? UInt8(ascii: "8") : $0 }).write(to: URL(fileURLWithPath: feed))
+        let photos = try coordinator.count("Photo")
+        let error = #expect(throws: ImportError.self) { try importer(feed: feed, store: store, chunks: chunks).run() }
+        #expect(error?.message.hasPrefix("\(store) has an unfinished import, run 1 of \(feed): the feed differs from the one the run's saves imported (chunk ") == true,
+                "\(error?.message ?? "")")
+        #expect(try coordinator.count("Photo") == photos)
+        #expect(try ImportMarker.progress(coordinator, keys) == before)
+        // The feed it was: the run resumes and finishes.
+        try original.write(to: URL(fileURLWithPath: feed))
+        #expect(try importer(feed: feed, store: store, chunks: chunks).run().counts["Photo"] == 300)
+    }
+
     /// Same size, other bytes: the first 7 in the file becomes an 8.
     static func changeOneDigit(_ path: String) throws {
         var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))

@@ -49,8 +49,13 @@ enum ImportMarker {
         var prefix: String { "ingest.run.\(Self.pad(run, 4))." }
         var chunkPrefix: String { prefix + "chunk." }
         var rejectPrefix: String { prefix + "reject." }
+        /// Each saved chunk's checksum, beside its count: a resumed run whose feed comes out
+        /// different in a chunk already imported stops instead of mixing two feeds.
+        var sumPrefix: String { prefix + "sum." }
 
         func chunkKey(_ chunk: Int) -> String { chunkPrefix + ChunkInfo.fileName(for: chunk) }
+
+        func sumKey(_ chunk: Int) -> String { sumPrefix + ChunkInfo.fileName(for: chunk) }
 
         func rejectKey(chunk: Int, index: Int) -> String {
             rejectPrefix + ChunkInfo.fileName(for: chunk) + "." + Self.pad(index, 6)
@@ -110,6 +115,18 @@ enum ImportMarker {
             done[chunk] = count
         }
         return done
+    }
+
+    /// The checksum of each chunk of run `keys.run` that a save wrote records of (chunks
+    /// saved by versions that did not keep them have none).
+    static func sums(_ coordinator: PersistentStoreCoordinator, _ keys: Keys) throws -> [Int: String] {
+        var sums: [Int: String] = [:]
+        for (key, value) in try coordinator.metadata(withPrefix: keys.sumPrefix) {
+            guard let chunk = ChunkInfo.index(inFileName: String(key.dropFirst(keys.sumPrefix.count))) else { continue }
+            // The object path keeps metadata as JSON (a quoted string); the batch path as it is.
+            sums[chunk] = value.hasPrefix("\"") ? String(value.dropFirst().dropLast()) : value
+        }
+        return sums
     }
 
     static func rejects(_ coordinator: PersistentStoreCoordinator, _ keys: Keys) throws -> [Reject] {

@@ -195,6 +195,7 @@ public final class Importer: Sendable {
         let split = SplitStage(.init(
             feed: options.feed, directory: directory,
             options: SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, form: spec.recordForm), done: done,
+            sums: try ImportMarker.sums(coordinator, keys),
             check: { [self] manifest in
                 let recorded = runRecord.withLock { $0 }
                 if !recorded.feedChecksum.isEmpty, let sum = manifest.feed.checksum, sum != recorded.feedChecksum {

@@ -12,6 +12,7 @@ final class MetadataBookkeeping: ChunkBookkeeping {
     func stage(rejects: [ImportMarker.Reject], _ chunk: ChunkInfo, done: Int, records: Int, in context: ObjectContext) throws {
         for reject in rejects { try context.setMetadata(reject, forKey: keys.rejectKey(chunk: chunk.index, index: reject.index)) }
         try context.setMetadata(done, forKey: keys.chunkKey(chunk.index))
+        try context.setMetadata(chunk.checksum, forKey: keys.sumKey(chunk.index))
     }
 
     func committed(done: Int) {}

@@ -21,6 +21,9 @@ final class SplitStage: Sendable {
         var options: SplitOptions
         /// Records already done per chunk (an earlier run's marker).
         var done: [Int: Int]
+        /// The checksums of the chunks an earlier run's saves imported records of: the
+        /// split must make the same chunks again, or the feed changed under the run.
+        var sums: [Int: String] = [:]
         /// Checks a finished split's feed against what the store recorded, before any of
         /// its chunks is offered.
         var check: @Sendable (SplitManifest) throws -> Void
@@ -37,16 +40,39 @@ final class SplitStage: Sendable {
             let splitter = Splitter(feedPath: inputs.feed, directory: inputs.directory, options: inputs.options)
             cancellation.withLock { $0 = splitter.cancellation }
             if state.failed { splitter.cancellation.cancel() }
+            // Chunks to import that come before a chunk already saved wait until the split has
+            // made that one again, so a feed changed in place stops the run before any of them.
+            let stopper = splitter.cancellation
+            let lastSaved = inputs.sums.keys.max() ?? 0
+            let held = Mutex<[ChunkInfo]>([])
+            let mismatched = Atomic<Bool>(false)
             @Sendable func offer(_ chunk: ChunkInfo, written isNew: Bool) {
                 state.chunkSplit()
                 if isNew { written.withLock { _ = $0.insert(chunk.index) } }
-                if (inputs.done[chunk.index] ?? 0) < chunk.records { queue.push(chunk) } else { state.chunkFinished(chunk.index) }
+                if let sum = inputs.sums[chunk.index], sum != chunk.checksum {
+                    held.withLock { $0.removeAll() }
+                    mismatched.store(true, ordering: .relaxed)
+                    state.fail(inputs.mismatch("the feed differs from the one the run's saves imported (chunk \(chunk.index) comes out different)"))
+                    stopper.cancel()
+                    return
+                }
+                guard !state.failed else { return }
+                if (inputs.done[chunk.index] ?? 0) < chunk.records {
+                    if chunk.index < lastSaved { held.withLock { $0.append(chunk) } } else { queue.push(chunk) }
+                } else {
+                    state.chunkFinished(chunk.index)
+                }
+                if chunk.index >= lastSaved { held.withLock { chunks in defer { chunks.removeAll() }; return chunks }.forEach(queue.push) }
             }
             splitter.onChunk = { offer($0, written: $1) }
             do {
                 let report = try splitter.run()
                 try inputs.check(report.manifest)
                 if report.alreadyComplete { report.manifest.chunks.forEach { offer($0, written: false) } }
+                if let failure = state.failure { throw failure }
+                if report.manifest.chunks.count < lastSaved {
+                    throw inputs.mismatch("the feed differs from the one the run's saves imported (it has \(report.manifest.chunks.count) chunks, and chunk \(lastSaved) was saved)")
+                }
                 state.setTotal(report.manifest.chunks.count)
                 try inputs.record(report.manifest)
                 manifest.withLock { $0 = report.manifest }
@@ -58,6 +84,9 @@ final class SplitStage: Sendable {
             } catch {
                 state.fail(error)
             }
+            // Chunks made from a feed the run's saves did not come from are of no use to it: gone,
+            // the run resumes from the feed it had once that feed is back.
+            if mismatched.load(ordering: .relaxed) { Importer.deleteChunks(inputs.directory) }
             microseconds.store(Int((StageTimes.now() - started) * 1e6), ordering: .relaxed)
             queue.close()
         }
