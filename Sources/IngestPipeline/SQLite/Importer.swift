@@ -73,12 +73,12 @@ public final class Importer: Sendable {
     public let cancellation = Atomic<Bool>(false)
 
     /// What `cancel()` stops in a run under way.
-    private struct ActiveRun: Sendable {
+    struct ActiveRun: Sendable {
         let state: RunState
         let split: SplitStage
         let queue: ChunkQueue
     }
-    private let active = Mutex<ActiveRun?>(nil)
+    let active = Mutex<ActiveRun?>(nil)
 
     /// Stops the run at its next save boundary (from a signal handler's queue, say), and
     /// at once where nothing saves: a split waiting for input from a pipe (its read ends)
@@ -96,7 +96,7 @@ public final class Importer: Sendable {
     public let options: Options
     /// Tests stop the run after this many saves (in all workers together), as a crash would.
     let stopAfterSaves = Atomic<Int>(Int.max)
-    private let saves = Atomic<Int>(0)
+    let saves = Atomic<Int>(0)
     private let listeners = Mutex<[UUID: @Sendable (ImportProgress) -> Void]>([:])
 
     public init(spec: PipelineSpec, options: Options) {
@@ -140,179 +140,12 @@ public final class Importer: Sendable {
     ///   rejected than `maxRejects`; `ImportInterrupted` after `cancellation`;
     ///   `FeedError`, `SplitError`, `IOError`, `StoreError` from the stages.
     public func run() throws -> ImportReport {
-        let started = StageTimes.now()
-        // Checked before the store records anything: a mistyped path must not become the store's feed.
-        guard FileOps.isReadOnce(options.feed) || FileOps.fileSize(options.feed) != nil else {
-            throw ImportError(.feedUnreadable(path: options.feed, exists: FileManager.default.fileExists(atPath: options.feed)))
-        }
-        // A file that is not an Ingest store is refused before anything touches it (no lock
-        // file beside it, no WAL mode, and never deleted by --delete-store).
-        try PersistentStoreCoordinator.checkIsStoreOrNew(at: options.store)
-        let lock = try ImportLock(store: options.store)
-        defer { lock.release() }
-        if options.deleteStore {
-            for suffix in ["", "-wal", "-shm", ".rejects.ndjson", ".report.json", ".chunks"] {
-                try? FileManager.default.removeItem(atPath: options.store + suffix)
-            }
-        }
-        // Readers here only look keys up: a small cache each keeps memory flat however big the store grows.
-        let coordinator = try PersistentStoreCoordinator(model: spec.model, path: options.store, readerCacheKiB: 512)
-        let chunkSize = options.chunkSize ?? spec.chunkSize
-        let (begun, abandoned) = try beginRun(coordinator, chunkSize: chunkSize)
-        let runRecord = Mutex(begun)
-        let keys = ImportMarker.Keys(run: begun.number)
-        if !options.keepIndexes { try coordinator.deferSecondaryIndexes() }
-        try coordinator.beginBulkLoad(indexesDeferred: !options.keepIndexes)
-        defer { try? coordinator.endBulkLoad() }
-        let done = try ImportMarker.progress(coordinator, keys)
-        let rejectedBefore = try coordinator.metadata(withPrefix: keys.rejectPrefix).count
-        let workerCount = min(PipelineSpec.maxWorkers, max(1, options.workers ?? spec.workers ?? ProcessInfo.processInfo.activeProcessorCount))
-        let saveEvery = options.saveEvery ?? begun.saveEvery ?? spec.saveEvery
-        let directory = begun.chunks
-        let state = RunState(rejected: rejectedBefore, workers: workerCount, started: started)
-        var logger = options.logger
-        logger[metadataKey: "run"] = "\(begun.number)"
-        logger.info("import run started", metadata: [
-            "feed": "\(options.feed)", "store": "\(options.store)", "workers": "\(workerCount)", "chunks": "\(directory)",
-            "continued": "\(!done.isEmpty)", "abandoned": "\(abandoned.map(String.init) ?? "none")",
-        ])
-
-        // The main context: starts from the store's counts and merges every worker's save.
-        let main = ObjectContext(coordinator: coordinator, name: "main")
-        var counts: [String: Int] = [:]
-        for entity in spec.model.entities { counts[entity.name] = try coordinator.count(entity.name) }
-        main.perform {
-            main.onDidMerge = { [self] notice in
-                for id in notice.inserted { counts[id.entityName, default: 0] += 1 }
-                for id in notice.deleted { counts[id.entityName, default: 0] -= 1 }
-                publish(state.progress(counts: counts, elapsed: StageTimes.now() - started, isFinal: false))
-            }
-            main.automaticallyMergesChangesFromCoordinator = true
-        }
-
-        let (remade, verified) = try removeChangedChunks(directory, done: done)
-        let queue = ChunkQueue(consumers: workerCount)
-        let split = SplitStage(.init(
-            feed: options.feed, directory: directory,
-            options: SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, form: spec.recordForm), done: done,
-            sums: try ImportMarker.sums(coordinator, keys),
-            check: { [self] manifest in
-                let recorded = runRecord.withLock { $0 }
-                if !recorded.feedChecksum.isEmpty, let sum = manifest.feed.checksum, sum != recorded.feedChecksum {
-                    throw unfinished(recorded, ["the feed differs (same size, other content)"])
-                }
-            },
-            record: { manifest in
-                let updated = runRecord.withLock { run -> ImportMarker.Run? in
-                    guard run.feedChecksum.isEmpty || run.chunkCount != manifest.chunks.count else { return nil }
-                    run.feedChecksum = manifest.feed.checksum ?? ""
-                    run.chunkCount = manifest.chunks.count
-                    return run
-                }
-                if let updated { try ImportMarker.save(updated, coordinator) }
-            },
-            mismatch: { [self] in unfinished(runRecord.withLock { $0 }, [$0]) }), queue: queue, state: state, started: started)
-
-        let maxRejects = options.maxRejects
-        let batchPath = !options.objectPath && makeBatchPath(coordinator, firstRowOfRun: begun.firstRowOfRun, keys: keys) != nil
-        let (spec, firstRowOfRun, workerLogger) = (self.spec, begun.firstRowOfRun, logger)
-        let workers = WorkerStage(
-            saveEvery: saveEvery,
-            makeWorker: { [self] number, logger in
-                let source = SQLiteChunkSource(queue: queue, directory: directory, done: done,
-                                               trusted: { verified.contains($0) || split.wrote($0) }, state: state)
-                if batchPath, let (writer, rows) = makeBatchPath(coordinator, firstRowOfRun: firstRowOfRun, keys: keys) {
-                    return (source, .batch(writer, rows))
-                }
-                let context = ObjectContext(coordinator: coordinator, name: "worker-\(number + 1)")
-                let importer = context.perform { ImportWorker(context: context, spec: spec, keys: keys, firstRowOfRun: firstRowOfRun) }
-                importer.logger = logger
-                return (source, .objects(importer))
-            },
-            afterSave: { [self] worker, saved in
-                let rejected = state.saved(saved, worker: worker)
-                if saves.add(1, ordering: .relaxed).newValue >= stopAfterSaves.load(ordering: .relaxed) {
-                    throw ImportError("stopped after \(saves.load(ordering: .relaxed)) saves")
-                }
-                if cancellation.load(ordering: .relaxed) { throw ImportInterrupted() }
-                if let maxRejects, rejected > maxRejects {
-                    throw ImportError(.tooManyRejects(rejected: rejected, limit: maxRejects, rejectsFile: rejectsPath))
-                }
-            },
-            logger: workerLogger)
-        active.withLock { $0 = ActiveRun(state: state, split: split, queue: queue) }
-        defer { active.withLock { $0 = nil } }
-        if cancellation.load(ordering: .relaxed) { cancel() }
-        var stages = workers.run(count: workerCount, state: state) {
-            split.cancel()
-            queue.close()
-        }.times
-        logger.info("workers started", metadata: ["path": "\(batchPath ? "batch" : "objects")"])
-        let (finishedManifest, splitSeconds) = split.wait()
-        if let manifest = finishedManifest {
-            logger.info("split finished", metadata: ["chunks": "\(manifest.chunks.count)", "records": "\(manifest.totalRecords)",
-                                                     "seconds": "\(splitSeconds)"])
-        }
-        // Every save's merge was queued before its save returned: this drains them.
-        let finalCounts = main.perform {
-            main.automaticallyMergesChangesFromCoordinator = false
-            main.onDidMerge = nil
-            return counts
-        }
-
-        let rejects = try ImportMarker.rejects(coordinator, keys)
-        try writeRejects(coordinator)
-        if let error = state.failure {
-            logger.info("import run stopped", metadata: ["reason": "\(error)"])
-            throw error
-        }
-        guard let manifest = finishedManifest else { throw ImportError("the split ended without a manifest") }
-        let indexing = StageTimes.now()
-        if try coordinator.secondaryIndexesDeferred() { try coordinator.restoreSecondaryIndexes() }
-        let indexSeconds = StageTimes.now() - indexing
-        logger.info("secondary indexes built", metadata: ["seconds": "\(indexSeconds)"])
-        var storeCounts: [String: Int] = [:]
-        for entity in spec.model.entities { storeCounts[entity.name] = try coordinator.count(entity.name) }
-        let seconds = StageTimes.now() - started
-        publish(state.progress(counts: finalCounts, elapsed: seconds, isFinal: true))
-        stages.split = splitSeconds
-        stages.index = indexSeconds
-        let imported = state.imported
-        let importedBytes = Double(manifest.feed.byteSize ?? 0) * Double(imported.imported + imported.rejected)
-            / Double(max(1, manifest.totalRecords))
-        let deletedChunks = options.keepChunks ? nil : manifest.chunks.count
-        let report = ImportReport(feed: options.feed, store: options.store, records: manifest.totalRecords,
-                                  feedBytes: manifest.feed.byteSize ?? 0, imported: imported.imported,
-                                  rejectedThisRun: imported.rejected, rejected: rejects.count, counts: storeCounts,
-                                  chunks: manifest.chunks.count, workers: workerCount, seconds: seconds,
-                                  recordsPerSecond: Double(imported.imported + imported.rejected) / max(seconds, 1e-9),
-                                  megabytesPerSecond: importedBytes / 1e6 / max(seconds, 1e-9),
-                                  peakRSSBytes: ImportReport.peakRSS(), stages: stages, rejectsFile: rejectsPath,
-                                  staleLock: lock.previous.map { "pid \($0.pid) on \($0.host), started \($0.startedAt)" },
-                                  remadeChunks: remade, writePath: batchPath ? "batch" : "objects",
-                                  stageRates: StageRates(stages, records: imported.imported + imported.rejected),
-                                  timeline: state.timeline, outcomes: state.outcomes, run: begun.number,
-                                  abandonedRun: abandoned, chunksDirectory: directory, deletedChunks: deletedChunks,
-                                  pipelineInferred: begun.inferred, outsideRecords: manifest.outsideRecords)
-        try report.write(to: reportPath)
-        // The run is finished once everything it writes is written: a report that could not
-        // be written leaves it unfinished, and running the import again finishes it.
-        var finished = runRecord.withLock { $0 }
-        finished.state = .finished
-        finished.ended = ImportMarker.now()
-        finished.outcomes = state.outcomes
-        try ImportMarker.save(finished, coordinator)
-        if !options.keepChunks { Self.deleteChunks(directory) }
-        logger.info("import run finished", metadata: [
-            "imported": "\(report.imported)", "rejected": "\(report.rejectedThisRun)", "seconds": "\(report.seconds)",
-            "inserted": "\(state.outcomes.inserted)", "updated": "\(state.outcomes.updated)", "unchanged": "\(state.outcomes.unchanged)",
-        ])
-        return report
+        try ImportRun.run(SQLiteRunStore(importer: self))
     }
 
     /// The batch path's writer and row mapper for this run's pipeline, or nil when that
     /// path cannot write it (see `RowMapper`).
-    private func makeBatchPath(_ coordinator: PersistentStoreCoordinator, firstRowOfRun: [String: Int64],
+    func makeBatchPath(_ coordinator: PersistentStoreCoordinator, firstRowOfRun: [String: Int64],
                                keys: ImportMarker.Keys) -> (SQLiteChunkWriter, RowMapper)? {
         let inserter = BatchInserter(coordinator: coordinator, rules: spec.mappings.mapValues(\.onConflict))
         inserter.firstRowOfRun = firstRowOfRun
@@ -324,7 +157,7 @@ public final class Importer: Sendable {
     /// them again from the feed; a changed feed makes the splitter stop with the reason.
     /// Returns the file names removed, and the chunks found intact (their workers need
     /// not hash them again).
-    private func removeChangedChunks(_ chunksDirectory: String, done: [Int: Int]) throws -> (removed: [String], verified: Set<Int>) {
+    static func removeChangedChunks(_ chunksDirectory: String, done: [Int: Int]) throws -> (removed: [String], verified: Set<Int>) {
         guard let manifest = try SplitManifest.load(fromDirectory: chunksDirectory) else { return ([], []) }
         var removed: [String] = []
         var verified = Set<Int>()
@@ -344,14 +177,14 @@ public final class Importer: Sendable {
         return (removed, verified)
     }
 
-    private func publish(_ event: ImportProgress) {
+    func publish(_ event: ImportProgress) {
         for handler in listeners.withLock({ Array($0.values) }) { handler(event) }
     }
 
     /// The run this import continues (the store's unfinished run, when it is of this
     /// feed, pipeline and chunk size) or starts (recorded now, before any chunk); and
     /// the number of a run it abandoned, if any.
-    private func beginRun(_ coordinator: PersistentStoreCoordinator, chunkSize: Int) throws -> (ImportMarker.Run, abandoned: Int?) {
+    func beginRun(_ coordinator: PersistentStoreCoordinator, chunkSize: Int) throws -> (ImportMarker.Run, abandoned: Int?) {
         let runs = try ImportMarker.runs(coordinator)
         let feedSize = FileOps.isReadOnce(options.feed) ? -1 : FileOps.fileSize(options.feed) ?? -1
         var abandoned: Int?
@@ -398,7 +231,7 @@ public final class Importer: Sendable {
     }
 
     /// The store's unfinished run blocks an import of another feed or pipeline.
-    private func unfinished(_ run: ImportMarker.Run, _ reasons: [String]) -> ImportError {
+    func unfinished(_ run: ImportMarker.Run, _ reasons: [String]) -> ImportError {
         ImportError(.unfinishedRun(store: options.store, run: run.number, feed: run.feed, reasons: reasons))
     }
 
@@ -427,7 +260,7 @@ public final class Importer: Sendable {
     }
 
     /// Writes every run's rejects to the rejects file, oldest run first.
-    private func writeRejects(_ coordinator: PersistentStoreCoordinator) throws {
+    func writeRejects(_ coordinator: PersistentStoreCoordinator) throws {
         var text = ""
         for run in try ImportMarker.runs(coordinator) {
             for reject in try ImportMarker.rejects(coordinator, ImportMarker.Keys(run: run.number)) {

@@ -1,0 +1,267 @@
+import Foundation
+import IngestJSON
+import IngestStore
+import Logging
+import Synchronization
+
+/// A SQLite store's side of an import run (`Importer`): the run is recorded in the store's
+/// metadata (`ImportMarker`) behind a lock file, the split writes chunk files next to the
+/// store and offers them to a local queue, and the workers save in feed order. A main
+/// context merges every save and reports progress.
+struct SQLiteRunStore: RunStore {
+    let importer: Importer
+
+    func begin(started: Double) throws -> SQLiteRunSession {
+        let options = importer.options
+        let spec = importer.spec
+        // Checked before the store records anything: a mistyped path must not become the store's feed.
+        guard FileOps.isReadOnce(options.feed) || FileOps.fileSize(options.feed) != nil else {
+            throw ImportError(.feedUnreadable(path: options.feed, exists: FileManager.default.fileExists(atPath: options.feed)))
+        }
+        // A file that is not an Ingest store is refused before anything touches it (no lock
+        // file beside it, no WAL mode, and never deleted by --delete-store).
+        try PersistentStoreCoordinator.checkIsStoreOrNew(at: options.store)
+        let lock = try ImportLock(store: options.store)
+        var bulkLoad: PersistentStoreCoordinator?
+        do {
+            if options.deleteStore {
+                for suffix in ["", "-wal", "-shm", ".rejects.ndjson", ".report.json", ".chunks"] {
+                    try? FileManager.default.removeItem(atPath: options.store + suffix)
+                }
+            }
+            // Readers here only look keys up: a small cache each keeps memory flat however big the store grows.
+            let coordinator = try PersistentStoreCoordinator(model: spec.model, path: options.store, readerCacheKiB: 512)
+            let (begun, abandoned) = try importer.beginRun(coordinator, chunkSize: options.chunkSize ?? spec.chunkSize)
+            if !options.keepIndexes { try coordinator.deferSecondaryIndexes() }
+            try coordinator.beginBulkLoad(indexesDeferred: !options.keepIndexes)
+            bulkLoad = coordinator
+            return try SQLiteRunSession(importer: importer, lock: lock, started: started, coordinator: coordinator,
+                                        begun: begun, abandoned: abandoned)
+        } catch {
+            try? bulkLoad?.endBulkLoad()
+            lock.release()
+            throw error
+        }
+    }
+}
+
+/// A SQLite run under way: everything `Importer.run` used to keep in its locals, made by
+/// `SQLiteRunStore.begin` on the importing thread.
+final class SQLiteRunSession: RunSession {
+    let importer: Importer
+    let lock: ImportLock
+    let coordinator: PersistentStoreCoordinator
+    let begun: ImportMarker.Run
+    let abandoned: Int?
+    let runRecord: Locked<ImportMarker.Run>
+    let state: RunState
+    let workers: SQLiteRunWorkers
+    let workerCount: Int
+    let saveEvery: Int
+    let logger: Logger
+    let started: Double
+    let main: ObjectContext
+    let counts: Locked<[String: Int]>
+    let remade: [String]
+    let split: SplitStage
+
+    init(importer: Importer, lock: ImportLock, started: Double, coordinator: PersistentStoreCoordinator,
+         begun: ImportMarker.Run, abandoned: Int?) throws {
+        let (options, spec) = (importer.options, importer.spec)
+        self.importer = importer
+        self.lock = lock
+        self.started = started
+        self.coordinator = coordinator
+        self.begun = begun
+        self.abandoned = abandoned
+        let chunkSize = options.chunkSize ?? spec.chunkSize
+        let runRecord = Locked(begun)
+        self.runRecord = runRecord
+        let keys = ImportMarker.Keys(run: begun.number)
+        let done = try ImportMarker.progress(coordinator, keys)
+        let rejectedBefore = try coordinator.metadata(withPrefix: keys.rejectPrefix).count
+        workerCount = min(PipelineSpec.maxWorkers, max(1, options.workers ?? spec.workers ?? ProcessInfo.processInfo.activeProcessorCount))
+        saveEvery = options.saveEvery ?? begun.saveEvery ?? spec.saveEvery
+        let directory = begun.chunks
+        let state = RunState(rejected: rejectedBefore, workers: workerCount, started: started)
+        self.state = state
+        var logger = options.logger
+        logger[metadataKey: "run"] = "\(begun.number)"
+        self.logger = logger
+        logger.info("import run started", metadata: [
+            "feed": "\(options.feed)", "store": "\(options.store)", "workers": "\(workerCount)", "chunks": "\(directory)",
+            "continued": "\(!done.isEmpty)", "abandoned": "\(abandoned.map(String.init) ?? "none")",
+        ])
+
+        // The main context: starts from the store's counts and merges every worker's save.
+        let main = ObjectContext(coordinator: coordinator, name: "main")
+        self.main = main
+        var storeCounts: [String: Int] = [:]
+        for entity in spec.model.entities { storeCounts[entity.name] = try coordinator.count(entity.name) }
+        let counts = Locked(storeCounts)
+        self.counts = counts
+        main.perform {
+            main.onDidMerge = { [importer] notice in
+                let now = counts.withLock { counts in
+                    for id in notice.inserted { counts[id.entityName, default: 0] += 1 }
+                    for id in notice.deleted { counts[id.entityName, default: 0] -= 1 }
+                    return counts
+                }
+                importer.publish(state.progress(counts: now, elapsed: StageTimes.now() - started, isFinal: false))
+            }
+            main.automaticallyMergesChangesFromCoordinator = true
+        }
+
+        let (remade, verified) = try Importer.removeChangedChunks(directory, done: done)
+        self.remade = remade
+        let queue = ChunkQueue(consumers: workerCount)
+        let split = SplitStage(.init(
+            feed: options.feed, directory: directory,
+            options: SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, form: spec.recordForm), done: done,
+            sums: try ImportMarker.sums(coordinator, keys),
+            check: { [importer] manifest in
+                let recorded = runRecord.withLock { $0 }
+                if !recorded.feedChecksum.isEmpty, let sum = manifest.feed.checksum, sum != recorded.feedChecksum {
+                    throw importer.unfinished(recorded, ["the feed differs (same size, other content)"])
+                }
+            },
+            record: { manifest in
+                let updated = runRecord.withLock { run -> ImportMarker.Run? in
+                    guard run.feedChecksum.isEmpty || run.chunkCount != manifest.chunks.count else { return nil }
+                    run.feedChecksum = manifest.feed.checksum ?? ""
+                    run.chunkCount = manifest.chunks.count
+                    return run
+                }
+                if let updated { try ImportMarker.save(updated, coordinator) }
+            },
+            mismatch: { [importer] in importer.unfinished(runRecord.withLock { $0 }, [$0]) }), queue: queue, state: state, started: started)
+        self.split = split
+        let batchPath = !options.objectPath
+            && importer.makeBatchPath(coordinator, firstRowOfRun: begun.firstRowOfRun, keys: keys) != nil
+        workers = SQLiteRunWorkers(importer: importer, coordinator: coordinator, keys: keys, firstRowOfRun: begun.firstRowOfRun,
+                                   batchPath: batchPath, directory: directory, done: done, verified: verified,
+                                   queue: queue, split: split, state: state)
+        importer.active.withLock { $0 = Importer.ActiveRun(state: state, split: split, queue: queue) }
+        if importer.cancellation.load(ordering: .relaxed) { importer.cancel() }
+        logger.info("workers starting", metadata: ["path": "\(batchPath ? "batch" : "objects")"])
+    }
+
+    func end(totals: ChunkWorker.Totals) throws -> ImportReport {
+        defer {
+            importer.active.withLock { $0 = nil }
+            try? coordinator.endBulkLoad()
+            lock.release()
+        }
+        let options = importer.options
+        var stages = totals.times
+        let (finishedManifest, splitSeconds) = split.wait()
+        if let manifest = finishedManifest {
+            logger.info("split finished", metadata: ["chunks": "\(manifest.chunks.count)", "records": "\(manifest.totalRecords)",
+                                                     "seconds": "\(splitSeconds)"])
+        }
+        // Every save's merge was queued before its save returned: this drains them.
+        main.perform {
+            main.automaticallyMergesChangesFromCoordinator = false
+            main.onDidMerge = nil
+        }
+        let finalCounts = counts.withLock { $0 }
+        let keys = ImportMarker.Keys(run: begun.number)
+        let rejects = try ImportMarker.rejects(coordinator, keys)
+        try importer.writeRejects(coordinator)
+        if let error = state.failure {
+            logger.info("import run stopped", metadata: ["reason": "\(error)"])
+            throw error
+        }
+        guard let manifest = finishedManifest else { throw ImportError("the split ended without a manifest") }
+        let indexing = StageTimes.now()
+        if try coordinator.secondaryIndexesDeferred() { try coordinator.restoreSecondaryIndexes() }
+        let indexSeconds = StageTimes.now() - indexing
+        logger.info("secondary indexes built", metadata: ["seconds": "\(indexSeconds)"])
+        var storeCounts: [String: Int] = [:]
+        for entity in importer.spec.model.entities { storeCounts[entity.name] = try coordinator.count(entity.name) }
+        let seconds = StageTimes.now() - started
+        importer.publish(state.progress(counts: finalCounts, elapsed: seconds, isFinal: true))
+        stages.split = splitSeconds
+        stages.index = indexSeconds
+        let imported = state.imported
+        let importedBytes = Double(manifest.feed.byteSize ?? 0) * Double(imported.imported + imported.rejected)
+            / Double(max(1, manifest.totalRecords))
+        let deletedChunks = options.keepChunks ? nil : manifest.chunks.count
+        let report = ImportReport(feed: options.feed, store: options.store, records: manifest.totalRecords,
+                                  feedBytes: manifest.feed.byteSize ?? 0, imported: imported.imported,
+                                  rejectedThisRun: imported.rejected, rejected: rejects.count, counts: storeCounts,
+                                  chunks: manifest.chunks.count, workers: workerCount, seconds: seconds,
+                                  recordsPerSecond: Double(imported.imported + imported.rejected) / max(seconds, 1e-9),
+                                  megabytesPerSecond: importedBytes / 1e6 / max(seconds, 1e-9),
+                                  peakRSSBytes: ImportReport.peakRSS(), stages: stages, rejectsFile: importer.rejectsPath,
+                                  staleLock: lock.previous.map { "pid \($0.pid) on \($0.host), started \($0.startedAt)" },
+                                  remadeChunks: remade, writePath: workers.batchPath ? "batch" : "objects",
+                                  stageRates: StageRates(stages, records: imported.imported + imported.rejected),
+                                  timeline: state.timeline, outcomes: state.outcomes, run: begun.number,
+                                  abandonedRun: abandoned, chunksDirectory: begun.chunks, deletedChunks: deletedChunks,
+                                  pipelineInferred: begun.inferred, outsideRecords: manifest.outsideRecords)
+        try report.write(to: importer.reportPath)
+        // The run is finished once everything it writes is written: a report that could not
+        // be written leaves it unfinished, and running the import again finishes it.
+        var finished = runRecord.withLock { $0 }
+        finished.state = .finished
+        finished.ended = ImportMarker.now()
+        finished.outcomes = state.outcomes
+        try ImportMarker.save(finished, coordinator)
+        if !options.keepChunks { Importer.deleteChunks(begun.chunks) }
+        logger.info("import run finished", metadata: [
+            "imported": "\(report.imported)", "rejected": "\(report.rejectedThisRun)", "seconds": "\(report.seconds)",
+            "inserted": "\(state.outcomes.inserted)", "updated": "\(state.outcomes.updated)", "unchanged": "\(state.outcomes.unchanged)",
+        ])
+        return report
+    }
+}
+
+/// The workers' side of a SQLite run: chunks from the local queue, saves through the batch
+/// path when the pipeline allows it, else through a private context per worker.
+struct SQLiteRunWorkers: RunWorkers {
+    let importer: Importer
+    let coordinator: PersistentStoreCoordinator
+    let keys: ImportMarker.Keys
+    let firstRowOfRun: [String: Int64]
+    let batchPath: Bool
+    let directory: String
+    let done: [Int: Int]
+    /// Chunks found intact before the run (their workers need not hash them again).
+    let verified: Set<Int>
+    let queue: ChunkQueue
+    let split: SplitStage
+    let state: RunState
+
+    func makeWorker(_ number: Int, _ logger: Logger) throws -> (source: any ChunkSource, path: ChunkWorker.Path) {
+        let (verified, split) = (verified, split)
+        let source = SQLiteChunkSource(queue: queue, directory: directory, done: done,
+                                       trusted: { verified.contains($0) || split.wrote($0) }, state: state)
+        if batchPath, let (writer, rows) = importer.makeBatchPath(coordinator, firstRowOfRun: firstRowOfRun, keys: keys) {
+            return (source, .batch(writer, rows))
+        }
+        let context = ObjectContext(coordinator: coordinator, name: "worker-\(number + 1)")
+        let spec = importer.spec
+        let importer = context.perform { ImportWorker(context: context, spec: spec, keys: keys, firstRowOfRun: firstRowOfRun) }
+        importer.logger = logger
+        return (source, .objects(importer))
+    }
+
+    func saved(worker: Int, _ result: ImportWorker.ChunkResult) throws {
+        let rejected = state.saved(result, worker: worker)
+        if importer.saves.add(1, ordering: .relaxed).newValue >= importer.stopAfterSaves.load(ordering: .relaxed) {
+            throw ImportError("stopped after \(importer.saves.load(ordering: .relaxed)) saves")
+        }
+        if importer.cancellation.load(ordering: .relaxed) { throw ImportInterrupted() }
+        if let maxRejects = importer.options.maxRejects, rejected > maxRejects {
+            throw ImportError(.tooManyRejects(rejected: rejected, limit: maxRejects, rejectsFile: importer.rejectsPath))
+        }
+    }
+
+    func stopsClaiming() -> Bool { false }
+
+    func workersFailed() {
+        split.cancel()
+        queue.close()
+    }
+}
