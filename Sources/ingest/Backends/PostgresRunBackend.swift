@@ -82,52 +82,28 @@ struct PostgresRunBackend: RunBackend {
                 Console.error("ingest: \(url): continuing its unfinished run \(started.run) of this feed\n")
             }
         }
-        var split: (@Sendable (SplitCancellation) throws -> PostgresImport.Split)?
+        var split: PostgresJoin.SplitAlongside?
         if started.needsSplit, let directory = started.chunksDirectory {
-            let (run, options) = (started.run, options)
-            split = { cancellation in
-                try PostgresImport.split(feed: feed, run: run, url: url, directory: directory, options: options, cancellation: cancellation)
-            }
+            split = PostgresJoin.SplitAlongside(feed: feed, directory: directory)
         }
-        try join(run: started.run, running: running, localChunks: started.chunksDirectory, split: split)
+        try join(run: started.run, running: running, localChunks: started.chunksDirectory, split: split,
+                 splitOptions: options)
     }
 
     /// Runs this process's part of the import, stopping at a save boundary on SIGINT/SIGTERM/SIGHUP.
-    /// `split`, when given, runs beside the workers (see `PostgresImport.split`): its failure
-    /// stops them, and is the command's error.
+    /// `split`, when given, runs beside the workers (`PostgresJoin.run(run:splitting:)`): its
+    /// failure stops them, and is the command's error.
     private func join(run: Int?, running: RunOptions, localChunks: String? = nil,
-                     split: (@Sendable (SplitCancellation) throws -> PostgresImport.Split)? = nil) throws {
+                     split: PostgresJoin.SplitAlongside? = nil, splitOptions: PostgresImportOptions? = nil) throws {
         if running.maxRejects != nil {
             throw CommandFailure("--max-rejects works on SQLite stores only for now; a PostgreSQL run imports every record it can and keeps the rest in _ingest_rejects")
         }
-        var options = PostgresImportOptions(workers: running.workers, logger: try StderrLogHandler.logger(running.logLevel))
+        var options = try splitOptions ?? PostgresImportOptions(workers: running.workers, logger: try StderrLogHandler.logger(running.logLevel))
         options.localChunks = localChunks
         let join = PostgresJoin(url: url, options: options)
-        let splitCancellation = SplitCancellation()
-        let signals = StopSignals {
-            join.cancellation.store(true, ordering: .relaxed)
-            splitCancellation.cancel()
-        }
+        let signals = StopSignals { join.cancel() }
         defer { signals.cancel() }
-        let splitOutcome = Mutex<Result<PostgresImport.Split, any Error>?>(nil)
-        let splitDone = DispatchSemaphore(value: 0)
-        if let split {
-            Thread.detachNewThread {
-                defer { splitDone.signal() }
-                let outcome = Result { try split(splitCancellation) }
-                splitOutcome.withLock { $0 = outcome }
-                // A split that failed leaves nothing more to import: the workers stop at their next save.
-                if case .failure = outcome { join.cancellation.store(true, ordering: .relaxed) }
-            }
-        } else {
-            splitDone.signal()
-        }
-        // The split's failure (not a stop a signal asked for) is the command's error.
-        func splitFailure() -> (any Error)? {
-            splitDone.wait()
-            splitDone.signal()
-            guard case .failure(let error)? = splitOutcome.withLock({ $0 }) else { return nil }
-            if case SplitError.interrupted = error, splitCancellation.isCancelled { return nil }
+        func commandError(_ error: any Error) -> any Error {
             if let lost = error as? PostgresError, lost.isConnectionLoss {
                 return CommandFailure("\(url): \(lost); the run is kept as far as it was saved: continue with: ingest join \(url)")
             }
@@ -137,10 +113,11 @@ struct PostgresRunBackend: RunBackend {
         let progress = PostgresProgressLine(url: url, run: run, quiet: running.quiet)
         do {
             defer { progress.stop() }
-            report = try join.run(run: run)
-        } catch let error where splitFailure() != nil {
-            _ = error
-            throw splitFailure()!
+            if let run, let split {
+                report = try join.run(run: run, splitting: split)
+            } else {
+                report = try join.run(run: run)
+            }
         } catch let error as ImportError where error.kind == .noImport(store: url.description) {
             let status = try PostgresStatus.read(url: url)
             let last = status.runs.last.map { "its last import, run \($0.number), is \($0.state)" } ?? "no import has started"
@@ -148,9 +125,9 @@ struct PostgresRunBackend: RunBackend {
             return
         } catch let error as PostgresError where error.isConnectionLoss {
             // The saves that committed are kept; the run goes on from its markers.
-            throw CommandFailure("\(url): \(error); the run is kept as far as it was saved: continue with: ingest join \(url)")
+            throw commandError(error)
         } catch StoreError.postgres(let error) where error.isConnectionLoss {
-            throw CommandFailure("\(url): \(error); the run is kept as far as it was saved: continue with: ingest join \(url)")
+            throw commandError(error)
         }
         if !running.quiet {
             print("\(url): run \(report.run): this process (\(report.process), \(report.workers) worker(s)) imported \(Format.count(report.records)) records in \(report.chunks) chunk(s) and rejected \(Format.count(report.rejected)) in \(Format.seconds(report.seconds)) (\(Format.count(Int(Double(report.records) / max(report.seconds, 0.001)))) records/s)")
@@ -160,7 +137,7 @@ struct PostgresRunBackend: RunBackend {
                   ? "  run \(report.run) finished: \(Format.count(report.runRecords)) records done, \(Format.count(report.runRejected)) rejected in all (ingest status \(url) lists them)"
                   : "  run \(report.run) goes on in other processes: \(Format.count(report.runRecords)) records done so far")
         }
-        if let failure = splitFailure() { throw failure }
+        if let failure = report.splitFailure { throw commandError(failure) }
         if report.stopped { signals.exit(continueWith: "ingest join \(url)") }
         if report.rejected > 0 { throw ExitCode(3) }
     }

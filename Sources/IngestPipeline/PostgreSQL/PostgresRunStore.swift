@@ -1,0 +1,236 @@
+import Foundation
+import IngestJSON
+import IngestStore
+import Logging
+import Synchronization
+
+/// A PostgreSQL store's side of one process's part in an import run (`PostgresJoin`): the
+/// run is recorded in `_ingest_runs`, which any number of processes share; this process
+/// registers itself in `_ingest_processes` and keeps a heartbeat, its workers claim chunks
+/// with `SKIP LOCKED` leases, and, when it registered the run, its split stores each chunk
+/// in the database beside them (`PostgresImport.split`).
+struct PostgresRunStore: RunStore {
+    let join: PostgresJoin
+    /// The run to join; nil for the newest unfinished one.
+    let run: Int?
+    /// The split this process makes beside its workers, if any.
+    let split: PostgresJoin.SplitAlongside?
+
+    func begin(started: Double) throws -> PostgresRunSession {
+        let (url, options) = (join.url, join.options)
+        let connection = try PostgresConnection(url)
+        let found: (Int, PostgresRunRecord)?
+        if let wanted = run {
+            let rows = try connection.execute("SELECT record FROM _ingest_runs WHERE run = $1 AND state = 'running'", [String(wanted)])
+            found = rows.count == 1 ? (wanted, try JSONDecoder().decode(PostgresRunRecord.self, from: Data(rows[0, 0]!.utf8))) : nil
+        } else {
+            found = try PostgresImport.latestUnfinished(connection)
+        }
+        guard let (run, record) = found else { throw ImportError(.noImport(store: url.description)) }
+        let spec = try PipelineSpec.parse(Array(record.pipeline.utf8))
+        let store = try PostgresStore(url: url, model: spec.model)
+        let workerCount = min(PipelineSpec.maxWorkers, max(1, options.workers ?? spec.workers ?? ProcessInfo.processInfo.activeProcessorCount))
+        let host = ProcessInfo.processInfo.hostName
+        let pid = Int(ProcessInfo.processInfo.processIdentifier)
+        let process = "\(host):\(pid):\(UUID().uuidString.prefix(8).lowercased())"
+        try connection.execute("INSERT INTO _ingest_processes (id, run, host, pid, workers) VALUES ($1, $2, $3, $4, $5)",
+                               [process, String(run), host, String(pid), String(workerCount)])
+        options.logger.info("joined the import", metadata: ["run": "\(run)", "process": "\(process)", "workers": "\(workerCount)"])
+        let state = RunState(rejected: 0, workers: workerCount, started: started)
+        let splitStage = split.map { PostgresSplitStage($0, run: run, join: join) }
+        let workers = PostgresRunWorkers(join: join, store: store, spec: spec, run: run, record: record, process: process,
+                                         localChunks: split?.directory ?? options.localChunks, state: state)
+        return PostgresRunSession(join: join, connection: connection, run: run, record: record, process: process,
+                                  heartbeat: Heartbeat(url: url, process: process, leaseSeconds: record.leaseSeconds, logger: options.logger),
+                                  split: splitStage, state: state, workers: workers, workerCount: workerCount,
+                                  saveEvery: record.saveEvery, started: Date())
+    }
+}
+
+/// A PostgreSQL run under way in this process.
+final class PostgresRunSession: RunSession {
+    let join: PostgresJoin
+    let connection: PostgresConnection
+    let run: Int
+    let record: PostgresRunRecord
+    let process: String
+    let heartbeat: Heartbeat
+    let split: PostgresSplitStage?
+    let state: RunState
+    let workers: PostgresRunWorkers
+    let workerCount: Int
+    let saveEvery: Int
+    let started: Date
+    var logger: Logger { join.options.logger }
+
+    init(join: PostgresJoin, connection: PostgresConnection, run: Int, record: PostgresRunRecord, process: String,
+         heartbeat: Heartbeat, split: PostgresSplitStage?, state: RunState, workers: PostgresRunWorkers, workerCount: Int,
+         saveEvery: Int, started: Date) {
+        self.join = join
+        self.connection = connection
+        self.run = run
+        self.record = record
+        self.process = process
+        self.heartbeat = heartbeat
+        self.split = split
+        self.state = state
+        self.workers = workers
+        self.workerCount = workerCount
+        self.saveEvery = saveEvery
+        self.started = started
+    }
+
+    func end(totals workerTotals: ChunkWorker.Totals) throws -> PostgresJoin.Report {
+        let splitOutcome = split?.wait()
+        heartbeat.stop()
+        let stopped = join.cancellation.load(ordering: .relaxed)
+        // A failed split stopped the workers at their next save; it is the run's failure in
+        // this process when they failed too.
+        let splitFailure = splitOutcome?.failure
+        let error = state.failure
+        // The workers' failure may be the server's going away: this process's state then
+        // goes on a new connection, so status shows the run interrupted at once, not when
+        // the lease ends (best effort: a restarting server is back within seconds; one
+        // that stays down leaves it to the lease).
+        if let error {
+            func markFailed(_ connection: PostgresConnection) throws {
+                try connection.execute("UPDATE _ingest_processes SET state = 'failed', heartbeat = now() WHERE id = $1", [process])
+                try connection.execute("""
+                    UPDATE _ingest_chunks SET owner = NULL, lease_until = NULL WHERE left(owner, length($1) + 1) = $1 || '/' AND finished IS NULL
+                    """, [process])
+            }
+            if (try? markFailed(connection)) == nil {
+                for attempt in 0..<10 {
+                    if let fresh = try? PostgresConnection(join.url), (try? markFailed(fresh)) != nil { break }
+                    if attempt < 9 { Thread.sleep(forTimeInterval: 0.5) }
+                }
+            }
+            throw splitFailure ?? error
+        }
+        let finished = try ChunkLease.unfinished(run: run, connection) == 0 && (PostgresImport.record(of: run, connection)?.1.isSplit ?? true)
+        if finished {
+            try connection.execute("UPDATE _ingest_runs SET state = 'finished', ended = now() WHERE run = $1 AND state = 'running'", [String(run)])
+        }
+        try connection.execute("UPDATE _ingest_processes SET state = $2, heartbeat = now() WHERE id = $1",
+                               [process, stopped ? "stopped" : "finished"])
+        // Chunks this process still holds go back to the pool at once, not when the lease ends.
+        try connection.execute("""
+            UPDATE _ingest_chunks SET owner = NULL, lease_until = NULL WHERE left(owner, length($1) + 1) = $1 || '/' AND finished IS NULL
+            """, [process])
+        if !finished, !stopped,
+           try connection.execute("SELECT state FROM _ingest_runs WHERE run = $1", [String(run)])[0, 0] == "abandoned" {
+            throw ImportError("run \(run) was abandoned by another import (--abandon-run) while this process imported it; its saves stopped there")
+        }
+        let counts = try connection.execute("""
+            SELECT coalesce(sum(done), 0), (SELECT count(*) FROM _ingest_rejects WHERE run = $1) FROM _ingest_chunks WHERE run = $1
+            """, [String(run)])
+        let (records, rejected) = state.imported
+        return PostgresJoin.Report(run: run, process: process, workers: workerCount, chunks: workerTotals.chunks, records: records,
+                                   rejected: rejected, outcomes: state.outcomes, seconds: Date().timeIntervalSince(started),
+                                   runFinished: finished, stopped: stopped, leasesLost: workerTotals.leasesLost,
+                                   runRecords: Int(counts[0, 0]!)!, runRejected: Int(counts[0, 1]!)!,
+                                   split: splitOutcome.flatMap { try? $0.get() }, splitFailure: splitFailure)
+    }
+}
+
+/// The workers' side of a PostgreSQL run: each worker claims chunks on a connection of its
+/// own, and writes through the batch path when the pipeline allows it, else through a
+/// private context.
+struct PostgresRunWorkers: RunWorkers {
+    let join: PostgresJoin
+    let store: PostgresStore
+    let spec: PipelineSpec
+    let run: Int
+    let record: PostgresRunRecord
+    let process: String
+    /// Where this process's split leaves the run's chunk files: read there, not from the database.
+    let localChunks: String?
+    let state: RunState
+
+    func makeWorker(_ number: Int, _ logger: Logger) throws -> (source: any ChunkSource, path: ChunkWorker.Path) {
+        let owner = "\(process)/\(number + 1)"
+        let connection = try store.connect()
+        let (store, run, record, localChunks) = (store, run, record, localChunks)
+        func source(_ connection: PostgresConnection) -> PostgresChunkSource {
+            PostgresChunkSource(connection: connection, url: store.url, run: run, record: record, owner: owner,
+                                localChunks: localChunks, logger: logger)
+        }
+        if let writer = try batchWriter(connection: connection, logger: logger),
+           let rows = RowMapper(mapper: RecordMapper(spec: spec), inserter: writer) {
+            // Claims and chunk bytes on a connection of their own while this one writes.
+            return (source(try store.connect()), .batch(PostgresChunkWriter(writer: writer, connection: connection, run: run, owner: owner, process: process,
+                                                       leaseSeconds: record.leaseSeconds, logger: logger), rows))
+        }
+        // Discriminators, to-many mappings, the reject rule, links to itself: objects in a context.
+        let coordinator = try PersistentStoreCoordinator(opened: store)
+        let bookkeeping = LeaseBookkeeping(run: run, owner: owner, process: process, leaseSeconds: record.leaseSeconds)
+        let context = ObjectContext(coordinator: coordinator, name: "join-\(number + 1)")
+        let importer = ImportWorker(context: context, spec: spec, bookkeeping: bookkeeping, firstRowOfRun: record.firstRowOfRun)
+        importer.logger = logger
+        // The object path writes through the context's coordinator: the connection is the source's.
+        return (source(connection), .objects(importer))
+    }
+
+    func saved(worker: Int, _ result: ImportWorker.ChunkResult) throws { _ = state.saved(result, worker: worker) }
+
+    func stopsClaiming() -> Bool { join.cancellation.load(ordering: .relaxed) }
+
+    func workersFailed() { join.splitCancellation.cancel() }
+
+    /// The batch path's writer for the run's pipeline on `connection`, or nil when that path cannot write it.
+    private func batchWriter(connection: PostgresConnection, logger: Logger) throws -> PostgresBatchWriter? {
+        do {
+            let writer = try PostgresBatchWriter(store: store, connection: connection, rules: spec.mappings.mapValues(\.onConflict))
+            writer.firstRowOfRun = record.firstRowOfRun
+            return writer
+        } catch {
+            guard case .unsupported(let why) = error else { throw error }
+            logger.debug("the batch path cannot write this pipeline: importing objects", metadata: ["reason": "\(why)"])
+            return nil
+        }
+    }
+}
+
+/// The split a process that registered a run makes beside its workers, on a thread of its
+/// own (`PostgresImport.split`): a failure stops this process's workers at their next save;
+/// a stop asked for (`PostgresJoin.cancel`) is no failure.
+final class PostgresSplitStage: Sendable {
+    private let outcome = Mutex<Result<PostgresImport.Split, any Error>?>(nil)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(_ split: PostgresJoin.SplitAlongside, run: Int, join: PostgresJoin) {
+        Thread.detachNewThread { [self] in
+            defer { finished.signal() }
+            var result = Result {
+                try PostgresImport.split(feed: split.feed, run: run, url: join.url, directory: split.directory,
+                                         options: join.options, cancellation: join.splitCancellation)
+            }
+            if case .failure(let error) = result {
+                if case SplitError.interrupted = error, join.splitCancellation.isCancelled {
+                    result = .failure(SplitStopped())
+                } else {
+                    // Nothing more will come to import: the workers stop at their next save.
+                    join.cancellation.store(true, ordering: .relaxed)
+                }
+            }
+            outcome.withLock { $0 = result }
+        }
+    }
+
+    /// Waits for the split; what it did, or why it failed (nil when it was asked to stop).
+    func wait() -> Result<PostgresImport.Split, any Error>? {
+        finished.wait()
+        finished.signal()
+        guard let result = outcome.withLock({ $0 }) else { return nil }
+        if case .failure(let error) = result, error is SplitStopped { return nil }
+        return result
+    }
+
+    private struct SplitStopped: Error {}
+}
+
+extension Result {
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { error } else { nil }
+    }
+}
