@@ -516,6 +516,30 @@ struct PostgresImportTests {
         #expect(count.stdout == "1\n", "\(count.stdout)\(count.stderr)")
     }
 
+    /// The run's split finished, so no split compares the feed again: a feed changed in
+    /// place (same size) is hashed and refused before the import continues the run with
+    /// the other feed's stored chunks; the same bytes again continue it.
+    @Test func aFeedChangedInPlaceAfterItsSplitIsRefusedAndTheSameFeedContinues() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("feed.ndjson", Array(#"{"id":"p1","title":"one"}"#.utf8) + [0x0A])
+        let pipeline = Array(UpdateRuleTests.pipelineText().utf8)
+        let url = try PostgresURL(server.url)
+        let started = try PostgresImport.start(feed: feed, pipeline: pipeline, url: url, options: PostgresImportOptions(leaseSeconds: 1))
+        #expect(started.registered && !started.needsSplit)
+        try Data(Array(#"{"id":"p2","title":"two"}"#.utf8) + [0x0A]).write(to: URL(fileURLWithPath: feed))
+        let refused = #expect(throws: ImportError.self) {
+            try PostgresImport.start(feed: feed, pipeline: pipeline, url: url, options: PostgresImportOptions(leaseSeconds: 1))
+        }
+        #expect(refused?.message.contains("has an unfinished import, run 1 of \(feed): the feed differs (same size, other content)") == true,
+                "\(refused?.message ?? "")")
+        try Data(Array(#"{"id":"p1","title":"one"}"#.utf8) + [0x0A]).write(to: URL(fileURLWithPath: feed))
+        let continued = try PostgresImport.start(feed: feed, pipeline: pipeline, url: url, options: PostgresImportOptions(leaseSeconds: 1))
+        #expect(continued.run == 1 && !continued.registered)
+        let report = try PostgresJoin(url: url, options: PostgresImportOptions(workers: 1)).run(run: 1)
+        #expect(report.runFinished && report.runRecords == 1)
+    }
+
     /// Three processes on one import, each killed with SIGKILL at random moments and
     /// started again with `ingest join`: the store ends as a clean SQLite import of the
     /// feed, and every record was committed exactly once (the processes' counts, kept in

@@ -31,6 +31,12 @@ struct PostgresRunRecord: Codable, Sendable {
 
     /// Whether every chunk of the run is stored.
     var isSplit: Bool { splitFinished != false }
+
+    /// Run `number` in the terms of `RunAdmission`.
+    func admitted(_ number: Int) -> RunAdmission.Recorded {
+        RunAdmission.Recorded(number: number, feedByteSize: feedByteSize, feedChecksum: feedChecksum,
+                              pipelineSHA256: pipelineSHA256, chunkSize: chunkSize)
+    }
     /// Each entity's first row number made by this run (for counting duplicates).
     var firstRowOfRun: [String: Int64]
 }
@@ -122,11 +128,12 @@ public enum PostgresImport {
         let connection = try store.connect()
         let feedSize = FileOps.isReadOnce(feed) ? 0 : FileOps.fileSize(feed) ?? 0
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-split-\(UUID().uuidString)").path
+        let chunkSize = options.chunkSize ?? spec.chunkSize
+        let admission = RunAdmission(feed: feed, feedSize: feedSize, pipelineSHA256: spec.hash,
+                                     keylessEntities: spec.keylessEntities, chunkSize: chunkSize, again: options.again)
         if let (run, record) = try latestUnfinished(connection) {
-            var reasons: [String] = []
-            if record.feed != feed { reasons.append("its feed is \(record.feed)") }
-            if record.feedByteSize != feedSize { reasons.append("the feed's size differs") }
-            if record.pipelineSHA256 != spec.hash { reasons.append("the pipeline differs") }
+            // A split still to make (or to go on with) compares each chunk it makes with the stored one.
+            let reasons = try admission.reasons(continuing: record.admitted(run), splitWillCompare: !record.isSplit)
             if reasons.isEmpty || feed == "-" && record.feed == "-" && record.pipelineSHA256 == spec.hash {
                 options.logger.info("continuing the store's unfinished run", metadata: ["run": "\(run)"])
                 // A split that stopped (its process gone, or it failed) is made again here.
@@ -160,17 +167,11 @@ public enum PostgresImport {
             }
         }
 
-        let chunkSize = options.chunkSize ?? spec.chunkSize
-        // The same feed and pipeline as the finished last run: nothing to do (see `Importer`).
-        // Its checksum is read before the run is registered (the split that would give it comes after).
-        if !options.again, !spec.keylessEntities.isEmpty, !FileOps.isReadOnce(feed) {
-            let last = try connection.execute("SELECT run, state, record FROM _ingest_runs ORDER BY run DESC LIMIT 1")
-            if last.count == 1, last[0, 1] == "finished",
-               let record = try? JSONDecoder().decode(PostgresRunRecord.self, from: Data(last[0, 2]!.utf8)),
-               record.pipelineSHA256 == spec.hash, record.feedByteSize == feedSize, let sum = record.feedChecksum,
-               try Splitter.fullHash(feed) == sum {
-                throw ImportError(.alreadyImported(store: url.description, run: Int(last[0, 0]!)!, keyless: spec.keylessEntities))
-            }
+        // The same feed and pipeline as the finished last run: nothing to do (see `RunAdmission`).
+        let last = try connection.execute("SELECT run, state, record FROM _ingest_runs ORDER BY run DESC LIMIT 1")
+        if last.count == 1, last[0, 1] == "finished",
+           let record = try? JSONDecoder().decode(PostgresRunRecord.self, from: Data(last[0, 2]!.utf8)) {
+            try admission.checkNotImported(record.admitted(Int(last[0, 0]!)!), store: url.description)
         }
         let run: Int? = try connection.transaction {
             // One run is registered at a time; the row numbers it starts from are taken inside.

@@ -40,6 +40,12 @@ enum ImportMarker {
         var inferred: Bool?
         /// What the run's records did to the store (counted by the process that finished it).
         var outcomes: RecordOutcomes?
+
+        /// The run in the terms of `RunAdmission`.
+        var admitted: RunAdmission.Recorded {
+            RunAdmission.Recorded(number: number, feedByteSize: feedByteSize, feedChecksum: feedChecksum,
+                                  pipelineSHA256: pipelineSHA256, chunkSize: chunkSize)
+        }
     }
 
     /// The metadata keys of run `run`.

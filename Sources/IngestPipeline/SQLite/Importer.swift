@@ -188,25 +188,14 @@ public final class Importer: Sendable {
         let runs = try ImportMarker.runs(coordinator)
         let feedSize = FileOps.isReadOnce(options.feed) ? -1 : FileOps.fileSize(options.feed) ?? -1
         var abandoned: Int?
-        // The same feed and pipeline as the finished last run: keyed entities would not
-        // change (the run says so), but entities without a key would get their rows twice.
-        if !options.again, !spec.keylessEntities.isEmpty, let last = runs.last, last.state == .finished, last.pipelineSHA256 == spec.hash,
-           !FileOps.isReadOnce(options.feed), last.feedByteSize == feedSize, !last.feedChecksum.isEmpty,
-           try Splitter.fullHash(options.feed) == last.feedChecksum {
-            throw ImportError(.alreadyImported(store: options.store, run: last.number, keyless: spec.keylessEntities))
-        }
+        let admission = RunAdmission(feed: options.feed, feedSize: feedSize, pipelineSHA256: spec.hash,
+                                     keylessEntities: spec.keylessEntities, chunkSize: chunkSize, again: options.again)
+        if let last = runs.last, last.state == .finished { try admission.checkNotImported(last.admitted, store: options.store) }
         if var last = runs.last, last.state == .running {
-            var reasons: [String] = []
-            if last.feedByteSize != feedSize { reasons.append("the feed differs (\(last.feedByteSize) bytes then, \(feedSize) now)") }
-            if last.pipelineSHA256 != spec.hash { reasons.append("the pipeline differs") }
-            if last.chunkSize != chunkSize { reasons.append("the chunk size differs (\(last.chunkSize) then, \(chunkSize) now)") }
             let chunks = options.chunks ?? last.chunks
-            if reasons.isEmpty, !last.feedChecksum.isEmpty, !FileOps.isReadOnce(options.feed),
-               FileOps.fileSize(chunks + "/" + SplitManifest.fileName) == nil,
-               try Splitter.fullHash(options.feed) != last.feedChecksum {
-                // Without a finished split to compare with, the feed's hash is checked before any chunk is imported.
-                reasons.append("the feed differs (same size, other content)")
-            }
+            // A finished split's manifest makes the split compare the feed's checksum itself.
+            let reasons = try admission.reasons(continuing: last.admitted,
+                                                splitWillCompare: FileOps.fileSize(chunks + "/" + SplitManifest.fileName) != nil)
             if reasons.isEmpty && !options.abandonRun {
                 last.chunks = chunks
                 return (last, nil)
