@@ -24,6 +24,11 @@ final class ChunkCommitter: @unchecked Sendable {
     private let directory: String
     private let journalPath: String
     private let onCommit: (@Sendable (ChunkInfo, Bool) -> Void)?
+    /// Given, each chunk's bytes are kept while it is written and handed over with it.
+    private let onCommitBytes: (@Sendable (ChunkInfo, Bool, [UInt8]) -> Void)?
+    /// Flush each chunk and journal line to the disk before announcing it (a split that
+    /// must survive a power cut; not one whose chunks are only a local copy).
+    private let durable: Bool
     /// Chunks already on disk from an earlier run: regenerated, hashed and compared, not written.
     private let existing: [ChunkInfo]
 
@@ -32,14 +37,19 @@ final class ChunkCommitter: @unchecked Sendable {
     private var chunkHasher = Checksum()
     private var chunkFD: Int32 = -1
     private var chunkBytes = 0
+    private var chunkData: [UInt8] = []
+    private var lastChunkBytes = 0
     private(set) var committed: [ChunkInfo] = []
     private(set) var written = 0
 
-    init(directory: String, existing: [ChunkInfo], onCommit: (@Sendable (ChunkInfo, Bool) -> Void)?) {
+    init(directory: String, existing: [ChunkInfo], durable: Bool = true, onCommit: (@Sendable (ChunkInfo, Bool) -> Void)?,
+         onCommitBytes: (@Sendable (ChunkInfo, Bool, [UInt8]) -> Void)? = nil) {
         self.directory = directory
         self.journalPath = directory + "/" + SplitJournal.fileName
         self.existing = existing
+        self.durable = durable
         self.onCommit = onCommit
+        self.onCommitBytes = onCommitBytes
     }
 
     deinit {
@@ -109,6 +119,11 @@ final class ChunkCommitter: @unchecked Sendable {
         enqueue { committer in
             committer.chunkHasher.update(block)
             committer.chunkBytes += block.count
+            if committer.onCommitBytes != nil {
+                // Room for a chunk like the last one, so the array is not copied as it doubles.
+                if committer.chunkData.isEmpty { committer.chunkData.reserveCapacity(committer.lastChunkBytes * 9 / 8) }
+                committer.chunkData.append(contentsOf: block)
+            }
             if committer.chunkFD >= 0 {
                 try block.withUnsafeBytes {
                     try FileOps.writeAll(committer.chunkFD, $0, path: committer.temporaryPath(committer.committed.count + 1))
@@ -129,18 +144,25 @@ final class ChunkCommitter: @unchecked Sendable {
                 }
             } else {
                 let temporary = committer.temporaryPath(index)
-                try FileOps.sync(committer.chunkFD, path: temporary)
+                if committer.durable { try FileOps.sync(committer.chunkFD, path: temporary) }
                 try FileOps.close(committer.chunkFD, path: temporary)
                 committer.chunkFD = -1
                 try FileOps.rename(temporary, to: committer.directory + "/" + info.file)
                 try SplitJournal.line(info).withUnsafeBytes {
                     try FileOps.writeAll(committer.journalFD, $0, path: committer.journalPath)
                 }
-                try FileOps.sync(committer.journalFD, path: committer.journalPath)
+                if committer.durable { try FileOps.sync(committer.journalFD, path: committer.journalPath) }
                 committer.written += 1
             }
             committer.committed.append(info)
             committer.onCommit?(info, index > committer.existing.count)
+            if let onCommitBytes = committer.onCommitBytes {
+                // Handed over whole: the next chunk starts an array of its own.
+                let data = committer.chunkData
+                committer.chunkData = []
+                committer.lastChunkBytes = data.count
+                onCommitBytes(info, index > committer.existing.count, data)
+            }
         }
     }
 

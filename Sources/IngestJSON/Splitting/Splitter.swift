@@ -22,6 +22,9 @@ public struct SplitOptions: Sendable {
     public var force: Bool
     /// What the records are: objects, or rows to name (see `RecordForm`).
     public var form: RecordForm
+    /// Flush every chunk file to the disk before it is announced (the default). Off for
+    /// chunks that are only a local copy of what is kept elsewhere (a PostgreSQL run's).
+    public var durable = true
 
     public static let defaultChunkSize = 5_000
 
@@ -68,6 +71,9 @@ public final class Splitter {
     /// true when this run wrote it (its checksum is of the bytes just written) and false
     /// for a chunk kept from an earlier run (its file was not read back).
     public var onChunk: (@Sendable (ChunkInfo, _ written: Bool) -> Void)?
+    /// As `onChunk`, with the chunk's bytes (kept in memory while the chunk is written), for
+    /// a caller that sends each chunk on: it need not read the file back.
+    public var onChunkBytes: (@Sendable (ChunkInfo, _ written: Bool, _ bytes: [UInt8]) -> Void)?
     /// Cancel it to stop after the chunk being written; `run()` then throws `SplitError.interrupted`.
     public let cancellation = SplitCancellation()
     /// Tests stop the split here, at a known chunk, as a crash or Ctrl-C might.
@@ -150,7 +156,8 @@ public final class Splitter {
 
     private func split(_ reader: FeedReader, header: SplitJournal.Header, existing: [ChunkInfo],
                        freshJournal: Bool) throws -> SplitReport {
-        let committer = ChunkCommitter(directory: directory, existing: existing, onCommit: onChunk)
+        let committer = ChunkCommitter(directory: directory, existing: existing, durable: options.durable, onCommit: onChunk,
+                                       onCommitBytes: onChunkBytes)
         committer.startJournal(header: SplitJournal.line(header), fresh: freshJournal)
         var block = committer.emptyBlock()
         var chunkIndex = 0
@@ -192,6 +199,12 @@ public final class Splitter {
                     chunkIndex += 1
                     committer.beginChunk(chunkIndex)
                 }
+                // A record that would overflow the block starts the next one: a block grown past its
+                // capacity is copied into one of twice the size (kept by every block in flight).
+                if !block.isEmpty, block.count + (shaped?.count ?? record.bytes.count) + 1 > ChunkCommitter.blockSize {
+                    committer.write(block)
+                    block = committer.emptyBlock()
+                }
                 if let shaped {
                     // Made by JSONValue's printer or from a record without line breaks: one line.
                     if shaped.contains(0x0A) || shaped.contains(0x0D) {
@@ -210,9 +223,6 @@ public final class Splitter {
                 if inChunk == chunkSize {
                     try endChunk(inChunk)
                     inChunk = 0
-                } else if block.count >= ChunkCommitter.blockSize {
-                    committer.write(block)
-                    block = committer.emptyBlock()
                 }
             })
             if inChunk > 0 { try endChunk(inChunk) }

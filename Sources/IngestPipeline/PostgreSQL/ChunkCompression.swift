@@ -9,19 +9,30 @@ import CZstd
 enum ChunkCompression {
     static let level: Int32 = 1
 
-    /// `bytes` as one zstd frame.
+    /// `bytes` as one zstd frame (with its content size, for `decompress`).
     static func compress(_ bytes: [UInt8]) -> [UInt8] {
-        let bound = ZSTD_compressBound(bytes.count)
-        // Into a scratch buffer, then copied out at its size: the frame is a sixth of the
-        // bound, and an array trimmed in place would keep the whole bound allocated.
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bound) { out in
-            let written = bytes.withUnsafeBytes { input in
-                ZSTD_compress(out.baseAddress, bound, input.baseAddress, input.count, level)
+        guard let context = ZSTD_createCCtx() else { return bytes }
+        defer { ZSTD_freeCCtx(context) }
+        ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level)
+        ZSTD_CCtx_setPledgedSrcSize(context, UInt64(bytes.count))
+        // Streamed out through a small buffer into an array about the frame's size: a buffer
+        // of ZSTD_compressBound (the whole chunk, six times the frame) was a peak of its own.
+        var frame: [UInt8] = []
+        frame.reserveCapacity(bytes.count / 4 + 1024)
+        let failed = bytes.withUnsafeBytes { source -> Bool in
+            var input = ZSTD_inBuffer(src: source.baseAddress, size: source.count, pos: 0)
+            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64 << 10) { scratch in
+                while true {
+                    var output = ZSTD_outBuffer(dst: scratch.baseAddress, size: scratch.count, pos: 0)
+                    let remaining = ZSTD_compressStream2(context, &output, &input, ZSTD_e_end)
+                    if ZSTD_isError(remaining) != 0 { return true }
+                    frame.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<output.pos]))
+                    if remaining == 0 { return false }
+                }
             }
-            // Compressing into a buffer of ZSTD_compressBound cannot fail: keep the bytes as they are if it did.
-            guard ZSTD_isError(written) == 0 else { return bytes }
-            return Array(UnsafeBufferPointer(rebasing: out[..<written]))
         }
+        // Compressing cannot fail short of memory: keep the bytes as they are if it did.
+        return failed ? bytes : frame
     }
 
     /// The chunk's NDJSON from its stored bytes: decompressed when they are a zstd frame,

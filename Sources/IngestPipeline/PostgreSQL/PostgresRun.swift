@@ -221,8 +221,10 @@ public enum PostgresImport {
         let spec = try PipelineSpec.parse(Array(record.pipeline.utf8))
         let started = Date()
         options.logger.info("splitting the feed", metadata: ["feed": "\(feed)", "chunk size": "\(record.chunkSize)"])
-        let splitter = Splitter(feedPath: feed, directory: directory,
-                                options: SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: record.chunkSize, form: spec.recordForm))
+        var splitOptions = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: record.chunkSize, form: spec.recordForm)
+        // The chunks are kept in the database; the files are this process's local copy of them.
+        splitOptions.durable = false
+        let splitter = Splitter(feedPath: feed, directory: directory, options: splitOptions)
         let stored = Mutex<(chunks: Int, records: Int, bytes: Int, failure: (any Error)?)>((0, 0, 0, nil))
         let recordBox = Mutex(record)
         let stopper = splitter.cancellation
@@ -230,12 +232,11 @@ public enum PostgresImport {
         // The chunk callbacks come one at a time on the split's writer thread, and end before
         // `run()` returns: the connection is theirs until then.
         let shared = UncheckedSendable(connection)
-        splitter.onChunk = { chunk, _ in
+        splitter.onChunkBytes = { chunk, _, data in
             let connection = shared.value
             guard stored.withLock({ $0.failure == nil }) else { return }
             do {
                 if watcher?.isCancelled == true { throw SplitError.interrupted(directory: directory, chunks: chunk.index - 1) }
-                let data = try FileOps.readFile(directory + "/" + chunk.file)
                 let compressed = ChunkCompression.compress(data)
                 try connection.transaction {
                     let inserted = try connection.execute("""

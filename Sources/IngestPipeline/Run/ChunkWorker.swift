@@ -150,7 +150,10 @@ final class ChunkWorker {
             written.withLock { $0 = saver.totals }
         }
         do {
-            try map(rows: rows, requests: writer.requests) { handoff.push($0) }
+            // The next batch is mapped while the writer saves this one, not while it saves the one
+            // before: two batches (and their chunks' bytes) are held at once, not three. The
+            // writer waits on the server far longer than mapping takes, so nothing is lost.
+            try map(rows: rows, requests: writer.requests) { handoff.push($0) && handoff.waitUntilTaken() }
         } catch {
             failure.withLock { if $0 == nil { $0 = error } }
         }

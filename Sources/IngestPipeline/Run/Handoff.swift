@@ -36,6 +36,13 @@ final class Handoff<Item: Sendable>: Sendable {
         return accepted
     }
 
+    /// Waits until every item pushed was taken (or the queue was cancelled); false once cancelled.
+    func waitUntilTaken() -> Bool {
+        room.wait()
+        room.signal()
+        return !state.withLock { $0.cancelled }
+    }
+
     /// The next item, or nil once the queue is finished (or cancelled) and empty.
     func pop() -> Item? {
         filled.wait()
