@@ -166,12 +166,15 @@ final class ChunkWorker {
     /// The mapping stage: claims chunks and hands their batches on, until none is left.
     /// `sink` takes each batch in order; false stops the mapping.
     private func map(rows: RowMapper, requests: any BatchRequestMaking, sink: (Batch) throws -> Bool) throws {
+        // The size of the last full batch: the next is made with room for as much.
+        var lastCapacity = BatchInsertRequest.Capacity()
         while !shouldStop() {
             guard let claimed = try source.claim(until: shouldStop) else { return }
             let chunk = claimed.info
             totals.times.parse += claimed.readSeconds
             logger.debug("chunk started", metadata: ["chunk": "\(chunk.index)", "records": "\(chunk.records)", "done before": "\(claimed.done)"])
             var request = requests.makeRequest(text: claimed.bytes)
+            request.reserveCapacity(lastCapacity)
             var rejects: [ImportMarker.Reject] = []
             var pending = 0
             var from = claimed.done
@@ -179,8 +182,10 @@ final class ChunkWorker {
             var reason: String?
             func handOn(done: Int) throws -> Bool {
                 let save = ChunkSave(chunk: chunk, from: from, done: done, rejects: rejects, bytes: claimed.bytes)
+                if pending == saveEvery { lastCapacity = request.capacity }
                 guard try sink(Batch(claimed: claimed, request: request, save: save, first: first)) else { return false }
                 request = requests.makeRequest(text: claimed.bytes)
+                request.reserveCapacity(lastCapacity)
                 rejects.removeAll(keepingCapacity: true)
                 from = done
                 pending = 0

@@ -65,6 +65,36 @@ public struct BatchInsertRequest: Sendable {
     /// Per entity: model defaults that are not plain cells (strings, say), by position.
     var defaultValues: [[(position: Int, value: Value)]] = []
 
+    /// How much a request holds: a mapper reserves as much in the next one
+    /// (`reserveCapacity(_:)`), since a chunk's batches are alike and an array grown by
+    /// doubling copies itself each time.
+    public struct Capacity: Sendable {
+        var values = 0, cells = 0, links = 0, masks = 0, rows = 0, records = 0
+
+        /// Nothing reserved.
+        public init() {}
+
+        init(values: Int, cells: Int, links: Int, masks: Int, rows: Int, records: Int) {
+            (self.values, self.cells, self.links, self.masks, self.rows, self.records) = (values, cells, links, masks, rows, records)
+        }
+    }
+
+    /// What this request holds, as a capacity for the next.
+    public var capacity: Capacity {
+        Capacity(values: values.count, cells: cells.count, links: links.count, masks: masks.count, rows: rows.count,
+                 records: records.count)
+    }
+
+    /// Makes room for `capacity` without growing.
+    public mutating func reserveCapacity(_ capacity: Capacity) {
+        values.reserveCapacity(capacity.values)
+        cells.reserveCapacity(capacity.cells)
+        links.reserveCapacity(capacity.links)
+        masks.reserveCapacity(capacity.masks)
+        rows.reserveCapacity(capacity.rows)
+        records.reserveCapacity(capacity.records)
+    }
+
     init(entities: [BatchEntityPlan], text: [UInt8]) {
         self.entities = entities
         keepsStoredObjects = entities.contains { $0.rule == .keepExisting }
