@@ -34,15 +34,25 @@ final class PostgresChunkWriter: BatchChunkWriter {
 
     var requests: any BatchRequestMaking { writer }
 
-    /// Nothing to look up first: the write looks keys up inside its transaction.
-    func prepare(_ request: BatchInsertRequest) -> BatchInsertRequest { request }
+    /// A request and its keys' slots (`PostgresBatchWriter.stage`); the write looks keys up
+    /// inside its transaction.
+    struct Prepared: Sendable {
+        let request: BatchInsertRequest
+        let staged: PostgresBatchWriter.Staged
+    }
 
-    func save(_ request: BatchInsertRequest, _ save: ChunkSave) throws -> BatchResult {
+    /// Works out the request's key slots: on the worker's mapping thread, while this writer's
+    /// connection writes the batch before.
+    func prepare(_ request: BatchInsertRequest) -> Prepared {
+        Prepared(request: request, staged: writer.stage(request))
+    }
+
+    func save(_ prepared: Prepared, _ save: ChunkSave) throws -> BatchResult {
         var attempt = 0
         while true {
             do {
                 try connection.execute("BEGIN")
-                let result = try saveInTransaction(request, save)
+                let result = try saveInTransaction(prepared, save)
                 try connection.execute("COMMIT")
                 writer.didCommit()
                 return result
@@ -58,10 +68,10 @@ final class PostgresChunkWriter: BatchChunkWriter {
         }
     }
 
-    private func saveInTransaction(_ request: BatchInsertRequest, _ save: ChunkSave) throws -> BatchResult {
+    private func saveInTransaction(_ prepared: Prepared, _ save: ChunkSave) throws -> BatchResult {
         let lease = ChunkLease(run: run, chunk: save.chunk, done: save.from)
         try lease.advance(from: save.from, to: save.done, owner: owner, leaseSeconds: leaseSeconds, connection)
-        var result = try writeRecordByRecordOnDataErrors(request)
+        var result = try writeRecordByRecordOnDataErrors(prepared)
         var rejects = save.rejects
         for rejection in result.rejected {
             rejects.append(ImportMarker.Reject(save.chunk, index: rejection.record, reason: rejection.reason,
@@ -76,10 +86,11 @@ final class PostgresChunkWriter: BatchChunkWriter {
     /// The batch in one go; when the server refuses its data (a value out of a column's
     /// range, say), the same records again one at a time, each behind a savepoint, so
     /// only the records at fault are rejected, with the server's reason.
-    private func writeRecordByRecordOnDataErrors(_ request: BatchInsertRequest) throws -> BatchResult {
+    private func writeRecordByRecordOnDataErrors(_ prepared: Prepared) throws -> BatchResult {
+        let request = prepared.request
         try connection.execute("SAVEPOINT batch")
         do {
-            let result = try writer.write(request)
+            let result = try writer.write(request, staged: prepared.staged)
             try connection.execute("RELEASE SAVEPOINT batch")
             return result
         } catch {

@@ -17,11 +17,12 @@ struct ChunkSave: Sendable {
 /// The batch path's store backend, as a worker sees it: requests to fill, and one save
 /// per batch that writes its rows, the chunk's marker and the rejects in ONE transaction
 /// (`SQLiteChunkWriter` over `BatchInserter`, `PostgresChunkWriter` over
-/// `PostgresBatchWriter`). One writer per worker; `prepare` runs on the worker's
-/// writing thread before its turn to commit, `save` after it.
+/// `PostgresBatchWriter`). One writer per worker; `prepare` runs before the batch's turn
+/// to commit (on the worker's mapping thread where the writer `overlapsMapping`, so it
+/// must not touch what `save` changes), `save` after it.
 protocol BatchChunkWriter: AnyObject, SendableMetatype {
     /// A request with what could be looked up outside the write transaction.
-    associatedtype Prepared
+    associatedtype Prepared: Sendable
     /// Whether the worker maps its next batch on another thread while this writer saves:
     /// worth it where the store does the writing's work (a server), not where the worker's
     /// own thread does and other workers overlap it anyway.

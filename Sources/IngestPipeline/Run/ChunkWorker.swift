@@ -129,7 +129,7 @@ final class ChunkWorker {
             }
             return
         }
-        let handoff = Handoff<Batch>(capacity: 1)
+        let handoff = Handoff<(Batch, Writer.Prepared)>(capacity: 1)
         let failure = Mutex<(any Error)?>(nil)
         let written = Mutex(Totals())
         let finished = DispatchSemaphore(value: 0)
@@ -138,10 +138,10 @@ final class ChunkWorker {
         Thread.detachNewThread {
             defer { finished.signal() }
             var saver = saving.value
-            while let batch = handoff.pop() {
+            while let (batch, prepared) = handoff.pop() {
                 guard failure.withLock({ $0 == nil }) else { continue }
                 do {
-                    try saver.save(batch)
+                    try saver.save(batch, prepared: prepared)
                 } catch {
                     failure.withLock { if $0 == nil { $0 = error } }
                     handoff.cancel()
@@ -153,7 +153,10 @@ final class ChunkWorker {
             // The next batch is mapped while the writer saves this one, not while it saves the one
             // before: two batches (and their chunks' bytes) are held at once, not three. The
             // writer waits on the server far longer than mapping takes, so nothing is lost.
-            try map(rows: rows, requests: writer.requests) { handoff.push($0) && handoff.waitUntilTaken() }
+            // Prepared here, on the mapping thread: the writer's thread is left only the writing.
+            try map(rows: rows, requests: writer.requests) { batch in
+                handoff.push((batch, try writer.prepare(batch.request))) && handoff.waitUntilTaken()
+            }
         } catch {
             failure.withLock { if $0 == nil { $0 = error } }
         }
@@ -238,11 +241,17 @@ private struct BatchSaver<Writer: BatchChunkWriter> {
 
     /// - Throws: what the writer or `afterSave` throws, but `ChunkTakenOver`.
     mutating func save(_ batch: ChunkWorker.Batch) throws {
+        guard lost != batch.save.chunk.index else { return }
+        let started = StageTimes.now()
+        try save(batch, prepared: try writer.prepare(batch.request), started: started)
+    }
+
+    /// Saves `batch`, prepared already (`BatchChunkWriter.prepare`).
+    /// - Throws: what the writer or `afterSave` throws, but `ChunkTakenOver`.
+    mutating func save(_ batch: ChunkWorker.Batch, prepared: Writer.Prepared, started: Double = StageTimes.now()) throws {
         let chunk = batch.save.chunk
         guard lost != chunk.index else { return }
         do {
-            let started = StageTimes.now()
-            let prepared = try writer.prepare(batch.request)
             var waited = 0.0
             if batch.first {
                 // Key lookups before the wait: they overlap the writes of the chunks before this one.

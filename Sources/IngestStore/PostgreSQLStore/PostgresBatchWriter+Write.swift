@@ -1,22 +1,30 @@
 import Foundation
 
 extension PostgresBatchWriter {
-    /// Writes `request` (or its records `only`) in the connection's open transaction and
-    /// returns what it wrote. Records that cannot be written are in `rejected`.
-    /// - Throws: `PostgresError.server`: with SQLSTATE 40001 when a key this request was to
-    ///   create is stored after all (another process made it meanwhile, or it was assumed
-    ///   new): roll back and try again; or the server's failure.
-    public func write(_ request: BatchInsertRequest, only: [Int]? = nil) throws(PostgresError) -> BatchResult {
-        var result = BatchResult()
-        func reject(_ record: Int, _ reason: String) {
-            result.rejected.append(BatchRejection(record: request.records[record].number, reason: reason))
-        }
+    /// What a write works out from its request alone, before it needs the connection: the
+    /// records it writes (the others rejected, with their reasons) and each row's key as a
+    /// slot of its entity's batch. A worker stages a batch on its mapping thread while its
+    /// writer's connection is busy with the one before (`stage` reads nothing that a write
+    /// changes).
+    public struct Staged: Sendable {
+        let accepted: [Int]
+        let rejected: [BatchRejection]
+        let batches: [EntityBatch]
+        let rowSlot: [Int32]
+    }
+
+    /// Stages `request` (or its records `only`) for `write`.
+    public func stage(_ request: BatchInsertRequest, only: [Int]? = nil) -> Staged {
+        var rejected: [BatchRejection] = []
         // Values PostgreSQL cannot hold are refused before anything is sent.
         var accepted: [Int] = []
         for record in only ?? Array(request.records.indices) {
-            if let reason = request.records[record].invalid ?? nulProblem(request, record) { reject(record, reason) } else { accepted.append(record) }
+            if let reason = request.records[record].invalid ?? nulProblem(request, record) {
+                rejected.append(BatchRejection(record: request.records[record].number, reason: reason))
+            } else {
+                accepted.append(record)
+            }
         }
-
         // Each row's key, by its bytes (PostgreSQL compares text by its bytes: Swift's String
         // equality would make "é" and "e\u{301}" one key), as a slot of its entity's batch.
         var rowsPerEntity = Array(repeating: 0, count: plans.count)
@@ -34,6 +42,25 @@ extension PostgresBatchWriter {
                 rowSlot[rowIndex] = batches[row.entity].slot(for: key)
             }
         }
+        return Staged(accepted: accepted, rejected: rejected, batches: batches, rowSlot: rowSlot)
+    }
+
+    /// Writes `request` (or its records `only`) in the connection's open transaction and
+    /// returns what it wrote; `staged` is what `stage` made of it, when it was staged
+    /// before. Records that cannot be written are in `rejected`.
+    /// - Throws: `PostgresError.server`: with SQLSTATE 40001 when a key this request was to
+    ///   create is stored after all (another process made it meanwhile, or it was assumed
+    ///   new): roll back and try again; or the server's failure.
+    public func write(_ request: BatchInsertRequest, only: [Int]? = nil, staged: Staged? = nil) throws(PostgresError) -> BatchResult {
+        let made = only == nil ? staged ?? stage(request) : stage(request, only: only)
+        var result = BatchResult()
+        result.rejected = made.rejected
+        func reject(_ record: Int, _ reason: String) {
+            result.rejected.append(BatchRejection(record: request.records[record].number, reason: reason))
+        }
+        let accepted = made.accepted
+        var batches = made.batches
+        let rowSlot = made.rowSlot
         // The keys stored already: remembered, or looked up (one query per entity).
         for entity in plans.indices where !(assumesNewKeys && undestined[entity]) && !batches[entity].keys.isEmpty {
             var unknown: [String] = []
