@@ -156,13 +156,7 @@ import Testing
     /// chunks, until --abandon-run.
     @Test func aFeedChangedInPlaceIsRefusedOnResumeUnlessTheRunIsAbandoned() throws {
         let dir = try TemporaryDirectory()
-        let feed = dir.file("feed.json")
-        try FeedGenerator(records: 300).write(to: feed)
-        let store = dir.file("store.sqlite")
-        let chunks = dir.file("chunks")
-        let stopped = importer(feed: feed, store: store, chunks: chunks)
-        stopped.stopAfterSaves.store(1, ordering: .relaxed)
-        #expect(throws: ImportError.self) { try stopped.run() }
+        let (feed, store, chunks) = try stoppedAfterOneSave(in: dir)
         // Let the split finish, so the feed's checksum is recorded. The stopped run records it
         // only if its split ended before the stop, which a loaded machine may reorder: then it
         // is recorded here, as that split would have.
@@ -194,13 +188,7 @@ import Testing
     /// different, and the resumed run stops before importing anything of the other feed.
     @Test func aFeedChangedInPlaceBeforeItsSplitFinishedIsRefusedOnResume() throws {
         let dir = try TemporaryDirectory()
-        let feed = dir.file("feed.json")
-        try FeedGenerator(records: 300).write(to: feed)
-        let store = dir.file("store.sqlite")
-        let chunks = dir.file("chunks")
-        let stopped = importer(feed: feed, store: store, chunks: chunks)
-        stopped.stopAfterSaves.store(1, ordering: .relaxed)
-        #expect(throws: ImportError.self) { try stopped.run() }
+        let (feed, store, chunks) = try stoppedAfterOneSave(in: dir)
         let coordinator = try PersistentStoreCoordinator(model: Self.spec.model, path: store)
         var run = try #require(try ImportMarker.runs(coordinator).last)
         let keys = ImportMarker.Keys(run: run.number)
@@ -223,6 +211,19 @@ import Testing
         // The feed it was: the run resumes and finishes.
         try original.write(to: URL(fileURLWithPath: feed))
         #expect(try importer(feed: feed, store: store, chunks: chunks).run().counts["Photo"] == 300)
+    }
+
+    /// A 300-record feed whose import into a store stopped after its first save (as a crash
+    /// would), with its chunks in `chunks`.
+    func stoppedAfterOneSave(in dir: TemporaryDirectory) throws -> (feed: String, store: String, chunks: String) {
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 300).write(to: feed)
+        let store = dir.file("store.sqlite")
+        let chunks = dir.file("chunks")
+        let stopped = importer(feed: feed, store: store, chunks: chunks)
+        stopped.stopAfterSaves.store(1, ordering: .relaxed)
+        #expect(throws: ImportError.self) { try stopped.run() }
+        return (feed, store, chunks)
     }
 
     /// Same size, other bytes: the first 7 in the file becomes an 8.
