@@ -268,13 +268,17 @@ extension PostgresBatchWriter {
         return result
     }
 
-    /// A hash of what entry `index` gives: the fields by the mask, and the row numbers it links to.
+    /// A hash of what entry `index` gives: each field and link its mask sets, with its value
+    /// (the linked row's number). The key is left out: it is the same for every entry of its
+    /// slot, and an insert sets its bit where an update does not, so an update that gives
+    /// every other field as the insert wrote it hashes alike, and is not staged again.
     private func contentHash(_ index: Int, of batch: EntityBatch, entity: Int, _ request: BatchInsertRequest,
                              linked: (Int, Int, Int32) -> Int64?) -> Int {
         let entry = batch.folded[index]
+        let key = plans[entity].keyPosition
         var hasher = Hasher()
         request.text.withUnsafeBytes { text in
-            for position in 0..<entry.cellCount {
+            for position in 0..<entry.cellCount where position != key && batch.isSet(position, entry: index) {
                 hasher.combine(position)
                 switch entry.cell(position, request) {
                 case .null: hasher.combine(0 as UInt8)
@@ -285,8 +289,10 @@ extension PostgresBatchWriter {
                 }
             }
         }
-        for number in 0..<batch.linkCount { hasher.combine(linked(entity, number, batch.links[index * batch.linkCount + number])) }
-        for word in 0..<batch.maskWords { hasher.combine(batch.masks[index * batch.maskWords + word]) }
+        for number in 0..<batch.linkCount where batch.isSet(entry.cellCount + number, entry: index) {
+            hasher.combine(entry.cellCount + number)
+            hasher.combine(linked(entity, number, batch.links[index * batch.linkCount + number]))
+        }
         return hasher.finalize()
     }
 
