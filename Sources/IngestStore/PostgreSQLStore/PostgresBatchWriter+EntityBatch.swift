@@ -21,6 +21,18 @@ struct TextKey: Hashable {
 
     static func == (lhs: TextKey, rhs: TextKey) -> Bool { lhs.digest == rhs.digest && lhs.bytes == rhs.bytes }
 
+    /// Whether this key sorts before `other` by its bytes, as PostgreSQL's "C" order does.
+    func precedes(_ other: TextKey) -> Bool {
+        bytes.withUnsafeBufferPointer { mine in
+            other.bytes.withUnsafeBufferPointer { theirs in
+                // An empty key has no buffer to compare: it sorts first.
+                guard let left = mine.baseAddress, let right = theirs.baseAddress else { return mine.count < theirs.count }
+                let order = memcmp(left, right, min(mine.count, theirs.count))
+                return order != 0 ? order < 0 : mine.count < theirs.count
+            }
+        }
+    }
+
     func hash(into hasher: inout Hasher) { hasher.combine(digest) }
 }
 
@@ -33,60 +45,42 @@ extension PostgresBatchWriter {
     }
 
     /// One stored object a request writes: the rows of its key folded in record order.
-    /// Plain values but for `folded` (nil for most): its links and mask live in the
-    /// entity's `EntityBatch`, so that copying or sorting entries costs no reference counting.
+    /// Plain values: its cells, once a later row changed them, and its links and mask live
+    /// in the entity's `EntityBatch`, so that copying or sorting entries costs no reference
+    /// counting.
     struct Folded {
         /// `u`: the key is stored (an UPDATE by the mask); `i`: it is new (an INSERT).
         var op: UInt8
         /// The first record (index in the request) that names it.
         var record: Int
-        /// Its first row's cells in the request; `folded` holds them once a later row of
-        /// its key changed them (most keys come once: their cells are never copied).
+        /// Where its cells are: its first row's in the request, or, once a later row of its
+        /// key changed them (`refolded`), its own copy in the batch's `refoldedCells` (most
+        /// keys come once: their cells are never copied).
         var firstCell: Int
         var cellCount: Int
-        var folded: [BatchInsertRequest.Cell]?
+        var refolded = false
         /// Its key's slot in the entity's `EntityBatch` (-1: no key).
         var slot: Int32
         /// Its row number: the stored one, or one reserved for it.
         var pk: Int64 = 0
 
-        func cell(_ position: Int, _ request: BatchInsertRequest) -> BatchInsertRequest.Cell {
-            folded?[position] ?? request.cells[firstCell + position]
+        init(op: UInt8, record: Int, firstCell: Int, cellCount: Int, slot: Int32) {
+            (self.op, self.record, self.firstCell, self.cellCount, self.slot) = (op, record, firstCell, cellCount, slot)
         }
     }
 
-    /// One entity's part of a request. Each distinct key gets a slot the first time a row
-    /// names it (one hash lookup a row), and what the write learns of a key (stored or
-    /// not, its entry, what the writer remembered) is kept in arrays by slot.
-    struct EntityBatch {
-        var slotOf: [TextKey: Int32] = [:]
+    /// One entity's keys in a request, each with a slot: given the first time a row names
+    /// it (one hash lookup a row). Made by `stage`, on the worker's mapping thread; a write
+    /// only reads it.
+    struct KeySlots: Sendable {
+        private(set) var slotOf: [TextKey: Int32] = [:]
         /// By slot.
-        var keys: [TextKey] = []
-        /// By slot: the stored row number, when the key is stored (remembered or looked up).
-        var stored: [Int64?] = []
-        /// By slot: what the writer remembered of the key before this request.
-        var remembered: [Known?] = []
-        /// By slot: the key's entry in `folded`, or -1.
-        var foldedAt: [Int32] = []
-        var folded: [Folded] = []
-        /// By entry: its to-ones' destination slots (-1: none), `linkCount` each.
-        var links: [Int32] = []
-        /// By entry: the bits (attributes, then to-ones) an UPDATE writes, `maskWords` each;
-        /// for `i`, every bit.
-        var masks: [UInt64] = []
-        let linkCount: Int
-        let maskWords: Int
+        private(set) var keys: [TextKey] = []
 
-        init(rows: Int, linkCount: Int, maskWords: Int) {
-            self.linkCount = linkCount
-            self.maskWords = maskWords
+        init(rows: Int) {
             // Sized once: growing a dictionary rehashes every key in it.
-            guard rows > 0 else { return }
             slotOf.reserveCapacity(rows)
             keys.reserveCapacity(rows)
-            folded.reserveCapacity(rows)
-            links.reserveCapacity(rows * linkCount)
-            masks.reserveCapacity(rows * maskWords)
         }
 
         /// The slot of `key`, given it now when it has none.
@@ -100,13 +94,46 @@ extension PostgresBatchWriter {
                 }
                 return value
             }(&slotOf[key, default: -1])
-            if isNew {
-                keys.append(key)
-                stored.append(nil)
-                remembered.append(nil)
-                foldedAt.append(-1)
-            }
+            if isNew { keys.append(key) }
             return slot
+        }
+    }
+
+    /// One entity's part of a write: its key slots (`KeySlots`), and what the write learns
+    /// of each key (stored or not, its entry, what the writer remembered) in arrays by slot.
+    struct EntityBatch {
+        let slots: KeySlots
+        var slotOf: [TextKey: Int32] { slots.slotOf }
+        /// By slot.
+        var keys: [TextKey] { slots.keys }
+        /// By slot: the stored row number, when the key is stored (remembered or looked up).
+        var stored: [Int64?]
+        /// By slot: what the writer remembered of the key before this request.
+        var remembered: [Known?]
+        /// By slot: the key's entry in `folded`, or -1.
+        var foldedAt: [Int32]
+        var folded: [Folded] = []
+        /// The cells of entries a later row changed (`Folded.refolded`), `cellCount` each.
+        var refoldedCells: [BatchInsertRequest.Cell] = []
+        /// By entry: its to-ones' destination slots (-1: none), `linkCount` each.
+        var links: [Int32] = []
+        /// By entry: the bits (attributes, then to-ones) an UPDATE writes, `maskWords` each;
+        /// for `i`, every bit.
+        var masks: [UInt64] = []
+        let linkCount: Int
+        let maskWords: Int
+
+        init(slots: KeySlots, rows: Int, linkCount: Int, maskWords: Int) {
+            self.slots = slots
+            self.linkCount = linkCount
+            self.maskWords = maskWords
+            stored = Array(repeating: nil, count: slots.keys.count)
+            remembered = Array(repeating: nil, count: slots.keys.count)
+            foldedAt = Array(repeating: -1, count: slots.keys.count)
+            guard rows > 0 else { return }
+            folded.reserveCapacity(rows)
+            links.reserveCapacity(rows * linkCount)
+            masks.reserveCapacity(rows * maskWords)
         }
 
         /// Adds an entry for `row` of `request`, its links the slots of the rows it links to
@@ -125,6 +152,22 @@ extension PostgresBatchWriter {
             }
             if entry.slot >= 0 { foldedAt[Int(entry.slot)] = Int32(folded.count - 1) }
             return folded.count - 1
+        }
+
+        /// Cell `position` of entry `index`: its own copy once refolded, else its first row's.
+        func cell(_ position: Int, of index: Int, _ request: BatchInsertRequest) -> BatchInsertRequest.Cell {
+            let entry = folded[index]
+            return entry.refolded ? refoldedCells[entry.firstCell + position] : request.cells[entry.firstCell + position]
+        }
+
+        /// Entry `index`'s cells become its own (in `refoldedCells`), for a later row to change.
+        mutating func refold(_ index: Int, _ request: BatchInsertRequest) {
+            guard !folded[index].refolded else { return }
+            let entry = folded[index]
+            let start = refoldedCells.count
+            refoldedCells.append(contentsOf: request.cells[entry.firstCell..<(entry.firstCell + entry.cellCount)])
+            folded[index].firstCell = start
+            folded[index].refolded = true
         }
 
         func isSet(_ bit: Int, entry: Int) -> Bool {

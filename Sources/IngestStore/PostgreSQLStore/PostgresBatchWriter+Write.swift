@@ -9,7 +9,9 @@ extension PostgresBatchWriter {
     public struct Staged: Sendable {
         let accepted: [Int]
         let rejected: [BatchRejection]
-        let batches: [EntityBatch]
+        let slots: [KeySlots]
+        /// Per entity, its rows in the request.
+        let rows: [Int]
         let rowSlot: [Int32]
     }
 
@@ -29,9 +31,7 @@ extension PostgresBatchWriter {
         // equality would make "é" and "e\u{301}" one key), as a slot of its entity's batch.
         var rowsPerEntity = Array(repeating: 0, count: plans.count)
         for row in request.rows { rowsPerEntity[row.entity] += 1 }
-        var batches = plans.indices.map { entity in
-            EntityBatch(rows: rowsPerEntity[entity], linkCount: plans[entity].info.toOneColumns.count, maskWords: plans[entity].maskWords)
-        }
+        var slots = plans.indices.map { KeySlots(rows: plans[$0].keyPosition == nil ? 0 : rowsPerEntity[$0]) }
         var rowSlot = [Int32](repeating: -1, count: request.rows.count)
         for record in accepted {
             for rowIndex in request.rowRange(ofRecord: record) {
@@ -39,10 +39,10 @@ extension PostgresBatchWriter {
                 guard let position = plans[row.entity].keyPosition,
                       let key = keyBytes(request.cells[row.firstCell + position], type: plans[row.entity].info.attributeTypes[position], request)
                 else { continue }
-                rowSlot[rowIndex] = batches[row.entity].slot(for: key)
+                rowSlot[rowIndex] = slots[row.entity].slot(for: key)
             }
         }
-        return Staged(accepted: accepted, rejected: rejected, batches: batches, rowSlot: rowSlot)
+        return Staged(accepted: accepted, rejected: rejected, slots: slots, rows: rowsPerEntity, rowSlot: rowSlot)
     }
 
     /// Writes `request` (or its records `only`) in the connection's open transaction and
@@ -59,7 +59,11 @@ extension PostgresBatchWriter {
             result.rejected.append(BatchRejection(record: request.records[record].number, reason: reason))
         }
         let accepted = made.accepted
-        var batches = made.batches
+        // The write's own arrays by slot and by entry, beside the staged slots it only reads.
+        var batches = plans.indices.map { entity in
+            EntityBatch(slots: made.slots[entity], rows: made.rows[entity], linkCount: plans[entity].info.toOneColumns.count,
+                        maskWords: plans[entity].maskWords)
+        }
         let rowSlot = made.rowSlot
         // The keys stored already: remembered, or looked up (one query per entity).
         for entity in plans.indices where !(assumesNewKeys && undestined[entity]) && !batches[entity].keys.isEmpty {
@@ -170,7 +174,7 @@ extension PostgresBatchWriter {
                     func precedes(_ a: Int, _ b: Int) -> Bool {
                         let (first, second) = (batch.folded[a].slot, batch.folded[b].slot)
                         guard first >= 0, second >= 0 else { return first < 0 && second >= 0 }
-                        return batch.keys[Int(first)].bytes.lexicographicallyPrecedes(batch.keys[Int(second)].bytes)
+                        return batch.keys[Int(first)].precedes(batch.keys[Int(second)])
                     }
                     // Feeds often come in key order: checked in one pass before sorting.
                     if entries.indices.dropFirst().contains(where: { precedes(entries[$0], entries[$0 - 1]) }) {
@@ -280,7 +284,7 @@ extension PostgresBatchWriter {
         request.text.withUnsafeBytes { text in
             for position in 0..<entry.cellCount where position != key && batch.isSet(position, entry: index) {
                 hasher.combine(position)
-                switch entry.cell(position, request) {
+                switch batch.cell(position, of: index, request) {
                 case .null: hasher.combine(0 as UInt8)
                 case .int(let number): hasher.combine(number)
                 case .double(let number): hasher.combine(number.bitPattern)
@@ -311,12 +315,9 @@ extension PostgresBatchWriter {
             let known = batch.folded[index].op == UInt8(ascii: "i") || batch.isSet(bit, entry: index)
             if bit < attributes {
                 let cell = request.cells[row.firstCell + bit]
-                if !known || !same(batch.folded[index].cell(bit, request), cell, request) { changed = true }
-                if batch.folded[index].folded == nil {
-                    let entry = batch.folded[index]
-                    batch.folded[index].folded = (0..<entry.cellCount).map { request.cells[entry.firstCell + $0] }
-                }
-                batch.folded[index].folded![bit] = cell
+                if !known || !same(batch.cell(bit, of: index, request), cell, request) { changed = true }
+                batch.refold(index, request)
+                batch.refoldedCells[batch.folded[index].firstCell + bit] = cell
             } else {
                 let link = index * batch.linkCount + bit - attributes
                 let target = Int(request.links[row.firstLink + bit - attributes])
@@ -354,7 +355,7 @@ extension PostgresBatchWriter {
             Self.appendInteger(entry.pk, to: &stream.data)
             for position in 0..<entry.cellCount {
                 stream.data.append(0x09)
-                appendColumnValue(entry.cell(position, request), type: plan.info.attributeTypes[position], request, to: &stream.data)
+                appendColumnValue(batch.cell(position, of: index, request), type: plan.info.attributeTypes[position], request, to: &stream.data)
             }
             appendLinks(of: index, in: batch, entity: entity, linked: linked, to: &stream.data)
             stream.data.append(0x0A)
@@ -373,7 +374,7 @@ extension PostgresBatchWriter {
             Self.appendInteger(entry.pk, to: &stream.data)
             for position in 0..<entry.cellCount {
                 stream.data.append(0x09)
-                appendCell(entry.cell(position, request), type: plan.info.attributeTypes[position], request, to: &stream.data)
+                appendCell(batch.cell(position, of: index, request), type: plan.info.attributeTypes[position], request, to: &stream.data)
             }
             appendLinks(of: index, in: batch, entity: entity, linked: linked, to: &stream.data)
             for word in 0..<batch.maskWords {
