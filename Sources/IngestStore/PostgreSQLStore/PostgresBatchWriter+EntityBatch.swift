@@ -1,41 +1,5 @@
 import Foundation
 
-/// A key's text by its bytes.
-struct TextKey: Hashable {
-    let bytes: [UInt8]
-    /// The bytes' hash, worked out once: a key is hashed again each time a dictionary finds,
-    /// inserts or grows with it.
-    private let digest: Int
-
-    init(_ text: String) { self.init(bytes: Array(text.utf8)) }
-
-    init(bytes: [UInt8]) {
-        self.bytes = bytes
-        var hasher = Hasher()
-        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
-        digest = hasher.finalize()
-    }
-
-    /// The key as the text the lookups send.
-    var text: String { String(decoding: bytes, as: UTF8.self) }
-
-    static func == (lhs: TextKey, rhs: TextKey) -> Bool { lhs.digest == rhs.digest && lhs.bytes == rhs.bytes }
-
-    /// Whether this key sorts before `other` by its bytes, as PostgreSQL's "C" order does.
-    func precedes(_ other: TextKey) -> Bool {
-        bytes.withUnsafeBufferPointer { mine in
-            other.bytes.withUnsafeBufferPointer { theirs in
-                // An empty key has no buffer to compare: it sorts first.
-                guard let left = mine.baseAddress, let right = theirs.baseAddress else { return mine.count < theirs.count }
-                let order = memcmp(left, right, min(mine.count, theirs.count))
-                return order != 0 ? order < 0 : mine.count < theirs.count
-            }
-        }
-    }
-
-    func hash(into hasher: inout Hasher) { hasher.combine(digest) }
-}
-
 extension PostgresBatchWriter {
     /// What the writer remembers of a stored object others link to: its row number, and a
     /// hash of the fields and links it last wrote there (nil: not known to be this writer's).

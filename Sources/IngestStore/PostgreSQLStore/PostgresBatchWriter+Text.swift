@@ -25,7 +25,8 @@ extension PostgresBatchWriter {
     func keyBytes(_ cell: BatchInsertRequest.Cell, type: AttributeType, _ request: BatchInsertRequest) -> TextKey? {
         switch cell {
         case .null: return nil
-        case .text(let offset, let count): return TextKey(bytes: Array(request.text[Int(offset)..<Int(offset + count)]))
+        case .text(let offset, let count):
+            return request.text.withUnsafeBytes { TextKey(UnsafeRawBufferPointer(rebasing: $0[Int(offset)..<Int(offset + count)])) }
         case .int(let number):
             var bytes: [UInt8] = []
             Self.appendInteger(number, to: &bytes)
