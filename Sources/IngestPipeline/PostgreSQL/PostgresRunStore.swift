@@ -48,7 +48,7 @@ struct PostgresRunStore: RunStore {
 }
 
 /// A PostgreSQL run under way in this process.
-final class PostgresRunSession: RunSession {
+struct PostgresRunSession: RunSession {
     let join: PostgresJoin
     let connection: PostgresConnection
     let run: Int
@@ -62,23 +62,6 @@ final class PostgresRunSession: RunSession {
     let saveEvery: Int
     let started: Date
     var logger: Logger { join.options.logger }
-
-    init(join: PostgresJoin, connection: PostgresConnection, run: Int, record: PostgresRunRecord, process: String,
-         heartbeat: Heartbeat, split: PostgresSplitStage?, state: RunState, workers: PostgresRunWorkers, workerCount: Int,
-         saveEvery: Int, started: Date) {
-        self.join = join
-        self.connection = connection
-        self.run = run
-        self.record = record
-        self.process = process
-        self.heartbeat = heartbeat
-        self.split = split
-        self.state = state
-        self.workers = workers
-        self.workerCount = workerCount
-        self.saveEvery = saveEvery
-        self.started = started
-    }
 
     func end(totals workerTotals: ChunkWorker.Totals) throws -> PostgresJoin.Report {
         let splitOutcome = split?.wait()

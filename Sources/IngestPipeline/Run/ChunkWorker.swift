@@ -176,8 +176,12 @@ final class ChunkWorker {
             let chunk = claimed.info
             totals.times.parse += claimed.readSeconds
             logger.debug("chunk started", metadata: ["chunk": "\(chunk.index)", "records": "\(chunk.records)", "done before": "\(claimed.done)"])
-            var request = requests.makeRequest(text: claimed.bytes)
-            request.reserveCapacity(lastCapacity)
+            func newRequest() -> BatchInsertRequest {
+                var request = requests.makeRequest(text: claimed.bytes)
+                request.reserveCapacity(lastCapacity)
+                return request
+            }
+            var request = newRequest()
             var rejects: [ImportMarker.Reject] = []
             var pending = 0
             var from = claimed.done
@@ -187,8 +191,7 @@ final class ChunkWorker {
                 let save = ChunkSave(chunk: chunk, from: from, done: done, rejects: rejects, bytes: claimed.bytes)
                 if pending == saveEvery { lastCapacity = request.capacity }
                 guard try sink(Batch(claimed: claimed, request: request, save: save, first: first)) else { return false }
-                request = requests.makeRequest(text: claimed.bytes)
-                request.reserveCapacity(lastCapacity)
+                request = newRequest()
                 rejects.removeAll(keepingCapacity: true)
                 from = done
                 pending = 0

@@ -26,7 +26,8 @@ final class SQLiteChunkWriter: BatchChunkWriter {
         var metadata: [String: String] = [:]
         for reject in save.rejects { metadata[keys.rejectKey(chunk: save.chunk.index, index: reject.index)] = try reject.jsonLine() }
         metadata[keys.chunkKey(save.chunk.index)] = String(save.done)
-        metadata[keys.sumKey(save.chunk.index)] = save.chunk.checksum
+        // Once a chunk: its first save records what its bytes were.
+        if save.from == 0 { metadata[keys.sumKey(save.chunk.index)] = save.chunk.checksum }
         var result = try inserter.execute(prepared, metadata: metadata) { [keys] rejection in
             let index = rejection.record  // the record's index in its chunk, as the mapper numbered it
             let reject = ImportMarker.Reject(save.chunk, index: index, reason: rejection.reason,
