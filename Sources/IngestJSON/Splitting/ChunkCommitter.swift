@@ -26,6 +26,9 @@ final class ChunkCommitter: @unchecked Sendable {
     private let onCommit: (@Sendable (ChunkInfo, Bool) -> Void)?
     /// Given, each chunk's bytes are kept while it is written and handed over with it.
     private let onCommitBytes: (@Sendable (ChunkInfo, Bool, [UInt8]) -> Void)?
+    /// What makes `onCommitBytes`'s bytes of each chunk's blocks (made on `queue`).
+    private let makeEncoder: @Sendable () -> any ChunkEncoder
+    private var encoder: (any ChunkEncoder)?
     /// Flush each chunk and journal line to the disk before announcing it (a split that
     /// must survive a power cut; not one whose chunks are only a local copy).
     private let durable: Bool
@@ -37,19 +40,19 @@ final class ChunkCommitter: @unchecked Sendable {
     private var chunkHasher = Checksum()
     private var chunkFD: Int32 = -1
     private var chunkBytes = 0
-    private var chunkData: [UInt8] = []
-    private var lastChunkBytes = 0
     private(set) var committed: [ChunkInfo] = []
     private(set) var written = 0
 
     init(directory: String, existing: [ChunkInfo], durable: Bool = true, onCommit: (@Sendable (ChunkInfo, Bool) -> Void)?,
-         onCommitBytes: (@Sendable (ChunkInfo, Bool, [UInt8]) -> Void)? = nil) {
+         onCommitBytes: (@Sendable (ChunkInfo, Bool, [UInt8]) -> Void)? = nil,
+         encoder: (@Sendable () -> any ChunkEncoder)? = nil) {
         self.directory = directory
         self.journalPath = directory + "/" + SplitJournal.fileName
         self.existing = existing
         self.durable = durable
         self.onCommit = onCommit
         self.onCommitBytes = onCommitBytes
+        self.makeEncoder = encoder ?? { PlainChunkEncoder() }
     }
 
     deinit {
@@ -109,6 +112,10 @@ final class ChunkCommitter: @unchecked Sendable {
         enqueue { committer in
             committer.chunkHasher = Checksum()
             committer.chunkBytes = 0
+            if committer.onCommitBytes != nil {
+                if committer.encoder == nil { committer.encoder = committer.makeEncoder() }
+                committer.encoder?.begin()
+            }
             if index > committer.existing.count {
                 committer.chunkFD = try FileOps.openForWriting(committer.temporaryPath(index))
             }
@@ -119,11 +126,7 @@ final class ChunkCommitter: @unchecked Sendable {
         enqueue { committer in
             committer.chunkHasher.update(block)
             committer.chunkBytes += block.count
-            if committer.onCommitBytes != nil {
-                // Room for a chunk like the last one, so the array is not copied as it doubles.
-                if committer.chunkData.isEmpty { committer.chunkData.reserveCapacity(committer.lastChunkBytes * 9 / 8) }
-                committer.chunkData.append(contentsOf: block)
-            }
+            if let encoder = committer.encoder { block.withUnsafeBytes { encoder.append($0) } }
             if committer.chunkFD >= 0 {
                 try block.withUnsafeBytes {
                     try FileOps.writeAll(committer.chunkFD, $0, path: committer.temporaryPath(committer.committed.count + 1))
@@ -156,12 +159,8 @@ final class ChunkCommitter: @unchecked Sendable {
             }
             committer.committed.append(info)
             committer.onCommit?(info, index > committer.existing.count)
-            if let onCommitBytes = committer.onCommitBytes {
-                // Handed over whole: the next chunk starts an array of its own.
-                let data = committer.chunkData
-                committer.chunkData = []
-                committer.lastChunkBytes = data.count
-                onCommitBytes(info, index > committer.existing.count, data)
+            if let onCommitBytes = committer.onCommitBytes, let encoder = committer.encoder {
+                onCommitBytes(info, index > committer.existing.count, try encoder.finish())
             }
         }
     }

@@ -71,9 +71,11 @@ public final class Splitter {
     /// true when this run wrote it (its checksum is of the bytes just written) and false
     /// for a chunk kept from an earlier run (its file was not read back).
     public var onChunk: (@Sendable (ChunkInfo, _ written: Bool) -> Void)?
-    /// As `onChunk`, with the chunk's bytes (kept in memory while the chunk is written), for
-    /// a caller that sends each chunk on: it need not read the file back.
+    /// As `onChunk`, with the chunk's bytes as `chunkEncoder` made them while the chunk was
+    /// written, for a caller that sends each chunk on: it need not read the file back.
     public var onChunkBytes: (@Sendable (ChunkInfo, _ written: Bool, _ bytes: [UInt8]) -> Void)?
+    /// Makes the encoder of the bytes `onChunkBytes` is handed (by default, the chunk's bytes as they are).
+    public var chunkEncoder: (@Sendable () -> any ChunkEncoder)?
     /// Cancel it to stop after the chunk being written; `run()` then throws `SplitError.interrupted`.
     public let cancellation = SplitCancellation()
     /// Tests stop the split here, at a known chunk, as a crash or Ctrl-C might.
@@ -157,7 +159,7 @@ public final class Splitter {
     private func split(_ reader: FeedReader, header: SplitJournal.Header, existing: [ChunkInfo],
                        freshJournal: Bool) throws -> SplitReport {
         let committer = ChunkCommitter(directory: directory, existing: existing, durable: options.durable, onCommit: onChunk,
-                                       onCommitBytes: onChunkBytes)
+                                       onCommitBytes: onChunkBytes, encoder: chunkEncoder)
         committer.startJournal(header: SplitJournal.line(header), fresh: freshJournal)
         var block = committer.emptyBlock()
         var chunkIndex = 0

@@ -1,4 +1,5 @@
 import CZstd
+import IngestJSON
 
 /// How a PostgreSQL run keeps its chunks' bytes in `_ingest_chunks.bytes`: one zstd frame
 /// at level 1. A generated photo feed's chunk shrinks to about a sixth, so the database
@@ -40,7 +41,8 @@ enum ChunkCompression {
     static func decompress(_ stored: [UInt8]) -> [UInt8]? {
         guard stored.count >= 4, stored[0] == 0x28, stored[1] == 0xB5, stored[2] == 0x2F, stored[3] == 0xFD else { return stored }
         let size = stored.withUnsafeBytes { ZSTD_getFrameContentSize($0.baseAddress, $0.count) }
-        // ZSTD_CONTENTSIZE_UNKNOWN and _ERROR are the two largest values: compress() always records the size.
+        // A frame compressed as it was split (`Encoder`) does not say its size.
+        if size == UInt64.max { return decompressStreaming(stored) }
         guard size < UInt64.max - 1, size <= UInt64(Int.max) else { return nil }
         var written = 0
         // Written in place, not zeroed first.
@@ -50,5 +52,78 @@ enum ChunkCompression {
         }
         guard ZSTD_isError(written) == 0, written == Int(size) else { return nil }
         return output
+    }
+
+    /// A frame of unknown size, decompressed through a 64 KiB buffer into an array that
+    /// starts at about the size such a chunk has (they shrink to about a sixth).
+    private static func decompressStreaming(_ stored: [UInt8]) -> [UInt8]? {
+        guard let context = ZSTD_createDCtx() else { return nil }
+        defer { ZSTD_freeDCtx(context) }
+        var output: [UInt8] = []
+        output.reserveCapacity(stored.count * 8)
+        let finished = stored.withUnsafeBytes { source -> Bool in
+            var input = ZSTD_inBuffer(src: source.baseAddress, size: source.count, pos: 0)
+            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64 << 10) { scratch in
+                while true {
+                    var out = ZSTD_outBuffer(dst: scratch.baseAddress, size: scratch.count, pos: 0)
+                    let hint = ZSTD_decompressStream(context, &out, &input)
+                    if ZSTD_isError(hint) != 0 { return false }
+                    output.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<out.pos]))
+                    if hint == 0 { return input.pos == input.size }
+                    // Input used up with the frame unfinished: the bytes were cut short.
+                    if input.pos == input.size && out.pos < out.size { return false }
+                }
+            }
+        }
+        return finished ? output : nil
+    }
+
+    /// Compresses a split's chunks as their blocks are written, one zstd frame each, with
+    /// one compression context for the whole split.
+    final class Encoder: ChunkEncoder {
+        private let context = ZSTD_createCCtx()
+        private var frame: [UInt8] = []
+        private var lastSize = 0
+        private var failure: String?
+
+        deinit { if let context { ZSTD_freeCCtx(context) } }
+
+        func begin() {
+            frame = []
+            frame.reserveCapacity(lastSize * 9 / 8 + 1024)
+            failure = context == nil ? "no memory for a compression context" : nil
+            guard let context else { return }
+            ZSTD_CCtx_reset(context, ZSTD_reset_session_only)
+            ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level)
+        }
+
+        func append(_ block: UnsafeRawBufferPointer) {
+            if failure == nil { stream(block, ZSTD_e_continue) }
+        }
+
+        func finish() throws -> [UInt8] {
+            if failure == nil { stream(UnsafeRawBufferPointer(start: nil, count: 0), ZSTD_e_end) }
+            if let failure { throw ImportError("a chunk could not be compressed to be stored: \(failure)") }
+            lastSize = frame.count
+            let finished = frame
+            frame = []
+            return finished
+        }
+
+        private func stream(_ block: UnsafeRawBufferPointer, _ directive: ZSTD_EndDirective) {
+            var input = ZSTD_inBuffer(src: block.baseAddress, size: block.count, pos: 0)
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64 << 10) { scratch in
+                while true {
+                    var output = ZSTD_outBuffer(dst: scratch.baseAddress, size: scratch.count, pos: 0)
+                    let remaining = ZSTD_compressStream2(context, &output, &input, directive)
+                    if ZSTD_isError(remaining) != 0 {
+                        failure = String(cString: ZSTD_getErrorName(remaining))
+                        return
+                    }
+                    frame.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<output.pos]))
+                    if directive == ZSTD_e_end ? remaining == 0 : input.pos == input.size { return }
+                }
+            }
+        }
     }
 }

@@ -225,6 +225,7 @@ public enum PostgresImport {
         // The chunks are kept in the database; the files are this process's local copy of them.
         splitOptions.durable = false
         let splitter = Splitter(feedPath: feed, directory: directory, options: splitOptions)
+        splitter.chunkEncoder = { ChunkCompression.Encoder() }
         let stored = Mutex<(chunks: Int, records: Int, bytes: Int, failure: (any Error)?)>((0, 0, 0, nil))
         let recordBox = Mutex(record)
         let stopper = splitter.cancellation
@@ -232,12 +233,11 @@ public enum PostgresImport {
         // The chunk callbacks come one at a time on the split's writer thread, and end before
         // `run()` returns: the connection is theirs until then.
         let shared = UncheckedSendable(connection)
-        splitter.onChunkBytes = { chunk, _, data in
+        splitter.onChunkBytes = { chunk, _, compressed in
             let connection = shared.value
             guard stored.withLock({ $0.failure == nil }) else { return }
             do {
                 if watcher?.isCancelled == true { throw SplitError.interrupted(directory: directory, chunks: chunk.index - 1) }
-                let compressed = ChunkCompression.compress(data)
                 try connection.transaction {
                     let inserted = try connection.execute("""
                         INSERT INTO _ingest_chunks (run, number, first_record, records, checksum, bytes) VALUES ($1, $2, $3, $4, $5, $6)
@@ -260,7 +260,7 @@ public enum PostgresImport {
                     }
                     try connection.execute("UPDATE _ingest_runs SET record = $2 WHERE run = $1", [String(run), encoded])
                 }
-                stored.withLock { $0.chunks += 1; $0.bytes += data.count }
+                stored.withLock { $0.chunks += 1; $0.bytes += chunk.byteSize }
             } catch {
                 stored.withLock { $0.failure = error }
                 stopper.cancel()
