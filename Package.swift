@@ -24,11 +24,6 @@ let package = Package(
             providers: [.apt(["libyajl-dev"])]
         ),
         .systemLibrary(
-            name: "COpenSSL",
-            pkgConfig: "libcrypto",
-            providers: [.apt(["libssl-dev"])]
-        ),
-        .systemLibrary(
             name: "CLibPQ",
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
@@ -56,7 +51,6 @@ let package = Package(
             dependencies: [
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                "COpenSSL",
                 "CLibPQ",
             ]
         ),

@@ -10,7 +10,6 @@ need=()
 pkg-config --exists yajl 2>/dev/null || need+=(libyajl-dev)
 [ -f /usr/include/sqlite3.h ] || need+=(libsqlite3-dev)
 [ -f /usr/include/zlib.h ] || need+=(zlib1g-dev)                 # gzip feeds
-[ -f /usr/include/openssl/evp.h ] || need+=(libssl-dev)          # SHA-256 (libcrypto)
 [ -f /usr/include/postgresql/libpq-fe.h ] || need+=(libpq-dev)   # PostgreSQL stores (libpq)
 [ -f /usr/include/zstd.h ] || need+=(libzstd-dev)                # PostgreSQL runs' chunks, compressed
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)  # the PostgreSQL tests' server
