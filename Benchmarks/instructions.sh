@@ -5,7 +5,9 @@
 # `ingest import ... --workers 1`, and their ratio. Fixed per-process costs
 # (start-up, schema, index builds of an empty store) cancel out in the difference.
 #
-# Usage: Benchmarks/instructions.sh [--small N] [--large N]     (default 20000 40000)
+# Usage: Benchmarks/instructions.sh [--small N] [--large N] [--style realistic|classic]
+#        (default 20000 40000 realistic: `ingest generate --style`; classic is the kinder feed
+#        of the figures before 0.5)
 # Env:   INGEST_BIN  the ingest binary (default .build/release/ingest; build it with -c release)
 #        WORK        work directory (default /tmp/ingest-instructions); feeds there are reused
 set -euo pipefail
@@ -15,18 +17,21 @@ INGEST_BIN="${INGEST_BIN:-$ROOT/.build/release/ingest}"
 WORK="${WORK:-/tmp/ingest-instructions}"
 SMALL=20000
 LARGE=40000
+STYLE=realistic
 
-usage() { echo "usage: $0 [--small N] [--large N]" >&2; exit 2; }
+usage() { echo "usage: $0 [--small N] [--large N] [--style realistic|classic]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --small) [ $# -ge 2 ] || usage; SMALL="$2"; shift 2 ;;
         --large) [ $# -ge 2 ] || usage; LARGE="$2"; shift 2 ;;
-        -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --style) [ $# -ge 2 ] || usage; STYLE="$2"; shift 2 ;;
+        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) usage ;;
     esac
 done
 [[ "$SMALL" =~ ^[0-9]+$ && "$LARGE" =~ ^[0-9]+$ && "$LARGE" -gt "$SMALL" ]] \
     || { echo "error: need 0 <= --small < --large (got $SMALL, $LARGE)" >&2; exit 2; }
+[[ "$STYLE" = realistic || "$STYLE" = classic ]] || { echo "error: --style is realistic or classic (got $STYLE)" >&2; exit 2; }
 
 command -v valgrind >/dev/null || {
     echo "error: valgrind not found; it does the counting (callgrind). Install it, e.g. apt-get install valgrind." >&2
@@ -49,7 +54,7 @@ cc -O2 -o "$WORK/reference-importer" "$SOURCE" -lyajl -lsqlite3
 
 # Feeds (deterministic, so reused when present).
 for n in 1 "$SMALL" "$LARGE"; do
-    [ -s "$WORK/feed-$n.json" ] || "$INGEST_BIN" generate --records "$n" -o "$WORK/feed-$n.json" 2>"$WORK/generate.log" \
+    [ -s "$WORK/feed-$STYLE-$n.json" ] || "$INGEST_BIN" generate --records "$n" --style "$STYLE" -o "$WORK/feed-$STYLE-$n.json" 2>"$WORK/generate.log" \
         || { cat "$WORK/generate.log" >&2; exit 1; }
 done
 
@@ -60,7 +65,7 @@ clean_store() {
 
 # An empty store with Ingest's tables, for the C importer: import one record, delete it.
 clean_store "$WORK/template.sqlite"
-"$INGEST_BIN" import "$WORK/feed-1.json" --pipeline "$PIPELINE" --store "$WORK/template.sqlite" --workers 1 --quiet
+"$INGEST_BIN" import "$WORK/feed-$STYLE-1.json" --pipeline "$PIPELINE" --store "$WORK/template.sqlite" --workers 1 --quiet
 sqlite3 "$WORK/template.sqlite" 'DELETE FROM Photo; DELETE FROM Photographer; PRAGMA wal_checkpoint(TRUNCATE);' >/dev/null
 mv "$WORK/template.sqlite" "$WORK/template.db"
 clean_store "$WORK/template.sqlite"
@@ -73,9 +78,9 @@ count() {
     if [ "$tool" = c ]; then
         cp "$WORK/template.db" "$store"
         note="   # STORE: a fresh copy of $WORK/template.db"
-        cmd=("$WORK/reference-importer" "$WORK/feed-$n.json" "$store")
+        cmd=("$WORK/reference-importer" "$WORK/feed-$STYLE-$n.json" "$store")
     else
-        cmd=("$WORK/ingest" import "$WORK/feed-$n.json" --pipeline "$PIPELINE" --store "$store" --workers 1 --quiet)
+        cmd=("$WORK/ingest" import "$WORK/feed-$STYLE-$n.json" --pipeline "$PIPELINE" --store "$store" --workers 1 --quiet)
     fi
     COMMANDS+=("valgrind --tool=callgrind --callgrind-out-file=$out ${cmd[*]}$note")
     rm -f "$out"
@@ -106,7 +111,7 @@ awk -v s="$SMALL" -v l="$LARGE" -v cs="$C_SMALL" -v cl="$C_LARGE" -v is="$I_SMAL
     printf "| ingest import --workers 1 | %.0f | %.0f | %.0f | %.2f |\n", is, il, ip, ip / cp
 }'
 echo
-echo "Commands (feeds: $INGEST_BIN generate --records N -o $WORK/feed-N.json;"
+echo "Commands (feeds: $INGEST_BIN generate --records N --style $STYLE -o $WORK/feed-$STYLE-N.json;"
 echo "ingest stripped with objcopy --strip-debug; C importer: cc -O2 -o $WORK/reference-importer $SOURCE -lyajl -lsqlite3):"
 echo
 for c in "${COMMANDS[@]}"; do echo "    $c"; done

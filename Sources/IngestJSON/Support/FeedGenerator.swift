@@ -4,23 +4,37 @@ import Glibc
 import Darwin
 #endif
 
-/// Writes a deterministic feed of Flickr-like photo records: the same record count
-/// and seed give the same bytes on every machine. The demo and the benchmarks use it.
+/// Writes a deterministic feed of Flickr-like photo records: the same record count,
+/// seed and style give the same bytes on every machine. The demo and the benchmarks use it.
 ///
-/// Each record has id, title, subtitle, photoURL, thumbnailURL, uploadDate (ISO 8601,
+/// `Style.realistic` (what `ingest generate` and the benchmarks make by default) is
+/// described at `appendRealisticRecord`. In `Style.classic`, each record has id, title, subtitle, photoURL, thumbnailURL, uploadDate (ISO 8601,
 /// with and without fractional seconds and zone offsets), views (about 5% as a numeric
 /// string), latitude, longitude, tags and a nested photographer `{id, name}`; there is
 /// about one distinct photographer per 20 records, and a photographer's name is the
 /// same wherever its id appears.
 public struct FeedGenerator: Sendable {
+    /// How kind the feed is to an importer.
+    public enum Style: String, Sendable, CaseIterable {
+        /// The feed of Ingest 0.4's benchmarks, kept so that figures stay comparable over
+        /// time: every member present, one order, few escapes, photographers drawn evenly.
+        case classic
+        /// A feed shaped like real exports: members missing, null and empty, numbers as
+        /// strings, escapes and non-ASCII text, unmapped nested objects and arrays, and a
+        /// long tail of photographers (`appendRealisticRecord`).
+        case realistic
+    }
+
     public var records: Int
     public var seed: UInt64
     public var ndjson: Bool
+    public var style: Style
 
-    public init(records: Int, seed: UInt64 = 42, ndjson: Bool = false) {
+    public init(records: Int, seed: UInt64 = 42, ndjson: Bool = false, style: Style = .classic) {
         self.records = records
         self.seed = seed
         self.ndjson = ndjson
+        self.style = style
     }
 
     /// How many distinct photographers a feed of `records` records draws from.
@@ -53,7 +67,10 @@ public struct FeedGenerator: Sendable {
         let pool = Self.photographerPool(records: records)
         if !ndjson { out.append(contentsOf: "[\n".utf8) }
         for index in 0..<records {
-            appendRecord(index, pool: pool, rng: &rng, to: &out)
+            switch style {
+            case .classic: appendRecord(index, pool: pool, rng: &rng, to: &out)
+            case .realistic: appendRealisticRecord(index, pool: pool, rng: &rng, to: &out)
+            }
             if ndjson {
                 out.append(UInt8(ascii: "\n"))
             } else {
@@ -77,16 +94,16 @@ public struct FeedGenerator: Sendable {
 
     // MARK: - One record
 
-    private static let subjects = ["Sunset", "Harbour", "Old town", "Mountain lake", "Street market", "Cathedral",
+    static let subjects = ["Sunset", "Harbour", "Old town", "Mountain lake", "Street market", "Cathedral",
                                    "Night skyline", "Forest path", "Lighthouse", "Café terrace", "Snowy pass",
                                    "Fishing boats", "Rooftops", "Tram stop", "Botanical garden", "富士山"]
-    private static let places = ["Lisbon", "Porto", "Reykjavík", "Kyoto", "Cape Town", "Montréal", "Hobart",
+    static let places = ["Lisbon", "Porto", "Reykjavík", "Kyoto", "Cape Town", "Montréal", "Hobart",
                                  "Valparaíso", "Tromsø", "Oaxaca", "Edinburgh", "Zürich"]
-    private static let tags = ["sunset", "travel", "street", "landscape", "night", "architecture", "nature",
+    static let tags = ["sunset", "travel", "street", "landscape", "night", "architecture", "nature",
                                "blackandwhite", "film", "portrait", "city", "sea", "snow", "hdr"]
-    private static let firstNames = ["Ana", "Bruno", "Chloé", "Dmitri", "Eilidh", "Farah", "Gustavo", "Hana",
+    static let firstNames = ["Ana", "Bruno", "Chloé", "Dmitri", "Eilidh", "Farah", "Gustavo", "Hana",
                                      "Ines", "Jonas", "Kwame", "Léa", "Mateo", "Noor", "Oskar", "Priya"]
-    private static let lastNames = ["Silva", "Okafor", "Nakamura", "O'Brien", "Müller", "Haddad", "Kowalski",
+    static let lastNames = ["Silva", "Okafor", "Nakamura", "O'Brien", "Müller", "Haddad", "Kowalski",
                                     "Fernández", "Lindqvist", "Mensah", "Dubois", "Sato", "Novak", "Rossi"]
 
     private func appendRecord(_ index: Int, pool: Int, rng: inout SplitMix64, to out: inout [UInt8]) {
@@ -133,7 +150,7 @@ public struct FeedGenerator: Sendable {
     }
 
     /// Four decimal places from an integer count of ten-thousandths.
-    private func appendFixed(_ value: Int, to out: inout [UInt8]) {
+    func appendFixed(_ value: Int, to out: inout [UInt8]) {
         if value < 0 { out.append(UInt8(ascii: "-")) }
         let magnitude = abs(value)
         out.append(contentsOf: "\(magnitude / 10_000).".utf8)
@@ -141,7 +158,7 @@ public struct FeedGenerator: Sendable {
     }
 
     /// ISO 8601 in the forms feeds use: plain UTC, with milliseconds, or with an offset.
-    private func appendDate(seconds: Int, style: Int, to out: inout [UInt8]) {
+    func appendDate(seconds: Int, style: Int, to out: inout [UInt8]) {
         let offsetMinutes = style == 9 ? 120 : 0
         let local = seconds + offsetMinutes * 60
         let days = local / 86_400
@@ -173,13 +190,13 @@ public struct FeedGenerator: Sendable {
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
-    private func appendPadded(_ value: Int, width: Int, to out: inout [UInt8]) {
+    func appendPadded(_ value: Int, width: Int, to out: inout [UInt8]) {
         let digits = String(value)
         for _ in digits.count..<max(width, digits.count) { out.append(UInt8(ascii: "0")) }
         out.append(contentsOf: digits.utf8)
     }
 
-    private func hex(_ value: UInt64, width: Int) -> String {
+    func hex(_ value: UInt64, width: Int) -> String {
         let digits = String(value, radix: 16)
         return String(repeating: "0", count: max(0, width - digits.count)) + digits
     }

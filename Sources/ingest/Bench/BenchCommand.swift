@@ -37,6 +37,9 @@ extension Ingest {
         @Option(name: .customLong("work-dir"), help: "Where feeds and chunks go.")
         var workDirectory = "/tmp/ingest-bench"
 
+        @Option(name: .customLong("feed-style"), help: "The generated feed: realistic (members missing, null and empty, escapes, unmapped nested members, a long tail of photographers) or classic (the kinder feed of earlier figures).")
+        var feedStyle: FeedStyleOption = .realistic
+
         func validate() throws {
             if records < 1 || smallRecords < 1 { throw ValidationError("record counts must be at least 1") }
             if runs < 1 { throw ValidationError("--runs must be at least 1") }
@@ -53,7 +56,7 @@ extension Ingest {
             var notes: [String] = []
             var rss: [Int] = []
             for count in [smallRecords, records] {
-                let (feed, bytes) = try Self.generatedFeed(records: count, in: workDirectory)
+                let (feed, bytes) = try Self.generatedFeed(records: count, in: workDirectory, style: feedStyle.style)
                 // Alternate the two commands so that drift in the machine's speed hits both alike.
                 var verifyRuns: [ChildProcess.Result] = []
                 var splitRuns: [ChildProcess.Result] = []
@@ -88,11 +91,12 @@ extension Ingest {
 
         /// The generated feed of `records` records in `directory` (made once, then reused),
         /// its size, and the page cache warmed with it.
-        static func generatedFeed(records: Int, in directory: String) throws -> (path: String, bytes: Int) {
-            let feed = "\(directory)/photos-\(records).json"
+        static func generatedFeed(records: Int, in directory: String, style: FeedGenerator.Style) throws -> (path: String, bytes: Int) {
+            // The classic feed keeps the name it always had, so feeds made before are reused.
+            let feed = "\(directory)/photos-\(style == .classic ? "" : style.rawValue + "-")\(records).json"
             if !FileOpsCLI.exists(feed) {
                 Console.error("generating \(feed)…\n")
-                try FeedGenerator(records: records).write(to: feed)
+                try FeedGenerator(records: records, style: style).write(to: feed)
             }
             _ = try ChildProcess.run("/bin/cat", [feed])
             return (feed, try FileOpsCLI.size(feed))

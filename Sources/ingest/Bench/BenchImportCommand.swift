@@ -48,6 +48,9 @@ extension Ingest {
         @Option(name: .customLong("reference-source"), help: ArgumentHelp("The C reference importer's source.", valueName: "file"))
         var referenceSource = "Benchmarks/reference-importer/importer.c"
 
+        @Option(name: .customLong("feed-style"), help: "The generated feed: realistic (members missing, null and empty, escapes, unmapped nested members, a long tail of photographers) or classic (the kinder feed of earlier figures).")
+        var feedStyle: FeedStyleOption = .realistic
+
         @Option(name: .customLong("work-dir"), help: "Where feeds and stores go.")
         var workDirectory = "/tmp/ingest-bench"
 
@@ -87,7 +90,7 @@ extension Ingest {
                 guard PostgresURL.isPostgres(store) else { throw ValidationError("--store takes a PostgreSQL URL (postgresql://…)") }
                 let counts = processes.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
                 guard !counts.isEmpty, counts.allSatisfy({ $0 >= 1 }) else { throw ValidationError("--processes takes counts like 1,2,4") }
-                let (feed, bytes) = try BenchSplit.generatedFeed(records: records, in: workDirectory)
+                let (feed, bytes) = try BenchSplit.generatedFeed(records: records, in: workDirectory, style: feedStyle.style)
                 return try BenchPostgresImport(url: try PostgresURL(store), feed: feed, bytes: bytes, records: records,
                                                pipeline: pipeline,
                                                processCounts: counts, workersPerProcess: workerCounts.count == 1 ? workerCounts[0] : 1,
@@ -106,7 +109,7 @@ extension Ingest {
             var rss: [String: [Int]] = [:]
             var chartReport: ImportReport?
             for count in [smallRecords, records] {
-                let (feed, bytes) = try BenchSplit.generatedFeed(records: count, in: workDirectory)
+                let (feed, bytes) = try BenchSplit.generatedFeed(records: count, in: workDirectory, style: feedStyle.style)
                 var measured: [Measured] = []
                 if reference != nil { measured.append(Measured(name: "C reference importer (1 core)", workers: "-", runs: [])) }
                 if sqlite != nil { measured.append(Measured(name: "sqlite3 CLI (json_each staging)", workers: "-", runs: [])) }

@@ -142,7 +142,7 @@ struct BenchPostgresImport {
     /// and written a line at a time: the bench's own memory is counted in its children's
     /// peak RSS (posix_spawn shares it until exec).
     private func changedFeed() throws -> String {
-        let path = workDirectory + "/photos-\(records)-changed.json"
+        let path = String(feed.dropLast(".json".count)) + "-changed.json"
         if FileManager.default.fileExists(atPath: path) { return path }
         guard let input = fopen(feed, "r"), let output = fopen(path + ".tmp", "w") else {
             throw CommandFailure("cannot make \(path) from \(feed)")

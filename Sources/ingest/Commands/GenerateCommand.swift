@@ -22,6 +22,9 @@ extension Ingest {
         @Option(help: "Seed of the generator.")
         var seed: UInt64 = 42
 
+        @Option(help: "realistic (members missing, null and empty, numbers as strings, escapes and non-ASCII text, unmapped nested objects and arrays, a long tail of photographers) or classic (every member present, in one order: the feed of earlier benchmark figures).")
+        var style: FeedStyleOption = .realistic
+
         @Flag(help: "Write newline-delimited JSON instead of one array.")
         var ndjson = false
 
@@ -33,7 +36,7 @@ extension Ingest {
         }
 
         func run() throws {
-            try FeedGenerator(records: records, seed: seed, ndjson: ndjson).write(to: output)
+            try FeedGenerator(records: records, seed: seed, ndjson: ndjson, style: style.style).write(to: output)
             if let output, output != "-" {
                 Console.error("wrote \(records) records to \(output)\n")
             }
