@@ -78,8 +78,8 @@ import Testing
         about("no coordinates", 0.17)
         about("title not ASCII", 0.03)  // 2% raw, 1% as \\u escapes
         about("title with a quote", 0.01)
-        about("exif object", 0.70)
-        about("sizes array", 0.50)
+        about("exif object", 0.40)
+        about("sizes array", 0.20)
         about("photographer first", 0.10)
         about("no photographer", 0.02)
         // About one photographer per 20 records, most seen a few times, a few seen often.
