@@ -84,6 +84,42 @@ import Testing
                 "a later record overwrites the fields it gives, keeps the others, and updates its related objects too")
     }
 
+    /// Feeds that mix stored and new keys in one batch, then only stored ones, then only
+    /// new ones: rows first tried with a plain INSERT fall back to the upsert where the key
+    /// is stored, and the batch path switches between the two as the share of new rows
+    /// moves. The store and the counts are the object path's, run after run.
+    @Test func batchesMixingStoredAndNewKeysUpdateAndInsertAsTheObjectPathDoes() throws {
+        let dir = try TemporaryDirectory()
+        let records = String(decoding: FeedGenerator(records: 600, seed: 5, ndjson: true, style: .realistic).bytes(), as: UTF8.self)
+            .split(separator: "\n").map(String.init)
+        func feed(_ name: String, _ lines: [String]) throws -> String {
+            try dir.write(name, Array(("[\n" + lines.joined(separator: ",\n") + "\n]\n").utf8))
+        }
+        let retitled = records[0..<200].enumerated().map { index, line in
+            index % 2 == 0 ? line.replacingOccurrences(of: #""title":""#, with: #""title":"again "#) : line
+        }
+        let feeds = [
+            try feed("a.json", Array(records[0..<200])),
+            // Stored and new keys alternating in each batch.
+            try feed("b.json", zip(retitled[0..<100], records[200..<300]).flatMap { [$0, $1] }),
+            try feed("c.json", Array(retitled)),
+            try feed("d.json", Array(records[300..<600])),
+        ]
+        var outcomes: [[RecordOutcomes?]] = [[], []]
+        for (path, objectPath) in [(0, false), (1, true)] {
+            for feed in feeds {
+                var options = Importer.Options(feed: feed, store: dir.file("store-\(path).sqlite"), workers: 1, saveEvery: 50, chunkSize: 100)
+                options.objectPath = objectPath
+                outcomes[path].append(try Importer(spec: Self.spec, options: options).run().outcomes)
+            }
+        }
+        #expect(outcomes[0] == outcomes[1])
+        #expect(outcomes[0][1]?.inserted == 100 && outcomes[0][1]?.updated == 50 && outcomes[0][1]?.unchanged == 50,
+                "\(String(describing: outcomes[0][1]))")
+        #expect(outcomes[0][3]?.inserted == 300)
+        #expect(try dump(dir.file("store-0.sqlite")) == dump(dir.file("store-1.sqlite")))
+    }
+
     @Test(arguments: [1, 2, 4])
     func workersRacingForTheSameRelatedObjectsLeaveOneRowEach(workers: Int) throws {
         let dir = try TemporaryDirectory()
