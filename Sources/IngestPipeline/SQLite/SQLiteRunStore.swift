@@ -102,9 +102,22 @@ final class SQLiteRunSession: RunSession {
         self.counts = counts
         main.perform {
             main.onDidMerge = { [importer] notice in
+                // Counted by entity first: a notice holds thousands of IDs and a few entity
+                // names, which then need hashing once each, not once an ID.
+                var changes: [(entity: String, count: Int)] = []
+                func count(_ ids: Set<ObjectID>, _ sign: Int) {
+                    for id in ids {
+                        if let index = changes.firstIndex(where: { $0.entity == id.entityName }) {
+                            changes[index].count += sign
+                        } else {
+                            changes.append((id.entityName, sign))
+                        }
+                    }
+                }
+                count(notice.inserted, 1)
+                count(notice.deleted, -1)
                 let now = counts.withLock { counts in
-                    for id in notice.inserted { counts[id.entityName, default: 0] += 1 }
-                    for id in notice.deleted { counts[id.entityName, default: 0] -= 1 }
+                    for (entity, change) in changes { counts[entity, default: 0] += change }
                     return counts
                 }
                 importer.publish(state.progress(counts: now, elapsed: StageTimes.now() - started, isFinal: false))
