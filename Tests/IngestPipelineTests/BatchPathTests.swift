@@ -120,6 +120,27 @@ import Testing
         #expect(try dump(dir.file("store-0.sqlite")) == dump(dir.file("store-1.sqlite")))
     }
 
+    /// What real feeds do (numbers as strings, integers for doubles, nulls, empty and missing
+    /// members, escapes, unmapped nested objects and arrays, members in another order) is
+    /// mapped on the fast path: only records that need the full parser's judgement leave it.
+    @Test func theRealisticFeedIsMappedOnTheFastPath() throws {
+        let spec = try PipelineSpec.load(path: PipelineSpecTests.root.appendingPathComponent("Pipelines/bench-photos.json").path)
+        let dir = try TemporaryDirectory()
+        let inserter = BatchInserter(coordinator: try PersistentStoreCoordinator(model: spec.model, path: dir.file("s.sqlite")))
+        let rows = try #require(RowMapper(mapper: RecordMapper(spec: spec), inserter: inserter))
+        let text = FeedGenerator(records: 3_000, seed: 8, ndjson: true, style: .realistic).bytes()
+        var request = inserter.makeRequest(text: text)
+        var start = 0
+        var number = 0
+        for (index, byte) in text.enumerated() where byte == UInt8(ascii: "\n") {
+            try rows.add(record: start..<index, number: number, to: &request)
+            number += 1
+            start = index + 1
+        }
+        #expect(number == 3_000)
+        #expect(rows.slowRecords == 0, "\(rows.slowRecords) of 3,000 records took the slow path")
+    }
+
     @Test(arguments: [1, 2, 4])
     func workersRacingForTheSameRelatedObjectsLeaveOneRowEach(workers: Int) throws {
         let dir = try TemporaryDirectory()
