@@ -184,7 +184,7 @@ extension Ingest {
 
         /// The C reference importer, compiled into the work directory; nil (with a note) without cc or its source.
         private func compileReference() throws -> String? {
-            guard FileOpsCLI.exists(referenceSource) else {
+            guard let referenceSource = Self.locate(referenceSource) else {
                 Console.error("\(referenceSource) not found: run from the repository (or pass --reference-source) for the C reference\n")
                 return nil
             }
@@ -195,6 +195,20 @@ extension Ingest {
             let binary = "\(workDirectory)/reference-importer"
             _ = try checked(ChildProcess.run(cc, ["-O2", "-o", binary, referenceSource, "-lyajl", "-lsqlite3"]), "compiling \(referenceSource)")
             return binary
+        }
+
+        /// `path` as given, else (a relative path, run from elsewhere) in the repository the
+        /// running binary was built in: the bench then runs from any directory.
+        static func locate(_ path: String) -> String? {
+            if FileOpsCLI.exists(path) { return path }
+            guard !path.hasPrefix("/") else { return nil }
+            var directory = ChildProcess.currentExecutable
+            for _ in 0..<5 {
+                guard let slash = directory.lastIndex(of: "/"), slash > directory.startIndex else { return nil }
+                directory = String(directory[..<slash])
+                if FileOpsCLI.exists(directory + "/" + path) { return directory + "/" + path }
+            }
+            return nil
         }
 
         /// The sqlite3 CLI's fastest form of the same load, into tables Ingest made.
