@@ -95,7 +95,8 @@ extension PostgresBatchWriter {
         let noKeys = [Value?](repeating: nil, count: request.rows.count)
         for record in accepted {
             let range = request.rowRange(ofRecord: record)
-            let unlinked = request.unlinkedNewRows(in: range) { rowIndex in
+            // Only a keepExisting rule leaves rows unlinked: the closure (a copy of the request) is made only then.
+            let unlinked = !request.keepsStoredObjects ? [] : request.unlinkedNewRows(in: range) { rowIndex in
                 rowSlot[rowIndex] >= 0 && batches[request.rows[rowIndex].entity].isStoredOrFolded(rowSlot[rowIndex])
             }
             let reason = (try? request.problem(in: range, keys: noKeys, skipping: unlinked) { entity, value in
