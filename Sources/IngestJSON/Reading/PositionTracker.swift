@@ -37,9 +37,6 @@ struct PositionTracker {
     /// The last bytes of the input seen so far (up to 32).
     var lastBytes: [UInt8] { tail }
 
-    /// Forgets a prefix (a byte-order mark) so that it does not shift the first line's columns.
-    mutating func resetColumn() { scalarsIntoLine = 0 }
-
     /// The position of byte `index` of the current buffer. A small negative index
     /// names one of the last bytes of the buffers before (yajl can finish a token,
     /// and so report it, only once the next buffer has arrived).

@@ -121,7 +121,7 @@ extension PostgresStatus {
 
     /// `run`'s progress (or the newest unfinished run's), or nil when there is none.
     /// - Throws: `PostgresError`.
-    public static func progress(run: Int?, _ connection: PostgresConnection) throws -> Progress? {
+    package static func progress(run: Int?, _ connection: PostgresConnection) throws -> Progress? {
         let rows = try connection.execute("""
             SELECT r.run, (SELECT coalesce(sum(done), 0) FROM _ingest_chunks c WHERE c.run = r.run),
                 (SELECT coalesce(sum(records), 0) FROM _ingest_chunks c WHERE c.run = r.run),

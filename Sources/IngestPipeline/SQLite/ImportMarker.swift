@@ -89,8 +89,9 @@ enum ImportMarker {
             self.text = text
         }
 
-        /// The reject as one line of JSON, keys sorted: as the store, the rejects table and
-        /// the rejects file keep it.
+        /// The reject as one line of JSON, keys sorted: as a SQLite store's metadata and a
+        /// PostgreSQL store's `_ingest_rejects` keep it. (The rejects file is written by
+        /// `Importer.writeRejects`, with the run first and the keys in reading order.)
         func jsonLine() throws -> String {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]

@@ -77,7 +77,8 @@ final class SplitStage: Sendable {
                 try inputs.record(report.manifest)
                 manifest.withLock { $0 = report.manifest }
             } catch SplitError.differentFeed(_, let reason) {
-                // The splitter's advice (--force, --out) is for `ingest split`; an import starts over with --restart.
+                // The splitter's advice (--force, --out) is for `ingest split`; `mismatch` gives an import's
+                // ways on (resume it, or --abandon-run: see the CLI's Advice).
                 state.fail(inputs.mismatch("the feed differs from the one the chunks were split from (\(reason))"))
             } catch SplitError.feedChanged(_, let chunk) {
                 state.fail(inputs.mismatch("the feed differs from the one the chunks were split from (\(chunk) comes out different)"))

@@ -12,7 +12,7 @@ import Foundation
 /// SQLite copies it.
 public struct BatchInsertRequest: Sendable {
     /// One attribute's value in a row.
-    public enum Cell: Sendable, Equatable {
+    package enum Cell: Sendable, Equatable {
         case null
         case int(Int64)
         case double(Double)
@@ -142,7 +142,7 @@ public struct BatchInsertRequest: Sendable {
     /// `given`: the record gives this value (false for a default standing in for an
     /// absent field), so it overwrites a stored row's under the `update` rule.
     @inline(__always)
-    public mutating func set(_ cell: Cell, row: Int, attribute position: Int, given: Bool = true) {
+    package mutating func set(_ cell: Cell, row: Int, attribute position: Int, given: Bool = true) {
         let stored = rows[row]
         cells[stored.firstCell + position] = cell
         if given { masks[stored.firstMask + position >> 6] |= 1 << UInt64(position & 63) }

@@ -89,7 +89,7 @@ public final class PostgresBatchWriter: BatchRequestMaking {
     /// A writer for `store`'s model on `connection`, by `rules` per entity name.
     /// - Throws: `PostgresError.unsupported` for a rule or a model shape this path does
     ///   not write yet; `.server` when the staging tables cannot be made.
-    public init(store: PostgresStore, connection: PostgresConnection, rules: [String: ConflictRule] = [:]) throws(PostgresError) {
+    package init(store: PostgresStore, connection: PostgresConnection, rules: [String: ConflictRule] = [:]) throws(PostgresError) {
         self.connection = connection
         let plans = BatchEntityPlan.plans(schema: store.schema, rules: rules)
         self.plans = plans

@@ -4,15 +4,15 @@ import Foundation
 /// One libpq connection, used by one thread at a time: each worker, heartbeat and
 /// command opens its own (it is not `Sendable`). Every value is sent as a bound
 /// parameter in text form; identifiers are quoted by the callers (`quoted(_:)`).
-public final class PostgresConnection {
+package final class PostgresConnection {
     private let raw: OpaquePointer
     /// Where the connection goes, without the password (for messages).
-    public let target: String
+    package let target: String
 
     /// Connects to `url`.
     /// - Throws: `PostgresError.connection` naming host, port, database and libpq's
     ///   reason (never the password).
-    public init(_ url: PostgresURL) throws(PostgresError) {
+    package init(_ url: PostgresURL) throws(PostgresError) {
         target = url.description
         let endpoint = "\(url.description) (\(url.endpoint))"
         guard let connection = PQconnectdb(url.conninfo) else {
@@ -34,7 +34,7 @@ public final class PostgresConnection {
     /// Runs `sql` with `parameters` bound as `$1`, `$2`… (text form; nil is NULL).
     /// - Throws: `PostgresError.server` with the server's message and SQLSTATE.
     @discardableResult
-    public func execute(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> PostgresRows {
+    package func execute(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> PostgresRows {
         let result: OpaquePointer?
         if parameters.isEmpty {
             result = PQexecParams(raw, sql, 0, nil, nil, nil, nil, 0)
@@ -54,7 +54,7 @@ public final class PostgresConnection {
     /// last parameter in binary form (a `bytea` sent as it is: no hex on either side).
     /// - Throws: `PostgresError.server`.
     @discardableResult
-    public func execute(_ sql: String, _ parameters: [String], bytes: [UInt8]) throws(PostgresError) -> PostgresRows {
+    package func execute(_ sql: String, _ parameters: [String], bytes: [UInt8]) throws(PostgresError) -> PostgresRows {
         let copies = parameters.map { strdup($0) }
         defer { for copy in copies { free(copy) } }
         let result = bytes.withUnsafeBufferPointer { data -> OpaquePointer? in
@@ -70,7 +70,7 @@ public final class PostgresConnection {
     /// The first column of the first row `sql` returns, as raw bytes (a `bytea` sent in
     /// binary form: half the bytes of its text form), or nil when there is no row.
     /// - Throws: `PostgresError.server`.
-    public func fetchBytes(_ sql: String, _ parameters: [String]) throws(PostgresError) -> [UInt8]? {
+    package func fetchBytes(_ sql: String, _ parameters: [String]) throws(PostgresError) -> [UInt8]? {
         let copies = parameters.map { strdup($0) }
         defer { for copy in copies { free(copy) } }
         let result = copies.withUnsafeBufferPointer { values in
@@ -84,7 +84,7 @@ public final class PostgresConnection {
 
     /// Sends `data` (COPY's text format) to `copy`, a `COPY … FROM STDIN` statement.
     /// - Throws: `PostgresError.server` when the server refuses the statement or a row.
-    public func copyIn(_ copy: String, data: [UInt8]) throws(PostgresError) {
+    package func copyIn(_ copy: String, data: [UInt8]) throws(PostgresError) {
         try copyIn(copy) { stream in
             stream.data = data
             stream.send()
@@ -119,7 +119,7 @@ public final class PostgresConnection {
     }
 
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
-    public func transaction<T>(_ body: () throws -> T) throws -> T {
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
         try execute("BEGIN")
         do {
             let value = try body()
@@ -132,14 +132,14 @@ public final class PostgresConnection {
     }
 
     /// Whether the connection still works (a statement failed because the server went away, say).
-    public var isOK: Bool { PQstatus(raw) == CONNECTION_OK }
+    package var isOK: Bool { PQstatus(raw) == CONNECTION_OK }
 }
 
 /// A statement's result rows, in text form.
-public final class PostgresRows {
+package final class PostgresRows {
     private let result: OpaquePointer?
-    public let count: Int
-    public let columns: Int
+    package let count: Int
+    package let columns: Int
 
     init(checking result: OpaquePointer?, connection: OpaquePointer) throws(PostgresError) {
         let status = result.map { PQresultStatus($0) } ?? PGRES_FATAL_ERROR
@@ -169,7 +169,7 @@ public final class PostgresRows {
     deinit { if let result { PQclear(result) } }
 
     /// The value at `row`, `column`, or nil for NULL.
-    public subscript(row: Int, column: Int) -> String? {
+    package subscript(row: Int, column: Int) -> String? {
         guard PQgetisnull(result, Int32(row), Int32(column)) == 0 else { return nil }
         return String(cString: PQgetvalue(result, Int32(row), Int32(column)))
     }
@@ -189,7 +189,7 @@ public final class PostgresRows {
     }
 
     /// Rows changed by an INSERT, UPDATE or DELETE.
-    public var changed: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
+    package var changed: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
 }
 
 /// The rows of a `COPY … FROM STDIN` under way (`PostgresConnection.copyIn(_:write:)`).

@@ -180,14 +180,14 @@ public final class PostgresStore: Sendable {
 
     /// A new connection to the store.
     /// - Throws: `PostgresError.connection`.
-    public func connect() throws(PostgresError) -> PostgresConnection { try PostgresConnection(url) }
+    package func connect() throws(PostgresError) -> PostgresConnection { try PostgresConnection(url) }
 
     /// Every row of `entity`: its attributes in model order, then each to-one as the
     /// destination's key (or its row number when it has no key), all as text (nil for
     /// NULL). Dates are seconds since 2001 with 6 decimals, bools 0 or 1, as the SQLite
     /// store keeps them: for comparing two stores.
     /// - Throws: `PostgresError`.
-    public func rows(of entity: String, _ connection: PostgresConnection) throws(PostgresError) -> [[String?]] {
+    package func rows(of entity: String, _ connection: PostgresConnection) throws(PostgresError) -> [[String?]] {
         guard let info = schema.entity(entity) else { throw .unsupported("the model has no entity \(entity)") }
         var columns: [String] = info.attributes.map { attribute in
             let column = "t." + quoted(attribute.name)

@@ -184,12 +184,19 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
-    /// Free bytes on the file system holding `path`.
+    /// Free bytes on the file system holding `path`: the nearest of it and its parents that
+    /// exists, else the working directory's. (IngestJSON's `IOError.freeBytes(near:)` does the
+    /// same for the splitter's files; the two modules do not depend on each other.)
     static func freeBytes(near path: String) -> Int? {
         var info = statvfs()
-        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
-        guard statvfs(directory.isEmpty ? "/" : directory, &info) == 0 else { return nil }
-        return Int(info.f_bavail) * Int(info.f_frsize)
+        var directory = path
+        while true {
+            if statvfs(directory, &info) == 0 { return Int(info.f_bavail) * Int(info.f_frsize) }
+            guard let slash = directory.lastIndex(of: "/"), slash != directory.startIndex else {
+                return statvfs(directory.hasPrefix("/") ? "/" : ".", &info) == 0 ? Int(info.f_bavail) * Int(info.f_frsize) : nil
+            }
+            directory = String(directory[..<slash])
+        }
     }
 
     /// Tests make the next commits to a store fail as on a full disk (a fault-injection
