@@ -62,6 +62,6 @@ import Testing
         }
         guard case .database(let message, let code)? = error else { Issue.record("\(String(describing: error))"); return }
         #expect(message.contains("no notes"))
-        #expect(code.map { $0 & 0xFF } == 19, "SQLITE_CONSTRAINT")
+        #expect(code?.primaryResultCode == .SQLITE_CONSTRAINT)
     }
 }

@@ -440,8 +440,8 @@ extension StoreError {
     var isAboutRecords: Bool {
         switch self {
         case .validation, .uniquenessConflict: true
-        // SQLITE_CONSTRAINT (19), whatever the extended code; the message where no code came back.
-        case .database(let message, let code): code.map { $0 & 0xFF == 19 } ?? message.contains("constraint failed")
+        // SQLITE_CONSTRAINT, whatever the extended code (UNIQUE, NOTNULL, CHECK, a trigger's RAISE).
+        case .database: isConstraintFailure
         // A value PostgreSQL refuses (SQLSTATE classes 22 and 23).
         case .postgres(let error): error.isAboutData
         default: false

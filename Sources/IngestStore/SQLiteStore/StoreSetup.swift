@@ -68,10 +68,8 @@ extension PersistentStoreCoordinator {
                     throw StoreError.notAStore(path: path, reason: "it has tables (\(tables.prefix(5).joined(separator: ", "))) but no \(metadataTable)")
                 }
             }
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
-            throw StoreError.notAStore(path: path, reason: "the file is not a SQLite database")
         } catch let error as DatabaseError {
-            throw StoreError.database(error.message ?? "\(error)", code: error.extendedResultCode.rawValue)
+            throw StoreError.sqlite(error, path: path)
         }
     }
 
@@ -180,10 +178,8 @@ extension PersistentStoreCoordinator {
                 throw StoreError.notAStore(path: path, reason: "it has no Ingest model in its metadata")
             }
             model = decoded
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
-            throw StoreError.notAStore(path: path, reason: "the file is not a SQLite database")
         } catch let error as DatabaseError {
-            throw StoreError.database(error.message ?? "\(error)", code: error.extendedResultCode.rawValue)
+            throw StoreError.sqlite(error, path: path)
         }
         try self.init(model: model, path: path, readOnly: readOnly)
     }

@@ -147,10 +147,8 @@ public final class PersistentStoreCoordinator: Sendable {
                 ? try pool.read { [schema] db in try Self.storeID(db, schema: schema, path: path) }
                 : try pool.write { [schema] db in try Self.prepare(db, schema: schema, path: path) }
             backend = .sqlite(pool)
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
-            throw StoreError.notAStore(path: path, reason: "the file is not a SQLite database")
         } catch let error as DatabaseError {
-            throw StoreError.database(error.message ?? "\(error)", code: error.extendedResultCode.rawValue)
+            throw StoreError.sqlite(error, path: path)
         }
     }
 
@@ -177,10 +175,8 @@ public final class PersistentStoreCoordinator: Sendable {
         let pool = try sqlitePool()
         do {
             return try pool.write(body)
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
-            throw StoreError.diskFull(path: path, freeBytes: Self.freeBytes(near: path))
         } catch let error as DatabaseError {
-            throw StoreError.database(error.message ?? "\(error)", code: error.extendedResultCode.rawValue)
+            throw StoreError.sqlite(error, path: path)
         }
     }
 
@@ -251,7 +247,7 @@ public final class PersistentStoreCoordinator: Sendable {
         do {
             return try pool.read(body)
         } catch let error as DatabaseError {
-            throw StoreError.database(error.message ?? "\(error)", code: error.extendedResultCode.rawValue)
+            throw StoreError.sqlite(error, path: path)
         }
     }
 

@@ -152,6 +152,6 @@ struct StoreRow {
 extension StoreError {
     /// The error SQLite reports on `db` for the statement that just failed.
     static func sqlite(_ db: Database) -> StoreError {
-        .database(String(cString: sqlite3_errmsg(db.sqliteConnection)), code: sqlite3_extended_errcode(db.sqliteConnection))
+        .database(String(cString: sqlite3_errmsg(db.sqliteConnection)), code: ResultCode(rawValue: sqlite3_extended_errcode(db.sqliteConnection)))
     }
 }

@@ -1,3 +1,5 @@
+public import GRDB
+
 /// Why the store refused an operation. Messages name the store, entity, object or key.
 public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file is not SQLite, or SQLite without Ingest's tables.
@@ -12,9 +14,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case objectNotFound(ObjectID)
     case unknownEntity(String)
     case unknownProperty(entity: String, property: String)
-    /// A SQLite failure: SQLite's message and its (extended) result code, when known
-    /// (`SQLITE_CONSTRAINT_UNIQUE` is 2067, say; the primary code is `code & 0xFF`).
-    case database(String, code: Int32? = nil)
+    /// A SQLite failure: SQLite's message and its extended result code, GRDB's
+    /// `ResultCode` (`.SQLITE_CONSTRAINT_UNIQUE`, say; match `code.primaryResultCode`
+    /// against `.SQLITE_CONSTRAINT` for any constraint).
+    case database(String, code: ResultCode? = nil)
     /// The disk holding the store is full; nothing of the failed save was written.
     case diskFull(path: String, freeBytes: Int?)
     /// A PostgreSQL store's failure: the server unreachable, or a statement it refused.
@@ -36,10 +39,29 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .objectNotFound(let id): "no object with ID \(id) in the store"
         case .unknownEntity(let name): "the model has no entity '\(name)'"
         case .unknownProperty(let entity, let property): "entity \(entity) has no property '\(property)'"
-        case .database(let message, let code): "SQLite: \(message)" + (code.map { " (result code \($0))" } ?? "")
+        case .database(let message, let code): "SQLite: \(message)" + (code.map { " (result code \($0.rawValue))" } ?? "")
         case .diskFull(let path, let free):
             "cannot write \(path): the disk is full" + (free.map { " (\($0 / 1024) KiB free on that file system)" } ?? "")
         case .postgres(let error): error.description
+        }
+    }
+}
+
+extension StoreError {
+    /// A SQLite constraint failed (UNIQUE, NOT NULL, CHECK, a trigger's RAISE…), whatever
+    /// the extended code.
+    public var isConstraintFailure: Bool {
+        if case .database(_, let code?) = self { code.primaryResultCode == .SQLITE_CONSTRAINT } else { false }
+    }
+
+    /// GRDB's error for the store at `path`, as the store reports it: the one place
+    /// SQLite's failures are named. Not a database → `notAStore`; the disk full →
+    /// `diskFull`; any other → `database`, with the extended result code.
+    static func sqlite(_ error: DatabaseError, path: String) -> StoreError {
+        switch error.resultCode {
+        case .SQLITE_NOTADB: .notAStore(path: path, reason: "the file is not a SQLite database")
+        case .SQLITE_FULL: .diskFull(path: path, freeBytes: PersistentStoreCoordinator.freeBytes(near: path))
+        default: .database(error.message ?? "\(error)", code: error.extendedResultCode)
         }
     }
 }

@@ -1,3 +1,4 @@
+import GRDB
 import IngestJSON
 import IngestPipeline
 import IngestStore
@@ -42,15 +43,15 @@ enum Advice {
         }
     }
 
-    /// The way on from a SQLite result code (its primary code: `code & 0xFF`).
-    static func sqliteAdvice(_ code: Int32) -> String? {
-        switch code & 0xFF {
-        case 5, 6: "another process holds the store's write lock; try again when it is done (ingest status shows imports)"
-        case 8: "the store is read-only here: check the permissions of the file, of its -wal and -shm files and of its directory"
-        case 10: "reading or writing the file failed in the disk or file system; check them, then run ingest status --check on the store"
-        case 11: "the file is damaged: ingest status --check says where; restore it from a copy, or import its feeds into a new store"
-        case 14: "SQLite cannot open it: check that its directory exists and that you may write there (SQLite keeps -wal and -shm files beside it)"
-        case 26: "it is not a SQLite database"
+    /// The way on from a SQLite result code (by its primary code).
+    static func sqliteAdvice(_ code: ResultCode) -> String? {
+        switch code.primaryResultCode {
+        case .SQLITE_BUSY, .SQLITE_LOCKED: "another process holds the store's write lock; try again when it is done (ingest status shows imports)"
+        case .SQLITE_READONLY: "the store is read-only here: check the permissions of the file, of its -wal and -shm files and of its directory"
+        case .SQLITE_IOERR: "reading or writing the file failed in the disk or file system; check them, then run ingest status --check on the store"
+        case .SQLITE_CORRUPT: "the file is damaged: ingest status --check says where; restore it from a copy, or import its feeds into a new store"
+        case .SQLITE_CANTOPEN: "SQLite cannot open it: check that its directory exists and that you may write there (SQLite keeps -wal and -shm files beside it)"
+        case .SQLITE_NOTADB: "it is not a SQLite database"
         default: nil
         }
     }
