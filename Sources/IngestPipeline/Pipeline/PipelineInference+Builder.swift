@@ -189,7 +189,7 @@ extension PipelineInference {
 
         func relate(_ owner: Draft, _ child: Draft, member: String, from: String, toMany: Bool) {
             let name = owner.freeName(PipelineInference.attributeName(member))
-            let inverseWanted = PipelineInference.attributeName(owner.name.prefix(1).lowercased() + owner.name.dropFirst()) + "s"
+            let inverseWanted = PipelineInference.plural(PipelineInference.attributeName(owner.name.prefix(1).lowercased() + owner.name.dropFirst()))
             let inverse = child.freeName(inverseWanted)
             owner.relationships.append(Draft.Relationship(name: name, destination: child.name, inverse: inverse, toMany: toMany, from: from))
             // The inverse is to-many: an author has many posts, a tag many posts.

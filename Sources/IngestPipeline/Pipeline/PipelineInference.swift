@@ -172,20 +172,94 @@ public enum PipelineInference {
             base = (feed as NSString).lastPathComponent
             while let dot = base.lastIndex(of: "."), dot != base.startIndex { base = String(base[..<dot]) }
             // "photos-2024-03" → "photos": the words, not the dates and counts.
-            let words = base.split(whereSeparator: { !$0.isLetter }).map(String.init)
+            // A token with a digit in it (2024, 03, 5k) is a date or a count, not a word.
+            let words = base.split(whereSeparator: { !$0.isLetter && !$0.isNumber }).map(String.init)
+                .filter { $0.allSatisfy(\.isLetter) }
             if !words.isEmpty { base = words.joined(separator: "_") }
         }
         let name = typeName(singular(base))
         return name.isEmpty || feed == "-" && !(shape.isKeyPath) ? "Record" : name
     }
 
+    /// The singular of a plural member name (`photos` → photo, `seat_categories` →
+    /// seat_category, `retweetedStatuses` → retweetedStatus), changing only its last word,
+    /// and only when sure: a word that may already be singular (`status`, `series`,
+    /// `analysis`, `news`, `data`) or whose singular English cannot be told from its
+    /// spelling (`caches`, `leaves`) stays as it is.
     static func singular(_ word: String) -> String {
-        let lower = word.lowercased()
-        if lower.hasSuffix("ies"), word.count > 3 { return String(word.dropLast(3)) + "y" }
-        if lower.hasSuffix("sses") || lower.hasSuffix("xes") || lower.hasSuffix("ches") || lower.hasSuffix("shes") { return String(word.dropLast(2)) }
-        if lower.hasSuffix("s"), !lower.hasSuffix("ss"), word.count > 1 { return String(word.dropLast()) }
-        return word
+        let (head, last) = splitLastWord(word)
+        let lower = last.lowercased()
+        func keep(_ count: Int) -> String { head + String(last.dropLast(count)) }
+        if let irregular = irregularPlurals[lower] { return head + matchCase(irregular, like: last) }
+        if lower.count <= 2 || unchanging.contains(lower) || singularInS.contains(lower) { return word }
+        if lower.hasSuffix("ies") {
+            // cities → city, but movies → movie, cookies → cookie.
+            return endsInIeNoun.contains(lower) ? keep(1) : keep(3) + (last.last!.isUppercase ? "Y" : "y")
+        }
+        if lower.hasSuffix("statuses") || lower.hasSuffix("buses") || lower.hasSuffix("viruses") || lower.hasSuffix("campuses") { return keep(2) }
+        for ending in ["sses", "xes", "zzes", "shes", "tches", "rches", "nches"] where lower.hasSuffix(ending) { return keep(2) }
+        // Unsure: caches or coaches, leaves or archives, analyses or bases.
+        if lower.hasSuffix("ches") || lower.hasSuffix("ves") || lower.hasSuffix("ses") { return word }
+        // Already singular: status, bonus, analysis, class, famous, physics.
+        for ending in ["us", "is", "ss", "ics"] where lower.hasSuffix(ending) { return word }
+        return lower.hasSuffix("s") ? keep(1) : word
     }
+
+    /// The plural of a singular name, for an inverse relationship (`post` → posts,
+    /// `seatCategory` → seatCategories, `status` → statuses, `box` → boxes).
+    static func plural(_ word: String) -> String {
+        let (head, last) = splitLastWord(word)
+        let lower = last.lowercased()
+        if let irregular = irregularPlurals.first(where: { $0.value == lower })?.key { return head + matchCase(irregular, like: last) }
+        if unchanging.contains(lower) { return word }
+        if lower.hasSuffix("ie") { return word + "s" }
+        if lower.hasSuffix("y"), let before = lower.dropLast().last, !"aeiou".contains(before) {
+            return head + String(last.dropLast()) + (last.last!.isUppercase ? "IES" : "ies")
+        }
+        for ending in ["s", "x", "z", "ch", "sh"] where lower.hasSuffix(ending) { return word + "es" }
+        return word + "s"
+    }
+
+    /// `seat_categories` → ("seat_", "categories"), `seatCategories` → ("seat", "Categories").
+    private static func splitLastWord(_ word: String) -> (head: String, last: String) {
+        var start = word.endIndex
+        var index = word.endIndex
+        while index > word.startIndex {
+            let previous = word.index(before: index)
+            let character = word[previous]
+            if !character.isLetter { break }
+            start = previous
+            // camelCase: the last word starts at its capital (a run of capitals is one word: URLs).
+            if character.isUppercase, previous > word.startIndex, word[word.index(before: previous)].isLowercase { break }
+            index = previous
+        }
+        return (String(word[..<start]), String(word[start...]))
+    }
+
+    private static func matchCase(_ word: String, like model: String) -> String {
+        model.first?.isUppercase == true ? word.prefix(1).uppercased() + word.dropFirst() : word
+    }
+
+    private static let irregularPlurals = [
+        "people": "person", "children": "child", "men": "man", "women": "woman", "mice": "mouse", "geese": "goose",
+        "feet": "foot", "teeth": "tooth", "indices": "index", "matrices": "matrix", "vertices": "vertex",
+        "criteria": "criterion", "phenomena": "phenomenon", "analyses": "analysis", "crises": "crisis",
+        "theses": "thesis", "axes": "axis", "wives": "wife", "knives": "knife", "lives": "life", "halves": "half",
+        "shelves": "shelf", "leaves": "leaf", "quizzes": "quiz",
+    ]
+    /// Words whose singular and plural are spelled alike, or that are seldom counted.
+    private static let unchanging: Set<String> = [
+        "data", "metadata", "media", "news", "series", "species", "info", "information", "equipment", "sheep", "fish",
+        "deer", "aircraft", "software", "hardware", "feedback",
+    ]
+    /// Singular words ending in s that the rules below would cut.
+    private static let singularInS: Set<String> = [
+        "gas", "canvas", "alias", "atlas", "bias", "lens", "chaos", "ethos", "kudos", "pros", "cons",
+    ]
+    private static let endsInIeNoun: Set<String> = [
+        "movies", "cookies", "zombies", "selfies", "rookies", "hippies", "ties", "pies", "lies", "genies", "calories",
+        "brownies", "smoothies", "aunties", "goalies", "freebies", "hoodies", "species", "series",
+    ]
 
     /// `github_user`, `user-name` → GithubUser, UserName.
     static func typeName(_ text: String) -> String {

@@ -1,0 +1,37 @@
+import IngestJSON
+import Testing
+@testable import IngestPipeline
+
+/// Names inference gives: singular only when sure, plural inverses spelled as English
+/// does, and feed file names without their dates and counts.
+@Suite struct InferenceNamingTests {
+    @Test(arguments: [
+        ("photos", "photo"), ("movies", "movie"), ("statuses", "status"), ("retweeted_status", "retweeted_status"),
+        ("retweetedStatuses", "retweetedStatus"), ("seat_categories", "seat_category"), ("seatCategories", "seatCategory"),
+        ("cities", "city"), ("addresses", "address"), ("boxes", "box"), ("matches", "match"), ("people", "person"),
+        ("People", "Person"), ("URLs", "URL"), ("user_mentions", "user_mention"), ("series", "series"), ("data", "data"),
+        ("news", "news"), ("analysis", "analysis"), ("status", "status"), ("bonus", "bonus"), ("class", "class"),
+        ("physics", "physics"), ("caches", "caches"), ("leaves", "leaf"), ("archives", "archives"), ("gas", "gas"),
+        ("photos2", "photos2"), ("s", "s"), ("bus", "bus"), ("buses", "bus"),
+    ])
+    func singularChangesOnlyWhatItIsSureOf(plural: String, singular: String) {
+        #expect(PipelineInference.singular(plural) == singular)
+    }
+
+    @Test(arguments: [
+        ("photo", "photos"), ("seatCategory", "seatCategories"), ("status", "statuses"), ("box", "boxes"),
+        ("match", "matches"), ("day", "days"), ("person", "people"), ("movie", "movies"), ("bus", "buses"),
+        ("series", "series"), ("retweetedStatus", "retweetedStatuses"), ("city", "cities"),
+    ])
+    func pluralsOfInversesAreEnglish(singular: String, plural: String) {
+        #expect(PipelineInference.plural(singular) == plural)
+    }
+
+    @Test(arguments: [
+        ("movies.json", "Movie"), ("statuses.json", "Status"), ("flights-5k.json", "Flight"),
+        ("photos-2024-03.ndjson", "Photo"), ("github_events.json", "GithubEvent"), ("2024.json", "E2024"),
+    ])
+    func feedFileNamesGiveEntityNames(file: String, entity: String) {
+        #expect(PipelineInference.entityName(forFeed: "/tmp/" + file, shape: .array) == entity)
+    }
+}
