@@ -1,4 +1,5 @@
 import IngestJSON
+import IngestTestSupport
 import Testing
 @testable import IngestPipeline
 
@@ -33,5 +34,22 @@ import Testing
     ])
     func feedFileNamesGiveEntityNames(file: String, entity: String) {
         #expect(PipelineInference.entityName(forFeed: "/tmp/" + file, shape: .array) == entity)
+    }
+
+    /// A lone object, or lines of objects, is the record; an array of plain values in it
+    /// (tags, coordinates) is a field of it, not the feed's records.
+    @Test(arguments: [
+        ("{\"name\":\"x\",\"tags\":[\"a\",\"b\"]}\n", FeedShape.ndjson),
+        ("{\"name\":\"x\",\"tags\":[\"a\",\"b\"]}", FeedShape.ndjson),
+        ("{\"name\":\"x\",\"tags\":[\"a\"]}\n{\"name\":\"y\",\"tags\":[]}\n", FeedShape.ndjson),
+        ("{\"bbox\":[1,2,3,4],\"features\":[{\"id\":1},{\"id\":2}]}", FeedShape.keyPath(["features"])),
+        ("[{\"id\":1,\"tags\":[\"a\"]}]", FeedShape.array),
+    ])
+    func aLoneObjectWinsOverAnArrayOfPlainValues(feed: String, shape: FeedShape) throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("feed.json", Array(feed.utf8))
+        let inference = try PipelineInference.infer(feed: path)
+        #expect(inference.shape == shape)
+        #expect(inference.recordsRead >= 1)
     }
 }

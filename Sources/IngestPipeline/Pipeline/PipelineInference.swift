@@ -82,7 +82,8 @@ public enum PipelineInference {
     }
 
     /// The shape from the feed's first bytes: `[` an array, several values NDJSON, one
-    /// object its largest array member (or its values, when they are all objects).
+    /// object its array member with the most objects (or its values, when they are all
+    /// objects), else the object itself as the one record.
     static func detectShape(_ feed: String, report: inout [String]) throws -> FeedShape {
         let source = try FeedByteSource(path: feed)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 8)
@@ -126,7 +127,8 @@ public enum PipelineInference {
             let objects = items.filter { if case .object = $0 { true } else { false } }.count
             if best == nil || (objects, items.count) > (best!.objects, best!.count) { best = (member.key, objects, items.count) }
         }
-        if let best {
+        // An array of plain values (tags, coordinates) is a field of the one record, not records.
+        if let best, best.objects > 0 {
             report.append("feed: records in the array at '\(best.key)' (\(best.count) of them; the top-level array with the most objects)" + outside(best.key))
             return .keyPath([best.key])
         }
