@@ -93,13 +93,20 @@ import Testing
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stderr.contains("ingest: no --pipeline: inferred one from the feed and kept it as \(store).pipeline.json"))
         #expect(first.stderr.contains("Photo.uploadDate: date (200 ISO 8601 strings)"), "\(first.stderr)")
-        #expect(first.stdout.contains("  pipeline: inferred from the feed (\(store).pipeline.json)"))
+        #expect(first.stdout.contains("  pipeline: inferred from this feed (\(store).pipeline.json)"))
         let status = try IngestBinary.run(["status", store])
         #expect(status.stdout.contains("pipeline: \(store).pipeline.json (inferred from the feed)"), "\(status.stdout)")
         // The next feed maps the same way: the kept pipeline is used again.
         let again = try IngestBinary.run(["import", feed, "--store", store, "--quiet"])
         #expect(again.status == 0 && again.stderr.isEmpty, "\(again.stderr)")
         #expect(try ImportStatus.read(store: store).runs.count == 2)
+        // Its summary says so, not that this feed was inferred.
+        let other = dir.file("more.json")
+        try FeedGenerator(records: 50, seed: 9).write(to: other)
+        let third = try IngestBinary.run(["import", other, "--store", store])
+        #expect(third.status == 0, "\(third.stderr)")
+        #expect(third.stdout.contains("  pipeline: \(store).pipeline.json, inferred for this store by an earlier import"), "\(third.stdout)")
+        #expect(!third.stdout.contains("inferred from this feed"))
     }
 
     @Test func inferWritesAPipelineAndExplainsIt() throws {

@@ -10,7 +10,7 @@ struct SQLiteRunBackend: RunBackend {
     let path: String
 
     func importFeed(_ command: Ingest.Import) throws {
-        let (spec, pipeline, inferred) = try command.loadOrInferPipeline()
+        let (spec, pipeline, source) = try command.loadOrInferPipeline()
         if command.deleteStore && FileManager.default.fileExists(atPath: path) {
             try PersistentStoreCoordinator.checkIsStoreOrNew(at: path)
             Console.error("ingest: --delete-store: deleting \(path) and everything imported into it\n")
@@ -20,10 +20,10 @@ struct SQLiteRunBackend: RunBackend {
                                        saveEvery: command.saveEvery, chunkSize: command.chunkSize, abandonRun: command.abandonRun,
                                        deleteStore: command.deleteStore, keepChunks: command.keepChunks,
                                        maxRejects: running.maxRejects, keepIndexes: command.keepIndexes,
-                                       pipelinePath: pipeline, pipelineInferred: inferred,
+                                       pipelinePath: pipeline, pipelineInferred: source.isInferred,
                                        logger: try StderrLogHandler.logger(running.logLevel))
         options.again = command.again
-        try Ingest.Import.run(Importer(spec: spec, options: options), store: path, quiet: running.quiet)
+        try Ingest.Import.run(Importer(spec: spec, options: options), store: path, quiet: running.quiet, pipelineSource: source)
     }
 
     func resume(_ running: RunOptions) throws {

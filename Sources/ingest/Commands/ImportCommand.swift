@@ -96,14 +96,21 @@ extension Ingest {
             try RunBackends.open(store).importFeed(self)
         }
 
+        /// Where an import's pipeline came from, for the run's record and the summary.
+        enum PipelineSource {
+            case given, inferredNow, inferredEarlier
+            /// The run records a pipeline inferred from a feed (now or by an earlier import).
+            var isInferred: Bool { self != .given }
+        }
+
         /// The --pipeline file; without one, the pipeline inferred for this store before
         /// (STORE.pipeline.json, so later feeds map the same way), or one inferred now.
-        func loadOrInferPipeline() throws -> (PipelineSpec, String, Bool) {
-            if let pipeline { return (try PipelineSpec.load(path: pipeline), pipeline, false) }
+        func loadOrInferPipeline() throws -> (PipelineSpec, String, PipelineSource) {
+            if let pipeline { return (try PipelineSpec.load(path: pipeline), pipeline, .given) }
             let kept = store + ".pipeline.json"
             if FileManager.default.fileExists(atPath: kept) && !deleteStore {
                 if !quiet { Console.error("ingest: no --pipeline: using \(kept), inferred for this store by an earlier import\n") }
-                return (try PipelineSpec.load(path: kept), kept, true)
+                return (try PipelineSpec.load(path: kept), kept, .inferredEarlier)
             }
             guard !FileOps.isReadOnce(feed) else {
                 throw CommandFailure("a feed on \(feed == "-" ? "standard input" : "a pipe (\(feed))") needs --pipeline (to infer one, run ingest infer on a file of the feed)")
@@ -114,12 +121,12 @@ extension Ingest {
                 Console.error("ingest: no --pipeline: inferred one from the feed and kept it as \(kept) (edit it and pass --pipeline to change the mapping)\n")
                 Infer.explain(inference, to: nil)
             }
-            return (inference.spec, kept, true)
+            return (inference.spec, kept, .inferredNow)
         }
 
         /// Runs an import with SIGINT, SIGTERM and SIGHUP stopping it at the next save boundary
         /// (exit 130, 143, 129).
-        static func run(_ importer: Importer, store: String, quiet: Bool) throws {
+        static func run(_ importer: Importer, store: String, quiet: Bool, pipelineSource: PipelineSource? = nil) throws {
             let signals = StopSignals { importer.cancel() }
             defer { signals.cancel() }
             let view = ImportProgressView()
@@ -140,7 +147,7 @@ extension Ingest {
                 throw error
             }
             if !quiet {
-                printSummary(report, reportPath: importer.reportPath)
+                printSummary(report, reportPath: importer.reportPath, pipelineSource: pipelineSource)
                 if let chunks = importer.options.chunks, let target = try? FileManager.default.destinationOfSymbolicLink(atPath: chunks) {
                     print("  chunks: \(chunks) is a symbolic link; the chunk files are in \(target)")
                 }
@@ -178,10 +185,15 @@ extension Ingest {
                 + (outcomes.duplicates > 0 ? " (\(Format.count(outcomes.duplicates)) repeated a key seen earlier in this run)" : "")
         }
 
-        static func printSummary(_ report: ImportReport, reportPath: String) {
+        static func printSummary(_ report: ImportReport, reportPath: String, pipelineSource: PipelineSource? = nil) {
             print("\(report.feed) → \(report.store): \(Format.count(report.records)) records in \(report.chunks) chunk(s), \(report.workers) worker(s)")
             if let run = report.run { print("  run \(run)" + (report.abandonedRun.map { "; run \($0) was left unfinished (--abandon-run)" } ?? "")) }
-            if report.pipelineInferred == true { print("  pipeline: inferred from the feed (\(report.store).pipeline.json)") }
+            switch pipelineSource {
+            case .inferredNow?: print("  pipeline: inferred from this feed (\(report.store).pipeline.json)")
+            case .inferredEarlier?: print("  pipeline: \(report.store).pipeline.json, inferred for this store by an earlier import")
+            case .given?: break
+            case nil: if report.pipelineInferred == true { print("  pipeline: inferred from a feed (\(report.store).pipeline.json)") }
+            }
             print("  imported \(Format.count(report.imported)) and rejected \(Format.count(report.rejectedThisRun)) this run; \(Format.count(report.rejected)) rejected in all (\(report.rejectsFile))")
             if let outcomes = report.outcomes { print("  " + outcomesLine(outcomes)) }
             if let outside = report.outsideRecords { print("  " + SplitRun.outsideRecordsLine(outside)) }
