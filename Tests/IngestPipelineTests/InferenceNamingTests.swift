@@ -52,4 +52,18 @@ import Testing
         #expect(inference.shape == shape)
         #expect(inference.recordsRead >= 1)
     }
+
+    /// The explanation names a nested member by its path in the record.
+    @Test func explanationsNameNestedMembersByTheirPath() throws {
+        let dir = try TemporaryDirectory()
+        let records = (1...3).map { n in
+            #"{"id":\#(n),"type":"ForkEvent","payload":{"action":"x","forkee":{"id":\#(n + 10),"name":"r\#(n)"}},"#
+                + #""entities":{"user_mentions":[{"id":\#(n + 20),"screen_name":"u\#(n)"}]}}"#
+        }
+        let path = try dir.write("github_events.json", Array(("[" + records.joined(separator: ",") + "]").utf8))
+        let report = try PipelineInference.infer(feed: path).report.joined(separator: "\n")
+        #expect(report.contains("GithubEvent.payload.forkee: nested objects with 'id' → to-one relationship to Forkee"), "\(report)")
+        #expect(report.contains("GithubEvent.entities.user_mentions: arrays of objects with 'id' → to-many relationship to UserMention"), "\(report)")
+        #expect(report.contains("objects at GithubEvent.entities.user_mentions[] sampled"), "\(report)")
+    }
 }

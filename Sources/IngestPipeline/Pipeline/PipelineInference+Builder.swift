@@ -87,14 +87,15 @@ extension PipelineInference {
             for member in stats.order {
                 let field = stats.fields[member]!
                 let path = Self.path(from, member)
-                let label = "\(draft.name).\(prefix + member)"
+                // Named by where the member is in the object (payload.forkee), not by the attribute it becomes.
+                let label = "\(draft.name).\(path)"
                 if draft.attributes.contains(where: { $0.from == path }) || draft.relationships.contains(where: { $0.from == path }) { continue }
                 let nonNull = field.nonNull
                 if field.objects > 0 && field.objects == nonNull {
                     let choice = Self.keyChoice(of: field.nested, entity: PipelineInference.typeName(PipelineInference.singular(member)))
                     if let childKey = choice.key, depth + 1 <= Self.maxDepth {
                         let child = entity(PipelineInference.typeName(PipelineInference.singular(member)), field.nested,
-                                           path: "\(draft.name).\(member)", isRecord: false, depth: depth + 1)
+                                           path: "\(draft.name).\(path)", isRecord: false, depth: depth + 1)
                         relate(draft, child, member: prefix + member, from: path, toMany: false)
                         report.append("\(label): nested objects with '\(childKey)' → to-one relationship to \(child.name)")
                     } else if depth + 1 <= Self.maxDepth {
@@ -111,7 +112,7 @@ extension PipelineInference {
                     let childName = PipelineInference.typeName(PipelineInference.singular(member))
                     let choice = Self.keyChoice(of: field.elements, entity: childName)
                     if let childKey = choice.key, depth + 1 <= Self.maxDepth {
-                        let child = entity(childName, field.elements, path: "\(draft.name).\(member)[]", isRecord: false, depth: depth + 1)
+                        let child = entity(childName, field.elements, path: "\(draft.name).\(path)[]", isRecord: false, depth: depth + 1)
                         relate(draft, child, member: prefix + member, from: path, toMany: true)
                         report.append("\(label): arrays of objects with '\(childKey)' → to-many relationship to \(child.name)")
                     } else {
