@@ -66,4 +66,15 @@ import Testing
         #expect(report.contains("GithubEvent.entities.user_mentions: arrays of objects with 'id' → to-many relationship to UserMention"), "\(report)")
         #expect(report.contains("objects at GithubEvent.entities.user_mentions[] sampled"), "\(report)")
     }
+
+    /// A member given twice in a record counts once, with the value an import keeps (the
+    /// last), and the explanation says how many records did it.
+    @Test func aMemberGivenTwiceCountsOnceWithItsLastValue() throws {
+        let dir = try TemporaryDirectory()
+        let feed = #"[{"id":1,"n":1,"n":"x"},{"id":2,"n":"y"},{"id":3,"n":"z"},{"id":4,"n":"w"},{"id":5,"n":"v"}]"#
+        let path = try dir.write("things.json", Array(feed.utf8))
+        let report = try PipelineInference.infer(feed: path).report
+        #expect(report.contains("Thing.n: string (5 strings)"), "\(report)")
+        #expect(report.contains("Thing: 1 of the 5 records sampled give a member twice ('n'): the last value counts, here and when importing"), "\(report)")
+    }
 }

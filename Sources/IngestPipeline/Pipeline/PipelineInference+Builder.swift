@@ -77,6 +77,9 @@ extension PipelineInference {
             } else {
                 report.append("\(name): \(stats.count) \(place) sampled; no id-like field (id, _id, uuid, key, code, \(name.prefix(1).lowercased() + name.dropFirst())Id), so no uniqueness: every record is a new object. Importing the same feed again is skipped, but another feed that repeats these records adds them again")
             }
+            if stats.withRepeatedMembers > 0, let member = stats.firstRepeatedMember {
+                report.append("\(name): \(stats.withRepeatedMembers) of the \(stats.count) \(place) sampled give a member twice ('\(member)'\(stats.withRepeatedMembers > 1 ? ", among others" : "")): the last value counts, here and when importing")
+            }
             fill(draft, stats, prefix: "", from: "", depth: depth)
             return draft
         }

@@ -348,6 +348,9 @@ final class ObjectStats {
     private var contents: [String: [String: Int]] = [:]
     /// Per id-like member: the values seen with two different contents.
     private(set) var conflicts: [String: Set<String>] = [:]
+    /// Objects that gave a member twice, and the first such member seen.
+    private(set) var withRepeatedMembers = 0
+    private(set) var firstRepeatedMember: String?
 
     /// Members that may name an object: what `Builder.key` considers.
     static func isIDLike(_ name: String) -> Bool {
@@ -356,8 +359,18 @@ final class ObjectStats {
     }
 
     func observe(_ value: JSONValue) {
-        guard case .object(let members) = value else { return }
+        guard case .object(var members) = value else { return }
         count += 1
+        // A member given twice counts once, with its last value: the one an import keeps.
+        var last: [String: Int] = [:]
+        for (index, member) in members.enumerated() { last[member.key] = index }
+        if last.count < members.count {
+            withRepeatedMembers += 1
+            if firstRepeatedMember == nil {
+                firstRepeatedMember = members.enumerated().first { last[$0.element.key] != $0.offset }?.element.key
+            }
+            members = members.enumerated().filter { last[$0.element.key] == $0.offset }.map(\.element)
+        }
         var content: Int?
         for member in members where Self.isIDLike(member.key) {
             let text: String
