@@ -1,3 +1,4 @@
+import Foundation
 import IngestJSON
 import IngestTestSupport
 import Testing
@@ -76,5 +77,21 @@ import Testing
         let report = try PipelineInference.infer(feed: path).report
         #expect(report.contains("Thing.n: string (5 strings)"), "\(report)")
         #expect(report.contains("Thing: 1 of the 5 records sampled give a member twice ('n'): the last value counts, here and when importing"), "\(report)")
+    }
+
+    /// A store made with another model is refused with its first differences and the
+    /// ways on, not a line of every attribute.
+    @Test func aModelMismatchNamesTheWaysOn() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("photos.json")
+        try FeedGenerator(records: 20).write(to: feed)
+        let store = dir.file("s.sqlite")
+        let pipelines = PipelineSpecTests.root.appendingPathComponent("Pipelines").path
+        let first = try IngestBinary.run(["import", feed, "--pipeline", pipelines + "/bench-photos.json", "--store", store, "--quiet"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let second = try IngestBinary.run(["import", feed, "--pipeline", pipelines + "/photos.json", "--store", store, "--again"])
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("was made with a different model: attribute Photo.uploadDate changed type from string to date"), "\(second.stderr)")
+        #expect(second.stderr.contains("import into a new store, or pass --delete-store to start this one over"), "\(second.stderr)")
     }
 }

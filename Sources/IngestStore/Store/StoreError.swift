@@ -24,16 +24,16 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case postgres(PostgresError)
 
     /// The first few problems of a long list, and how many more there are.
-    private static func list(_ problems: [String]) -> String {
-        let shown = problems.prefix(3).joined(separator: "; ")
-        return problems.count > 3 ? shown + "; and \(problems.count - 3) more" : shown
+    private static func list(_ problems: [String], shown limit: Int = 3) -> String {
+        let shown = problems.prefix(limit).joined(separator: "; ")
+        return problems.count > limit ? shown + "; and \(problems.count - limit) more" : shown
     }
 
     public var description: String {
         switch self {
         case .notAStore(let path, let reason): "\(path) is not an Ingest store: \(reason)"
         case .modelMismatch(let path, let differences):
-            "the store at \(path) was made with a different model: " + differences.joined(separator: "; ")
+            "the store at \(path) was made with a different model: " + Self.list(differences, shown: 5)
         case .validation(let problems): "the save failed validation: " + Self.list(problems)
         case .uniquenessConflict(let conflicts): "the save conflicts with uniqueness constraints: " + Self.list(conflicts)
         case .objectNotFound(let id): "no object with ID \(id) in the store"

@@ -36,6 +36,11 @@ enum Advice {
             }
         case StoreError.database(_, let code?):
             return sqliteAdvice(code)
+        case StoreError.modelMismatch:
+            // SQLite migrates additions in place (optional attributes, relationships).
+            return "import into a new store, or pass --delete-store to start this one over (everything it holds is deleted); a pipeline that only adds optional attributes or relationships opens it as it is"
+        case StoreError.postgres(.modelMismatch), PostgresError.modelMismatch:
+            return "import into another database (or schema: ?options=-csearch_path%3Dname), or drop this one's tables to start over"
         case let error as FeedError where error.kind == .notAnArray || error.kind == .keyPathNotFound:
             return "the shape is set by --records-at KEY, --keyed or --ndjson for split and infer, and by the pipeline's \"feed\" for import"
         default:
