@@ -94,4 +94,22 @@ import Testing
         #expect(second.stderr.contains("was made with a different model: attribute Photo.uploadDate changed type from string to date"), "\(second.stderr)")
         #expect(second.stderr.contains("import into a new store, or pass --delete-store to start this one over"), "\(second.stderr)")
     }
+
+    /// `import` without a pipeline takes infer's shape options: a graph file's nodes, not
+    /// its largest array; with a pipeline, or a store that keeps one, they are refused.
+    @Test func importWithoutAPipelineTakesTheShapeOptions() throws {
+        let dir = try TemporaryDirectory()
+        let graph = try dir.write("graph.json", Array(#"{"nodes":[{"id":1,"name":"a"},{"id":2,"name":"b"}],"links":[{"source":1,"target":2},{"source":2,"target":1},{"source":1,"target":1}]}"#.utf8))
+        let store = dir.file("g.sqlite")
+        let nodes = try IngestBinary.run(["import", graph, "--store", store, "--records-at", "nodes", "--sample", "10"])
+        #expect(nodes.status == 0, "\(nodes.stderr)")
+        #expect(nodes.stderr.contains("Node: 2 records sampled; unique by 'id'"), "\(nodes.stderr)")
+        #expect(nodes.stdout.contains("Node: 2"), "\(nodes.stdout)")
+        let again = try IngestBinary.run(["import", graph, "--store", store, "--records-at", "links"])
+        #expect(again.status == 1)
+        #expect(again.stderr.contains("keeps the pipeline inferred by its first import"), "\(again.stderr)")
+        let given = try IngestBinary.run(["import", graph, "--store", dir.file("h.sqlite"), "--pipeline", store + ".pipeline.json", "--ndjson"])
+        #expect(given.status != 0)
+        #expect(given.stderr.contains("with one, its \"feed\" says where the records are"), "\(given.stderr)")
+    }
 }

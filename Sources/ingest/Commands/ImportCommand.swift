@@ -77,6 +77,12 @@ extension Ingest {
         @Flag(name: .customLong("keep-indexes"), help: "Keep secondary indexes during the import (default: build them at the end).")
         var keepIndexes = false
 
+        @OptionGroup(title: "Without --pipeline: the feed's shape, for the pipeline inferred from it (as ingest infer takes them)")
+        var shape: RecordShapeOptions
+
+        @Option(help: "Without --pipeline: records the inference reads.")
+        var sample = 1_000
+
         @OptionGroup var running: RunOptions
 
         var workers: Int? { running.workers }
@@ -86,6 +92,10 @@ extension Ingest {
         func validate() throws {
             for (name, value) in [("--save-every", saveEvery), ("--chunk-size", chunkSize)] {
                 if let value, value < 1 { throw ValidationError("\(name) must be at least 1") }
+            }
+            if sample < 1 { throw ValidationError("--sample must be at least 1") }
+            if pipeline != nil && (shape.isGiven || sample != 1_000) {
+                throw ValidationError("--records-at, --ndjson, --keyed, --header-row and --sample shape the pipeline inferred without --pipeline; with one, its \"feed\" says where the records are")
             }
             if restart {
                 throw ValidationError("--restart was removed: it deleted the store without saying so. To import another feed into a store whose run is unfinished, pass --abandon-run (what was imported stays); to delete the store first, pass --delete-store")
@@ -109,13 +119,16 @@ extension Ingest {
             if let pipeline { return (try PipelineSpec.load(path: pipeline), pipeline, .given) }
             let kept = store + ".pipeline.json"
             if FileManager.default.fileExists(atPath: kept) && !deleteStore {
+                if shape.isGiven {
+                    throw CommandFailure("\(store) keeps the pipeline inferred by its first import (\(kept)), whose \"feed\" says where the records are: edit it and pass --pipeline \(kept), or pass --delete-store to infer one again")
+                }
                 if !quiet { Console.error("ingest: no --pipeline: using \(kept), inferred for this store by an earlier import\n") }
                 return (try PipelineSpec.load(path: kept), kept, .inferredEarlier)
             }
             guard !FileOps.isReadOnce(feed) else {
                 throw CommandFailure("a feed on \(feed == "-" ? "standard input" : "a pipe (\(feed))") needs --pipeline (to infer one, run ingest infer on a file of the feed)")
             }
-            let inference = try PipelineInference.infer(feed: feed)
+            let inference = try PipelineInference.infer(feed: feed, options: .init(sample: sample, shape: shape.shape, form: shape.form))
             try FileOpsCLI.write(inference.text, to: kept)
             if !quiet {
                 Console.error("ingest: no --pipeline: inferred one from the feed and kept it as \(kept) (edit it and pass --pipeline to change the mapping)\n")

@@ -40,9 +40,8 @@ extension Ingest {
         }
 
         func run() throws {
-            let explicit = shape.recordsAt != nil || shape.ndjson || shape.keyed
             let inference = try PipelineInference.infer(
-                feed: feed, options: .init(sample: sample, shape: explicit ? shape.feedOptions.shape : nil, form: shape.form))
+                feed: feed, options: .init(sample: sample, shape: shape.records.shape, form: shape.form))
             Self.explain(inference, to: output)
             if let output {
                 try FileOpsCLI.write(inference.text, to: output)
