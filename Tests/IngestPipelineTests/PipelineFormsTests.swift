@@ -120,6 +120,35 @@ import Testing
         if tags { #expect(try rows(dir, "SELECT name FROM Tag ORDER BY name") == ["bug", "ui"]) }
     }
 
+    /// A value `map` does not name takes `otherwise` instead of rejecting the record, on
+    /// both write paths; `otherwise` without a `map` is a pipeline error.
+    @Test(arguments: [false, true])
+    func aMapWithOtherwiseTakesEveryValue(objectPath: Bool) throws {
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("issues.ndjson", Array("""
+            {"id": 1, "s": "o"}
+            {"id": 2, "s": "x"}
+            {"id": 3, "s": 7}
+            {"id": 4}
+
+            """.utf8))
+        let pipeline = """
+            { "model": { "entities": [ { "name": "Issue", "attributes": [
+                { "name": "id", "type": "int64", "optional": false }, { "name": "state", "type": "string" } ],
+                "unique": [["id"]] } ] },
+              "feed": { "ndjson": true }, "record": "Issue",
+              "mappings": { "Issue": { "attributes": { "id": "id",
+                "state": { "from": "s", "map": { "o": "open", "c": "closed" }, "otherwise": "other" } } } } }
+            """
+        var options = Importer.Options(feed: feed, store: dir.file("store.sqlite"))
+        options.objectPath = objectPath
+        let report = try Importer(spec: try PipelineSpec.parse(Array(pipeline.utf8)), options: options).run()
+        #expect(report.imported == 4 && report.rejected == 0)
+        #expect(try rows(dir, "SELECT id, coalesce(state, 'NULL') FROM Issue ORDER BY id") == ["1|open", "2|other", "3|other", "4|NULL"])
+        let alone = pipeline.replacingOccurrences(of: #""map": { "o": "open", "c": "closed" }, "#, with: "")
+        #expect(throws: PipelineError.self) { try PipelineSpec.parse(Array(alone.utf8)) }
+    }
+
     /// A pipeline error is a value: its kind, its file and its place, not only words.
     @Test func pipelineErrorsNameFilePlaceAndKind() throws {
         let dir = try TemporaryDirectory()

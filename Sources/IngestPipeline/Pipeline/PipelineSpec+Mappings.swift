@@ -112,7 +112,7 @@ extension PipelineSpec {
             return AttributeMapping(attribute: attribute.name, from: try Self.path(path, at: place),
                                     dates: [.iso8601], defaultValue: attribute.defaultValue, required: !attribute.isOptional, asJSON: false)
         }
-        let fields = try Fields(value, at: place, allowed: ["from", "dates", "timeZone", "default", "required", "json", "value", "map", "trim", "case"])
+        let fields = try Fields(value, at: place, allowed: ["from", "dates", "timeZone", "default", "required", "json", "value", "map", "otherwise", "trim", "case"])
         var transform = ValueTransform()
         transform.constant = fields.optional("value")
         if transform.constant != nil, fields.optional("from") != nil {
@@ -124,6 +124,12 @@ extension PipelineSpec {
                 throw PipelineError("\(place).map: expected an object from the feed's values to the stored ones")
             }
             transform.table = Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { $1 })
+        }
+        if let otherwise = fields.optional("otherwise") {
+            guard transform.table != nil else {
+                throw PipelineError("\(place).otherwise: is what a value \"map\" does not name becomes; there is no \"map\"")
+            }
+            transform.otherwise = otherwise
         }
         transform.trim = try fields.optional("trim").map { try Fields.bool($0, at: "\(place).trim") } ?? false
         if let letterCase = fields.optional("case") {

@@ -7,12 +7,14 @@ public import IngestJSON
 /// ```json
 /// "source":  { "value": "github" }                                  // a constant
 /// "state":   { "from": "s", "map": { "o": "open", "c": "closed" } } // a table (enums)
+/// "kind":    { "from": "k", "map": { "a": "alpha" }, "otherwise": "other" } // and a fallback
 /// "login":   { "from": "login", "trim": true, "case": "lower" }     // trim, case
 /// "country": { "from": "cc", "default": "PT" }                      // a default when absent
 /// ```
 ///
-/// Order: trim, then case, then the table. A value the table does not name rejects the
-/// record; a null or absent value is left alone (the default, if any, applies).
+/// Order: trim, then case, then the table. A value the table does not name takes
+/// `otherwise`, or rejects the record when there is none; a null or absent value is left
+/// alone (the default, if any, applies).
 public struct ValueTransform: Sendable, Equatable {
     public enum LetterCase: String, Sendable {
         case lower, upper
@@ -22,6 +24,8 @@ public struct ValueTransform: Sendable, Equatable {
     public var constant: JSONValue?
     /// Feed value (as text) → stored value.
     public var table: [String: JSONValue]?
+    /// What a value the table does not name becomes (else the record is rejected).
+    public var otherwise: JSONValue?
     public var trim = false
     public var letterCase: LetterCase?
 
@@ -49,9 +53,11 @@ public struct ValueTransform: Sendable, Equatable {
             case .string(let s): text = s
             case .number(let n): text = n
             case .bool(let b): text = b ? "true" : "false"
-            default: throw CoercionError("\(value.kindDescription) is not one of the mapped values")
+            default:
+                if let otherwise { return otherwise }
+                throw CoercionError("\(value.kindDescription) is not one of the mapped values")
             }
-            guard let mapped = table[text] else {
+            guard let mapped = table[text] ?? otherwise else {
                 let names = table.keys.sorted().prefix(8).map { "'\($0)'" }.joined(separator: ", ")
                 throw CoercionError("'\(text)' is not one of the mapped values (\(names)\(table.count > 8 ? ", …" : ""))")
             }
