@@ -97,7 +97,7 @@ public final class Importer: Sendable {
     /// Tests stop the run after this many saves (in all workers together), as a crash would.
     let stopAfterSaves = Atomic<Int>(Int.max)
     let saves = Atomic<Int>(0)
-    private let listeners = Mutex<[UUID: @Sendable (ImportProgress) -> Void]>([:])
+    private let listeners = ObserverRegistry<ImportProgress>()
 
     public init(spec: PipelineSpec, options: Options) {
         self.spec = spec
@@ -111,25 +111,17 @@ public final class Importer: Sendable {
     /// queue, in order). Keep the token to stop with `removeProgressObserver`.
     @discardableResult
     public func addProgressObserver(_ handler: @escaping @Sendable (ImportProgress) -> Void) -> UUID {
-        let token = UUID()
-        listeners.withLock { $0[token] = handler }
-        return token
+        listeners.add(handler)
     }
 
     public func removeProgressObserver(_ token: UUID) {
-        _ = listeners.withLock { $0.removeValue(forKey: token) }
+        listeners.remove(token)
     }
 
     /// The progress events of `run()` as an async sequence; it finishes after the final
     /// event (or when the reading task is cancelled). Ask for it before calling `run()`.
     public func progressEvents() -> AsyncStream<ImportProgress> {
-        let (stream, continuation) = AsyncStream<ImportProgress>.makeStream()
-        let token = addProgressObserver { event in
-            continuation.yield(event)
-            if event.isFinal { continuation.finish() }
-        }
-        continuation.onTermination = { [weak self] _ in self?.removeProgressObserver(token) }
-        return stream
+        listeners.stream(finishingAfter: \.isFinal)
     }
 
     /// Runs the import: continues the store's unfinished run when it is of this feed
@@ -178,7 +170,7 @@ public final class Importer: Sendable {
     }
 
     func publish(_ event: ImportProgress) {
-        for handler in listeners.withLock({ Array($0.values) }) { handler(event) }
+        listeners.post(event)
     }
 
     /// The run this import continues (the store's unfinished run, when it is of this

@@ -20,7 +20,7 @@ public final class PersistentStoreCoordinator: Sendable {
     let schema: Schema
     let backend: Backend
     private let saveSequence = Mutex(0)
-    private let observers = Mutex<[UUID: @Sendable (SaveNotice) -> Void]>([:])
+    private let observers = ObserverRegistry<SaveNotice>()
     /// Compiled fetch queries, by request (see `ObjectContext.selectQuery`).
     let queryCache = Mutex<[ObjectContext.QueryCacheKey: ObjectContext.SelectQuery]>([:])
     /// Related objects' keys → rows, shared by the coordinator's batch inserters.
@@ -283,24 +283,19 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Keep the token; `removeSaveObserver` stops the calls.
     @discardableResult
     public func addSaveObserver(_ callback: @escaping @Sendable (SaveNotice) -> Void) -> UUID {
-        let token = UUID()
-        observers.withLock { $0[token] = callback }
-        return token
+        observers.add(callback)
     }
 
     public func removeSaveObserver(_ token: UUID) {
-        _ = observers.withLock { $0.removeValue(forKey: token) }
+        observers.remove(token)
     }
 
     /// Every save from now on, as an async sequence; it ends when the task reading it is cancelled.
     public func saveNotices() -> AsyncStream<SaveNotice> {
-        let (stream, continuation) = AsyncStream<SaveNotice>.makeStream()
-        let token = addSaveObserver { continuation.yield($0) }
-        continuation.onTermination = { [weak self] _ in self?.removeSaveObserver(token) }
-        return stream
+        observers.stream()
     }
 
-    var hasSaveObservers: Bool { observers.withLock { !$0.isEmpty } }
+    var hasSaveObservers: Bool { !observers.isEmpty }
 
     func nextSaveSequence() -> Int { saveSequence.withLock { $0 += 1; return $0 } }
 
@@ -323,7 +318,7 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     func post(_ notice: SaveNotice) {
-        for callback in observers.withLock({ Array($0.values) }) { callback(notice) }
+        observers.post(notice)
     }
 
     // MARK: - Keys
