@@ -91,15 +91,13 @@ extension PostgresJoin {
 /// A process's heartbeat, on a thread and connection of its own: every third of the
 /// lease it marks the process alive and renews the leases of the chunks it holds.
 final class Heartbeat: Sendable {
-    private let stopped = Atomic<Bool>(false)
-    private let done = DispatchSemaphore(value: 0)
+    private let thread: StoppableThread
 
     init(url: PostgresURL, process: String, leaseSeconds: Double, logger: Logger) {
-        Thread.detachNewThread { [self] in
-            defer { done.signal() }
+        thread = StoppableThread { isStopped in
             var connection: PostgresConnection?
             var last = Date.distantPast
-            while !stopped.load(ordering: .relaxed) {
+            while !isStopped() {
                 if Date().timeIntervalSince(last) >= leaseSeconds / 3 {
                     last = Date()
                     do {
@@ -124,8 +122,7 @@ final class Heartbeat: Sendable {
     }
 
     func stop() {
-        stopped.store(true, ordering: .relaxed)
         // A beat stuck on a dead network must not keep the process from ending.
-        _ = done.wait(timeout: .now() + 5)
+        thread.stop(waitingAtMost: 5)
     }
 }

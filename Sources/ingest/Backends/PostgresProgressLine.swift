@@ -11,23 +11,21 @@ import Glibc
 /// A progress line for an import on PostgreSQL, from the store (so it counts every
 /// process): redrawn on a terminal twice a second, a plain line every 5 s otherwise.
 final class PostgresProgressLine: Sendable {
-    private let stopped = Atomic<Bool>(false)
-    private let done = DispatchSemaphore(value: 0)
+    private let thread: StoppableThread?
 
     init(url: PostgresURL, run: Int?, quiet: Bool) {
         guard !quiet else {
-            done.signal()
+            thread = nil
             return
         }
-        Thread.detachNewThread { [self] in
-            defer { done.signal() }
+        thread = StoppableThread { isStopped in
             let terminal = isatty(STDERR_FILENO) != 0
             let interval = terminal ? 0.5 : 5.0
             guard let connection = try? PostgresConnection(url) else { return }
             var last: (time: ContinuousClock.Instant, done: Int)?
             var next = ContinuousClock.now + .seconds(interval)
             var drew = false
-            while !stopped.load(ordering: .relaxed) {
+            while !isStopped() {
                 Thread.sleep(forTimeInterval: 0.05)
                 guard ContinuousClock.now >= next else { continue }
                 next = ContinuousClock.now + .seconds(interval)
@@ -50,7 +48,6 @@ final class PostgresProgressLine: Sendable {
     }
 
     func stop() {
-        stopped.store(true, ordering: .relaxed)
-        done.wait()
+        thread?.stop()
     }
 }
