@@ -25,23 +25,18 @@ extension Ingest {
             """
         )
 
-        @Option(help: "Records in the large feed.")
-        var records = 1_000_000
-
-        @Option(name: .customLong("small-records"), help: "Records in the small feed (for the memory comparison).")
-        var smallRecords = 100_000
+        @OptionGroup var feeds: BenchFeedOptions
 
         @Option(help: "Timed runs of each command.")
         var runs = 5
 
-        @Option(name: .customLong("work-dir"), help: "Where feeds and chunks go.")
-        var workDirectory = "/tmp/ingest-bench"
+        var records: Int { feeds.records }
+        var smallRecords: Int { feeds.smallRecords }
+        var workDirectory: String { feeds.workDirectory }
+        var feedStyle: FeedStyleOption { feeds.feedStyle }
 
-        @Option(name: .customLong("feed-style"), help: "The generated feed: realistic (members missing, null and empty, escapes, unmapped nested members, a long tail of photographers) or classic (the kinder feed of earlier figures).")
-        var feedStyle: FeedStyleOption = .realistic
 
         func validate() throws {
-            if records < 1 || smallRecords < 1 { throw ValidationError("record counts must be at least 1") }
             if runs < 1 { throw ValidationError("--runs must be at least 1") }
         }
 

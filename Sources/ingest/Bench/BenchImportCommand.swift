@@ -30,11 +30,12 @@ extension Ingest {
             """
         )
 
-        @Option(help: "Records in the large feed.")
-        var records = 1_000_000
+        @OptionGroup var feeds: BenchFeedOptions
 
-        @Option(name: .customLong("small-records"), help: "Records in the small feed (for the memory comparison).")
-        var smallRecords = 100_000
+        var records: Int { feeds.records }
+        var smallRecords: Int { feeds.smallRecords }
+        var workDirectory: String { feeds.workDirectory }
+        var feedStyle: FeedStyleOption { feeds.feedStyle }
 
         @Option(help: "Worker counts to run, comma-separated.")
         var workers = "1,2,4"
@@ -47,12 +48,6 @@ extension Ingest {
 
         @Option(name: .customLong("reference-source"), help: ArgumentHelp("The C reference importer's source.", valueName: "file"))
         var referenceSource = "Benchmarks/reference-importer/importer.c"
-
-        @Option(name: .customLong("feed-style"), help: "The generated feed: realistic (members missing, null and empty, escapes, unmapped nested members, a long tail of photographers) or classic (the kinder feed of earlier figures).")
-        var feedStyle: FeedStyleOption = .realistic
-
-        @Option(name: .customLong("work-dir"), help: "Where feeds and stores go.")
-        var workDirectory = "/tmp/ingest-bench"
 
         @Option(help: ArgumentHelp("A PostgreSQL store (postgresql://…) to bench instead: 1, 2 and 4 processes beside psql's \\copy. Its tables are dropped and made again.", valueName: "url"))
         var store: String?
@@ -67,7 +62,6 @@ extension Ingest {
         var workerCounts: [Int] { workers.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
 
         func validate() throws {
-            if records < 1 || smallRecords < 1 { throw ValidationError("record counts must be at least 1") }
             if runs < 1 { throw ValidationError("--runs must be at least 1") }
             if workerCounts.isEmpty || workerCounts.contains(where: { $0 < 1 }) {
                 throw ValidationError("--workers takes worker counts like 1,2,4")
