@@ -191,6 +191,28 @@ extension PipelineInference {
             report.append("\(draft.name).\(member): \(why) → JSON text in the string attribute \(name)")
         }
 
+        /// Says when entities made under different member names have the same key and
+        /// attributes (actor, owner, user and assignee, each with id and login): probably one
+        /// kind of object, which the pipeline can make one entity.
+        mutating func noteLookalikes() {
+            var groups: [[Draft]] = []
+            for draft in drafts where draft.key != nil {
+                let shape = Set(draft.attributes.map(\.name))
+                if let index = groups.firstIndex(where: { $0[0].key == draft.key && Set($0[0].attributes.map(\.name)) == shape }) {
+                    groups[index].append(draft)
+                } else {
+                    groups.append([draft])
+                }
+            }
+            for group in groups where group.count > 1 {
+                let names = group.map(\.name)
+                let list = names.dropLast().joined(separator: ", ") + " and " + names.last!
+                let fields = group[0].attributes.map(\.name).sorted().joined(separator: ", ")
+                report.append("\(list): the same fields (\(fields)), unique by '\(group[0].key!)': likely one kind of object under \(group.count) member names. "
+                    + "To keep them as one entity, make \(names[0]) the destination of their relationships (and its inverses) in the pipeline, and remove \(names.dropFirst().joined(separator: ", "))")
+            }
+        }
+
         func relate(_ owner: Draft, _ child: Draft, member: String, from: String, toMany: Bool) {
             let name = owner.freeName(PipelineInference.attributeName(member))
             let inverseWanted = PipelineInference.plural(PipelineInference.attributeName(owner.name.prefix(1).lowercased() + owner.name.dropFirst()))

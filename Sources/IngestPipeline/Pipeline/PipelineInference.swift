@@ -76,6 +76,7 @@ public enum PipelineInference {
         var builder = Builder(report: report)
         let recordName = entityName(forFeed: feed, shape: shape)
         let root = builder.entity(recordName, stats, path: "", isRecord: true, depth: 0)
+        builder.noteLookalikes()
         let text = builder.pipelineText(root: root, shape: shape, form: form)
         let spec = try PipelineSpec.parse(Array(text.utf8))
         return Inference(text: text, spec: spec, shape: shape, recordsRead: records.count, report: builder.report)

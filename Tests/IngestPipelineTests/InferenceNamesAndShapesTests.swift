@@ -4,9 +4,11 @@ import IngestTestSupport
 import Testing
 @testable import IngestPipeline
 
-/// Names inference gives: singular only when sure, plural inverses spelled as English
-/// does, and feed file names without their dates and counts.
-@Suite struct InferenceNamingTests {
+/// What inference tells a user (issue 22): names (singular only when sure, plural inverses
+/// as English spells them, feed file names without dates and counts), shapes (a lone object
+/// over an array of plain values), explanations (nested paths, members given twice,
+/// lookalike entities), and import's shape options and model-mismatch advice.
+@Suite struct InferenceNamesAndShapesTests {
     @Test(arguments: [
         ("photos", "photo"), ("movies", "movie"), ("statuses", "status"), ("retweeted_status", "retweeted_status"),
         ("retweetedStatuses", "retweetedStatus"), ("seat_categories", "seat_category"), ("seatCategories", "seatCategory"),
@@ -111,5 +113,17 @@ import Testing
         let given = try IngestBinary.run(["import", graph, "--store", dir.file("h.sqlite"), "--pipeline", store + ".pipeline.json", "--ndjson"])
         #expect(given.status != 0)
         #expect(given.stderr.contains("with one, its \"feed\" says where the records are"), "\(given.stderr)")
+    }
+
+    /// Entities made under several member names with the same key and fields are named
+    /// together in the explanation, with how to make them one.
+    @Test func lookalikeEntitiesAreNamedTogether() throws {
+        let dir = try TemporaryDirectory()
+        let feed = #"[{"id":1,"actor":{"id":1,"login":"a"},"owner":{"id":2,"login":"b"},"user":{"id":3,"login":"c"}},"#
+            + #"{"id":2,"actor":{"id":5,"login":"e"},"owner":{"id":2,"login":"b"},"user":{"id":1,"login":"a"}}]"#
+        let path = try dir.write("issues.json", Array(feed.utf8))
+        let report = try PipelineInference.infer(feed: path).report
+        #expect(report.contains { $0.hasPrefix("Actor, Owner and User: the same fields (id, login), unique by 'id': likely one kind of object under 3 member names") },
+                "\(report)")
     }
 }
