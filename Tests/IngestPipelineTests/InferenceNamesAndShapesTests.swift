@@ -126,4 +126,17 @@ import Testing
         #expect(report.contains { $0.hasPrefix("Actor, Owner and User: the same fields (id, login), unique by 'id': likely one kind of object under 3 member names") },
                 "\(report)")
     }
+
+    /// A keyed map whose objects carry their key as an integer `id` too is unique by the
+    /// id (typed as given), so other records can relate to it by that id; without such an
+    /// id it stays unique by its `@key`.
+    @Test(arguments: [(#"{"7":{"id":7,"name":"a"},"9":{"id":9,"name":"b"}}"#, "id"),
+                      (#"{"7":{"id":8,"name":"a"},"9":{"id":9,"name":"b"}}"#, "@key"),
+                      (#"{"a":{"name":"x"},"b":{"name":"y"}}"#, "@key")])
+    func aKeyedMapWhoseObjectsCarryTheirKeyAsIdIsUniqueByTheId(feed: String, key: String) throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("things.json", Array(feed.utf8))
+        let inference = try PipelineInference.infer(feed: path, options: .init(shape: .keyed([])))
+        #expect(inference.report.contains("Thing: 2 records sampled; unique by '\(key)' (present in every one)"), "\(inference.report)")
+    }
 }

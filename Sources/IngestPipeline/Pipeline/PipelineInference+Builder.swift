@@ -234,7 +234,10 @@ extension PipelineInference {
         /// not being keys, for the report.
         static func keyChoice(of stats: ObjectStats, entity: String, consistent: Bool = true) -> (key: String?, notKeys: [String]) {
             let lower = entity.prefix(1).lowercased() + entity.dropFirst()
-            let candidates = ["@key", "id", "_id", "uuid", "guid", "\(lower)Id", "\(lower)_id", "\(lower)ID", "key", "code", "slug"]
+            var candidates = ["@key", "id", "_id", "uuid", "guid", "\(lower)Id", "\(lower)_id", "\(lower)ID", "key", "code", "slug"]
+            // A keyed map whose objects carry their key as `id` too (`"7": {"id": 7}`): the id,
+            // typed as given, is what other records relate to.
+            if stats.count > 0, stats.idIsKey == stats.count { candidates.swapAt(0, 1) }
             var notKeys: [String] = []
             for candidate in candidates {
                 // Whole numbers beyond 64 bits name objects as well as others do (kept as decimal text).

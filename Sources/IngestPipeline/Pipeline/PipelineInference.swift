@@ -351,6 +351,8 @@ final class ObjectStats {
     private(set) var conflicts: [String: Set<String>] = [:]
     /// Objects that gave a member twice, and the first such member seen.
     private(set) var withRepeatedMembers = 0
+    /// Objects of a keyed map whose `id` says what their `@key` says (`"7": {"id": 7}`).
+    private(set) var idIsKey = 0
     private(set) var firstRepeatedMember: String?
 
     /// Members that may name an object: what `Builder.key` considers.
@@ -373,6 +375,16 @@ final class ObjectStats {
             members = members.enumerated().filter { last[$0.element.key] == $0.offset }.map(\.element)
         }
         var content: Int?
+        func text(_ value: JSONValue?) -> String? {
+            switch value {
+            case .string(let string)?: string
+            case .number(let number)?: number
+            default: nil
+            }
+        }
+        if let key = text(members.last(where: { $0.key == "@key" })?.value), key == text(members.last(where: { $0.key == "id" })?.value) {
+            idIsKey += 1
+        }
         for member in members where Self.isIDLike(member.key) {
             let text: String
             switch member.value {
