@@ -139,4 +139,29 @@ import Testing
         let inference = try PipelineInference.infer(feed: path, options: .init(shape: .keyed([])))
         #expect(inference.report.contains("Thing: 2 records sampled; unique by '\(key)' (present in every one)"), "\(inference.report)")
     }
+
+    /// A feed of plain values imports: inferred, each record is mapped through "@value";
+    /// a pipeline may map it too (here into a unique name, so repeats update one object).
+    @Test func aFeedOfPlainValuesImports() throws {
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("tags.json", Array(#"["rust","swift","go","swift"]"#.utf8))
+        let inferred = try IngestBinary.run(["import", feed, "--store", dir.file("a.sqlite")])
+        #expect(inferred.status == 0, "\(inferred.stderr)")
+        #expect(inferred.stderr.contains(#"feed: records are plain values, not objects: each is mapped through "@value""#), "\(inferred.stderr)")
+        #expect(inferred.stdout.contains("Tag: 4"), "\(inferred.stdout)")
+        let pipeline = try dir.write("tags-pipeline.json", Array("""
+            { "model": { "entities": [ { "name": "Tag", "attributes": [ { "name": "name", "type": "string", "optional": false } ],
+                                         "unique": [["name"]] } ] },
+              "feed": { "values": true }, "record": "Tag", "mappings": { "Tag": { "attributes": { "name": "@value" } } } }
+            """.utf8))
+        for objectPath in [false, true] {
+            var options = Importer.Options(feed: feed, store: dir.file("b-\(objectPath).sqlite"))
+            options.objectPath = objectPath
+            let report = try Importer(spec: try PipelineSpec.load(path: pipeline), options: options).run()
+            #expect(report.counts == ["Tag": 3] && report.rejected == 0, "\(report.counts)")
+        }
+        #expect(throws: PipelineError.self) {
+            try PipelineSpec.parse(Array(#"{"model":{"entities":[{"name":"T","attributes":[{"name":"v","type":"string"}]}]},"feed":{"values":true,"rows":"header"},"record":"T","mappings":{"T":{"attributes":{"v":"@value"}}}}"#.utf8))
+        }
+    }
 }

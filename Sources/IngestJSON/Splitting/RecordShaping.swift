@@ -4,6 +4,8 @@
 /// - a keyed record (`FeedShape.keyed`) gains its name as `"@key"`:
 ///   `"1385": {"type": "push"}` becomes `{"@key":"1385","type":"push"}`, and a value
 ///   that is not an object becomes `{"@key":"1385","@value":…}`;
+/// - plain values (`RecordForm.values`: a feed of strings or numbers) become
+///   `{"@value":…}`, which a pipeline maps like any member;
 /// - rows (`RecordForm.rows`), arrays of values, become objects named by the header
 ///   row or the given columns: `[1,"Ann"]` becomes `{"id":1,"name":"Ann"}`. A row of
 ///   another length becomes `{"@rowError":"…","@row":[…]}`, which the importer
@@ -14,7 +16,13 @@ public enum RecordForm: Sendable, Hashable, Codable {
     /// Records are arrays of values; `columns` names them, or the first record (the
     /// header row, not itself a record) does when nil.
     case rows(columns: [String]?)
+    /// Records are plain values (strings, numbers, …): each is mapped as `"@value"`.
+    case values
 }
+
+/// The member a plain-value record is read under (`RecordForm.values`, and a keyed map's
+/// values that are not objects).
+public let valueKey = "@value"
 
 /// The member a row that does not fit the header is reported under.
 public let rowErrorKey = "@rowError"
@@ -55,6 +63,9 @@ public struct RecordShaper {
                     bytes = Array(JSONValue.object([JSONMember(rowErrorKey, .string(reason)), JSONMember("@row", value)]).description.utf8)
                 }
             }
+        }
+        if case .values = form, record.key == nil {
+            bytes = Array("{\"@value\":".utf8) + bytes + [UInt8(ascii: "}")]
         }
         if let key = record.key {
             let name = Array(JSONValue.string(key).description.utf8)

@@ -314,6 +314,7 @@ extension PipelineInference {
             case .objects: break
             case .rows(let columns?): feed.append(JSONMember("rows", .array(columns.map(string))))
             case .rows(nil): feed.append(JSONMember("rows", string("header")))
+            case .values: feed.append(JSONMember("values", .bool(true)))
             }
             let pipeline = JSONValue.object([
                 JSONMember("model", .object([JSONMember("entities", .array(entities))])),

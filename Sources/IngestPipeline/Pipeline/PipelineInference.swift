@@ -64,7 +64,14 @@ public enum PipelineInference {
         } catch is Enough {}
         let misfits = records.filter { $0[rowErrorKey] != nil }.count
         if misfits > 0 { report.append("\(misfits) of the rows read do not have as many values as the header has names: left out of the sample (they will be rejected)") }
-        let objects = records.filter { if case .object = $0, $0[rowErrorKey] == nil { true } else { false } }
+        var objects = records.filter { if case .object = $0, $0[rowErrorKey] == nil { true } else { false } }
+        if objects.isEmpty, form == .objects, !records.isEmpty, !shape.isKeyed {
+            // A feed of plain values (tags, ids, words): each record is mapped as "@value".
+            form = .values
+            records = records.map { .object([JSONMember(valueKey, $0)]) }
+            objects = records
+            report.append("feed: records are plain values, not objects: each is mapped through \"\(valueKey)\" (the pipeline's feed says \"values\": true)")
+        }
         guard !objects.isEmpty else {
             throw PipelineError("\(feed): none of the \(records.count) records read is an object, so there is nothing to map")
         }
@@ -283,6 +290,7 @@ public enum PipelineInference {
 
 extension FeedShape {
     var isKeyPath: Bool { if case .keyPath = self { true } else { false } }
+    var isKeyed: Bool { if case .keyed = self { true } else { false } }
 }
 
 // MARK: - What the sample holds

@@ -139,7 +139,7 @@ public struct PipelineSpec: Sendable {
         var shape = FeedShape.array
         var form = RecordForm.objects
         if let feedValue = top.optional("feed") {
-            let feed = try Fields(feedValue, at: "pipeline.feed", allowed: ["recordsAt", "ndjson", "keyed", "rows"])
+            let feed = try Fields(feedValue, at: "pipeline.feed", allowed: ["recordsAt", "ndjson", "keyed", "rows", "values"])
             let recordsAt = try feed.optional("recordsAt").map { try Fields.string($0, at: "pipeline.feed.recordsAt") }
             let ndjson = try feed.optional("ndjson").map { try Fields.bool($0, at: "pipeline.feed.ndjson") } ?? false
             let keyed = try feed.optional("keyed").map { try Fields.bool($0, at: "pipeline.feed.keyed") } ?? false
@@ -160,6 +160,10 @@ public struct PipelineSpec: Sendable {
             case .array(let names)?:
                 form = .rows(columns: try names.map { try Fields.string($0, at: "pipeline.feed.rows") })
             default: throw PipelineError("pipeline.feed.rows: expected \"header\" (the first row names the columns) or a list of column names")
+            }
+            if try feed.optional("values").map({ try Fields.bool($0, at: "pipeline.feed.values") }) == true {
+                guard form == .objects else { throw PipelineError("pipeline.feed: rows and values exclude each other") }
+                form = .values
             }
         }
 
