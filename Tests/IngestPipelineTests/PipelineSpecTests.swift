@@ -43,7 +43,7 @@ import Testing
         #expect(error(#"{"model": \#(m), "mappings": {}}"#) == "pipeline: missing field 'record'")
         #expect(error(#"{"model": \#(m), "record": "Nope", "mappings": {}}"#) == "pipeline.record: the model has no entity 'Nope'")
         #expect(error(#"{"model": \#(m), "record": "Photo", "mappings": {"Photo": {"attributes": {"views": {"form": "views"}}}}}"#)
-            == "pipeline.mappings.Photo.attributes.views: unknown field 'form' (expected case, dates, default, from, json, map, required, timeZone, trim, value)")
+            == "pipeline.mappings.Photo.attributes.views: unknown field 'form' (expected case, dates, default, from, json, map, otherwise, required, timeZone, trim, value)")
         #expect(error(#"{"model": \#(m), "record": "Photo", "mappings": {"Photo": {"attributes": {"view": "views"}}}}"#)
             == "pipeline.mappings.Photo.attributes.view: Photo has no attribute 'view'")
         #expect(error(#"{"model": \#(m), "record": "Photo", "mappings": {"Photo": {"attributes": {"views": {"from": "v", "default": "many"}}}}}"#)
