@@ -9,7 +9,7 @@ extension Ingest {
         static let configuration = CommandConfiguration(
             abstract: "Write a deterministic feed of Flickr-like photo records.",
             discussion: """
-            The same --records and --seed give the same bytes on every machine.
+            The same --records, --seed and --style give the same bytes on every machine.
 
             Example:
               ingest generate --records 100000 --ndjson --output photos.ndjson
