@@ -146,7 +146,8 @@ import Testing
         #expect(report.imported == 4 && report.rejected == 0)
         #expect(try rows(dir, "SELECT id, coalesce(state, 'NULL') FROM Issue ORDER BY id") == ["1|open", "2|other", "3|other", "4|NULL"])
         let alone = pipeline.replacingOccurrences(of: #""map": { "o": "open", "c": "closed" }, "#, with: "")
-        #expect(throws: PipelineError.self) { try PipelineSpec.parse(Array(alone.utf8)) }
+        let error = #expect(throws: PipelineError.self) { try PipelineSpec.parse(Array(alone.utf8)) }
+        #expect(error?.message == #"pipeline.mappings.Issue.attributes.state.otherwise: is what a value "map" does not name becomes; there is no "map""#)
     }
 
     /// A pipeline error is a value: its kind, its file and its place, not only words.

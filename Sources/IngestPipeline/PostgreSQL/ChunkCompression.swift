@@ -10,30 +10,13 @@ import IngestJSON
 enum ChunkCompression {
     static let level: Int32 = 1
 
-    /// `bytes` as one zstd frame (with its content size, for `decompress`).
+    /// `bytes` as one zstd frame (with its content size, for `decompress`'s one-step path).
+    /// Compressing cannot fail short of memory: the bytes are kept as they are if it did.
     static func compress(_ bytes: [UInt8]) -> [UInt8] {
-        guard let context = ZSTD_createCCtx() else { return bytes }
-        defer { ZSTD_freeCCtx(context) }
-        ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level)
-        ZSTD_CCtx_setPledgedSrcSize(context, UInt64(bytes.count))
-        // Streamed out through a small buffer into an array about the frame's size: a buffer
-        // of ZSTD_compressBound (the whole chunk, six times the frame) was a peak of its own.
-        var frame: [UInt8] = []
-        frame.reserveCapacity(bytes.count / 4 + 1024)
-        let failed = bytes.withUnsafeBytes { source -> Bool in
-            var input = ZSTD_inBuffer(src: source.baseAddress, size: source.count, pos: 0)
-            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64 << 10) { scratch in
-                while true {
-                    var output = ZSTD_outBuffer(dst: scratch.baseAddress, size: scratch.count, pos: 0)
-                    let remaining = ZSTD_compressStream2(context, &output, &input, ZSTD_e_end)
-                    if ZSTD_isError(remaining) != 0 { return true }
-                    frame.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<output.pos]))
-                    if remaining == 0 { return false }
-                }
-            }
-        }
-        // Compressing cannot fail short of memory: keep the bytes as they are if it did.
-        return failed ? bytes : frame
+        let encoder = Encoder()
+        encoder.begin(pledgedSize: bytes.count)
+        bytes.withUnsafeBytes { encoder.append($0) }
+        return (try? encoder.finish()) ?? bytes
     }
 
     /// The chunk's NDJSON from its stored bytes: decompressed when they are a zstd frame,
@@ -88,13 +71,17 @@ enum ChunkCompression {
 
         deinit { if let context { ZSTD_freeCCtx(context) } }
 
-        func begin() {
+        func begin() { begin(pledgedSize: nil) }
+
+        /// Starts a frame; given the chunk's size, the frame records it.
+        func begin(pledgedSize: Int?) {
             frame = []
-            frame.reserveCapacity(lastSize * 9 / 8 + 1024)
+            frame.reserveCapacity(pledgedSize.map { $0 / 4 + 1024 } ?? lastSize * 9 / 8 + 1024)
             failure = context == nil ? "no memory for a compression context" : nil
             guard let context else { return }
             ZSTD_CCtx_reset(context, ZSTD_reset_session_only)
             ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level)
+            if let pledgedSize { ZSTD_CCtx_setPledgedSrcSize(context, UInt64(pledgedSize)) }
         }
 
         func append(_ block: UnsafeRawBufferPointer) {

@@ -4,10 +4,18 @@ extension BatchInsertRequest {
     /// them: new objects related to an object whose links are not written (a stored one
     /// kept by `keepExisting`, one named by key alone, or one itself not written). Stored
     /// related objects are written by their own rule whatever their parent does, as on
-    /// the object path. `stored(row)` says whether a row's key is in the store (or made
-    /// earlier in the same save).
-    func unlinkedNewRows(in range: Range<Int>, stored: (Int) throws -> Bool) rethrows -> Set<Int> {
+    /// the object path. `stored(request, row)` says whether a row's key is in the store (or
+    /// made earlier in the same save); it is handed the request rather than capturing it,
+    /// since a closure capturing the request copied it (ten arrays retained) every record.
+    @inline(__always)
+    func unlinkedNewRows(in range: Range<Int>, stored: (_ request: BatchInsertRequest, _ row: Int) throws -> Bool) rethrows -> Set<Int> {
+        // Inlined, so that without a keepExisting rule (most imports) the closure is not even made.
         guard keepsStoredObjects else { return [] }
+        return try rowsUnlinkedByKeepExisting(in: range, stored: stored)
+    }
+
+    private func rowsUnlinkedByKeepExisting(in range: Range<Int>,
+                                            stored: (_ request: BatchInsertRequest, _ row: Int) throws -> Bool) rethrows -> Set<Int> {
         var parent = [Int](repeating: -1, count: range.count)
         for rowIndex in range {
             let row = rows[rowIndex]
@@ -23,7 +31,7 @@ extension BatchInsertRequest {
             let row = rows[rowIndex]
             let up = parent[rowIndex - range.lowerBound]
             let linked = up < 0 || linksWritten[up - range.lowerBound]
-            let isStored = try stored(rowIndex)
+            let isStored = try stored(self, rowIndex)
             if !linked && !isStored {
                 skipped.insert(rowIndex)
                 linksWritten[rowIndex - range.lowerBound] = false

@@ -95,8 +95,7 @@ extension PostgresBatchWriter {
         let noKeys = [Value?](repeating: nil, count: request.rows.count)
         for record in accepted {
             let range = request.rowRange(ofRecord: record)
-            // Only a keepExisting rule leaves rows unlinked: the closure (a copy of the request) is made only then.
-            let unlinked = !request.keepsStoredObjects ? [] : request.unlinkedNewRows(in: range) { rowIndex in
+            let unlinked = request.unlinkedNewRows(in: range) { request, rowIndex in
                 rowSlot[rowIndex] >= 0 && batches[request.rows[rowIndex].entity].isStoredOrFolded(rowSlot[rowIndex])
             }
             let reason = (try? request.problem(in: range, keys: noKeys, skipping: unlinked) { entity, value in

@@ -192,9 +192,7 @@ public final class BatchInserter: BatchRequestMaking {
         try request.text.withUnsafeBytes { text in
             for recordIndex in request.records.indices {
                 let range = request.rowRange(ofRecord: recordIndex)
-                // Only a keepExisting rule leaves rows unlinked; the closure is not even made
-                // otherwise (it holds a copy of the request: ten arrays retained a record).
-                let unlinked = !request.keepsStoredObjects ? [] : try request.unlinkedNewRows(in: range) { rowIndex in
+                let unlinked = try request.unlinkedNewRows(in: range) { request, rowIndex in
                     guard resolved[rowIndex] == 0 else { return true }
                     guard let key = keys[rowIndex] ?? request.key(ofRow: rowIndex) else { return false }
                     return try existing(request.rows[rowIndex].entity, key) != nil

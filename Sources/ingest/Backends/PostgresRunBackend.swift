@@ -32,8 +32,7 @@ struct PostgresRunBackend: RunBackend {
             guard !FileOps.isReadOnce(feed) else {
                 throw CommandFailure("a feed on \(feed == "-" ? "standard input" : "a pipe (\(feed))") needs --pipeline")
             }
-            let inference = try PipelineInference.infer(
-                feed: feed, options: .init(sample: command.sample, shape: command.shape.shape, form: command.shape.form))
+            let inference = try PipelineInference.infer(feed: feed, options: command.inference)
             if !command.running.quiet {
                 Console.error("ingest: no --pipeline: inferred one from the feed; the run keeps it in the store\n")
                 Ingest.Infer.explain(inference, to: nil)

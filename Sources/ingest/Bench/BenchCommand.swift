@@ -33,7 +33,7 @@ extension Ingest {
         var records: Int { feeds.records }
         var smallRecords: Int { feeds.smallRecords }
         var workDirectory: String { feeds.workDirectory }
-        var feedStyle: FeedStyleOption { feeds.feedStyle }
+        var feedStyle: FeedGenerator.Style { feeds.feedStyle }
 
 
         func validate() throws {
@@ -51,7 +51,7 @@ extension Ingest {
             var notes: [String] = []
             var rss: [Int] = []
             for count in [smallRecords, records] {
-                let (feed, bytes) = try Self.generatedFeed(records: count, in: workDirectory, style: feedStyle.style)
+                let (feed, bytes) = try Self.generatedFeed(records: count, in: workDirectory, style: feedStyle)
                 // Alternate the two commands so that drift in the machine's speed hits both alike.
                 var verifyRuns: [ChildProcess.Result] = []
                 var splitRuns: [ChildProcess.Result] = []

@@ -1,4 +1,5 @@
 import ArgumentParser
+import IngestJSON
 
 /// The generated feeds a bench reads, and where they and its stores go: the options
 /// `bench split` and `bench import` share.
@@ -10,7 +11,7 @@ struct BenchFeedOptions: ParsableArguments {
     var smallRecords = 100_000
 
     @Option(name: .customLong("feed-style"), help: "The generated feed: realistic (members missing, null and empty, escapes, unmapped nested members, a long tail of photographers) or classic (the kinder feed of earlier figures).")
-    var feedStyle: FeedStyleOption = .realistic
+    var feedStyle: FeedGenerator.Style = .realistic
 
     @Option(name: .customLong("work-dir"), help: "Where feeds, chunks and stores go.")
     var workDirectory = "/tmp/ingest-bench"

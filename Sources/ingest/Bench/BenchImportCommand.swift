@@ -35,7 +35,7 @@ extension Ingest {
         var records: Int { feeds.records }
         var smallRecords: Int { feeds.smallRecords }
         var workDirectory: String { feeds.workDirectory }
-        var feedStyle: FeedStyleOption { feeds.feedStyle }
+        var feedStyle: FeedGenerator.Style { feeds.feedStyle }
 
         @Option(help: "Worker counts to run, comma-separated.")
         var workers = "1,2,4"
@@ -84,7 +84,7 @@ extension Ingest {
                 guard PostgresURL.isPostgres(store) else { throw ValidationError("--store takes a PostgreSQL URL (postgresql://…)") }
                 let counts = processes.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
                 guard !counts.isEmpty, counts.allSatisfy({ $0 >= 1 }) else { throw ValidationError("--processes takes counts like 1,2,4") }
-                let (feed, bytes) = try BenchSplit.generatedFeed(records: records, in: workDirectory, style: feedStyle.style)
+                let (feed, bytes) = try BenchSplit.generatedFeed(records: records, in: workDirectory, style: feedStyle)
                 return try BenchPostgresImport(url: try PostgresURL(store), feed: feed, bytes: bytes, records: records,
                                                pipeline: pipeline,
                                                processCounts: counts, workersPerProcess: workerCounts.count == 1 ? workerCounts[0] : 1,
@@ -103,7 +103,7 @@ extension Ingest {
             var rss: [String: [Int]] = [:]
             var chartReport: ImportReport?
             for count in [smallRecords, records] {
-                let (feed, bytes) = try BenchSplit.generatedFeed(records: count, in: workDirectory, style: feedStyle.style)
+                let (feed, bytes) = try BenchSplit.generatedFeed(records: count, in: workDirectory, style: feedStyle)
                 var measured: [Measured] = []
                 if reference != nil { measured.append(Measured(name: "C reference importer (1 core)", workers: "-", runs: [])) }
                 if sqlite != nil { measured.append(Measured(name: "sqlite3 CLI (json_each staging)", workers: "-", runs: [])) }

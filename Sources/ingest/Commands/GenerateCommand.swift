@@ -23,7 +23,7 @@ extension Ingest {
         var seed: UInt64 = 42
 
         @Option(help: "realistic (members missing, null and empty, numbers as strings, escapes and non-ASCII text, unmapped nested objects and arrays, a long tail of photographers) or classic (every member present, in one order: the feed of earlier benchmark figures).")
-        var style: FeedStyleOption = .realistic
+        var style: FeedGenerator.Style = .realistic
 
         @Flag(help: "Write newline-delimited JSON instead of one array.")
         var ndjson = false
@@ -36,7 +36,7 @@ extension Ingest {
         }
 
         func run() throws {
-            try FeedGenerator(records: records, seed: seed, ndjson: ndjson, style: style.style).write(to: output)
+            try FeedGenerator(records: records, seed: seed, ndjson: ndjson, style: style).write(to: output)
             if let output, output != "-" {
                 Console.error("wrote \(records) records to \(output)\n")
             }

@@ -80,8 +80,11 @@ extension Ingest {
         @OptionGroup(title: "Without --pipeline: the feed's shape, for the pipeline inferred from it (as ingest infer takes them)")
         var shape: RecordShapeOptions
 
-        @Option(help: "Without --pipeline: records the inference reads.")
-        var sample = 1_000
+        @Option(help: "Without --pipeline: records the inference reads (default: 1000).")
+        var sample: Int?
+
+        /// What the pipeline inferred without --pipeline reads.
+        var inference: PipelineInference.Options { shape.inference(sample: sample ?? 1_000) }
 
         @OptionGroup var running: RunOptions
 
@@ -93,8 +96,8 @@ extension Ingest {
             for (name, value) in [("--save-every", saveEvery), ("--chunk-size", chunkSize)] {
                 if let value, value < 1 { throw ValidationError("\(name) must be at least 1") }
             }
-            if sample < 1 { throw ValidationError("--sample must be at least 1") }
-            if pipeline != nil && (shape.isGiven || sample != 1_000) {
+            if let sample, sample < 1 { throw ValidationError("--sample must be at least 1") }
+            if pipeline != nil && (shape.isGiven || sample != nil) {
                 throw ValidationError("--records-at, --ndjson, --keyed, --header-row and --sample shape the pipeline inferred without --pipeline; with one, its \"feed\" says where the records are")
             }
             if restart {
@@ -128,7 +131,7 @@ extension Ingest {
             guard !FileOps.isReadOnce(feed) else {
                 throw CommandFailure("a feed on \(feed == "-" ? "standard input" : "a pipe (\(feed))") needs --pipeline (to infer one, run ingest infer on a file of the feed)")
             }
-            let inference = try PipelineInference.infer(feed: feed, options: .init(sample: sample, shape: shape.shape, form: shape.form))
+            let inference = try PipelineInference.infer(feed: feed, options: self.inference)
             try FileOpsCLI.write(inference.text, to: kept)
             if !quiet {
                 Console.error("ingest: no --pipeline: inferred one from the feed and kept it as \(kept) (edit it and pass --pipeline to change the mapping)\n")

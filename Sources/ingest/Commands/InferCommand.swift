@@ -41,7 +41,7 @@ extension Ingest {
 
         func run() throws {
             let inference = try PipelineInference.infer(
-                feed: feed, options: .init(sample: sample, shape: shape.records.shape, form: shape.form))
+                feed: feed, options: shape.records.inference(sample: sample))
             Self.explain(inference, to: output)
             if let output {
                 try FileOpsCLI.write(inference.text, to: output)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import IngestJSON
+import IngestPipeline
 
 /// Where a feed keeps its records: the shape options `split` and `infer` take, and that
 /// `import` takes for a feed it infers a pipeline for.
@@ -40,4 +41,9 @@ struct RecordShapeOptions: ParsableArguments {
     }
 
     var form: RecordForm { headerRow ? .rows(columns: nil) : .objects }
+
+    /// What inference reads: `sample` records, in the shape these options name (or detects).
+    func inference(sample: Int) -> PipelineInference.Options {
+        PipelineInference.Options(sample: sample, shape: shape, form: form)
+    }
 }
