@@ -32,6 +32,11 @@ public struct JSONCapturePlan: Sendable {
         var slots: [Int] = []
         /// Per key: the node scanning its value when that is an object, or -1.
         var children: [Int] = []
+        /// Per key: for a member the plan does not read, learned by a `MemberCounter`, its
+        /// counter; -1 for the keys the plan reads.
+        var counters: [Int] = []
+        /// The keys from the record down to this node.
+        var path: [String] = []
     }
 
     var nodes = [Node()]
@@ -40,26 +45,56 @@ public struct JSONCapturePlan: Sendable {
     /// Captures per record: the size of the buffer `capture(_:into:)` fills.
     public private(set) var slotCount = 0
 
-    struct Table: Sendable {
+    /// The table a scan reads, in buffers of its own: made whole when the plan changes and
+    /// never changed after, so copies of a plan share it, and a scan borrows its buffers
+    /// without retaining an array each. (Unchecked: nothing writes the buffers after `init`.)
+    final class Table: @unchecked Sendable {
         /// Node n's entries are `first[n]..<first[n + 1]`.
-        var first: [Int32] = [0]
-        var keyOffset: [Int32] = []
-        var keyLength: [Int32] = []
-        var slot: [Int32] = []
-        var child: [Int32] = []
-        var keyBytes: [UInt8] = []
+        let first: UnsafeMutableBufferPointer<Int32>
+        let keyOffset: UnsafeMutableBufferPointer<Int32>
+        let keyLength: UnsafeMutableBufferPointer<Int32>
+        /// Per entry: the capture slot; -1 for none; -2 - counter for a member the plan
+        /// does not read (one load tells the scan both).
+        let slot: UnsafeMutableBufferPointer<Int32>
+        let child: UnsafeMutableBufferPointer<Int32>
+        let keyBytes: UnsafeMutableRawBufferPointer
 
         init(_ nodes: [Node]) {
+            var first: [Int32] = [0], keyOffset: [Int32] = [], keyLength: [Int32] = [], slot: [Int32] = [], child: [Int32] = []
+            var keyBytes: [UInt8] = []
             for node in nodes {
                 for (index, key) in node.keys.enumerated() {
                     keyOffset.append(Int32(keyBytes.count))
                     keyLength.append(Int32(key.count))
                     keyBytes += key
-                    slot.append(Int32(node.slots[index]))
+                    slot.append(Int32(node.counters[index] >= 0 ? -2 - node.counters[index] : node.slots[index]))
                     child.append(Int32(node.children[index]))
                 }
                 first.append(Int32(keyOffset.count))
             }
+            func buffer(_ array: [Int32]) -> UnsafeMutableBufferPointer<Int32> {
+                let buffer = UnsafeMutableBufferPointer<Int32>.allocate(capacity: max(1, array.count))
+                _ = buffer.initialize(from: array)
+                return UnsafeMutableBufferPointer(rebasing: buffer[0..<array.count])
+            }
+            self.first = buffer(first)
+            self.keyOffset = buffer(keyOffset)
+            self.keyLength = buffer(keyLength)
+            self.slot = buffer(slot)
+            self.child = buffer(child)
+            let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, keyBytes.count), alignment: 1)
+            keyBytes.withUnsafeBytes { bytes.copyMemory(from: $0) }
+            self.keyBytes = UnsafeMutableRawBufferPointer(rebasing: bytes[0..<keyBytes.count])
+        }
+
+        deinit {
+            for buffer in [first, keyOffset, keyLength, slot, child] { buffer.baseAddress?.deallocate() }
+            keyBytes.baseAddress?.deallocate()
+        }
+
+        var view: TableView {
+            TableView(first: UnsafeBufferPointer(first), keyOffset: UnsafeBufferPointer(keyOffset), keyLength: UnsafeBufferPointer(keyLength),
+                      slot: UnsafeBufferPointer(slot), child: UnsafeBufferPointer(child), keyBytes: UnsafeRawBufferPointer(keyBytes))
         }
     }
     /// The record's own object.
@@ -78,11 +113,18 @@ public struct JSONCapturePlan: Sendable {
         return nodes[parent].slots[entry]
     }
 
+    /// Marks the member at `path` below `node` as read without capturing it, so a
+    /// `MemberCounter` does not count it as unmapped.
+    public mutating func read(_ path: [String], from node: Int = root) {
+        _ = entry(at: path, from: node)
+        table = Table(nodes)
+    }
+
     /// The node that scans the object at `path` below `node`.
     public mutating func node(at path: [String], from node: Int = root) -> Int {
         let (parent, entry) = self.entry(at: path, from: node)
         if nodes[parent].children[entry] < 0 {
-            nodes.append(Node())
+            nodes.append(Node(path: nodes[parent].path + [String(decoding: nodes[parent].keys[entry], as: UTF8.self)]))
             nodes[parent].children[entry] = nodes.count - 1
         }
         table = Table(nodes)
@@ -98,7 +140,28 @@ public struct JSONCapturePlan: Sendable {
         nodes[current].keys.append(key)
         nodes[current].slots.append(-1)
         nodes[current].children.append(-1)
+        nodes[current].counters.append(-1)
         return (current, nodes[current].keys.count - 1)
+    }
+
+    /// Adds `key` to `node` as a member the plan does not read, counted by `counter`.
+    mutating func learn(_ key: [UInt8], at node: Int, counter: Int) {
+        nodes[node].keys.append(key)
+        nodes[node].slots.append(-1)
+        nodes[node].children.append(-1)
+        nodes[node].counters.append(counter)
+        table = Table(nodes)
+    }
+
+    /// The entry of `node` for `key` (its child node, and its counter or -1 when the plan reads it), or nil.
+    func entry(_ key: [UInt8], at node: Int) -> (child: Int, counter: Int)? {
+        guard let index = nodes[node].keys.firstIndex(of: key) else { return nil }
+        return (nodes[node].children[index], nodes[node].counters[index])
+    }
+
+    /// The path of `key` in `node`, as the summary prints it.
+    func path(of key: [UInt8], at node: Int) -> String {
+        (nodes[node].path + [String(decoding: key, as: UTF8.self)]).joined(separator: ".")
     }
 
     /// Finds every planned path in one record (an object), filling `captures` (at least
@@ -106,31 +169,21 @@ public struct JSONCapturePlan: Sendable {
     /// the scan does not vouch for — escaped keys, a key twice in one object, lone
     /// surrogates, UTF-8 forms Swift refuses, anything malformed — which the caller then
     /// hands to the full parser for its exact result or error.
+    /// With a `log`, the members the plan does not read are noted in it, for a `MemberCounter`.
     public func capture(_ record: UnsafeRawBufferPointer, into captures: UnsafeMutableBufferPointer<JSONCapture>,
-                        maxDepth: Int = FeedOptions.defaultMaxDepth) -> Bool {
+                        log: UnsafeMutablePointer<CaptureLog>? = nil, maxDepth: Int = FeedOptions.defaultMaxDepth) -> Bool {
         for index in 0..<slotCount { captures[index] = .absent }
         guard record.count > 0, isValidUTF8(record) else { return false }
         var scanner = JSONScanner(bytes: record, maxDepth: maxDepth)
         scanner.skipSpace()
         guard scanner.at < record.count, record[scanner.at] == UInt8(ascii: "{") else { return false }
-        let table = self.table
-        return table.first.withUnsafeBufferPointer { first in
-            table.keyOffset.withUnsafeBufferPointer { keyOffset in
-                table.keyLength.withUnsafeBufferPointer { keyLength in
-                    table.slot.withUnsafeBufferPointer { slot in
-                        table.child.withUnsafeBufferPointer { child in
-                            table.keyBytes.withUnsafeBytes { keyBytes in
-                                let view = TableView(first: first, keyOffset: keyOffset, keyLength: keyLength, slot: slot,
-                                                     child: child, keyBytes: keyBytes)
-                                guard scanner.captureObject(view, node: Self.root, depth: 1, into: captures) else { return false }
-                                scanner.skipSpace()
-                                return scanner.at == record.count
-                            }
-                        }
-                    }
-                }
-            }
+        log?.pointee.count = 0
+        let ok = withExtendedLifetime(table) {
+            scanner.captureObject(table.view, node: Self.root, depth: 1, into: captures, log: log)
         }
+        guard ok else { return false }
+        scanner.skipSpace()
+        return scanner.at == record.count
     }
 }
 
@@ -163,7 +216,7 @@ struct TableView {
 extension JSONScanner {
     /// At `{`: captures the node's keys in this object and in the objects below.
     mutating func captureObject(_ plan: TableView, node index: Int, depth: Int,
-                                into captures: UnsafeMutableBufferPointer<JSONCapture>) -> Bool {
+                                into captures: UnsafeMutableBufferPointer<JSONCapture>, log: UnsafeMutablePointer<CaptureLog>?) -> Bool {
         guard depth <= maxDepth else { return false }
         at += 1
         skipSpace()
@@ -174,7 +227,9 @@ extension JSONScanner {
         var seen: UInt64 = 0
         while true {
             guard let key = memberKey() else { return false }
-            if let entry = plan.entry(index, key) {
+            let found = plan.entry(index, key)
+            let slot = found.map { Int(plan.slot[Int(plan.first[index]) + $0]) } ?? -2
+            if let entry = found, slot >= -1 {
                 // The last of two equal keys wins in a parsed object; rather than undo what
                 // the first captured, leave such records to the full parser.
                 guard entry < 64, seen & (1 << entry) == 0 else { return false }
@@ -192,22 +247,84 @@ extension JSONScanner {
                 default: kind = .number
                 }
                 if kind == .object && child >= 0 {
-                    guard captureObject(plan, node: child, depth: depth + 1, into: captures) else { return false }
+                    guard captureObject(plan, node: child, depth: depth + 1, into: captures, log: log) else { return false }
                 } else {
                     guard skipValue(depth: depth) else { return false }
                     if kind == .string && sawEscape { kind = .escapedString }
                 }
-                let slot = Int(plan.slot[Int(plan.first[index]) + entry])
                 if slot >= 0 {
                     let quoted = kind == .string || kind == .escapedString
                     captures[slot] = JSONCapture(kind: kind, start: Int32(quoted ? start + 1 : start),
                                                  end: Int32(quoted ? at - 1 : at))
                 }
             } else {
+                // Counted (slot -2 - counter), or met for the first time (-1 in the log).
+                log?.pointee.note(node: index, key: key.baseAddress! - bytes.baseAddress!, count: key.count,
+                                  counter: found == nil ? -1 : Int32(-2 - slot))
                 guard skipValue(depth: depth) else { return false }
             }
             guard let closed = afterMember(closing: UInt8(ascii: "}")) else { return false }
             if closed { return true }
         }
+    }
+}
+
+extension JSONCapturePlan {
+    /// A plan that captures nothing and reads what `selection` keeps, for a
+    /// `MemberCounter` beside a selective parse (`JSONValue.parse(_:keeping:)`).
+    public init(reading selection: JSONSelection) {
+        self.init()
+        add(selection, at: Self.root)
+    }
+
+    private mutating func add(_ selection: JSONSelection, at node: Int) {
+        for (name, child) in zip(selection.names, selection.children) {
+            if child.keepsAll {
+                read([name], from: node)
+            } else {
+                add(child, at: self.node(at: [name], from: node))
+            }
+        }
+    }
+}
+
+/// The members one capture scan met that its plan does not read: each as its node, its
+/// key's bytes in the record, and its counter (-1 for a key no counter has learned yet).
+public struct CaptureLog {
+    /// Four numbers per member: node, key offset, key length, counter.
+    private var storage: UnsafeMutablePointer<Int32>
+    private var capacity = 64
+    /// Members noted by the last scan.
+    public internal(set) var count = 0
+
+    public init() { storage = .allocate(capacity: 4 * capacity) }
+
+    /// Frees the storage; the log is not used after.
+    public func deallocate() { storage.deallocate() }
+
+    @inline(__always)
+    mutating func note(node: Int, key offset: Int, count length: Int, counter: Int32) {
+        if count == capacity { grow() }
+        let at = storage + 4 * count
+        at[0] = Int32(node)
+        at[1] = Int32(offset)
+        at[2] = Int32(length)
+        at[3] = counter
+        count += 1
+    }
+
+    @inline(never)
+    private mutating func grow() {
+        let larger = UnsafeMutablePointer<Int32>.allocate(capacity: 8 * capacity)
+        larger.moveInitialize(from: storage, count: 4 * capacity)
+        storage.deallocate()
+        storage = larger
+        capacity *= 2
+    }
+
+    /// Member `index` (below `count`).
+    func member(_ index: Int) -> (node: Int, offset: Int, length: Int, counter: Int) {
+        let at = storage + 4 * index
+        return (Int(at[0]), Int(at[1]), Int(at[2]), Int(at[3]))
     }
 }

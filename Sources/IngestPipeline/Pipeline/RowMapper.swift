@@ -58,7 +58,14 @@ final class RowMapper {
 
     let mapper: RecordMapper
     let inserter: any BatchRequestMaking
-    let capturePlan: JSONCapturePlan
+    /// Learns the members the pipeline does not map, as `members` meets them.
+    /// The capture plan, behind a pointer: read in place for every record (a stored `var`
+    /// would be copied, its arrays retained, for each scan), changed only while
+    /// `members` learns a member, on the same thread.
+    private let plan: UnsafeMutablePointer<JSONCapturePlan>
+    var capturePlan: JSONCapturePlan { plan.pointee }
+    /// The members records hold that the pipeline does not map.
+    let members = MemberCounter()
     let instances: [Instance]
     private let captures: UnsafeMutableBufferPointer<JSONCapture>
     /// Per instance, the row it became in the current record (-1: none).
@@ -111,9 +118,11 @@ final class RowMapper {
             }
         }
         add(mapper.recordPlan, node: JSONCapturePlan.root, parent: -1, toOne: -1, slot: -1, depth: 0)
+        capturePlan.read([rowErrorKey])
         self.mapper = mapper
         self.inserter = inserter
-        self.capturePlan = capturePlan
+        plan = .allocate(capacity: 1)
+        plan.initialize(to: capturePlan)
         self.instances = instances
         captures = .allocate(capacity: max(1, capturePlan.slotCount))
         rowOf = .allocate(capacity: instances.count)
@@ -157,6 +166,8 @@ final class RowMapper {
     }
 
     deinit {
+        plan.deinitialize(count: 1)
+        plan.deallocate()
         captures.deallocate()
         rowOf.deallocate()
         steps.deallocate()
@@ -166,12 +177,19 @@ final class RowMapper {
 
     /// Adds the rows of the record at `range` of `request.text`.
     /// - Throws: `CoercionError` or `FeedError`: the record is rejected for that reason.
+    /// Its members the pipeline does not map are counted in `members`.
     func add(record range: Range<Int>, number: Int, to request: inout BatchInsertRequest) throws {
         request.beginRecord(number: number)
         let mapped = request.text.withUnsafeBytes { text in
+            let record = UnsafeRawBufferPointer(rebasing: text[range])
             // A row the splitter marked as not fitting its header is rejected the slow way.
-            !Self.isRowError(UnsafeRawBufferPointer(rebasing: text[range]))
-                && addFast(UnsafeRawBufferPointer(rebasing: text[range]), offset: range.lowerBound, to: &request)
+            guard !Self.isRowError(record) else { return false }
+            guard plan.pointee.capture(record, into: captures, log: members.log) else {
+                members.count(parsing: record, plan: &plan.pointee)
+                return false
+            }
+            if !members.countKnown() { members.count(scanned: record, plan: &plan.pointee) }
+            return addFast(record, offset: range.lowerBound, to: &request)
         }
         guard !mapped else { return }
         request.abandonRecord()
@@ -201,8 +219,8 @@ final class RowMapper {
     }
 
     /// The fast path: false hands the record to the slow path (which decides errors).
+    /// The fast path, after the capture scan: false hands the record to the slow path (which decides errors).
     private func addFast(_ record: UnsafeRawBufferPointer, offset: Int, to request: inout BatchInsertRequest) -> Bool {
-        guard capturePlan.capture(record, into: captures) else { return false }
         for index in steps.indices {
             let step = steps[index]
             rowOf[index] = -1

@@ -77,12 +77,17 @@ struct ChunkLease: Sendable {
     }
 
     /// Inside a save's transaction, after `advance`: the save's rejects (record index and
-    /// JSON line) and the process's counts, `records` of them done, the chunk finished at `done`.
-    func recordSave(rejects: [(index: Int, json: String)], records: Int, done: Int, process: String,
+    /// JSON line), the census of its records' unmapped members, and the process's counts,
+    /// `records` of them done, the chunk finished at `done`.
+    func recordSave(rejects: [(index: Int, json: String)], members: MemberCensus, records: Int, done: Int, process: String,
                     _ connection: PostgresConnection) throws {
         for (index, json) in rejects {
             try connection.execute("INSERT INTO _ingest_rejects VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
                                    [String(run), String(number), String(index), json])
+        }
+        if !members.isEmpty {
+            try connection.execute("INSERT INTO _ingest_members VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                                   [String(run), String(number), String(done), try ImportMarker.jsonLine(members)])
         }
         try connection.execute("UPDATE _ingest_processes SET records = records + $2, chunks = chunks + $3, heartbeat = now() WHERE id = $1",
                                [process, String(records), done >= self.records ? "1" : "0"])

@@ -28,14 +28,15 @@ final class LeaseBookkeeping: ChunkBookkeeping {
         self.done = done
     }
 
-    func stage(rejects: [ImportMarker.Reject], _ chunk: ChunkInfo, done: Int, records: Int, in context: ObjectContext) throws {
+    func stage(rejects: [ImportMarker.Reject], members: MemberCensus, _ chunk: ChunkInfo, done: Int, records: Int,
+               in context: ObjectContext) throws {
         guard let lease else { preconditionFailure("a save staged before a chunk was claimed") }
         let lines = try rejects.map { (index: $0.index, json: try $0.jsonLine()) }
         let previous = self.done
         let (owner, process, leaseSeconds) = (self.owner, self.process, self.leaseSeconds)
         context.postgresSaveHook = { connection in
             try lease.advance(from: previous, to: done, owner: owner, leaseSeconds: leaseSeconds, connection)
-            try lease.recordSave(rejects: lines, records: records, done: done, process: process, connection)
+            try lease.recordSave(rejects: lines, members: members, records: records, done: done, process: process, connection)
         }
     }
 

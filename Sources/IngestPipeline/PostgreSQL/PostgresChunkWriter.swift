@@ -78,7 +78,8 @@ final class PostgresChunkWriter: BatchChunkWriter {
                                                text: ChunkLines.text(ofRecord: rejection.record, in: save.bytes)))
         }
         let lines = try rejects.map { (index: $0.index, json: try $0.jsonLine()) }
-        try lease.recordSave(rejects: lines, records: result.records + rejects.count, done: save.done, process: process, connection)
+        try lease.recordSave(rejects: lines, members: save.members, records: result.records + rejects.count, done: save.done,
+                             process: process, connection)
         result.rejected = rejects.map { BatchRejection(record: $0.index, reason: $0.reason) }
         return result
     }

@@ -1,5 +1,5 @@
 import Foundation
-import IngestJSON
+public import IngestJSON
 public import IngestStore
 import Logging
 public import Synchronization
@@ -35,6 +35,8 @@ public final class PostgresJoin: Sendable {
         /// The run's totals, as the store has them after this process is done.
         public var runRecords: Int
         public var runRejected: Int
+        /// The members the run's records held that the pipeline does not map (the whole run's, so far).
+        public var members = MemberCensus()
         /// What the split made beside the workers (`run(run:splitting:)`), when it finished.
         public var split: PostgresImport.Split? = nil
         /// Why the split made beside the workers failed: the workers stopped at their next

@@ -324,4 +324,21 @@ public enum PostgresImport {
         guard rows.count == 1 else { return nil }
         return (Int(rows[0, 0]!)!, try JSONDecoder().decode(PostgresRunRecord.self, from: Data(rows[0, 1]!.utf8)))
     }
+
+    /// The census of run `run`'s saves: the members its records held that the pipeline does
+    /// not map (empty for a store made before the census was kept).
+    static func members(run: Int, _ connection: PostgresConnection) throws -> MemberCensus {
+        let rows = try connection.execute("""
+            SELECT census FROM _ingest_members WHERE to_regclass('_ingest_members') IS NOT NULL AND run = $1
+            """, [String(run)])
+        let decoder = JSONDecoder()
+        var total = MemberCensus()
+        for row in 0..<rows.count {
+            guard let census = try? decoder.decode(MemberCensus.self, from: Data(rows[row, 0]!.utf8)) else {
+                throw PostgresError.server("a census of unmapped members of run \(run) in _ingest_members is damaged (not the JSON Ingest wrote)", sqlState: "XX001")
+            }
+            total = total + census
+        }
+        return total
+    }
 }

@@ -112,6 +112,7 @@ struct PostgresRunSession: RunSession {
                                    rejected: rejected, outcomes: state.outcomes, seconds: Date().timeIntervalSince(started),
                                    runFinished: finished, stopped: stopped, leasesLost: workerTotals.leasesLost,
                                    runRecords: Int(counts[0, 0]!)!, runRejected: Int(counts[0, 1]!)!,
+                                   members: try PostgresImport.members(run: run, connection),
                                    split: splitOutcome.flatMap { try? $0.get() }, splitFailure: splitFailure)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 public import IngestStore
+public import IngestJSON
 
 /// Where the imports into a PostgreSQL store stand: its runs, the processes importing
 /// the newest, and its row counts. Read while imports run; no password is in it.
@@ -19,6 +20,8 @@ public struct PostgresStatus: Sendable {
         /// Processes importing the run now (running, with a heartbeat within the lease):
         /// a running run with none was interrupted, and `ingest join` continues it.
         public var liveProcesses: Int = 0
+        /// The members the run's records held that its pipeline does not map, so far.
+        public var members = MemberCensus()
     }
 
     public struct Process: Sendable {
@@ -74,7 +77,8 @@ public struct PostgresStatus: Sendable {
             status.runs.append(Run(number: Int(runs[row, 0]!)!, state: runs[row, 1]!, feed: record.feed, chunkCount: Int(runs[row, 5]!)!,
                                    chunksFinished: Int(runs[row, 6]!)!, chunksHeld: Int(runs[row, 7]!)!, records: record.records,
                                    recordsDone: Int(runs[row, 8]!)!, rejected: Int(runs[row, 9]!)!, started: runs[row, 3]!, ended: runs[row, 4],
-                                   liveProcesses: Int(runs[row, 10]!)!))
+                                   liveProcesses: Int(runs[row, 10]!)!,
+                                   members: try PostgresImport.members(run: Int(runs[row, 0]!)!, connection)))
         }
         if let newest = status.runs.last {
             let lease = try decoder.decode(PostgresRunRecord.self, from: Data(runs[runs.count - 1, 2]!.utf8)).leaseSeconds

@@ -1,5 +1,5 @@
 import Foundation
-import IngestJSON
+public import IngestJSON
 
 /// What an import run did; printed at the end and written as JSON beside the store
 /// (`STORE.report.json`).
@@ -52,6 +52,9 @@ public struct ImportReport: Sendable, Codable, Equatable {
     public var pipelineInferred: Bool?
     /// Top-level members beside the records, which the run did not import.
     public var outsideRecords: [String]?
+    /// The run's records' members the pipeline does not map, and records that named a
+    /// member twice (over the whole run, resumed parts included); nil when there were none.
+    public var members: MemberCensus?
 
     /// Writes the report as pretty JSON to `path` (replacing it whole).
     /// - Throws: `IOError` or an encoding error.

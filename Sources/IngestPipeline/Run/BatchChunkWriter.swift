@@ -10,6 +10,8 @@ struct ChunkSave: Sendable {
     var rejects: [ImportMarker.Reject]
     /// The chunk's bytes, for the text of records the write itself rejects.
     var bytes: [UInt8]
+    /// What the batch's records held that the pipeline does not map.
+    var members = MemberCensus()
     /// Whether this save completes the chunk.
     var endsChunk: Bool { done >= chunk.records }
 }

@@ -7,9 +7,11 @@ import IngestStore
 protocol ChunkBookkeeping: AnyObject {
     /// Starts on a chunk claimed with `done` of its records done.
     func begin(_ chunk: ChunkInfo, done: Int)
-    /// Stages the chunk's marker (`done` records) and `rejects` with the next save of
-    /// `context`; `records` is how many records (imported or rejected) that save completes.
-    func stage(rejects: [ImportMarker.Reject], _ chunk: ChunkInfo, done: Int, records: Int, in context: ObjectContext) throws
+    /// Stages the chunk's marker (`done` records), `rejects` and the census of the members
+    /// the pipeline does not map with the next save of `context`; `records` is how many
+    /// records (imported or rejected) that save completes.
+    func stage(rejects: [ImportMarker.Reject], members: MemberCensus, _ chunk: ChunkInfo, done: Int, records: Int,
+               in context: ObjectContext) throws
     /// The staged save committed.
     func committed(done: Int)
 }

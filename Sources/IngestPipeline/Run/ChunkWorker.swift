@@ -188,7 +188,8 @@ final class ChunkWorker {
             var first = true
             var reason: String?
             func handOn(done: Int) throws -> Bool {
-                let save = ChunkSave(chunk: chunk, from: from, done: done, rejects: rejects, bytes: claimed.bytes)
+                let save = ChunkSave(chunk: chunk, from: from, done: done, rejects: rejects, bytes: claimed.bytes,
+                                     members: rows.members.take())
                 if pending == saveEvery { lastCapacity = request.capacity }
                 guard try sink(Batch(claimed: claimed, request: request, save: save, first: first)) else { return false }
                 request = newRequest()

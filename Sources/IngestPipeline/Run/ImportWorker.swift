@@ -66,6 +66,9 @@ final class ImportWorker {
 
     /// Where each save's marker and rejects go, in the save's transaction.
     let bookkeeping: any ChunkBookkeeping
+    /// What the selective parse reads, for counting what it leaves out (nil: it reads all).
+    private var membersPlan: JSONCapturePlan?
+    private let members = MemberCounter()
 
     /// A worker whose saves keep the marker and rejects in the store's metadata, under `keys`.
     convenience init(context: ObjectContext, spec: PipelineSpec, keys: ImportMarker.Keys, firstRowOfRun: [String: Int64] = [:]) {
@@ -77,6 +80,7 @@ final class ImportWorker {
         self.bookkeeping = bookkeeping
         self.spec = spec
         self.mapper = RecordMapper(spec: spec)
+        membersPlan = mapper.selection.keepsAll ? nil : JSONCapturePlan(reading: mapper.selection)
         self.firstRowOfRun = firstRowOfRun
         toManyRelationships = Set(spec.model.entities.flatMap { entity in
             entity.relationships.filter(\.isToMany).map { RelationshipKey(entity: entity.name, relationship: $0.name) }
@@ -122,9 +126,9 @@ final class ImportWorker {
         var rejects: [ImportMarker.Reject] = []
         var sinceSave = 0
         // The whole chunk is mapped before its first save: saves wait for earlier chunks.
-        var batches: [(batch: [Pending], rejects: [ImportMarker.Reject], done: Int)] = []
+        var batches: [(batch: [Pending], rejects: [ImportMarker.Reject], members: MemberCensus, done: Int)] = []
         func flush(done: Int) {
-            batches.append((batch, rejects, done))
+            batches.append((batch, rejects, members.take(), done))
             batch.removeAll(keepingCapacity: false)
             rejects.removeAll(keepingCapacity: false)
             sinceSave = 0
@@ -132,6 +136,7 @@ final class ImportWorker {
         let total = try records { bytes, index in
             let started = StageTimes.now()
             let text = { String(decoding: bytes, as: UTF8.self) }
+            if membersPlan != nil { members.count(bytes, plan: &membersPlan!) }
             do {
                 let json = try JSONValue.parse(bytes, keeping: mapper.selection)
                 let parsed = StageTimes.now()
@@ -152,7 +157,7 @@ final class ImportWorker {
         times.waiting += StageTimes.now() - waiting
         for saving in batches {
             let started = StageTimes.now()
-            var saved = try save(saving.batch, rejects: saving.rejects, chunk, done: saving.done)
+            var saved = try save(saving.batch, rejects: saving.rejects, members: saving.members, chunk, done: saving.done)
             saved.seconds = StageTimes.now() - started
             try afterSave(saved)
         }
@@ -160,11 +165,12 @@ final class ImportWorker {
 
     /// Saves the batch with its rejects and the chunk's marker; when the save fails
     /// because of some record, saves again one record at a time.
-    private func save(_ batch: [Pending], rejects: [ImportMarker.Reject], _ chunk: ChunkInfo, done: Int) throws -> ChunkResult {
+    private func save(_ batch: [Pending], rejects: [ImportMarker.Reject], members: MemberCensus, _ chunk: ChunkInfo,
+                      done: Int) throws -> ChunkResult {
         let started = StageTimes.now()
         defer { times.save += StageTimes.now() - started }
         do {
-            return try write(batch, rejects: rejects, chunk, done: done)
+            return try write(batch, rejects: rejects, members: members, chunk, done: done)
         } catch let error as StoreError where error.isAboutRecords {
             discard()
             logger.debug("save refused because of a record: saving the batch one record at a time",
@@ -172,10 +178,14 @@ final class ImportWorker {
         }
         var result = ChunkResult()
         var staged = rejects
+        // The census goes with the first save that commits.
+        var census = members
         for (number, pending) in batch.enumerated() {
             do {
-                let saved = try write([pending], rejects: staged, chunk, done: number == batch.count - 1 ? done : pending.index + 1)
+                let saved = try write([pending], rejects: staged, members: census, chunk,
+                                      done: number == batch.count - 1 ? done : pending.index + 1)
                 staged.removeAll()
+                census = MemberCensus()
                 result.imported += saved.imported
                 result.rejected += saved.rejected
                 result.outcomes = result.outcomes + saved.outcomes
@@ -187,7 +197,7 @@ final class ImportWorker {
             }
         }
         if !staged.isEmpty {
-            try bookkeeping.stage(rejects: staged, chunk, done: done, records: staged.count, in: context)
+            try bookkeeping.stage(rejects: staged, members: census, chunk, done: done, records: staged.count, in: context)
             try context.save()
             bookkeeping.committed(done: done)
             context.reset()
@@ -197,7 +207,8 @@ final class ImportWorker {
     }
 
     /// Applies the records and saves them with `rejects` and the marker in one transaction.
-    private func write(_ batch: [Pending], rejects: [ImportMarker.Reject], _ chunk: ChunkInfo, done: Int) throws -> ChunkResult {
+    private func write(_ batch: [Pending], rejects: [ImportMarker.Reject], members: MemberCensus, _ chunk: ChunkInfo,
+                       done: Int) throws -> ChunkResult {
         var result = ChunkResult(rejected: rejects.count)
         var staged = rejects
         try lookUp(in: batch.map(\.mapped))
@@ -212,7 +223,8 @@ final class ImportWorker {
             result.outcomes.count(inserted: outcome == .inserted, changed: changed, duplicate: outcome == .duplicate)
             result.imported += 1
         }
-        try bookkeeping.stage(rejects: staged, chunk, done: done, records: batch.count + rejects.count, in: context)
+        try bookkeeping.stage(rejects: staged, members: members, chunk, done: done, records: batch.count + rejects.count,
+                              in: context)
         try context.save()
         bookkeeping.committed(done: done)
         if known.count > Self.knownLimit { known.removeAll(keepingCapacity: true) }

@@ -59,7 +59,14 @@ enum ImportMarker {
         /// different in a chunk already imported stops instead of mixing two feeds.
         var sumPrefix: String { prefix + "sum." }
 
+        /// Per save: the census of the members its records held that the pipeline does not map.
+        var membersPrefix: String { prefix + "members." }
+
         func chunkKey(_ chunk: Int) -> String { chunkPrefix + ChunkInfo.fileName(for: chunk) }
+
+        /// The save of `chunk` that brought its marker to `done` (one key per save, so a
+        /// save made again after a crash replaces its own census and adds no other).
+        func membersKey(chunk: Int, done: Int) -> String { membersPrefix + ChunkInfo.fileName(for: chunk) + "." + Self.pad(done, 9) }
 
         func sumKey(_ chunk: Int) -> String { sumPrefix + ChunkInfo.fileName(for: chunk) }
 
@@ -145,6 +152,26 @@ enum ImportMarker {
                 throw ImportError("\(coordinator.path): the store's record of a reject (\(entry.key) in \(PersistentStoreCoordinator.metadataTableName)) is damaged: \(error.plainDescription); it is not what Ingest wrote")
             }
         }
+    }
+
+    /// The census of every save of run `keys.run`: the members its records held that the
+    /// pipeline does not map.
+    static func members(_ coordinator: PersistentStoreCoordinator, _ keys: Keys) throws -> MemberCensus {
+        let decoder = JSONDecoder()
+        return try coordinator.metadata(withPrefix: keys.membersPrefix).reduce(MemberCensus()) { total, entry in
+            do {
+                return total + (try decoder.decode(MemberCensus.self, from: Data(entry.value.utf8)))
+            } catch let error as DecodingError {
+                throw ImportError("\(coordinator.path): the store's record of unmapped members (\(entry.key) in \(PersistentStoreCoordinator.metadataTableName)) is damaged: \(error.plainDescription); it is not what Ingest wrote")
+            }
+        }
+    }
+
+    /// A census as one line of JSON, keys sorted.
+    static func jsonLine(_ members: MemberCensus) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(members), as: UTF8.self)
     }
 
     /// Writes `run`'s record in a transaction of its own.

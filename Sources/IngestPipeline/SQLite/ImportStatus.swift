@@ -1,5 +1,5 @@
 import Foundation
-import IngestJSON
+public import IngestJSON
 import IngestStore
 
 /// Where the imports into a store stand, read from the store alone (works while an
@@ -25,6 +25,8 @@ public struct ImportStatus: Sendable {
         public var ended: String?
         public var inferred: Bool
         public var outcomes: RecordOutcomes?
+        /// The members the run's records held that its pipeline does not map, so far.
+        public var members = MemberCensus()
         /// For an unfinished run: whether a process imports it now.
         public var activity: Activity?
     }
@@ -85,7 +87,8 @@ public struct ImportStatus: Sendable {
                             chunks: record.chunks, chunkCount: chunkCount, chunkSize: record.chunkSize, saveEvery: record.saveEvery,
                             chunksComplete: complete, recordsDone: progress.values.reduce(0, +),
                             rejected: try coordinator.metadata(withPrefix: keys.rejectPrefix).count,
-                            started: record.started, ended: record.ended, inferred: record.inferred ?? false, outcomes: record.outcomes))
+                            started: record.started, ended: record.ended, inferred: record.inferred ?? false, outcomes: record.outcomes,
+                            members: try ImportMarker.members(coordinator, keys)))
         }
         if runs[runs.count - 1].state == "running" {
             runs[runs.count - 1].activity = switch ImportLock.liveHolder(store: store) {

@@ -26,6 +26,7 @@ final class SQLiteChunkWriter: BatchChunkWriter {
         var metadata: [String: String] = [:]
         for reject in save.rejects { metadata[keys.rejectKey(chunk: save.chunk.index, index: reject.index)] = try reject.jsonLine() }
         metadata[keys.chunkKey(save.chunk.index)] = String(save.done)
+        if !save.members.isEmpty { metadata[keys.membersKey(chunk: save.chunk.index, done: save.done)] = try ImportMarker.jsonLine(save.members) }
         // Once a chunk: its first save records what its bytes were.
         if save.from == 0 { metadata[keys.sumKey(save.chunk.index)] = save.chunk.checksum }
         var result = try inserter.execute(prepared, metadata: metadata) { [keys] rejection in

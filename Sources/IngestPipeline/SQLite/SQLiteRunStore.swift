@@ -180,6 +180,7 @@ final class SQLiteRunSession: RunSession {
         let finalCounts = counts.withLock { $0 }
         let keys = ImportMarker.Keys(run: begun.number)
         let rejects = try ImportMarker.rejects(coordinator, keys)
+        let members = try ImportMarker.members(coordinator, keys)
         try importer.writeRejects(coordinator)
         if let error = state.failure {
             logger.info("import run stopped", metadata: ["reason": "\(error)"])
@@ -212,7 +213,8 @@ final class SQLiteRunSession: RunSession {
                                   stageRates: StageRates(stages, records: imported.imported + imported.rejected),
                                   timeline: state.timeline, outcomes: state.outcomes, run: begun.number,
                                   abandonedRun: abandoned, chunksDirectory: begun.chunks, deletedChunks: deletedChunks,
-                                  pipelineInferred: begun.inferred, outsideRecords: manifest.outsideRecords)
+                                  pipelineInferred: begun.inferred, outsideRecords: manifest.outsideRecords,
+                                  members: members.isEmpty ? nil : members)
         try report.write(to: importer.reportPath)
         // The run is finished once everything it writes is written: a report that could not
         // be written leaves it unfinished, and running the import again finishes it.

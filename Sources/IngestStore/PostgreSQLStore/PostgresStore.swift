@@ -39,7 +39,15 @@ public final class PostgresStore: Sendable {
         CREATE TABLE IF NOT EXISTS _ingest_rejects (run integer NOT NULL, chunk integer NOT NULL, index integer NOT NULL,
             record text NOT NULL, PRIMARY KEY (run, chunk, index))
         """,
+        membersTable,
     ]
+
+    /// Per save, the census of the members its records held that the pipeline does not map
+    /// (`MemberCensus` as JSON), by the chunk's marker after the save.
+    static let membersTable = """
+        CREATE TABLE IF NOT EXISTS _ingest_members (run integer NOT NULL, chunk integer NOT NULL, done integer NOT NULL,
+            census text NOT NULL, PRIMARY KEY (run, chunk, done))
+        """
 
     /// Opens the store at `url` for `model`, making its tables when the database has none.
     /// - Throws: `PostgresError.connection` when the server cannot be reached;
@@ -76,9 +84,14 @@ public final class PostgresStore: Sendable {
                 // Made once: statements on existing tables (ALTER TABLE) would lock out running imports.
                 if try connection.execute("SELECT to_regclass('_ingest_chunks') IS NULL")[0, 0] == "t" {
                     for statement in Self.bookkeeping { try connection.execute(statement) }
-                } else if try connection.execute("SELECT to_regclass('\"_ingest_metadata\"') IS NULL")[0, 0] == "t" {
-                    // A store made before the object graph ran on PostgreSQL.
-                    try connection.execute(Self.metadataTable)
+                } else {
+                    // A store made before the object graph ran on PostgreSQL, or before the census.
+                    if try connection.execute("SELECT to_regclass('\"_ingest_metadata\"') IS NULL")[0, 0] == "t" {
+                        try connection.execute(Self.metadataTable)
+                    }
+                    if try connection.execute("SELECT to_regclass('_ingest_members') IS NULL")[0, 0] == "t" {
+                        try connection.execute(Self.membersTable)
+                    }
                 }
                 // Replaced when their text changed, so a corrected definition reaches old stores.
                 let functions = try Self.functions(connection)

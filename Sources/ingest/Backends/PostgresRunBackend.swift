@@ -136,6 +136,7 @@ struct PostgresRunBackend: RunBackend {
             print(report.runFinished
                   ? "  run \(report.run) finished: \(Format.count(report.runRecords)) records done, \(Format.count(report.runRejected)) rejected in all (ingest status \(url) lists them)"
                   : "  run \(report.run) goes on in other processes: \(Format.count(report.runRecords)) records done so far")
+            report.members.lines(indent: "  ", more: "ingest status \(url) lists them").forEach { print($0) }
         }
         if let failure = report.splitFailure { throw commandError(failure) }
         if report.stopped { signals.exit(continueWith: "ingest join \(url)") }
@@ -160,6 +161,7 @@ extension PostgresRunBackend {
             }
             print("  run \(run.number): \(state), started \(run.started)" + (run.ended.map { ", ended \($0)" } ?? ""))
             print("    chunks: \(run.chunksFinished) of \(run.chunkCount) complete, \(run.chunksHeld) held now; records done: \(Format.count(run.recordsDone)) of \(Format.count(run.records)); rejected: \(Format.count(run.rejected))")
+            run.members.lines(indent: "    ", more: "SELECT census FROM _ingest_members WHERE run = \(run.number) has them all").forEach { print($0) }
             print("    feed: \(run.feed)")
         }
         guard let newest = status.runs.last else { return }

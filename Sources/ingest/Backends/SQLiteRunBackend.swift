@@ -76,6 +76,7 @@ struct SQLiteRunBackend: RunBackend {
             if let outcomes = run.outcomes {
                 print("    records: \(Format.count(outcomes.inserted)) inserted, \(Format.count(outcomes.updated)) updated, \(Format.count(outcomes.unchanged)) unchanged")
             }
+            run.members.lines(indent: "    ", more: "the run's report lists them all").forEach { print($0) }
             print("    feed: \(run.feed)")
             if let pipeline = run.pipeline { print("    pipeline: \(pipeline)" + (run.inferred ? " (inferred from the feed)" : "")) }
         }

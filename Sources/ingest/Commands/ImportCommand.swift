@@ -213,6 +213,7 @@ extension Ingest {
             print("  imported \(Format.count(report.imported)) and rejected \(Format.count(report.rejectedThisRun)) this run; \(Format.count(report.rejected)) rejected in all (\(report.rejectsFile))")
             if let outcomes = report.outcomes { print("  " + outcomesLine(outcomes)) }
             if let outside = report.outsideRecords { print("  " + SplitRun.outsideRecordsLine(outside)) }
+            report.members?.lines(indent: "  ", more: "the report lists them all").forEach { print($0) }
             print("  " + report.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
             print("  \(Format.seconds(report.seconds)), \(Format.count(Int(report.recordsPerSecond))) records/s, \(Format.rate(report.megabytesPerSecond)) MB/s, peak RSS \(ByteCount.format(report.peakRSSBytes))")
             let stages = report.stages
