@@ -325,6 +325,17 @@ public enum PostgresImport {
         return (Int(rows[0, 0]!)!, try JSONDecoder().decode(PostgresRunRecord.self, from: Data(rows[0, 1]!.utf8)))
     }
 
+    /// The pipeline of `url`'s newest run, with what that run counted that it does not map;
+    /// nil when no import has run.
+    /// - Throws: `PostgresError` when the store cannot be read.
+    public static func latestPipeline(url: PostgresURL) throws -> (text: String, unmapped: MemberCensus)? {
+        let connection = try PostgresConnection(url)
+        guard try connection.execute("SELECT to_regclass('_ingest_runs') IS NOT NULL")[0, 0] == "t" else { return nil }
+        let rows = try connection.execute("SELECT run, record FROM _ingest_runs ORDER BY run DESC LIMIT 1")
+        guard rows.count == 1, let record = try? JSONDecoder().decode(PostgresRunRecord.self, from: Data(rows[0, 1]!.utf8)) else { return nil }
+        return (record.pipeline, try members(run: Int(rows[0, 0]!)!, connection))
+    }
+
     /// The census of run `run`'s saves: the members its records held that the pipeline does
     /// not map (empty for a store made before the census was kept).
     static func members(run: Int, _ connection: PostgresConnection) throws -> MemberCensus {

@@ -104,9 +104,7 @@ public final class PostgresStore: Sendable {
                 }
                 let stored = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model.sha256'")
                 if stored.count == 1 {
-                    guard stored[0, 0] == model.hash else {
-                        throw PostgresError.modelMismatch(target: url.description, reason: "its tables hold model \(stored[0, 0]!.prefix(12)), the pipeline's is \(model.hash.prefix(12))")
-                    }
+                    if stored[0, 0] != model.hash { try Self.migrate(schema, url: url, connection) }
                     try Self.collateText(schema, connection)
                     return
                 }
@@ -121,6 +119,24 @@ public final class PostgresStore: Sendable {
         } catch {
             throw .server("\(error)", sqlState: "XX000")
         }
+    }
+
+    /// Adds what `schema`'s model adds to the model the store holds (`Schema.migration`, as
+    /// on SQLite), inside the opening transaction; anything else is refused.
+    /// - Throws: `PostgresError.modelMismatch` naming the differences.
+    private static func migrate(_ schema: Schema, url: PostgresURL, _ connection: PostgresConnection) throws {
+        let text = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model'")
+        guard text.count == 1, let old = try? Model.load(json: Data(text[0, 0]!.utf8)) else {
+            throw PostgresError.modelMismatch(target: url.description, reason: "its tables hold another model, whose description is missing from _ingest_store")
+        }
+        let migration = schema.migration(from: old, dialect: .postgres)
+        guard migration.differences.isEmpty else {
+            let shown = migration.differences.prefix(5).joined(separator: "; ")
+            throw PostgresError.modelMismatch(target: url.description, reason: shown + (migration.differences.count > 5 ? "; and \(migration.differences.count - 5) more" : ""))
+        }
+        for statement in migration.statements { try connection.execute(statement) }
+        try connection.execute("UPDATE _ingest_store SET value = $1 WHERE key = 'model.sha256'", [schema.model.hash])
+        try connection.execute("UPDATE _ingest_store SET value = $1 WHERE key = 'model'", [String(decoding: schema.model.jsonData(), as: UTF8.self)])
     }
 
     /// Text columns made before they were `COLLATE "C"` get it, so that text compares

@@ -82,64 +82,11 @@ extension PersistentStoreCoordinator {
         String(decoding: try! JSONEncoder().encode(text), as: UTF8.self)
     }
 
-    /// Adds what the new model adds (entities, optional attributes, relationships);
-    /// anything else is a difference that needs a real migration, and is refused.
+    /// Adds what the new model adds (`Schema.migration`); anything else is refused.
     private static func migrate(_ db: Database, from old: Model, to schema: Schema, path: String) throws {
-        let new = schema.model
-        var differences: [String] = []
-        var statements: [String] = []
-        for entity in old.entities where new.entity(entity.name) == nil {
-            differences.append("entity \(entity.name) was removed")
-        }
-        for entity in new.entities {
-            let info = schema.entity(entity.name)!
-            guard let before = old.entity(entity.name) else {
-                statements += info.createStatements()
-                continue
-            }
-            for attribute in before.attributes {
-                guard let now = entity.attribute(attribute.name) else {
-                    differences.append("attribute \(entity.name).\(attribute.name) was removed")
-                    continue
-                }
-                if now.type != attribute.type {
-                    differences.append("attribute \(entity.name).\(attribute.name) changed type from \(attribute.type.rawValue) to \(now.type.rawValue)")
-                } else if now != attribute {
-                    differences.append("attribute \(entity.name).\(attribute.name) changed (optional, default or indexed)")
-                }
-            }
-            for attribute in entity.attributes where before.attribute(attribute.name) == nil {
-                if attribute.isOptional {
-                    statements.append("ALTER TABLE \(info.table) ADD COLUMN \(quoted(attribute.name)) \(attribute.type.sqlType)")
-                    if attribute.isIndexed {
-                        statements.append("CREATE INDEX \(quoted("_index_\(entity.name)_\(attribute.name)")) ON \(info.table) (\(quoted(attribute.name)))")
-                    }
-                } else {
-                    differences.append("required attribute \(entity.name).\(attribute.name) was added")
-                }
-            }
-            for relationship in before.relationships where entity.relationship(relationship.name) != relationship {
-                differences.append("relationship \(entity.name).\(relationship.name) was removed or changed")
-            }
-            for relationship in entity.relationships where before.relationship(relationship.name) == nil {
-                let rel = info.relationships[info.relationshipIndex[relationship.name]!]
-                switch rel.storage {
-                case .column(let column):
-                    statements.append("ALTER TABLE \(info.table) ADD COLUMN \(quoted(column)) INTEGER")
-                    statements.append("CREATE INDEX \(quoted("_index_\(entity.name)\(column)")) ON \(info.table) (\(quoted(column)))")
-                case .joinTable(let table, "_a", _):
-                    statements.append("CREATE TABLE \(quoted(table)) (\"_a\" INTEGER NOT NULL, \"_b\" INTEGER NOT NULL, PRIMARY KEY (\"_a\", \"_b\")) WITHOUT ROWID")
-                    statements.append("CREATE INDEX \(quoted(table + "_b")) ON \(quoted(table)) (\"_b\", \"_a\")")
-                default:
-                    break
-                }
-            }
-            if entity.uniquenessConstraints != before.uniquenessConstraints {
-                differences.append("uniqueness constraints of \(entity.name) changed")
-            }
-        }
-        guard differences.isEmpty else { throw StoreError.modelMismatch(path: path, differences: differences) }
-        for statement in statements { try db.execute(sql: statement) }
+        let migration = schema.migration(from: old, dialect: .sqlite)
+        guard migration.differences.isEmpty else { throw StoreError.modelMismatch(path: path, differences: migration.differences) }
+        for statement in migration.statements { try db.execute(sql: statement) }
     }
 }
 

@@ -24,10 +24,16 @@ struct PostgresRunBackend: RunBackend {
             throw CommandFailure("\(flag) works on SQLite stores only: \(why)")
         }
         let feed = command.feed
-        let bytes: [UInt8]
+        var bytes: [UInt8]
         if let pipeline = command.pipeline {
             _ = try PipelineSpec.load(path: pipeline)
             bytes = try FileOps.readFile(pipeline)
+            if command.evolve {
+                bytes = try command.evolved(bytes, file: pipeline, unmapped: (try? PostgresImport.latestPipeline(url: url))??.unmapped ?? MemberCensus())
+            }
+        } else if command.evolve, let (text, unmapped) = try PostgresImport.latestPipeline(url: url) {
+            // The newest run's pipeline, grown by this feed (the run keeps it: no file to write).
+            bytes = try command.evolved(Array(text.utf8), file: nil, unmapped: unmapped)
         } else {
             guard !FileOps.isReadOnce(feed) else {
                 throw CommandFailure("a feed on \(feed == "-" ? "standard input" : "a pipe (\(feed))") needs --pipeline")

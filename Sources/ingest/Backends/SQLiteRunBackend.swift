@@ -10,7 +10,12 @@ struct SQLiteRunBackend: RunBackend {
     let path: String
 
     func importFeed(_ command: Ingest.Import) throws {
-        let (spec, pipeline, source) = try command.loadOrInferPipeline()
+        var (spec, pipeline, source) = try command.loadOrInferPipeline()
+        if command.evolve && source != .inferredNow {
+            guard !FileOps.isReadOnce(command.feed) else { throw CommandFailure("--evolve reads a sample of the feed first: it needs a file, not \(command.feed)") }
+            let unmapped = (try? ImportStatus.read(store: path))?.latest.members ?? MemberCensus()
+            spec = try PipelineSpec.parse(try command.evolved(try FileOps.readFile(pipeline), file: pipeline, unmapped: unmapped))
+        }
         if command.deleteStore && FileManager.default.fileExists(atPath: path) {
             try PersistentStoreCoordinator.checkIsStoreOrNew(at: path)
             Console.error("ingest: --delete-store: deleting \(path) and everything imported into it\n")

@@ -77,10 +77,13 @@ extension Ingest {
         @Flag(name: .customLong("keep-indexes"), help: "Keep secondary indexes during the import (default: build them at the end).")
         var keepIndexes = false
 
+        @Flag(help: "Add the fields the feed has and the pipeline does not map, as optional attributes (explained on stderr; the pipeline file is updated and the store migrated). A field whose type changed is reported, not converted.")
+        var evolve = false
+
         @OptionGroup(title: "Without --pipeline: the feed's shape, for the pipeline inferred from it (as ingest infer takes them)")
         var shape: RecordShapeOptions
 
-        @Option(help: "Without --pipeline: records the inference reads (default: 1000).")
+        @Option(help: "Without --pipeline, or with --evolve: records the inference reads (default: 1000).")
         var sample: Int?
 
         /// What the pipeline inferred without --pipeline reads.
@@ -97,7 +100,7 @@ extension Ingest {
                 if let value, value < 1 { throw ValidationError("\(name) must be at least 1") }
             }
             if let sample, sample < 1 { throw ValidationError("--sample must be at least 1") }
-            if pipeline != nil && (shape.isGiven || sample != nil) {
+            if pipeline != nil && (shape.isGiven || (sample != nil && !evolve)) {
                 throw ValidationError("--records-at, --ndjson, --keyed, --header-row and --sample shape the pipeline inferred without --pipeline; with one, its \"feed\" says where the records are")
             }
             if restart {
@@ -138,6 +141,20 @@ extension Ingest {
                 Infer.explain(inference, to: nil)
             }
             return (inference.spec, kept, .inferredNow)
+        }
+
+        /// With --evolve, `pipeline` (from `file`, when it came from one) grown by what this
+        /// feed adds, the file rewritten when it changed; else `pipeline` as it is.
+        func evolved(_ pipeline: [UInt8], file: String?, unmapped: MemberCensus) throws -> [UInt8] {
+            guard evolve else { return pipeline }
+            let evolution = try PipelineUpdate.evolve(pipeline, feed: feed, sample: sample ?? 1_000, unmapped: unmapped)
+            if !quiet { PipelineUpdate.explain(evolution, title: "ingest: --evolve: \(feed) against the pipeline" + (file.map { " \($0)" } ?? "")) }
+            guard !evolution.added.isEmpty else { return pipeline }
+            if let file {
+                try FileOpsCLI.write(evolution.text, to: file)
+                if !quiet { Console.error("  \(file) updated; the store takes the new attributes as it opens\n") }
+            }
+            return Array(evolution.text.utf8)
         }
 
         /// Runs an import with SIGINT, SIGTERM and SIGHUP stopping it at the next save boundary

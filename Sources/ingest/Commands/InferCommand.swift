@@ -14,9 +14,17 @@ extension Ingest {
             arrays as JSON text, and uniqueness on the record's id-like field. Each choice is \
             explained on stderr. The feed's shape is detected unless given.
 
+            With --update STORE, the pipeline of the store's last run is grown instead: the \
+            fields the feed has and it does not map become optional attributes, each \
+            explained; a field whose type changed is reported, not converted. The result \
+            goes to -o, else over the pipeline file that run read (a PostgreSQL run keeps \
+            its pipeline in the store: it goes to standard output). The next import migrates \
+            the store.
+
             Example:
               ingest infer events.json.gz -o events-pipeline.json
               ingest import events.json.gz --pipeline events-pipeline.json --store events.sqlite
+              ingest infer --update events.sqlite newer-events.json.gz
             """
         )
 
@@ -27,6 +35,9 @@ extension Ingest {
 
         @Option(help: "Records to read.")
         var sample = 1_000
+
+        @Option(help: ArgumentHelp("Grow the pipeline of this store's last run by what the feed adds, instead of inferring one.", valueName: "store"))
+        var update: String?
 
         @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write the pipeline here (default: standard output).", valueName: "file"))
         var output: String?
@@ -40,6 +51,19 @@ extension Ingest {
         }
 
         func run() throws {
+            if let update {
+                if shape.records.isGiven { throw CommandFailure("--update reads the feed as the store's pipeline says (its \"feed\"); leave out the shape options") }
+                let (bytes, file, unmapped) = try PipelineUpdate.storePipeline(update)
+                let evolution = try PipelineUpdate.evolve(bytes, feed: feed, sample: sample, unmapped: unmapped)
+                PipelineUpdate.explain(evolution, title: "ingest infer --update: \(feed) against the pipeline of \(update)" + (file.map { " (\($0))" } ?? ""))
+                if let target = output ?? file {
+                    if !evolution.added.isEmpty || output != nil { try FileOpsCLI.write(evolution.text, to: target) }
+                    Console.error("  pipeline " + (evolution.added.isEmpty && output == nil ? "unchanged: " : "written to ") + target + "\n")
+                } else {
+                    print(evolution.text, terminator: evolution.text.hasSuffix("\n") ? "" : "\n")
+                }
+                return
+            }
             let inference = try PipelineInference.infer(
                 feed: feed, options: shape.records.inference(sample: sample))
             Self.explain(inference, to: output)
