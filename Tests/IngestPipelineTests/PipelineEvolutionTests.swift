@@ -133,3 +133,43 @@ import Testing
         #expect(evolution.typeChanges.isEmpty && evolution.notAdded.isEmpty)
     }
 }
+
+/// The same as a user runs it: the summary and status name the unmapped fields, and
+/// `infer --update` and `import --evolve` grow the kept pipeline.
+@Suite struct PipelineEvolutionCommandTests {
+    @Test func theSummaryAndStatusListUnmappedFieldsAndEvolveAddsThem() throws {
+        let dir = try TemporaryDirectory()
+        let feeds = try PipelineEvolutionTests.feeds.enumerated().map { try dir.write("photos\($0.offset + 1).ndjson", Array($0.element.utf8)) }
+        let store = dir.file("s.sqlite")
+        #expect(IngestBinary.finish(try IngestBinary.start(["import", feeds[0], "--store", store, "--quiet"])).status == 0)
+        let second = IngestBinary.finish(try IngestBinary.start(["import", feeds[1], "--store", store]))
+        #expect(second.status == 0, "\(second.stderr)")
+        let unmapped = """
+              not mapped, so not imported: 2 member path(s) (add them to the pipeline, or import with --evolve):
+                camera  5 record(s)
+                owner   5 record(s)
+
+            """
+        #expect(second.stdout.contains("  records: 3 inserted, 0 updated, 2 unchanged\n" + unmapped), "\(second.stdout)")
+        let status = IngestBinary.finish(try IngestBinary.start(["status", store]))
+        #expect(status.stdout.contains(unmapped.replacingOccurrences(of: "\n  ", with: "\n    ").replacingOccurrences(of: "^  ", with: "    ", options: .regularExpression)
+                                       + "    feed: \(feeds[1])\n"), "\(status.stdout)")
+
+        let update = IngestBinary.finish(try IngestBinary.start(["infer", "--update", store, feeds[1], "-o", dir.file("p.json")]))
+        #expect(update.status == 0)
+        #expect(update.stderr == """
+            ingest infer --update: \(feeds[1]) against the pipeline of \(store) (\(store).pipeline.json): 1 attribute(s) added
+              added Photos1.camera ← camera: string (5 strings); optional string
+              not added: Photos1 ← owner: nested objects with 'id' → to-one relationship to Owner (a related entity: add it to the pipeline by hand)
+              pipeline written to \(dir.file("p.json"))
+
+            """)
+        let evolved = IngestBinary.finish(try IngestBinary.start(["import", feeds[1], "--store", store, "--evolve", "--again"]))
+        #expect(evolved.status == 0, "\(evolved.stderr)")
+        #expect(evolved.stderr.contains("ingest: --evolve: \(feeds[1]) against the pipeline \(store).pipeline.json: 1 attribute(s) added\n  added Photos1.camera"), "\(evolved.stderr)")
+        #expect(try String(contentsOfFile: store + ".pipeline.json", encoding: .utf8) == String(contentsOfFile: dir.file("p.json"), encoding: .utf8))
+        #expect(evolved.stdout.contains("  records: 0 inserted, 5 updated, 0 unchanged\n  not mapped, so not imported: 1 member path(s)"), "\(evolved.stdout)")
+        let refused = IngestBinary.finish(try IngestBinary.start(["infer", "--update", dir.file("none.sqlite"), feeds[1]]))
+        #expect(refused.status != 0 && refused.stderr.contains("none.sqlite"), "\(refused.stderr)")
+    }
+}
