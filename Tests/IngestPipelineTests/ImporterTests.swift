@@ -185,3 +185,30 @@ import Testing
         }
     }
 }
+
+extension ImporterTests {
+    /// The census of unmapped members is kept with each save: a run stopped and resumed
+    /// counts every record once, as a clean run does.
+    @Test(arguments: [1, 4, 8], [false, true])
+    func aStoppedAndResumedRunCountsEachRecordsUnmappedMembersOnce(stopAfter: Int, objectPath: Bool) throws {
+        func importer(_ dir: TemporaryDirectory, feed: String, store: String = "store.sqlite", workers: Int = 2) -> Importer {
+            var options = Importer.Options(feed: feed, store: dir.file(store), workers: workers, saveEvery: 40, chunkSize: 100)
+            options.objectPath = objectPath
+            return Importer(spec: Self.spec, options: options)
+        }
+        let dir = try TemporaryDirectory()
+        let lines = String(decoding: FeedGenerator(records: 600, seed: 5, ndjson: true).bytes(), as: UTF8.self)
+            .split(separator: "\n").enumerated().map { index, line in
+                (index % 3 == 0 ? #"{"camera":"c","# : "{") + (index % 7 == 0 ? #""extra":{"a":1},"# : "") + line.dropFirst()
+            }
+        let feed = try dir.write("feed.json", Array(("[\n" + lines.joined(separator: ",\n") + "\n]\n").utf8))
+        let expected = MemberCensus(unmapped: ["camera": 200, "extra": 86])
+        #expect(try importer(dir, feed: feed, store: "clean.sqlite").run().members == expected)
+        let first = importer(dir, feed: feed, workers: 1)
+        first.stopAfterSaves.store(stopAfter, ordering: .relaxed)
+        #expect(throws: ImportError.self) { try first.run() }
+        let midway = try ImportStatus.read(store: dir.file("store.sqlite")).latest.members
+        #expect(midway.unmapped["camera", default: 0] > 0 && midway.unmapped["camera", default: 0] < 200, "\(midway)")
+        #expect(try importer(dir, feed: feed, workers: 3).run().members == expected)
+    }
+}
