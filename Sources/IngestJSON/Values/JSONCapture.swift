@@ -49,15 +49,8 @@ public struct JSONCapturePlan: Sendable {
     /// never changed after, so copies of a plan share it, and a scan borrows its buffers
     /// without retaining an array each. (Unchecked: nothing writes the buffers after `init`.)
     final class Table: @unchecked Sendable {
-        /// Node n's entries are `first[n]..<first[n + 1]`.
-        let first: UnsafeMutableBufferPointer<Int32>
-        let keyOffset: UnsafeMutableBufferPointer<Int32>
-        let keyLength: UnsafeMutableBufferPointer<Int32>
-        /// Per entry: the capture slot; -1 for none; -2 - counter for a member the plan
-        /// does not read (one load tells the scan both).
-        let slot: UnsafeMutableBufferPointer<Int32>
-        let child: UnsafeMutableBufferPointer<Int32>
-        let keyBytes: UnsafeMutableRawBufferPointer
+        /// The buffers, as the scan reads them; freed with the table.
+        let view: TableView
 
         init(_ nodes: [Node]) {
             var first: [Int32] = [0], keyOffset: [Int32] = [], keyLength: [Int32] = [], slot: [Int32] = [], child: [Int32] = []
@@ -72,29 +65,20 @@ public struct JSONCapturePlan: Sendable {
                 }
                 first.append(Int32(keyOffset.count))
             }
-            func buffer(_ array: [Int32]) -> UnsafeMutableBufferPointer<Int32> {
+            func buffer(_ array: [Int32]) -> UnsafeBufferPointer<Int32> {
                 let buffer = UnsafeMutableBufferPointer<Int32>.allocate(capacity: max(1, array.count))
                 _ = buffer.initialize(from: array)
-                return UnsafeMutableBufferPointer(rebasing: buffer[0..<array.count])
+                return UnsafeBufferPointer(rebasing: buffer[0..<array.count])
             }
-            self.first = buffer(first)
-            self.keyOffset = buffer(keyOffset)
-            self.keyLength = buffer(keyLength)
-            self.slot = buffer(slot)
-            self.child = buffer(child)
             let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, keyBytes.count), alignment: 1)
             keyBytes.withUnsafeBytes { bytes.copyMemory(from: $0) }
-            self.keyBytes = UnsafeMutableRawBufferPointer(rebasing: bytes[0..<keyBytes.count])
+            view = TableView(first: buffer(first), keyOffset: buffer(keyOffset), keyLength: buffer(keyLength), slot: buffer(slot),
+                             child: buffer(child), keyBytes: UnsafeRawBufferPointer(rebasing: bytes[0..<keyBytes.count]))
         }
 
         deinit {
-            for buffer in [first, keyOffset, keyLength, slot, child] { buffer.baseAddress?.deallocate() }
-            keyBytes.baseAddress?.deallocate()
-        }
-
-        var view: TableView {
-            TableView(first: UnsafeBufferPointer(first), keyOffset: UnsafeBufferPointer(keyOffset), keyLength: UnsafeBufferPointer(keyLength),
-                      slot: UnsafeBufferPointer(slot), child: UnsafeBufferPointer(child), keyBytes: UnsafeRawBufferPointer(keyBytes))
+            for buffer in [view.first, view.keyOffset, view.keyLength, view.slot, view.child] { buffer.baseAddress?.deallocate() }
+            view.keyBytes.baseAddress?.deallocate()
         }
     }
     /// The record's own object.
@@ -187,7 +171,10 @@ public struct JSONCapturePlan: Sendable {
     }
 }
 
-/// The table as raw buffers, for the length of one scan.
+/// The table as raw buffers: node n's entries are `first[n]..<first[n + 1]`; per entry
+/// its key (`keyOffset`, `keyLength` into `keyBytes`), its capture slot (-1 for none; -2 -
+/// counter for a member the plan does not read: one load tells the scan both), and the
+/// node scanning its value (-1 for none).
 struct TableView {
     let first: UnsafeBufferPointer<Int32>
     let keyOffset: UnsafeBufferPointer<Int32>

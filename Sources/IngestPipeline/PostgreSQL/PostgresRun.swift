@@ -339,9 +339,9 @@ public enum PostgresImport {
     /// The census of run `run`'s saves: the members its records held that the pipeline does
     /// not map (empty for a store made before the census was kept).
     static func members(run: Int, _ connection: PostgresConnection) throws -> MemberCensus {
-        let rows = try connection.execute("""
-            SELECT census FROM _ingest_members WHERE to_regclass('_ingest_members') IS NOT NULL AND run = $1
-            """, [String(run)])
+        // A reader may open a store made before the census, which no writer has opened since.
+        guard try connection.execute("SELECT to_regclass('_ingest_members') IS NOT NULL")[0, 0] == "t" else { return MemberCensus() }
+        let rows = try connection.execute("SELECT census FROM _ingest_members WHERE run = $1", [String(run)])
         let decoder = JSONDecoder()
         var total = MemberCensus()
         for row in 0..<rows.count {
