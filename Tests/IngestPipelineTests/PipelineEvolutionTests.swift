@@ -169,7 +169,14 @@ import Testing
         #expect(evolved.stderr.contains("ingest: --evolve: \(feeds[1]) against the pipeline \(store).pipeline.json: 1 attribute(s) added\n  added Photos1.camera"), "\(evolved.stderr)")
         #expect(try String(contentsOfFile: store + ".pipeline.json", encoding: .utf8) == String(contentsOfFile: dir.file("p.json"), encoding: .utf8))
         #expect(evolved.stdout.contains("  records: 0 inserted, 5 updated, 0 unchanged\n  not mapped, so not imported: 1 member path(s)"), "\(evolved.stdout)")
-        let refused = IngestBinary.finish(try IngestBinary.start(["infer", "--update", dir.file("none.sqlite"), feeds[1]]))
-        #expect(refused.status != 0 && refused.stderr.contains("none.sqlite"), "\(refused.stderr)")
+        let none = dir.file("none.sqlite")
+        let refused = IngestBinary.finish(try IngestBinary.start(["infer", "--update", none, feeds[1]]))
+        #expect(refused.status == 1 && refused.stderr == "ingest: \(none) is not an Ingest store: there is no file there\n", "\(refused.stderr)")
+        let shaped = IngestBinary.finish(try IngestBinary.start(["infer", "--update", store, feeds[1], "--ndjson"]))
+        #expect(shaped.status == 1 && shaped.stderr == "ingest: --update reads the feed as the store's pipeline says (its \"feed\"); leave out the shape options\n")
+        let pipe = dir.file("pipe")
+        #expect(mkfifo(pipe, 0o600) == 0)
+        let piped = IngestBinary.finish(try IngestBinary.start(["import", pipe, "--store", store, "--evolve", "--quiet"]))
+        #expect(piped.status == 1 && piped.stderr == "ingest: --evolve reads a sample of the feed first: it needs a file, not \(pipe)\n", "\(piped.stderr)")
     }
 }

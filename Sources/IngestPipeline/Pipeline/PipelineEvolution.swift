@@ -48,7 +48,7 @@ public enum PipelineEvolution {
             index += 1
             guard let inferredMapping = new.mappings[inferredName], let oldEntity = old.model.entity(oldName) else { continue }
             let oldMapping = old.mappings[oldName]
-            let readPaths = (oldMapping?.attributes.map(\.from.description) ?? []) + (oldMapping?.relationships.map(\.from.description) ?? [])
+            let readPaths = paths(read: oldMapping)
             for relationship in inferredMapping.relationships {
                 let path = relationship.from.description
                 let destination = new.model.entity(inferredName)!.relationship(relationship.relationship)!.destination
@@ -82,8 +82,7 @@ public enum PipelineEvolution {
                 addedPaths.insert(path)
             }
         }
-        let recordReads = (old.mappings[old.recordEntity]?.attributes.map(\.from.description) ?? [])
-            + (old.mappings[old.recordEntity]?.relationships.map(\.from.description) ?? [])
+        let recordReads = paths(read: old.mappings[old.recordEntity])
         for (path, records) in unmapped.ranked where path != MemberCensus.otherPaths && !reads(path, Array(addedPaths)) && !reads(path, recordReads) {
             evolution.notAdded.append("\(path): \(records) record(s) the store imported had it, but none of the \(inference.recordsRead) sampled did (pass a larger --sample, or map it by hand)")
         }
@@ -91,6 +90,11 @@ public enum PipelineEvolution {
         evolution.text = pretty(root) + "\n"
         evolution.spec = try PipelineSpec.parse(Array(evolution.text.utf8))
         return evolution
+    }
+
+    /// The paths a mapping reads, attributes and relationships.
+    static func paths(read mapping: PipelineSpec.EntityMapping?) -> [String] {
+        (mapping?.attributes.map(\.from.description) ?? []) + (mapping?.relationships.map(\.from.description) ?? [])
     }
 
     /// Whether a path is read by one of `paths`: the same, inside one, or holding one.
