@@ -79,4 +79,22 @@ import Testing
         #expect(String(decoding: compact, as: UTF8.self) == "{\"a b\":[1,2.50],\"c\\\" \\n\":\"  x  \"}")
         #expect(try JSONValue.parse(compact) == JSONValue.parse(text))
     }
+
+    /// The mapper's decoder of escaped strings gives what the full parser gives, for
+    /// every escape JSON has, pairs and non-ASCII text included.
+    @Test(arguments: [#"a\"b"#, #"\\ \/ \b\f\n\r\t"#, #"caf\u00e9 \u00E9"#, #"\ud83d\ude00 after"#,
+                      #"\u0000 nul"#, #"plain é and \" 日本"#, #"\uFFFF\u0041"#, #"end\\"#])
+    func unescapingAgreesWithTheFullParser(_ contents: String) throws {
+        let parsed = try JSONValue.parse(Array("\"\(contents)\"".utf8))
+        let decoded = Array(contents.utf8).withUnsafeBytes { JSONText.unescaped($0) }
+        #expect(decoded.map(JSONValue.string) == parsed)
+    }
+
+    /// What only the full parser may judge is left to it (nil): a lone or reversed
+    /// surrogate, an unknown or cut escape, a raw control byte, a short \u.
+    @Test(arguments: [#"\ud800"#, #"a\udc00b"#, #"\ud83d\u0041"#, #"\x41"#, #"cut\"#, "tab\there", #"\u12"#, #"\u12G4"#])
+    func unescapingLeavesWhatItCannotVouchForToTheParser(_ contents: String) {
+        #expect(Array(contents.utf8).withUnsafeBytes { JSONText.unescaped($0) } == nil)
+    }
 }
+

@@ -154,10 +154,14 @@ public struct JSONCapturePlan: Sendable {
     /// surrogates, UTF-8 forms Swift refuses, anything malformed — which the caller then
     /// hands to the full parser for its exact result or error.
     /// With a `log`, the members the plan does not read are noted in it, for a `MemberCounter`.
+    /// `splitterChecked`: the record is a chunk's line, whose UTF-8 the splitter has
+    /// checked already (yajl and `StrictJSONBytes` refuse every form Swift refuses), so it
+    /// is not checked a second time.
     public func capture(_ record: UnsafeRawBufferPointer, into captures: UnsafeMutableBufferPointer<JSONCapture>,
-                        log: UnsafeMutablePointer<CaptureLog>? = nil, maxDepth: Int = FeedOptions.defaultMaxDepth) -> Bool {
+                        log: UnsafeMutablePointer<CaptureLog>? = nil, maxDepth: Int = FeedOptions.defaultMaxDepth,
+                        splitterChecked: Bool = false) -> Bool {
         for index in 0..<slotCount { captures[index] = .absent }
-        guard record.count > 0, isValidUTF8(record) else { return false }
+        guard record.count > 0, splitterChecked || isValidUTF8(record) else { return false }
         var scanner = JSONScanner(bytes: record, maxDepth: maxDepth)
         scanner.skipSpace()
         guard scanner.at < record.count, record[scanner.at] == UInt8(ascii: "{") else { return false }

@@ -184,7 +184,8 @@ final class RowMapper {
             let record = UnsafeRawBufferPointer(rebasing: text[range])
             // A row the splitter marked as not fitting its header is rejected the slow way.
             guard !Self.isRowError(record) else { return false }
-            guard plan.pointee.capture(record, into: captures, log: members.log) else {
+            // Records reach the mapper from chunks, whose bytes the splitter checked.
+            guard plan.pointee.capture(record, into: captures, log: members.log, splitterChecked: true) else {
                 members.count(parsing: record, plan: &plan.pointee)
                 return false
             }
@@ -279,13 +280,13 @@ final class RowMapper {
             request.set(.text(offset: Int32(offset) + capture.start, count: capture.end - capture.start), row: row, attribute: position)
             return true
         case (.int64, .number), (.int64, .string):
-            if let number = Self.integer(UnsafeRawBufferPointer(rebasing: record[Int(capture.start)..<Int(capture.end)])) {
+            if let number = NumberText.int64(UnsafeRawBufferPointer(rebasing: record[Int(capture.start)..<Int(capture.end)])) {
                 request.set(.int(number), row: row, attribute: position)
                 return true
             }
         case (.double, .number):
-            let text = String(decoding: UnsafeRawBufferPointer(rebasing: record[Int(capture.start)..<Int(capture.end)]), as: UTF8.self)
-            if let number = Double(text), number.isFinite {
+            let bytes = UnsafeRawBufferPointer(rebasing: record[Int(capture.start)..<Int(capture.end)])
+            if let number = NumberText.double(bytes) ?? Double(String(decoding: bytes, as: UTF8.self)), number.isFinite {
                 request.set(.double(number), row: row, attribute: position)
                 return true
             }
@@ -349,24 +350,11 @@ final class RowMapper {
         case .falseValue: return .bool(false)
         case .number: return .number(String(decoding: bytes, as: UTF8.self))
         case .string: return .string(String(decoding: bytes, as: UTF8.self))
-        case .escapedString, .object, .array:
+        case .escapedString:
+            // Nil (a form only the full parser judges) sends the record the slow way.
+            return JSONText.unescaped(bytes).map(JSONValue.string)
+        case .object, .array:
             return try? JSONValue.parse(UnsafeRawBufferPointer(rebasing: record[capture.jsonRange]))
         }
-    }
-
-    /// `-?[0-9]{1,18}` as an Int64, or nil (longer or other forms go the slow way).
-    private static func integer(_ bytes: UnsafeRawBufferPointer) -> Int64? {
-        var index = 0
-        let negative = bytes.first == UInt8(ascii: "-")
-        if negative { index = 1 }
-        guard bytes.count > index, bytes.count - index <= 18 else { return nil }
-        var value: Int64 = 0
-        while index < bytes.count {
-            let digit = Int64(bytes[index]) &- 48
-            guard digit >= 0 && digit <= 9 else { return nil }
-            value = value &* 10 &+ digit
-            index += 1
-        }
-        return negative ? -value : value
     }
 }
