@@ -35,6 +35,21 @@ import Testing
         #expect(rows == [#"123|[{"id":0,"name":"f123-0"},{"id":1,"name":"f123-1"},{"id":2,"name":"f123-2"}]|0|b123"#])
     }
 
+    /// Nesting is followed three levels below the record: the same shape met nearer the
+    /// top is flattened, met deeper it is one JSON-text attribute, and the explanation says
+    /// which and why (the README's depth rule).
+    @Test func objectsNestedDeeperThanThreeLevelsAreJSONTextAndSaySo() throws {
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("depth.json", Array(#"[{"id":1,"a":{"b":{"c":1}},"deep":{"y":{"a":{"b":{"c":1}}}}},{"id":2,"a":{"b":{"c":2}},"deep":{"y":{"a":{"b":{"c":2}}}}}]"#.utf8))
+        let inference = try PipelineInference.infer(feed: feed)
+        #expect(inference.report.contains("Depth.a.b: nested objects without an id-like field → flattened into Depth as a_b_…"), "\(inference.report)")
+        #expect(inference.report.contains("Depth.deep.y.a: nested objects without an id-like field → flattened into Depth as deep_y_a_…"), "\(inference.report)")
+        #expect(inference.report.contains { $0.hasPrefix("Depth.deep_y_a_b: nested deeper than 3 levels → JSON text") }, "\(inference.report)")
+        let report = try Importer(spec: inference.spec, options: .init(feed: feed, store: dir.file("store.sqlite"))).run()
+        #expect(report.rejected == 0)
+        #expect(try storeRows(dir.file("store.sqlite"), "SELECT a_b_c, deep_y_a_b FROM Depth ORDER BY id") == [#"1|{"c":1}"#, #"2|{"c":2}"#])
+    }
+
     @Test func integersBeyond64BitsAndNumbersBeyondADoubleAreKeptExactly() throws {
         let dir = try TemporaryDirectory()
         let feed = try dir.write("big.json", Array(#"[{"id":18446744073709551615,"x":1},{"id":-98446744073709551615,"x":2.5},{"id":3,"x":1e400}]"#.utf8))
