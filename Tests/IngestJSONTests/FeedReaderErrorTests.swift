@@ -46,6 +46,13 @@ import Testing
         Case(name: "a number after the closing bracket", input: Array("[\n\n]\n42".utf8),
              kind: .trailingContent, line: 4, column: 1, offset: 5,
              message: "unexpected content after the end of the top-level value"),
+        // yajl itself takes a string begun after the end and never closed for a token to come.
+        Case(name: "an unclosed string after the closing bracket", input: Array("[{\"a\":1}]\n  \"abc".utf8),
+             kind: .trailingContent, line: 2, column: 3, offset: 12,
+             message: "unexpected content after the end of the top-level value"),
+        Case(name: "a lone quote after a keyed feed's object", input: Array("{\"k\": {\"a\": 1}} \"".utf8), shape: .keyed([]),
+             kind: .trailingContent, line: 1, column: 17, offset: 16,
+             message: "unexpected content after the end of the top-level value"),
         Case(name: "a lead byte without its continuation byte", input: Array("[\"".utf8) + [0xE0, 0x72] + Array("\"]".utf8),
              kind: .invalidUTF8, line: 1, column: 3, offset: 2, message: "invalid UTF-8 inside a string"),
         Case(name: "invalid UTF-8 in a string", input: Array("[{\"name\": \"caf".utf8) + [0xE9] + Array("\"}]".utf8),

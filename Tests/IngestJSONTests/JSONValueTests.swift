@@ -96,5 +96,40 @@ import Testing
     func unescapingLeavesWhatItCannotVouchForToTheParser(_ contents: String) {
         #expect(Array(contents.utf8).withUnsafeBytes { JSONText.unescaped($0) } == nil)
     }
+
+    /// Strings made of escape-prone pieces at random: wherever the full parser reads one,
+    /// the decoder gives the same text, and it never vouches for one the parser refuses.
+    @Test func unescapingAgreesWithTheParserOnRandomStrings() throws {
+        let pieces = [#"\"#, #"\u"#, #"\""#, #"\\"#, "d8", "D83D", "DE00", "dc00", "00e9", "0041", "n", "t", "x", "é", "😀", "a",
+                      "0", "\u{1}", " ", "/", "\u{7F}"]
+        var random = SplitMix64(seed: 11)
+        var agreed = 0
+        for _ in 0..<20_000 {
+            let contents = (0..<Int.random(in: 0...8, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined()
+            let parsed = try? JSONValue.parse(Array("\"\(contents)\"".utf8))
+            let decoded = Array(contents.utf8).withUnsafeBytes { JSONText.unescaped($0) }
+            if let parsed {
+                #expect(decoded.map(JSONValue.string) == parsed, "\(contents.debugDescription)")
+                agreed += 1
+            } else {
+                #expect(decoded == nil, "\(contents.debugDescription) decoded, the parser refuses it")
+            }
+        }
+        #expect(agreed > 2_000)
+    }
+
+    /// A string begun after the value and never closed is refused, as any other content
+    /// after it is (yajl alone would finish without a word), named where it starts.
+    @Test(arguments: [(#"{"a":1} "abc"#, 8), (#""a"""#, 3), ("[1]\n\"", 4)])
+    func contentAfterTheValueIsRefused(_ text: String, _ offset: Int) throws {
+        let error = try #require(throws: FeedError.self) { try JSONValue.parse(text) }
+        #expect(error.message.hasPrefix("malformed JSON"), "\(error.message)")
+        #expect(error.position.byteOffset == offset, "\(text.debugDescription): \(error)")
+    }
+
+    @Test(arguments: ["{} ", "[1]\n", "1", " \"a\" ", "-0.5e3\n\t"])
+    func whitespaceAfterTheValueIsFine(_ text: String) throws {
+        _ = try JSONValue.parse(text)
+    }
 }
 

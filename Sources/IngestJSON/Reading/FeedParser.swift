@@ -122,7 +122,22 @@ final class FeedParser {
         let status = yajl_parse(handle, block.baseAddress!.assumingMemoryBound(to: UInt8.self), block.count)
         try check(status, atEnd: false)
         if inRecords { try carryPending() }
+        noteTrailingContent(in: block, base: base)
         tracker.advance(over: block)
+    }
+
+    /// The first byte that is not whitespace after the end of the top-level value.
+    /// yajl refuses most such content itself, but takes a string begun there and never
+    /// closed (`[…] "abc`) for a token still to come, and then finishes without a word.
+    private var trailingContent: FeedError?
+
+    private func noteTrailingContent(in block: UnsafeRawBufferPointer, base: Int) {
+        guard trailingContent == nil, let end = topLevelEnd, end < base + block.count else { return }
+        var index = max(end - base, 0)
+        while index < block.count, [0x20, 0x0A, 0x0D, 0x09].contains(block[index]) { index += 1 }
+        if index < block.count {
+            trailingContent = error(.trailingContent, "unexpected content after the end of the top-level value", at: index)
+        }
     }
 
     func finish(totalBytes: Int) throws {
@@ -135,6 +150,7 @@ final class FeedParser {
                 : "the feed holds no JSON value (\(totalBytes) bytes of whitespace)")
         }
         try check(status, atEnd: true)
+        if let trailingContent { throw trailingContent }
         if let keyPath, !recordsFound {
             let keys = topLevelKeys.isEmpty ? "none" : topLevelKeys.map { "'\($0)'" }.joined(separator: ", ")
             throw error(.keyPathNotFound,

@@ -42,7 +42,7 @@ package enum JSONText {
     }
 
     /// The text of a JSON string's contents (between its quotes) with its escapes decoded,
-    /// or nil for anything a JSON string may not hold: a raw control byte, an unknown or
+    /// or nil for anything a JSON string may not hold: a raw control byte or quote, an unknown or
     /// cut escape, a surrogate escape that is not half of a pair (which the full parser
     /// rejects with its reason), or UTF-8 Swift refuses.
     // Not `JSONValue.parse` of the quoted string: it sets up a yajl parser per string,
@@ -100,7 +100,7 @@ package enum JSONText {
                 }
                 continue
             }
-            guard byte >= 0x20 else { return nil }
+            guard byte >= 0x20, byte != UInt8(ascii: "\"") else { return nil }
             out.append(byte)
             index += 1
         }

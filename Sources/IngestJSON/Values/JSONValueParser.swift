@@ -60,7 +60,9 @@ final class JSONValueBuilder {
     func run() throws -> JSONValue {
         var status = yajl_status_ok
         if input.count > 0 {
+            inInput = true
             status = yajl_parse(handle, input.baseAddress!.assumingMemoryBound(to: UInt8.self), input.count)
+            inInput = false
         }
         if status == yajl_status_ok { status = yajl_complete_parse(handle) }
         if let failure { throw failure }
@@ -69,8 +71,19 @@ final class JSONValueBuilder {
             let at = min(Int(yajl_get_bytes_consumed(handle)), input.count)
             throw error(.malformedJSON, "malformed JSON: \(message)", at: status == yajl_status_ok ? input.count : at)
         }
+        // yajl takes a string begun after the value and never closed (`{} "abc`) for a
+        // token still to come, and finishes without a word.
+        if let end = resultEnd, let junk = input[end...].firstIndex(where: { ![0x20, 0x0A, 0x0D, 0x09].contains($0) }) {
+            throw error(.trailingContent, "malformed JSON: unexpected content after the end of the value", at: junk)
+        }
         return result
     }
+
+    /// Whether yajl is reading `input` (not the space its completion feeds it).
+    private var inInput = false
+    /// Where the whole value ended in `input`, when it ended there (a number at the very
+    /// end completes only when the parse does).
+    private var resultEnd: Int?
 
     private var currentIndex: Int { min(Int(yajl_get_bytes_consumed(handle)), input.count) }
 
@@ -79,6 +92,7 @@ final class JSONValueBuilder {
         switch stack.popLast() {
         case nil:
             result = value
+            if inInput { resultEnd = currentIndex }
         case .array(var items)?:
             items.append(value)
             stack.append(.array(items))
