@@ -280,24 +280,17 @@ extension PostgresBatchWriter {
                              linked: (Int, Int, Int32) -> Int64?) -> Int {
         let entry = batch.folded[index]
         let key = plans[entity].keyPosition
-        var hasher = Hasher()
+        var hasher = FieldHasher()
         request.text.withUnsafeBytes { text in
             for position in 0..<entry.cellCount where position != key && batch.isSet(position, entry: index) {
-                hasher.combine(position)
-                switch batch.cell(position, of: index, request) {
-                case .null: hasher.combine(0 as UInt8)
-                case .int(let number): hasher.combine(number)
-                case .double(let number): hasher.combine(number.bitPattern)
-                case .text(let offset, let count): hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: text[Int(offset)..<Int(offset + count)]))
-                case .value(let index): hasher.combine(request.values[Int(index)])
-                }
+                hasher.mix(batch.cell(position, of: index, request), at: position, request, text: text)
             }
         }
         for number in 0..<batch.linkCount where batch.isSet(entry.cellCount + number, entry: index) {
-            hasher.combine(entry.cellCount + number)
-            hasher.combine(linked(entity, number, batch.links[index * batch.linkCount + number]))
+            hasher.mix(UInt64(entry.cellCount + number) << 8 | 5)
+            hasher.mix(linked(entity, number, batch.links[index * batch.linkCount + number]).map { UInt64(bitPattern: $0) } ?? 0)
         }
-        return hasher.finalize()
+        return Int(bitPattern: UInt(hasher.value))
     }
 
     // MARK: - Folding

@@ -125,27 +125,7 @@ extension BatchInserter {
         for link in 0..<info.toOneColumns.count where request.isGiven(row: row, bit: attributes + link) { return nil }
         var hasher = FieldHasher()
         for position in 0..<attributes where request.isGiven(row: row, bit: position) {
-            switch request.cells[row.firstCell + position] {
-            case .null: hasher.mix(UInt64(position) << 8)
-            case .int(let number):
-                hasher.mix(UInt64(position) << 8 | 1)
-                hasher.mix(UInt64(bitPattern: number))
-            case .double(let number):
-                hasher.mix(UInt64(position) << 8 | 2)
-                hasher.mix(number.bitPattern)
-            case .text(let offset, let count):
-                hasher.mix(UInt64(position) << 8 | 3)
-                hasher.mix(UnsafeRawBufferPointer(rebasing: text[Int(offset)..<Int(offset + count)]))
-            case .value(let index):
-                if case .string(let string) = request.values[Int(index)] {
-                    hasher.mix(UInt64(position) << 8 | 3)
-                    var string = string
-                    string.withUTF8 { hasher.mix(UnsafeRawBufferPointer($0)) }
-                } else {
-                    hasher.mix(UInt64(position) << 8 | 4)
-                    hasher.mix(UInt64(UInt(bitPattern: request.values[Int(index)].hashValue)))
-                }
-            }
+            hasher.mix(request.cells[row.firstCell + position], at: position, request, text: text)
         }
         return hasher.value
     }
@@ -164,47 +144,5 @@ extension BatchInserter {
                 }
             }
         }
-    }
-}
-
-/// A fast 64-bit hash of a row's fields, for the key cache's "last written" check (not
-/// SipHash: no seed to set up per row, and nothing here faces hostile collisions that
-/// could do more than cost a write).
-struct FieldHasher {
-    private var state: UInt64 = 0x9E37_79B9_7F4A_7C15
-
-    mutating func mix(_ word: UInt64) {
-        state = (state ^ word) &* 0xFF51_AFD7_ED55_8CCD
-        state ^= state >> 32
-    }
-
-    mutating func mix(_ bytes: UnsafeRawBufferPointer) {
-        mix(UInt64(bytes.count))
-        var index = 0
-        while index + 8 <= bytes.count {
-            mix(bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-            index += 8
-        }
-        var tail: UInt64 = 0
-        var shift: UInt64 = 0
-        while index < bytes.count {
-            tail |= UInt64(bytes[index]) << shift
-            shift += 8
-            index += 1
-        }
-        mix(tail)
-    }
-
-    /// Never 0 (0 means "not known").
-    var value: UInt64 {
-        var h = state &* 0xC4CE_B9FE_1A85_EC53
-        h ^= h >> 29
-        return h == 0 ? 1 : h
-    }
-
-    static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
-        var hasher = FieldHasher()
-        hasher.mix(bytes)
-        return hasher.value
     }
 }

@@ -18,6 +18,7 @@ struct KeyCache: Sendable {
     private var arena: [UInt8] = []
     private(set) var count = 0
     let limit: Int
+    private let hasherSeed = FieldHasher()
 
     init(limit: Int) {
         self.limit = max(16, limit)
@@ -35,7 +36,7 @@ struct KeyCache: Sendable {
     /// The row stored for `key` and the hash of the fields last written to it (0: not known).
     func entry(for key: UnsafeRawBufferPointer) -> (row: Int64, written: UInt64)? {
         guard key.count < 256 else { return nil }
-        let hash = Self.hash(key)
+        let hash = self.hash(key)
         let mask = hashes.count - 1
         var slot = Int(hash) & mask
         return arena.withUnsafeBytes { arena in
@@ -51,7 +52,7 @@ struct KeyCache: Sendable {
     /// Sets the hash of the fields last written to `key`'s row, when the key is here.
     mutating func setWritten(_ key: UnsafeRawBufferPointer, _ fields: UInt64) {
         guard key.count < 256 else { return }
-        let hash = Self.hash(key)
+        let hash = self.hash(key)
         let mask = hashes.count - 1
         var slot = Int(hash) & mask
         arena.withUnsafeBytes { arena in
@@ -73,7 +74,7 @@ struct KeyCache: Sendable {
         if count >= limit { self = KeyCache(limit: limit) }
         // Linear probing stays short up to seven eighths full, and the table stays small.
         if (count + 1) * 8 > hashes.count * 7 { grow() }
-        let hash = Self.hash(key)
+        let hash = self.hash(key)
         let mask = hashes.count - 1
         var slot = Int(hash) & mask
         while hashes[slot] != 0 {
@@ -118,9 +119,13 @@ struct KeyCache: Sendable {
         }
     }
 
-    /// A 32-bit hash of short keys (never 0: 0 marks an empty slot).
-    static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        let low = UInt32(truncatingIfNeeded: FieldHasher.hash(bytes))
+    /// A 32-bit hash of short keys (never 0: 0 marks an empty slot), with this cache's
+    /// copy of the process's secrets (read once, not from a global per key).
+    @inline(__always)
+    private func hash(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        var hasher = hasherSeed
+        hasher.mix(bytes)
+        let low = UInt32(truncatingIfNeeded: hasher.value)
         return low == 0 ? 1 : low
     }
 }
