@@ -123,8 +123,13 @@ final class FeedParser {
         try check(status, atEnd: false)
         if inRecords { try carryPending() }
         noteTrailingContent(in: block, base: base)
+        if !sawContent { sawContent = block.contains { ![0x20, 0x0A, 0x0D, 0x09].contains($0) } }
         tracker.advance(over: block)
     }
+
+    /// Whether any byte so far was not whitespace: a feed of one unclosed string (`"abc`)
+    /// completes no value, yet is no empty feed.
+    private var sawContent = false
 
     /// The first byte that is not whitespace after the end of the top-level value.
     /// yajl refuses most such content itself, but takes a string begun there and never
@@ -145,12 +150,18 @@ final class FeedParser {
         bufferBase = totalBytes
         let status = yajl_complete_parse(handle)
         guard sawValue || status == yajl_status_client_canceled else {
+            if sawContent { throw error(.truncated, "truncated input: the feed ends inside its first value") }
             throw error(.emptyFeed, totalBytes == 0
                 ? "the feed is empty (0 bytes)"
                 : "the feed holds no JSON value (\(totalBytes) bytes of whitespace)")
         }
         try check(status, atEnd: true)
         if let trailingContent { throw trailingContent }
+        // yajl finishes without a word on a string begun after the last value and never
+        // closed; the bytes since that value are still held for the record they began.
+        if options.shape == .ndjson, !pending.isEmpty {
+            throw error(.truncated, "truncated input: the feed ends inside record \(recordCount + 1)")
+        }
         if let keyPath, !recordsFound {
             let keys = topLevelKeys.isEmpty ? "none" : topLevelKeys.map { "'\($0)'" }.joined(separator: ", ")
             throw error(.keyPathNotFound,
