@@ -164,6 +164,32 @@ import Testing
             #expect(error?.position.byteOffset == 18, "the string's opening quote")
         }
     }
+
+    /// A keyed record whose name holds a surrogate escape that is not half of a pair keeps
+    /// the name as the feed wrote it (yajl's decoding would make it `?` or another
+    /// character, and `{"\ud800":…}` would then overwrite a record named "?"), so the
+    /// importer rejects it for the escape; names that decode faithfully are decoded as before.
+    @Test func aKeyedRecordsLoneSurrogateNameIsKeptAsWrittenWhereverTheReadsCut() throws {
+        let feed = Array(#"{"\ud800":{"t":1},"x\ud800\u0041":{"t":2},"\udc00":{"t":3},"\ud83d\ude00":{"t":4},"caf\u00e9":{"t":5},"?":{"t":6}}"#.utf8)
+        for readSize in [Int.max, 1, 2, 3, 7] {
+            let reader = FeedReader(source: MemoryByteSource(feed, readSize: readSize), name: "test",
+                                    options: FeedOptions(shape: .keyed([])))
+            var names: [String] = []
+            try reader.read { record in
+                names.append(record.keyText.map { String(decoding: $0, as: UTF8.self) } ?? "decoded " + (record.key ?? "-"))
+            }
+            #expect(names == [#""\ud800""#, #""x\ud800\u0041""#, #""\udc00""#, "decoded 😀", "decoded café", "decoded ?"],
+                    "read size \(readSize)")
+        }
+        var shaping = RecordShaper(form: .objects)
+        let record = Array(#"{"t":1}"#.utf8)
+        let shaped = try record.withUnsafeBytes { bytes in
+            try shaping.shape(FeedRecord(index: 0, bytes: bytes, byteOffset: 0, key: "?", keyText: Array(#""\ud800""#.utf8)),
+                              error: { FeedError(.malformedJSON, $0, at: SourcePosition(byteOffset: 0, line: 1, column: 1)) })
+        }
+        #expect(shaped.map { String(decoding: $0, as: UTF8.self) } == #"{"@key":"\ud800","t":1}"#)
+        #expect(throws: FeedError.self) { try JSONValue.parse(shaped ?? []) }
+    }
 }
 
 /// A small deterministic generator for the mutation test.

@@ -40,6 +40,23 @@ final class FeedParser {
     /// Records are an object's values (`FeedShape.keyed`); `recordKey` is the current one's name.
     private let keyed: Bool
     private var recordKey: String?
+    /// `FeedRecord.keyText` of the current keyed record.
+    private var recordKeyText: [UInt8]?
+
+    /// The string token (quotes included) that `bytes` end with, or nil.
+    static func lastString(in bytes: [UInt8]) -> [UInt8]? {
+        guard bytes.count >= 2, bytes[bytes.count - 1] == UInt8(ascii: "\"") else { return nil }
+        var index = bytes.count - 2
+        while index >= 0 {
+            if bytes[index] == UInt8(ascii: "\"") {
+                var slashes = 0
+                while index - slashes - 1 >= 0, bytes[index - slashes - 1] == UInt8(ascii: "\\") { slashes += 1 }
+                if slashes % 2 == 0 { return Array(bytes[index...]) }
+            }
+            index -= 1
+        }
+        return nil
+    }
     /// The current key of every open object (nil for arrays) while outside the records.
     private var keyStack: [String?] = []
     private var expectingRecords = false
@@ -298,7 +315,7 @@ final class FeedParser {
                 "record \(recordCount + 1) (from byte \(start)) is \(bytes.count) bytes, over the record size limit of \(options.maxRecordBytes) bytes")
         }
         do {
-            try onRecord?(FeedRecord(index: recordCount, bytes: bytes, byteOffset: start, key: recordKey))
+            try onRecord?(FeedRecord(index: recordCount, bytes: bytes, byteOffset: start, key: recordKey, keyText: recordKeyText))
         } catch {
             failure = error
             return false
@@ -415,6 +432,17 @@ final class FeedParser {
         if keyed && inRecords && depth == recordsDepth {
             // A keyed record's name: its bytes begin after it (and the colon).
             recordKey = String(decoding: UnsafeBufferPointer(start: key, count: length), as: UTF8.self)
+            recordKeyText = nil
+            // A key yajl had to decode (it had escapes) is not in the buffer as read.
+            let inPlace = key.map { pointer in
+                buffer.baseAddress.map { UnsafeRawPointer(pointer) >= $0 && UnsafeRawPointer(pointer) < $0 + buffer.count } ?? false
+            } ?? true
+            if !inPlace {
+                let written = pending + buffer[0..<currentIndex]
+                if let text = Self.lastString(in: written), text.withUnsafeBytes({ JSONValueBuilder.loneSurrogate(in: $0) }) != nil {
+                    recordKeyText = text
+                }
+            }
             pending.removeAll(keepingCapacity: true)
             gapStart = bufferBase + currentIndex
             gapSawNewline = false

@@ -11,6 +11,11 @@ public struct FeedRecord {
     public let byteOffset: Int
     /// The record's member name, for records that are an object's values (`FeedShape.keyed`).
     public var key: String? = nil
+    /// The name as the feed wrote it (quoted), when `key` cannot be trusted to be it: a
+    /// surrogate escape that is not half of a pair, which yajl turns into `?` or another
+    /// character. The splitter writes this text as is, so that the importer rejects the
+    /// record for it, as it does such escapes anywhere else.
+    public var keyText: [UInt8]? = nil
 }
 
 /// Streams a feed through yajl and hands out its records one at a time, reading

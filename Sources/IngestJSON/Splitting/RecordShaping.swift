@@ -68,7 +68,7 @@ public struct RecordShaper {
             bytes = Array("{\"@value\":".utf8) + bytes + [UInt8(ascii: "}")]
         }
         if let key = record.key {
-            let name = Array(JSONValue.string(key).description.utf8)
+            let name = record.keyText ?? Array(JSONValue.string(key).description.utf8)
             let trimmed = bytes.drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
             if trimmed.first == UInt8(ascii: "{") {
                 let rest = trimmed.dropFirst().drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
