@@ -23,7 +23,24 @@ import Testing
         #expect(try ingest("split", "feed.json", "--out", "x", "--ndjson", "--records-at", "a").status == 2)
         #expect(try ingest("split", "feed.json", "--out", "x", "--records-at", "a..b").status == 2)
         #expect(try ingest("frobnicate").status == 2)
+        // A depth past 32 bits trapped converting it; now it is a usage error, on split and infer.
+        for arguments in [["split", "feed.json", "--out", "x"], ["infer", "feed.json"]] {
+            let tooDeep = try IngestBinary.run(arguments + ["--max-depth", "2147483648"])
+            #expect(tooDeep.status == 2 && tooDeep.stderr.contains("--max-depth must be from 1 to 2147483647"), "\(arguments): \(tooDeep.stderr)")
+        }
         #expect(try ingest("--help").status == 0)
+    }
+
+    /// infer reads the feed with the limits it is given, as split does (it kept 512 and 64 MiB).
+    @Test func inferKeepsTheGivenLimits() throws {
+        let temp = try TemporaryDirectory()
+        let deep = try temp.write("deep.json", Array(("[{\"id\":\"1\",\"s\":" + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "}]").utf8))
+        let refused = try ingest("infer", deep)
+        #expect(refused.status == 1 && refused.stderr.contains("deeper than the limit of 512 levels"), "\(refused.stderr)")
+        #expect(try ingest("infer", deep, "--max-depth", "1000").status == 0)
+        let big = try temp.write("big.json", Array(#"[{"id":"1","s":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}]"#.utf8))
+        let tooBig = try ingest("infer", big, "--max-record-size", "10")
+        #expect(tooBig.status == 1 && tooBig.stderr.contains("over the record size limit of 10 bytes"), "\(tooBig.stderr)")
     }
 
     @Test func missingFileExitsOne() throws {

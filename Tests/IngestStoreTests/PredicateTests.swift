@@ -56,6 +56,20 @@ import Testing
         #expect(error?.description == message)
     }
 
+    /// Nesting is bounded before the stack is: forty thousand parentheses crashed the
+    /// query command (each level recursed through the parser and every walk of the tree).
+    @Test func nestingPastTheLimitIsAnErrorNotACrash() throws {
+        let limit = PredicateParser.maxNesting
+        #expect(try QueryPredicate(format: String(repeating: "(", count: limit) + "views > 1" + String(repeating: ")", count: limit))
+                == .comparison(PredicateComparison(.keyPath(["views"]), .greater, .value(.int(1)))))
+        for deep in [String(repeating: "(", count: 40_000) + "views > 1" + String(repeating: ")", count: 40_000),
+                     String(repeating: "NOT ", count: 40_000) + "views > 1",
+                     String(repeating: "(NOT ", count: limit / 2) + "(views > 1" + String(repeating: ")", count: limit / 2 + 1)] {
+            let error = #expect(throws: QueryPredicateError.self) { try QueryPredicate(format: deep) }
+            #expect(error?.message == "the predicate nests deeper than \(limit) levels of parentheses and NOT")
+        }
+    }
+
     @Test func argumentsMustFitTheirSpecifiers() {
         #expect(throws: QueryPredicateError("argument 1 does not fit %d", column: 9)) { try QueryPredicate(format: "views = %d", "x") }
         #expect(throws: QueryPredicateError("2 arguments given but the format uses 1", column: 0)) {

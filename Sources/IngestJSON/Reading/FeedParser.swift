@@ -108,7 +108,7 @@ final class FeedParser {
         callbacks.initialize(to: cyajl_feed_callbacks(keyPath == nil && !keyed ? 0 : 1))
         state = .allocate(capacity: 1)
         state.initialize(to: cyajl_feed_state(
-            depth: 0, records_depth: Int32(recordsDepth), max_depth: Int32(options.maxDepth),
+            depth: 0, records_depth: Int32(recordsDepth), max_depth: Int32(clamping: options.maxDepth),
             watch: inRecords ? 0 : 1, key_depth: keyed ? Int32(recordsDepth) : -1, saw_value: 0, swift: nil, on_event: nil, on_key: nil))
         state.pointee.swift = Unmanaged.passUnretained(self).toOpaque()
         state.pointee.on_event = { swift, event in FeedParser.with(swift) { $0.event(event) } }

@@ -22,11 +22,18 @@ public enum PipelineInference {
         /// The feed's shape, or nil to detect it from the first bytes.
         public var shape: FeedShape?
         public var form: RecordForm
+        /// The limits a read of the feed keeps, as `split` and `import` keep them.
+        public var maxDepth = FeedOptions.defaultMaxDepth
+        public var maxRecordBytes = FeedOptions.defaultMaxRecordBytes
 
         public init(sample: Int = 1_000, shape: FeedShape? = nil, form: RecordForm = .objects) {
             self.sample = sample
             self.shape = shape
             self.form = form
+        }
+
+        func feedOptions(_ shape: FeedShape) -> FeedOptions {
+            FeedOptions(shape: shape, maxDepth: maxDepth, maxRecordBytes: maxRecordBytes)
         }
     }
 
@@ -45,20 +52,20 @@ public enum PipelineInference {
     ///   `PipelineError` when no record in it is an object.
     public static func infer(feed: String, options: Options = Options()) throws -> Inference {
         var report: [String] = []
-        let shape = try options.shape ?? detectShape(feed, report: &report)
+        let shape = try options.shape ?? detectShape(feed, report: &report, options: options)
         var form = options.form
-        if form == .objects, try startsWithHeaderRow(feed, shape: shape) {
+        if form == .objects, try startsWithHeaderRow(feed, shape: shape, options: options) {
             form = .rows(columns: nil)
             report.append("feed: rows of values; the first row (all strings) names the columns")
         }
         var records: [JSONValue] = []
-        let reader = try FeedReader(path: feed, options: FeedOptions(shape: shape))
+        let reader = try FeedReader(path: feed, options: options.feedOptions(shape))
         var shaper = RecordShaper(form: form)
         struct Enough: Error {}
         do {
             try reader.read { record in
                 guard let bytes = try shaper.shape(record, error: { FeedError(.malformedJSON, $0, at: SourcePosition(byteOffset: record.byteOffset, line: 0, column: 0)) }) else { return }
-                records.append(try JSONValue.parse(bytes))
+                records.append(try JSONValue.parse(bytes, maxDepth: options.maxDepth))
                 if records.count >= options.sample { throw Enough() }
             }
         } catch is Enough {}
@@ -92,7 +99,7 @@ public enum PipelineInference {
     /// The shape from the feed's first bytes: `[` an array, several values NDJSON, one
     /// object its array member with the most objects (or its values, when they are all
     /// objects), else the object itself as the one record.
-    static func detectShape(_ feed: String, report: inout [String]) throws -> FeedShape {
+    static func detectShape(_ feed: String, report: inout [String], options: Options = Options()) throws -> FeedShape {
         let source = try FeedByteSource(path: feed)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 8)
         defer { buffer.deallocate() }
@@ -117,9 +124,9 @@ public enum PipelineInference {
             return .array
         }
         // One object: read it whole (the sample needs it anyway) and look at its members.
-        let reader = try FeedReader(path: feed, options: FeedOptions(shape: .ndjson))
+        let reader = try FeedReader(path: feed, options: options.feedOptions(.ndjson))
         var top: JSONValue?
-        try reader.read { record in if top == nil { top = try JSONValue.parse(record.bytes) } }
+        try reader.read { record in if top == nil { top = try JSONValue.parse(record.bytes, maxDepth: options.maxDepth) } }
         guard case .object(let members)? = top else { return .ndjson }
         // What the records leave out is said, never dropped without a word.
         func outside(_ records: String) -> String {
@@ -158,13 +165,13 @@ public enum PipelineInference {
 
     /// Whether the first record is an array of strings and the second an array: rows
     /// under a header row.
-    static func startsWithHeaderRow(_ feed: String, shape: FeedShape) throws -> Bool {
-        let reader = try FeedReader(path: feed, options: FeedOptions(shape: shape))
+    static func startsWithHeaderRow(_ feed: String, shape: FeedShape, options: Options = Options()) throws -> Bool {
+        let reader = try FeedReader(path: feed, options: options.feedOptions(shape))
         var firstTwo: [JSONValue] = []
         struct Enough: Error {}
         do {
             try reader.read { record in
-                firstTwo.append(try JSONValue.parse(record.bytes))
+                firstTwo.append(try JSONValue.parse(record.bytes, maxDepth: options.maxDepth))
                 if firstTwo.count == 2 { throw Enough() }
             }
         } catch is Enough {}

@@ -146,6 +146,10 @@ struct PredicateParser {
     let end: Int
     var position = 0
     var nextArgument = 0
+    /// Parentheses and NOTs open around the current token: the parse, and every walk of
+    /// the tree it makes, recurses once a level, so the depth is bounded before the stack is.
+    private var nesting = 0
+    static let maxNesting = 256
 
     init(tokens: [PredicateToken], arguments: [PredicateArgument], end: Int) {
         self.tokens = tokens
@@ -167,6 +171,14 @@ struct PredicateParser {
 
     // MARK: - Grammar
 
+    private mutating func enter() throws {
+        nesting += 1
+        guard nesting <= Self.maxNesting else {
+            throw QueryPredicateError("the predicate nests deeper than \(Self.maxNesting) levels of parentheses and NOT",
+                                      column: tokens[position - 1].column)
+        }
+    }
+
     private mutating func parseOr() throws -> QueryPredicate {
         var terms = [try parseAnd()]
         while acceptWord("OR") || acceptSymbol("||") { terms.append(try parseAnd()) }
@@ -180,12 +192,18 @@ struct PredicateParser {
     }
 
     private mutating func parseNot() throws -> QueryPredicate {
-        if acceptWord("NOT") || acceptSymbol("!") { return .not(try parseNot()) }
+        if acceptWord("NOT") || acceptSymbol("!") {
+            try enter()
+            defer { nesting -= 1 }
+            return .not(try parseNot())
+        }
         return try parsePrimary()
     }
 
     private mutating func parsePrimary() throws -> QueryPredicate {
         if acceptSymbol("(") {
+            try enter()
+            defer { nesting -= 1 }
             let inner = try parseOr()
             try expectSymbol(")", "')' to close the parenthesis")
             return inner

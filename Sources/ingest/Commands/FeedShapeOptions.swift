@@ -12,7 +12,8 @@ struct FeedShapeOptions: ParsableArguments {
     var maxRecordSize = FeedOptions.defaultMaxRecordBytes
 
     func validate() throws {
-        if maxDepth < 1 { throw ValidationError("--max-depth must be at least 1") }
+        // The parser keeps depths in 32 bits; no feed nests two billion levels.
+        if maxDepth < 1 || maxDepth > Int(Int32.max) { throw ValidationError("--max-depth must be from 1 to \(Int32.max)") }
         if maxRecordSize < 1 { throw ValidationError("--max-record-size must be at least 1") }
     }
 

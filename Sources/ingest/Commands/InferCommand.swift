@@ -64,8 +64,9 @@ extension Ingest {
                 }
                 return
             }
-            let inference = try PipelineInference.infer(
-                feed: feed, options: shape.records.inference(sample: sample))
+            var options = shape.records.inference(sample: sample)
+            (options.maxDepth, options.maxRecordBytes) = (shape.maxDepth, shape.maxRecordSize)
+            let inference = try PipelineInference.infer(feed: feed, options: options)
             Self.explain(inference, to: output)
             if let output {
                 try FileOpsCLI.write(inference.text, to: output)
