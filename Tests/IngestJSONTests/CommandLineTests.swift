@@ -43,6 +43,22 @@ import Testing
         #expect(tooBig.status == 1 && tooBig.stderr.contains("over the record size limit of 10 bytes"), "\(tooBig.stderr)")
     }
 
+    /// A header row's problems are placed in the feed (they said line 0, column 0) and
+    /// named by the feed, as every other error is.
+    @Test func headerRowErrorsNameTheFeedAndThePlace() throws {
+        let temp = try TemporaryDirectory()
+        let numbers = try temp.write("h.json", Array("[\n  [1,2],\n  [1,2]]".utf8))
+        let result = try ingest("split", numbers, "--header-row", "--out", temp.file("a"))
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("ingest: \(numbers): record 1: the header row holds 1, not a column name at line 2, column 3 (byte 4)\n"), "\(result.stderr)")
+        let surrogate = try temp.write("s.json", Array(#"[["a","\ud800"],[1,2]]"#.utf8))
+        let second = try ingest("split", surrogate, "--header-row", "--out", temp.file("b"))
+        #expect(second.stderr.hasPrefix("ingest: \(surrogate): record 1: lone surrogate escape \\ud800 in a string (it names no character; Ingest rejects it rather than replace it) at line 1, column 7 (byte 6)\n"),
+                "\(second.stderr)")
+        let piped = try ingest("split", "-", "--header-row", "--out", temp.file("c"), stdin: Array("[[1],[2]]".utf8))
+        #expect(piped.stderr.hasPrefix("ingest: -: record 1: the header row holds 1, not a column name at byte 1\n"), "\(piped.stderr)")
+    }
+
     @Test func missingFileExitsOne() throws {
         let result = try ingest("split", "/nonexistent/feed.json", "--out", "/tmp/x")
         #expect(result.status == 1)

@@ -12,7 +12,31 @@ public struct SourcePosition: Sendable, Hashable, Codable, CustomStringConvertib
         self.column = column
     }
 
-    public var description: String { "line \(line), column \(column) (byte \(byteOffset))" }
+    public var description: String { line > 0 ? "line \(line), column \(column) (byte \(byteOffset))" : "byte \(byteOffset)" }
+
+    /// The line and column of `byteOffset` in the feed at `path` (inflated, when it is
+    /// gzip), read again from its start: for errors found after the reader moved on (a
+    /// record's shape). Only the byte offset (line 0) when the feed cannot be read again.
+    public static func locate(byteOffset: Int, inFeed path: String) -> SourcePosition {
+        var position = SourcePosition(byteOffset: byteOffset, line: 0, column: 0)
+        guard !FileOps.isReadOnce(path), let source = try? FeedByteSource(path: path) else { return position }
+        var (line, column, read) = (1, 1, 0)
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while read < byteOffset {
+            let count = (try? buffer.withUnsafeMutableBytes { try source.read(into: $0) }) ?? 0
+            guard count > 0 else { return position }
+            for byte in buffer[0..<min(count, byteOffset - read)] {
+                if byte == 0x0A {
+                    (line, column) = (line + 1, 1)
+                } else if byte & 0xC0 != 0x80 {
+                    column += 1
+                }
+            }
+            read += count
+        }
+        (position.line, position.column) = (line, column)
+        return position
+    }
 }
 
 /// A feed that cannot be read to the end. Every case names where it happened and

@@ -188,9 +188,16 @@ public final class Splitter {
             }, onRecord: { record in
                 var shaped: [UInt8]?
                 if reshapes {
-                    shaped = try shaper.shape(record) { message in
-                        FeedError(.malformedJSON, "record \(record.index + 1): \(message)",
-                                  at: SourcePosition(byteOffset: record.byteOffset, line: 0, column: 0), source: feedPath)
+                    do {
+                        shaped = try shaper.shape(record) { message in
+                            FeedError(.malformedJSON, "record \(record.index + 1): \(message)",
+                                      at: SourcePosition.locate(byteOffset: record.byteOffset, inFeed: feedPath), source: feedPath)
+                        }
+                    } catch let error as FeedError where error.source.isEmpty {
+                        // A header row parsed on its own (a lone surrogate, say): placed in the feed.
+                        throw FeedError(error.kind, "record \(record.index + 1): \(error.message)",
+                                        at: SourcePosition.locate(byteOffset: record.byteOffset + error.position.byteOffset, inFeed: feedPath),
+                                        source: feedPath)
                     }
                     if shaped == nil { return }
                 }

@@ -64,7 +64,7 @@ public enum PipelineInference {
         struct Enough: Error {}
         do {
             try reader.read { record in
-                guard let bytes = try shaper.shape(record, error: { FeedError(.malformedJSON, $0, at: SourcePosition(byteOffset: record.byteOffset, line: 0, column: 0)) }) else { return }
+                guard let bytes = try shaper.shape(record, error: { FeedError(.malformedJSON, $0, at: SourcePosition.locate(byteOffset: record.byteOffset, inFeed: feed), source: feed) }) else { return }
                 records.append(try JSONValue.parse(bytes, maxDepth: options.maxDepth))
                 if records.count >= options.sample { throw Enough() }
             }
