@@ -59,6 +59,13 @@ import Testing
         #expect(piped.stderr.hasPrefix("ingest: -: record 1: the header row holds 1, not a column name at byte 1\n"), "\(piped.stderr)")
     }
 
+    @Test func inferRefusesWhatCanBeReadOnlyOnceByWhatItIs() throws {
+        let device = try ingest("infer", "/dev/null")
+        #expect(device.status == 2)
+        #expect(device.stderr.contains("/dev/null is not a regular file (a pipe or a device), which can be read only once"), "\(device.stderr)")
+        #expect(try ingest("infer", "-").stderr.contains("standard input can be read only once"))
+    }
+
     @Test func missingFileExitsOne() throws {
         let result = try ingest("split", "/nonexistent/feed.json", "--out", "/tmp/x")
         #expect(result.status == 1)

@@ -59,6 +59,13 @@ import Testing
              kind: .truncated, line: 2, column: 2, offset: 4, message: "truncated input: the feed ends inside record 2"),
         Case(name: "a feed that is one unclosed string", input: Array("\"abc".utf8),
              kind: .truncated, line: 1, column: 5, offset: 4, message: "truncated input: the feed ends inside its first value"),
+        // Valid UTF-8 that JSON does not allow between values is no invalid UTF-8.
+        Case(name: "a line separator (U+2028) between NDJSON values", input: Array("{\"a\":1}\u{2028}{\"a\":2}\n".utf8), shape: .ndjson,
+             kind: .malformedJSON, line: 1, column: 8, offset: 7,
+             message: "malformed JSON: a character outside a string where JSON allows only whitespace, brackets, commas, colons and values"),
+        Case(name: "a no-break space before a record", input: Array("[\u{A0}{\"a\":1}]".utf8),
+             kind: .malformedJSON, line: 1, column: 2, offset: 1,
+             message: "malformed JSON: a character outside a string where JSON allows only whitespace, brackets, commas, colons and values"),
         Case(name: "a lead byte without its continuation byte", input: Array("[\"".utf8) + [0xE0, 0x72] + Array("\"]".utf8),
              kind: .invalidUTF8, line: 1, column: 3, offset: 2, message: "invalid UTF-8 inside a string"),
         Case(name: "invalid UTF-8 in a string", input: Array("[{\"name\": \"caf".utf8) + [0xE9] + Array("\"}]".utf8),

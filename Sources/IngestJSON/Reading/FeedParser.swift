@@ -231,6 +231,9 @@ final class FeedParser {
         if yajlMessage.contains("invalid char in json text"), let invalid = firstInvalidUTF8(before: index + 1) {
             return error(.invalidUTF8, "invalid UTF-8 byte outside a string", at: invalid)
         }
+        if yajlMessage.contains("invalid char in json text"), index < buffer.count, buffer[index] >= 0x80 {
+            return error(.malformedJSON, "malformed JSON: a character outside a string where JSON allows only whitespace, brackets, commas, colons and values", at: index)
+        }
         return error(.malformedJSON, "malformed JSON: \(yajlMessage)", at: index)
     }
 
@@ -242,6 +245,11 @@ final class FeedParser {
         while i < bytes.count, bytes[i] & 0xC0 == 0x80 { i += 1 }
         while i < bytes.count {
             if bytes[i] < 0x80 { i += 1; continue }
+            // A sequence the window cuts off (yajl stops a byte into a character it refuses
+            // outside a string, U+2028 say) is not shown invalid by what the window holds.
+            let expected = bytes[i] >= 0xF0 ? 4 : bytes[i] >= 0xE0 ? 3 : 2
+            if bytes[i] >= 0xC2, bytes[i] <= 0xF4, i + expected > bytes.count,
+               bytes[(i + 1)...].allSatisfy({ $0 & 0xC0 == 0x80 }) { return nil }
             let length = UTF8Validation.sequenceLength(bytes, at: i)
             if length == 0 { return start + i }
             i += length

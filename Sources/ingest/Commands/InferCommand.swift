@@ -46,7 +46,7 @@ extension Ingest {
             if sample < 1 { throw ValidationError("--sample must be at least 1") }
             if FileOps.isReadOnce(feed) {
                 throw ValidationError("ingest infer reads a file (it is read twice: once for its shape, once for the sample); "
-                    + (feed == "-" ? "standard input" : "\(feed) is a pipe, which") + " can be read only once: save the feed (or its first records) to a file first")
+                    + (feed == "-" ? "standard input" : "\(feed) is not a regular file (a pipe or a device), which") + " can be read only once: save the feed (or its first records) to a file first")
             }
         }
 
