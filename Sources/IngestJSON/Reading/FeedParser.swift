@@ -217,8 +217,12 @@ final class FeedParser {
                 what = "inside record \(recordCount + 1)"
             } else if options.shape == .ndjson {
                 what = "inside a value"
+            } else if inRecords {
+                what = keyed ? "before the object of records is closed" : "before the records array is closed"
+            } else if recordsFound {
+                what = "before the top-level value is closed"
             } else {
-                what = "before the records array is closed"
+                what = keyed ? "before the object of records is closed" : "before the records array is closed"
             }
             return error(.truncated, "truncated input: the feed ends \(what)", at: index)
         }
