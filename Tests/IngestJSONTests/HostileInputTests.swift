@@ -165,6 +165,24 @@ import Testing
         }
     }
 
+    /// A keyed record with a member "@key" of its own would lose its name to it without a
+    /// word (the last of two equal members wins): it is marked for the importer to reject,
+    /// with its reason; "@key" deeper in a record is just data.
+    @Test func aKeyedRecordWithItsOwnKeyMemberIsMarkedForRejection() throws {
+        var shaper = RecordShaper(form: .objects)
+        func shaped(_ text: String, key: String) throws -> String {
+            let bytes = Array(text.utf8)
+            return try bytes.withUnsafeBytes { record in
+                try shaper.shape(FeedRecord(index: 0, bytes: record, byteOffset: 0, key: key),
+                                 error: { FeedError(.malformedJSON, $0, at: SourcePosition(byteOffset: 0, line: 1, column: 1)) })
+            }.map { String(decoding: $0, as: UTF8.self) } ?? "-"
+        }
+        #expect(try shaped(#"{"@key":"2","type":"a"}"#, key: "1")
+                == #"{"@rowError":"the record named \"1\" has a member \"@key\" of its own, which its name would be taken for","@row":{"@key":"2","type":"a"}}"#)
+        #expect(try shaped(#"{"x":{"@key":1}}"#, key: "4") == #"{"@key":"4","x":{"@key":1}}"#)
+        #expect(try shaped(#""@key""#, key: "5") == #"{"@key":"5","@value":"@key"}"#)
+    }
+
     /// A keyed record whose name holds a surrogate escape that is not half of a pair keeps
     /// the name as the feed wrote it (yajl's decoding would make it `?` or another
     /// character, and `{"\ud800":…}` would then overwrite a record named "?"), so the

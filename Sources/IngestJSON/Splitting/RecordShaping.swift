@@ -40,6 +40,14 @@ public struct RecordShaper {
         if case .rows(let columns) = form { self.columns = columns }
     }
 
+    private static let ownKeyMember = Array("\"@key\"".utf8)
+
+    /// Whether the text holds `"@key"` anywhere (then the record is parsed to see whether
+    /// it is a member of the record itself).
+    static func hasOwnKeyMember(_ bytes: [UInt8]) -> Bool {
+        bytes.firstRange(of: ownKeyMember) != nil
+    }
+
     /// The bytes to write for `record`, or nil when the record is the header row.
     /// - Throws: what `error` makes, for a header row that is not an array of strings.
     public mutating func shape(_ record: FeedRecord, error: (String) -> FeedError) throws -> [UInt8]? {
@@ -66,6 +74,12 @@ public struct RecordShaper {
         }
         if case .values = form, record.key == nil {
             bytes = Array("{\"@value\":".utf8) + bytes + [UInt8(ascii: "}")]
+        }
+        if let key = record.key, Self.hasOwnKeyMember(bytes), let value = try? JSONValue.parse(bytes), value["@key"] != nil {
+            // Its own "@key" would win over its name (the last of two equal members wins),
+            // and the name would be lost without a word: the importer rejects it instead.
+            let reason = "the record named \(JSONValue.string(key)) has a member \"@key\" of its own, which its name would be taken for"
+            return Array(JSONValue.object([JSONMember(rowErrorKey, .string(reason)), JSONMember("@row", value)]).description.utf8)
         }
         if let key = record.key {
             let name = record.keyText ?? Array(JSONValue.string(key).description.utf8)
