@@ -243,17 +243,16 @@ final class FeedParser {
 
     /// yajl stops a byte or two past an invalid UTF-8 sequence; find where it began.
     private func firstInvalidUTF8(before index: Int) -> Int? {
-        let (bytes, start) = tracker.bytes(before: index, in: buffer)
+        var (bytes, start) = tracker.bytes(before: index, in: buffer)
+        let judged = bytes.count
+        // yajl stops a byte into a character it refuses outside a string (U+2028, say):
+        // the rest of it, where this read holds it, decides whether it is valid UTF-8.
+        if index >= 0, index < buffer.count { bytes += buffer[index..<min(index + 3, buffer.count)] }
         var i = 0
         // Continuation bytes at the start of the window belong to a character before it.
         while i < bytes.count, bytes[i] & 0xC0 == 0x80 { i += 1 }
-        while i < bytes.count {
+        while i < judged {
             if bytes[i] < 0x80 { i += 1; continue }
-            // A sequence the window cuts off (yajl stops a byte into a character it refuses
-            // outside a string, U+2028 say) is not shown invalid by what the window holds.
-            let expected = bytes[i] >= 0xF0 ? 4 : bytes[i] >= 0xE0 ? 3 : 2
-            if bytes[i] >= 0xC2, bytes[i] <= 0xF4, i + expected > bytes.count,
-               bytes[(i + 1)...].allSatisfy({ $0 & 0xC0 == 0x80 }) { return nil }
             let length = UTF8Validation.sequenceLength(bytes, at: i)
             if length == 0 { return start + i }
             i += length
@@ -464,6 +463,11 @@ final class FeedParser {
         let text = String(decoding: UnsafeBufferPointer(start: key, count: length), as: UTF8.self)
         if depth == 1 && topLevelKeys.count < 20 && !topLevelKeys.contains(text) { topLevelKeys.append(text) }
         keyStack[depth - 1] = text
+        // A member on the way to the records given again after them would replace them
+        // (the last of two equal members wins): refused as the whole path given twice is.
+        if recordsFound, depth < keyPath.count, keyStack[..<depth].elementsEqual(keyPath[..<depth], by: { $0 == $1 }) {
+            return fail(.keyPathRepeated, "key path '\(keyPathText)' occurs more than once in the feed ('\(keyPath[..<depth].joined(separator: "."))' is given again after the records)")
+        }
         if depth == keyPath.count && keyStack.elementsEqual(keyPath, by: { $0 == $1 }) {
             if recordsFound {
                 return fail(.keyPathRepeated, "key path '\(keyPathText)' occurs more than once in the feed")
