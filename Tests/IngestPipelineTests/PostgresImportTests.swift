@@ -345,6 +345,47 @@ struct PostgresImportTests {
         #expect(status.counts["Post"] == 2)
     }
 
+    /// A batch the server refuses for its data is written again record by record, each
+    /// behind a savepoint: only the record at fault is rejected, with the server's reason,
+    /// and the others end as written in one go, new and stored related objects included
+    /// (the staging tables are emptied between the records' writes, not after every batch).
+    @Test func aBatchTheServerRefusesIsWrittenRecordByRecordAndOnlyTheRecordAtFaultIsRejected() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let url = try PostgresURL(server.url)
+        func run(_ name: String, _ lines: String) throws -> PostgresJoin.Report {
+            let feed = try dir.write(name, Array(lines.utf8))
+            let started = try PostgresImport.start(feed: feed, pipeline: Array(UpdateRuleTests.pipelineText().utf8), url: url,
+                                                   options: PostgresImportOptions(saveEvery: 10))
+            return try PostgresJoin(url: url, options: PostgresImportOptions(workers: 1)).run(run: started.run)
+        }
+        let first = try run("first.ndjson", """
+            {"id":"p1","title":"one","author":{"id":1,"name":"Al"}}
+            {"id":"p2","title":"two","author":{"id":2,"name":"Bo"}}
+
+            """)
+        #expect(first.records == 2 && first.rejected == 0)
+        // A rule only the server knows: the whole batch is refused (SQLSTATE 23514) the first time.
+        _ = try server.psql(["-c", #"ALTER TABLE "Post" ADD CONSTRAINT views_not_negative CHECK (views >= 0)"#])
+        let second = try run("second.ndjson", """
+            {"id":"p3","title":"three","author":{"id":3,"name":"Cy"}}
+            {"id":"p4","views":-1,"author":{"id":4,"name":"Di"}}
+            {"id":"p1","title":"one again","author":{"id":1,"name":"Al renamed"}}
+            {"id":"p5","author":{"id":3,"name":"Cy"}}
+            {"id":"p2","title":"two again","views":7}
+            {"id":"p6","title":"six","author":{"id":1,"name":"Al at last"}}
+
+            """)
+        #expect(second.records == 5 && second.rejected == 1, "\(second)")
+        let status = try PostgresStatus.read(url: url)
+        #expect(status.rejects.count == 1)
+        #expect(status.rejects.first?.contains("views_not_negative") == true && status.rejects.first?.contains(#""index":1"#) == true,
+                "\(status.rejects)")
+        let rows = try Self.postgresRows(server.url, try UpdateRuleTests.spec().model)
+        #expect(rows["Post"] == ["p1|one again|0|1|NULL", "p2|two again|7|2|NULL", "p3|three|0|3|NULL", "p5|NULL|0|3|NULL", "p6|six|0|1|NULL"], "\(rows)")
+        #expect(rows["Author"] == ["1|Al at last|NULL", "2|Bo|NULL", "3|Cy|NULL"], "\(rows)")
+    }
+
     /// Pipelines the batch path cannot write (a to-many mapping, the reject rule) take the
     /// object path on PostgreSQL too: contexts on the PostgreSQL store, each save holding
     /// the chunk's marker, its rejects and the process's counts.

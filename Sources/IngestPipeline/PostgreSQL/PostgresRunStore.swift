@@ -39,7 +39,8 @@ struct PostgresRunStore: RunStore {
         let state = RunState(rejected: 0, workers: workerCount, started: started)
         let splitStage = split.map { PostgresSplitStage($0, run: run, join: join) }
         let workers = PostgresRunWorkers(join: join, store: store, spec: spec, run: run, record: record, process: process,
-                                         localChunks: split?.directory ?? options.localChunks, state: state)
+                                         localChunks: split?.directory ?? options.localChunks, localChunksAreThisSplits: split != nil,
+                                         state: state)
         return PostgresRunSession(join: join, connection: connection, run: run, record: record, process: process,
                                   heartbeat: Heartbeat(url: url, process: process, leaseSeconds: record.leaseSeconds, logger: options.logger),
                                   split: splitStage, state: state, workers: workers, workerCount: workerCount,
@@ -129,15 +130,17 @@ struct PostgresRunWorkers: RunWorkers {
     let process: String
     /// Where this process's split leaves the run's chunk files: read there, not from the database.
     let localChunks: String?
+    /// The split writing `localChunks` runs in this process (`PostgresChunkSource`).
+    let localChunksAreThisSplits: Bool
     let state: RunState
 
     func makeWorker(_ number: Int, _ logger: Logger) throws -> (source: any ChunkSource, path: ChunkWorker.Path) {
         let owner = "\(process)/\(number + 1)"
         let connection = try store.connect()
-        let (store, run, record, localChunks) = (store, run, record, localChunks)
+        let (store, run, record, localChunks, trusted) = (store, run, record, localChunks, localChunksAreThisSplits)
         func source(_ connection: PostgresConnection) -> PostgresChunkSource {
             PostgresChunkSource(connection: connection, url: store.url, run: run, record: record, owner: owner,
-                                localChunks: localChunks, logger: logger)
+                                localChunks: localChunks, localChunksAreThisSplits: trusted, logger: logger)
         }
         if let writer = try batchWriter(connection: connection, logger: logger),
            let rows = RowMapper(mapper: RecordMapper(spec: spec), inserter: writer) {

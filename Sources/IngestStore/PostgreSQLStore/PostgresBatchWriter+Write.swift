@@ -53,6 +53,10 @@ extension PostgresBatchWriter {
     ///   new): roll back and try again; or the server's failure.
     public func write(_ request: BatchInsertRequest, only: [Int]? = nil, staged: Staged? = nil) throws(PostgresError) -> BatchResult {
         let made = only == nil ? staged ?? stage(request) : stage(request, only: only)
+        if !usedStagingTables.isEmpty {
+            try connection.execute("TRUNCATE " + usedStagingTables.sorted().joined(separator: ", "))
+            usedStagingTables.removeAll()
+        }
         var result = BatchResult()
         result.rejected = made.rejected
         func reject(_ record: Int, _ reason: String) {
@@ -192,9 +196,9 @@ extension PostgresBatchWriter {
                 }
                 // Processes that make the same related objects at once wait for each other
                 // here, and the later one links to the earlier one's rows instead of failing.
+                usedStagingTables.insert(quoted("_new_\(entity)"))
                 try connection.copyIn(copyStaged, write: rows)
                 let made = try connection.execute(insertNew)
-                try connection.execute("TRUNCATE " + quoted("_new_\(entity)"))
                 result.inserted[plans[entity].info.name] = made.count
                 guard made.count < entries.count else { continue }
                 var madeHere = Set<TextKey>()
@@ -233,7 +237,6 @@ extension PostgresBatchWriter {
                 }
             }
         }
-        var staged: [Int] = []
         var updatedRecords = Array(repeating: Set<Int>(), count: plans.count)
         for entity in order {
             let batch = batches[entity]
@@ -242,15 +245,12 @@ extension PostgresBatchWriter {
                     && batch.masks[(index * batch.maskWords)..<((index + 1) * batch.maskWords)].contains { $0 != 0 }
             }
             guard !changes.isEmpty, let update = statements[entity].update else { continue }
+            usedStagingTables.insert(quoted("_stage_\(entity)"))
             try connection.copyIn(statements[entity].copy) { stream in
                 appendStagedRows(changes, of: batch, entity: entity, request, linked: linked, to: &stream)
             }
-            staged.append(entity)
             let updated = try connection.execute(update)
             for row in 0..<updated.count { updatedRecords[entity].insert(Int(updated[row, 0]!)!) }
-        }
-        if !staged.isEmpty {
-            try connection.execute("TRUNCATE " + staged.map { quoted("_stage_\($0)") }.joined(separator: ", "))
         }
         for (entity, record) in awaitingVerdict {
             if updatedRecords[entity].contains(record) { result.updated += 1 } else { result.unchanged += 1 }

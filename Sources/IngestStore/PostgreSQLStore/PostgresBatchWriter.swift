@@ -65,11 +65,17 @@ public final class PostgresBatchWriter: BatchRequestMaking {
     var known: [[TextKey: Known]]
     var pending: [[TextKey: Known]]
     static let knownLimit = 200_000
+    /// Staging tables holding rows of a write in the open transaction. They empty on
+    /// commit or rollback (ON COMMIT DELETE ROWS); another write in the same transaction
+    /// (the record-by-record retry) empties them first. A TRUNCATE after every write cost
+    /// the server a new file per table per batch.
+    var usedStagingTables: Set<String> = []
     /// Per entity and to-one column: the destination's plan.
     let linkTargets: [[Int]]
 
     /// The caller's transaction committed: what its writes taught holds from now on.
     public func didCommit() {
+        usedStagingTables.removeAll()
         for entity in plans.indices where !pending[entity].isEmpty {
             if known[entity].count + pending[entity].count > Self.knownLimit {
                 known[entity].removeAll(keepingCapacity: true)
@@ -81,6 +87,7 @@ public final class PostgresBatchWriter: BatchRequestMaking {
 
     /// The caller's transaction rolled back: forget what its writes would have taught.
     public func didRollBack() {
+        usedStagingTables.removeAll()
         for entity in plans.indices where !pending[entity].isEmpty {
             pending[entity].removeAll(keepingCapacity: true)
         }
