@@ -89,6 +89,40 @@ struct PostgresImportTests {
         return (try sqliteRows(dir.file("store.sqlite"), spec.model), try postgresRows(url, spec.model), joins)
     }
 
+    /// New rows go to PostgreSQL in COPY's binary format when every cell has one: each
+    /// attribute type, its edges and its text forms end as on SQLite (and as the text
+    /// format stored them); a value out of a column's range goes as text for the server
+    /// to judge, and only its record is rejected.
+    @Test func everyAttributeTypeEndsAsOnSQLiteThroughTheBinaryCopy() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let pipeline = """
+            { "model": { "entities": [ { "name": "T", "attributes": [
+                { "name": "id", "type": "string", "optional": false }, { "name": "s", "type": "string" },
+                { "name": "i16", "type": "int16" }, { "name": "i32", "type": "int32" }, { "name": "i64", "type": "int64" },
+                { "name": "d", "type": "double" }, { "name": "b", "type": "bool" }, { "name": "t", "type": "date" },
+                { "name": "dec", "type": "decimal" }, { "name": "u", "type": "uuid" }, { "name": "bin", "type": "binary" } ],
+              "unique": [["id"]] } ] },
+              "feed": { "ndjson": true }, "record": "T",
+              "mappings": { "T": { "attributes": { "id": "id", "s": "s", "i16": "i16", "i32": "i32", "i64": "i64", "d": "d", "b": "b",
+                                                   "t": "t", "dec": "dec", "u": "u", "bin": "bin" } } } }
+            """
+        let feed = try dir.write("types.ndjson", Array(#"""
+            {"id":"a","s":"plain","i16":32767,"i32":-2147483648,"i64":9223372036854775807,"d":-2.5,"b":true,"t":"2024-02-29T23:59:59.123456Z","dec":123456789012345678901234567890,"u":"0F6E2D5C-3A1B-4C2D-9E8F-1A2B3C4D5E6F","bin":"AAEC/w=="}
+            {"id":"b","s":"tab\tnew\nline back\\slash \"quote\" é 😀","i16":-32768,"i32":2147483647,"i64":-9223372036854775808,"d":1e-300,"b":false,"t":"1969-07-20T20:17:40Z","dec":"-0.5","u":null,"bin":""}
+            {"id":"c","s":"","i16":"12","i32":"-7","i64":"42","d":47,"b":"true","t":"2001-01-01T00:00:00Z","dec":1e400}
+            {"id":"d","s":null,"i16":null,"i32":null,"i64":null,"d":null,"b":null,"t":null}
+            {"id":"e","d":0.1,"t":"9999-12-31T23:59:59.999999Z"}
+            {"id":"f","d":123456789.123456789,"t":"0001-01-01T00:00:00Z","i64":1.0}
+
+            """#.utf8))
+        let stores = try Self.importBoth([feed], pipeline: pipeline, url: server.url, dir: dir)
+        // Record e's date is past the stores' range (year 9999, end of day): rejected on both.
+        #expect(stores.sqlite["T"]?.map { $0.prefix(1) } == ["a", "b", "c", "d", "f"], "\(stores.sqlite)")
+        #expect(stores.postgres["T"] == stores.sqlite["T"], "\(stores.postgres) vs \(stores.sqlite)")
+        #expect(stores.joins[0].records == 5 && stores.joins[0].rejected == 1)
+    }
+
     @Test func aGeneratedFeedEndsAsOnSQLiteWithEveryColumnAndLink() throws {
         let server = try PostgresServer()
         let dir = try TemporaryDirectory()

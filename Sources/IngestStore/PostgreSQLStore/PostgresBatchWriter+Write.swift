@@ -186,18 +186,24 @@ extension PostgresBatchWriter {
                     }
                 }
                 let batch = batches[entity]
+                let binary = binaryEncodable(entries, of: batch, entity: entity, request)
                 func rows(_ stream: inout CopyStream) {
-                    appendNewRows(entries, of: batch, entity: entity, request, linked: linked, to: &stream)
+                    if binary {
+                        appendNewRowsBinary(entries, of: batch, entity: entity, request, linked: linked, to: &stream)
+                    } else {
+                        appendNewRows(entries, of: batch, entity: entity, request, linked: linked, to: &stream)
+                    }
                 }
+                let format = binary ? " (FORMAT binary)" : ""
                 guard !undestined[entity], let copyStaged = statements[entity].copyStagedNew, let insertNew = statements[entity].insertNew else {
-                    try connection.copyIn(statements[entity].copyNew, write: rows)
+                    try connection.copyIn(statements[entity].copyNew + format, write: rows)
                     result.inserted[plans[entity].info.name] = entries.count
                     continue
                 }
                 // Processes that make the same related objects at once wait for each other
                 // here, and the later one links to the earlier one's rows instead of failing.
                 usedStagingTables.insert(quoted("_new_\(entity)"))
-                try connection.copyIn(copyStaged, write: rows)
+                try connection.copyIn(copyStaged + format, write: rows)
                 let made = try connection.execute(insertNew)
                 result.inserted[plans[entity].info.name] = made.count
                 guard made.count < entries.count else { continue }

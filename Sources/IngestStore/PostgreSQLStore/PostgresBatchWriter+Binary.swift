@@ -1,0 +1,142 @@
+import Foundation
+
+// New rows in COPY's binary format. The cells are typed already (the mapper parsed each
+// number and date once); the text format had the client print them and the server parse
+// them again, and escape and unescape every text value. A batch whose cells do not all
+// fit their columns' binary form as the text form would have stored them goes as text,
+// so that the server judges it exactly as before.
+extension PostgresBatchWriter {
+    /// COPY's binary header: signature, flags, header extension length.
+    private static let binaryHeader: [UInt8] = Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00] + [0, 0, 0, 0] + [0, 0, 0, 0]
+    /// Microseconds from 2000-01-01 (PostgreSQL's epoch) to 2001-01-01 (the cells' reference date).
+    private static let epochOffsetMicros: Int64 = 31_622_400_000_000
+
+    /// Whether every cell of `entries` has a binary form that stores what its text form does.
+    func binaryEncodable(_ entries: [Int], of batch: EntityBatch, entity: Int, _ request: BatchInsertRequest) -> Bool {
+        let types = plans[entity].info.attributeTypes
+        for index in entries {
+            for position in 0..<batch.folded[index].cellCount
+            where !Self.binaryEncodable(batch.cell(position, of: index, request), type: types[position], request) {
+                return false
+            }
+        }
+        return true
+    }
+
+    private static func binaryEncodable(_ cell: BatchInsertRequest.Cell, type: AttributeType, _ request: BatchInsertRequest) -> Bool {
+        switch (type, cell) {
+        case (_, .null), (.string, _), (.uuid, _), (.decimal, _): true
+        case (.int64, .int), (.double, .int), (.double, .double), (.bool, .int), (.date, .double): true
+        case (.int32, .int(let number)): Int32(exactly: number) != nil
+        case (.int16, .int(let number)): Int16(exactly: number) != nil
+        case (_, .value(let index)):
+            switch (type, request.values[Int(index)]) {
+            case (.int64, .int), (.int64, .bool), (.double, .int), (.double, .double), (.bool, .bool), (.date, .date), (.binary, .binary): true
+            case (.int32, .int(let number)): Int32(exactly: number) != nil
+            case (.int16, .int(let number)): Int16(exactly: number) != nil
+            default: false
+            }
+        default: false
+        }
+    }
+
+    /// New rows (entries `entries` of `batch`) in COPY's binary format: row number, cells, links.
+    /// Call `binaryEncodable` first: a cell without a binary form is sent as NULL.
+    func appendNewRowsBinary(_ entries: [Int], of batch: EntityBatch, entity: Int, _ request: BatchInsertRequest,
+                             linked: (Int, Int, Int32) -> Int64?, to stream: inout CopyStream) {
+        let types = plans[entity].info.attributeTypes
+        stream.data.append(contentsOf: Self.binaryHeader)
+        request.text.withUnsafeBytes { text in
+            for index in entries {
+                let entry = batch.folded[index]
+                Self.appendBigEndian(UInt16(1 + entry.cellCount + batch.linkCount), to: &stream.data)
+                Self.appendField(UInt64(bitPattern: entry.pk), to: &stream.data)
+                for position in 0..<entry.cellCount {
+                    appendBinary(batch.cell(position, of: index, request), type: types[position], request, text: text, to: &stream.data)
+                }
+                for number in 0..<batch.linkCount {
+                    if let pk = linked(entity, number, batch.links[index * batch.linkCount + number]) {
+                        Self.appendField(UInt64(bitPattern: pk), to: &stream.data)
+                    } else {
+                        Self.appendBigEndian(UInt32(bitPattern: -1), to: &stream.data)
+                    }
+                }
+                stream.rowEnded()
+            }
+        }
+        Self.appendBigEndian(UInt16(bitPattern: -1), to: &stream.data)
+    }
+
+    private func appendBinary(_ cell: BatchInsertRequest.Cell, type: AttributeType, _ request: BatchInsertRequest,
+                              text: UnsafeRawBufferPointer, to data: inout [UInt8]) {
+        func integer(_ number: Int64) {
+            switch type {
+            case .int16: Self.appendBigEndian(UInt32(2), to: &data); Self.appendBigEndian(UInt16(bitPattern: Int16(truncatingIfNeeded: number)), to: &data)
+            case .int32: Self.appendBigEndian(UInt32(4), to: &data); Self.appendBigEndian(UInt32(bitPattern: Int32(truncatingIfNeeded: number)), to: &data)
+            case .double: Self.appendField(Double(number).bitPattern, to: &data)
+            case .bool: data.append(contentsOf: [0, 0, 0, 1, number != 0 ? 1 : 0])
+            default: Self.appendField(UInt64(bitPattern: number), to: &data)
+            }
+        }
+        func timestamp(_ seconds: Double) {
+            // As the text form's literal reads: rounded to the microsecond.
+            Self.appendField(UInt64(bitPattern: Int64((seconds * 1_000_000).rounded()) + Self.epochOffsetMicros), to: &data)
+        }
+        func bytes(_ body: (inout [UInt8]) -> Void) {
+            let start = data.count
+            data.append(contentsOf: [0, 0, 0, 0])
+            body(&data)
+            let length = UInt32(data.count - start - 4)
+            withUnsafeBytes(of: length.bigEndian) { data.replaceSubrange(start..<(start + 4), with: $0) }
+        }
+        switch (type, cell) {
+        case (_, .null):
+            Self.appendBigEndian(UInt32(bitPattern: -1), to: &data)
+        case (.string, _), (.uuid, _), (.decimal, _):
+            // What the text form stores, unescaped (`appendCell`).
+            switch cell {
+            case .text(let offset, let count): bytes { $0.append(contentsOf: UnsafeRawBufferPointer(rebasing: text[Int(offset)..<Int(offset + count)])) }
+            case .int(let number): bytes { Self.appendInteger(number, to: &$0) }
+            case .double(let number): bytes { $0.append(contentsOf: "\(number)".utf8) }
+            case .value(let index):
+                bytes { out in
+                    switch request.values[Int(index)] {
+                    case .int(let number): Self.appendInteger(number, to: &out)
+                    case .bool(let flag): out.append(flag ? 0x31 : 0x30)
+                    case .double(let number): out.append(contentsOf: "\(number)".utf8)
+                    case .date(let date): out.append(contentsOf: "\(date.timeIntervalSinceReferenceDate)".utf8)
+                    case .binary(let value): out.append(contentsOf: ("\\x" + lowercaseHex(value)).utf8)
+                    case let value: out.append(contentsOf: (Self.keyText(value) ?? "").utf8)
+                    }
+                }
+            case .null: break
+            }
+        case (.date, .double(let seconds)): timestamp(seconds)
+        case (_, .double(let number)): Self.appendField(number.bitPattern, to: &data)
+        case (_, .int(let number)): integer(number)
+        case (_, .value(let index)):
+            switch request.values[Int(index)] {
+            case .int(let number): integer(number)
+            case .bool(let flag): integer(flag ? 1 : 0)
+            case .double(let number): Self.appendField(number.bitPattern, to: &data)
+            case .date(let date): timestamp(date.timeIntervalSinceReferenceDate)
+            case .binary(let value): bytes { $0.append(contentsOf: value) }
+            default: Self.appendBigEndian(UInt32(bitPattern: -1), to: &data)
+            }
+        default:
+            Self.appendBigEndian(UInt32(bitPattern: -1), to: &data)
+        }
+    }
+
+    /// An eight-byte field: its length, then the value, both big-endian.
+    @inline(__always)
+    private static func appendField(_ value: UInt64, to data: inout [UInt8]) {
+        appendBigEndian(UInt32(8), to: &data)
+        appendBigEndian(value, to: &data)
+    }
+
+    @inline(__always)
+    private static func appendBigEndian<Integer: FixedWidthInteger>(_ value: Integer, to data: inout [UInt8]) {
+        withUnsafeBytes(of: value.bigEndian) { data.append(contentsOf: $0) }
+    }
+}
