@@ -52,4 +52,22 @@ import Testing
                     "\(notAStore.stderr)")
         }
     }
+
+    /// Sort keys and field lists that name nothing are usage errors (an empty sort key
+    /// trapped), and a direction must be asc or desc (others sorted ascending without a word).
+    @Test func emptySortKeysFieldListsAndUnknownDirectionsAreUsageErrors() throws {
+        let cases: [([String], String)] = [
+            (["--sort", ""], "--sort '': the key path is empty (expected KEY, KEY:asc or KEY:desc)"),
+            (["--sort", ":desc"], "--sort ':desc': the key path is empty (expected KEY, KEY:asc or KEY:desc)"),
+            (["--sort", "id:sideways"], "--sort 'id:sideways': 'sideways' is no direction (expected asc or desc)"),
+            (["--sort", "id:"], "--sort 'id:': '' is no direction (expected asc or desc)"),
+            (["--fields", ""], "--fields names no key path (give them comma-separated: id,title,whoTook.name)"),
+            (["--fields", ","], "--fields names no key path (give them comma-separated: id,title,whoTook.name)"),
+        ]
+        for (options, message) in cases {
+            let outcome = try IngestBinary.run(["query", "store.sqlite", "Photo"] + options)
+            #expect(outcome.status == 2 && outcome.stderr.contains(message), "\(options): \(outcome.stderr)")
+        }
+    }
 }
+

@@ -48,6 +48,25 @@ extension Ingest {
         func validate() throws {
             if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
             if offset < 0 { throw ValidationError("--offset must be 0 or more") }
+            _ = try Self.sortDescriptors(sort)
+            if let fields, Self.keys(fields).isEmpty { throw ValidationError("--fields names no key path (give them comma-separated: id,title,whoTook.name)") }
+        }
+
+        /// `KEY` or `KEY:asc` or `KEY:desc`, each key non-empty.
+        static func sortDescriptors(_ sort: [String]) throws -> [FetchSortDescriptor] {
+            try sort.map { text in
+                let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                guard !parts[0].isEmpty else { throw ValidationError("--sort '\(text)': the key path is empty (expected KEY, KEY:asc or KEY:desc)") }
+                let direction = parts.count < 2 ? "asc" : parts[1].lowercased()
+                guard direction == "asc" || direction == "desc" else {
+                    throw ValidationError("--sort '\(text)': '\(parts[1])' is no direction (expected asc or desc)")
+                }
+                return FetchSortDescriptor(parts[0], ascending: direction == "asc")
+            }
+        }
+
+        static func keys(_ fields: String) -> [String] {
+            fields.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         }
 
         func run() throws {
@@ -55,10 +74,7 @@ extension Ingest {
             guard let entityModel = coordinator.model.entity(entity) else {
                 throw CommandFailure("\(store) has no entity '\(entity)' (it has: \(coordinator.model.entities.map(\.name).joined(separator: ", ")))")
             }
-            let sortDescriptors = sort.map { key -> FetchSortDescriptor in
-                let parts = key.split(separator: ":", maxSplits: 1).map(String.init)
-                return FetchSortDescriptor(parts[0], ascending: parts.count < 2 || parts[1].lowercased() != "desc")
-            }
+            let sortDescriptors = try Self.sortDescriptors(sort)
             let request = FetchRequest(entity, predicate: try predicate.map { try QueryPredicate(format: $0) },
                                        sortDescriptors: sortDescriptors, fetchLimit: limit, fetchOffset: offset)
             let context = ObjectContext(coordinator: coordinator, name: "query")
@@ -66,8 +82,7 @@ extension Ingest {
                 print(try context.perform { try context.count(for: request) })
                 return
             }
-            let keys = fields.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
-                ?? entityModel.attributes.map(\.name)
+            let keys = fields.map(Self.keys) ?? entityModel.attributes.map(\.name)
             let rows = try context.perform {
                 try context.fetchDictionaries(DictionaryFetch(request, properties: keys.map(FetchProperty.keyPath)))
             }
