@@ -207,5 +207,14 @@ extension RunCommandTests {
         try storeRowsExecute(store, #"UPDATE _ingest_metadata SET value = '{"number":"x"}' WHERE key = 'ingest.runs.0001'"#)
         let damaged = try IngestBinary.run(["status", store])
         #expect(damaged.stderr == "ingest: \(store): the store's record of an import (ingest.runs.0001 in _ingest_metadata) is damaged: number: expected a whole number; it is not what Ingest wrote\n")
+        // A record edited to hold another run's number (the largest made the next one overflow: a trap).
+        let second = dir.file("second.sqlite")
+        #expect(try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", second, "--quiet"]).status == 0)
+        try storeRowsExecute(second, #"UPDATE _ingest_metadata SET value = replace(value, '"number":1', '"number":9223372036854775807') WHERE key = 'ingest.runs.0001'"#)
+        for command in [["import", feed, "--pipeline", Self.pipeline, "--store", second], ["status", second]] {
+            let edited = try IngestBinary.run(command)
+            #expect(edited.status == 1 && edited.stderr == "ingest: \(second): the store's record of an import (ingest.runs.0001 in _ingest_metadata) is damaged: it holds run 9223372036854775807; it is not what Ingest wrote\n",
+                    "\(command[0]): \(edited.stderr)")
+        }
     }
 }

@@ -112,11 +112,20 @@ enum ImportMarker {
         try migrateSingleImport(coordinator)
         let decoder = JSONDecoder()
         return try coordinator.metadata(withPrefix: runsPrefix).sorted { $0.key < $1.key }.map { entry in
-            do {
-                return try decoder.decode(Run.self, from: Data(entry.value.utf8))
-            } catch let error as DecodingError {
-                throw ImportError("\(coordinator.path): the store's record of an import (\(entry.key) in \(PersistentStoreCoordinator.metadataTableName)) is damaged: \(error.plainDescription); it is not what Ingest wrote")
+            func damaged(_ reason: String) -> ImportError {
+                ImportError("\(coordinator.path): the store's record of an import (\(entry.key) in \(PersistentStoreCoordinator.metadataTableName)) is damaged: \(reason); it is not what Ingest wrote")
             }
+            let run: Run
+            do {
+                run = try decoder.decode(Run.self, from: Data(entry.value.utf8))
+            } catch let error as DecodingError {
+                throw damaged(error.plainDescription)
+            }
+            // The key names the run: a record of another number (or none a run can have) was edited.
+            guard Int(entry.key.dropFirst(runsPrefix.count)) == run.number, run.number >= 1, run.number < Int.max else {
+                throw damaged("it holds run \(run.number)")
+            }
+            return run
         }
     }
 
