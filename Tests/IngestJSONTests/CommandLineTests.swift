@@ -66,6 +66,26 @@ import Testing
         #expect(try ingest("infer", "-").stderr.contains("standard input can be read only once"))
     }
 
+    /// generate renamed its file over whatever the path named: a link became a file, and
+    /// as root a device node (/dev/full) was replaced. A link's file is written now, a
+    /// device written through, and a failed write leaves no temporary file.
+    @Test func generateWritesThroughLinksAndDevicesAndLeavesNoTemporaryFile() throws {
+        let temp = try TemporaryDirectory()
+        let target = try temp.write("real.json", Array("old".utf8))
+        let link = temp.file("link.json")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        #expect(try ingest("generate", "--records", "3", "-o", link).status == 0)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == target)
+        #expect(try JSONValue.parse(FileOps.readFile(target)).description.hasPrefix("[{"))
+        #expect(try ingest("generate", "--records", "3", "-o", "/dev/null").status == 0)
+        var info = stat()
+        #expect(stat("/dev/null", &info) == 0 && info.st_mode & S_IFMT == S_IFCHR)
+        let directory = try ingest("generate", "--records", "3", "-o", temp.path)
+        #expect(directory.status == 1 && directory.stderr == "ingest: cannot write \(temp.path): Is a directory\n", "\(directory.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: temp.path + ".tmp"))
+        #expect(try ingest("generate", "-o", "").status == 2)
+    }
+
     @Test func missingFileExitsOne() throws {
         let result = try ingest("split", "/nonexistent/feed.json", "--out", "/tmp/x")
         #expect(result.status == 1)

@@ -43,19 +43,38 @@ public struct FeedGenerator: Sendable {
     /// Writes the feed to a file, or to standard output when `path` is nil or "-".
     /// - Throws: `IOError` when the file cannot be written.
     public func write(to path: String?) throws {
-        let toStandardOutput = path == nil || path == "-"
-        let name = toStandardOutput ? "standard output" : path!
-        let temporary = toStandardOutput ? "" : name + ".tmp"
-        let fd = toStandardOutput ? STDOUT_FILENO : try FileOps.openForWriting(temporary)
-        do {
-            try generate { try FileOps.writeAll(fd, $0, path: name) }
-        } catch {
-            if !toStandardOutput { _ = close(fd) }
-            throw error
+        guard let path, path != "-" else {
+            try generate { try FileOps.writeAll(STDOUT_FILENO, $0, path: "standard output") }
+            return
         }
-        if !toStandardOutput {
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
+            // Renaming a file over a FIFO, a device or /dev/stdout would replace the node
+            // itself (as root, /dev/full): such a path is written through, as `>` does.
+            guard info.st_mode & S_IFMT != S_IFDIR else { throw IOError(errno: EISDIR, operation: "write", path: path) }
+            let fd = try FileOps.openForWriting(path)
+            defer { _ = close(fd) }
+            try generate { try FileOps.writeAll(fd, $0, path: path) }
+            return
+        }
+        // A link to a file: the file is replaced whole, the link stays.
+        var link = stat()
+        let target = lstat(path, &link) == 0 && link.st_mode & S_IFMT == S_IFLNK ? (realpath(path, nil).map { resolved in
+            defer { free(resolved) }
+            return String(cString: resolved)
+        } ?? path) : path
+        let temporary = target + ".tmp"
+        let fd = try FileOps.openForWriting(temporary)
+        var open = true
+        do {
+            try generate { try FileOps.writeAll(fd, $0, path: path) }
+            open = false
             try FileOps.close(fd, path: temporary)
-            try FileOps.rename(temporary, to: name)
+            try FileOps.rename(temporary, to: target)
+        } catch {
+            if open { _ = close(fd) }
+            _ = unlink(temporary)
+            throw error
         }
     }
 

@@ -33,6 +33,7 @@ extension Ingest {
 
         func validate() throws {
             if records < 0 { throw ValidationError("--records must be 0 or more") }
+            if output?.isEmpty == true { throw ValidationError("--output is empty (give a file, or - for standard output)") }
         }
 
         func run() throws {
