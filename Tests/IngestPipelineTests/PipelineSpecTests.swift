@@ -58,6 +58,16 @@ import Testing
             == "pipeline.import.workers: expected a whole number greater than 0")
         #expect(error(#"{"model": {"entities": []}, "record": "Photo", "mappings": {}}"#)
             == "pipeline.model: the model has no entities")
+        // A typo in the model dropped what it meant without a word (a uniqueness constraint, optional: false, an index).
+        func modelError(_ model: String) -> String? { error(#"{"model": \#(model), "record": "P", "mappings": {"P": {}}}"#) }
+        #expect(modelError(#"{"entities": [{"name": "P", "attributes": [{"name": "id", "type": "string"}], "uniqe": [["id"]]}]}"#)
+            == "pipeline.model: entities[0].uniqe: unknown field 'uniqe' (expected name, attributes, relationships, unique)")
+        #expect(modelError(#"{"entities": [{"name": "P", "attributes": [{"name": "id", "type": "string", "optinal": false}]}]}"#)
+            == "pipeline.model: entities[0].attributes[0].optinal: unknown field 'optinal' (expected name, type, optional, default, indexed)")
+        #expect(modelError(#"{"entities": [{"name": "P", "attributes": [{"name": "id", "type": "string"}], "relationships": [{"name": "q", "destination": "P", "inverse": "q", "tomany": true}]}]}"#)
+            == "pipeline.model: entities[0].relationships[0].tomany: unknown field 'tomany' (expected name, destination, inverse, toMany, deleteRule)")
+        #expect(modelError(#"{"entities": [{"name": "P", "attributes": [{"name": "id", "type": "string"}]}], "version": 2}"#)
+            == "pipeline.model: version: unknown field 'version' (expected entities)")
         #expect(error(#"{"model": \#(m), "feed": {"recordsAt": "a", "ndjson": true}, "record": "Photo", "mappings": {"Photo": {}}}"#)
             == "pipeline.feed: recordsAt and ndjson exclude each other")
     }

@@ -127,7 +127,7 @@ public struct PipelineSpec: Sendable {
         let top = try Fields(root, at: "pipeline", allowed: ["model", "feed", "record", "mappings", "import"])
         let model: Model
         do {
-            model = try Model.load(json: Data(try top.required("model").description.utf8))
+            model = try Model.load(json: Data(try top.required("model").description.utf8), strict: true)
         } catch let error as ModelError {
             throw PipelineError("pipeline.model: \(error.message)")
         } catch let error as PipelineError {

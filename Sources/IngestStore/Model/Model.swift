@@ -75,14 +75,31 @@ public struct Model: Sendable, Hashable, Codable {
 
     public func entity(_ name: String) -> Entity? { entities.first { $0.name == name } }
 
-    /// Loads a model from its JSON description (the form `jsonData()` writes).
+    /// Loads a model from its JSON description (the form `jsonData()` writes). `strict`
+    /// (a model a person wrote, in a pipeline) refuses fields it does not know: a typo such
+    /// as `"uniqe"` would otherwise drop a constraint without a word. Models kept in stores
+    /// are read leniently, as earlier versions wrote them.
     /// - Throws: `ModelError` naming what is wrong, and where.
-    public static func load(json: Data) throws -> Model {
+    public static func load(json: Data, strict: Bool = false) throws -> Model {
         do {
-            return try JSONDecoder().decode(Model.self, from: json).validated()
+            let decoder = JSONDecoder()
+            decoder.userInfo[ModelKeys.strict] = strict
+            return try decoder.decode(Model.self, from: json).validated()
         } catch let error as DecodingError {
             throw ModelError(error.plainDescription)
         }
+    }
+
+    private enum Keys: String, CodingKey { case entities }
+
+    public init(from decoder: any Decoder) throws {
+        try ModelKeys.refuseUnknown(in: decoder, known: ["entities"])
+        entities = try decoder.container(keyedBy: Keys.self).decode([Entity].self, forKey: .entities)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(entities, forKey: .entities)
     }
 
     /// The model as canonical JSON: stable key order, so equal models give equal bytes.
@@ -143,6 +160,7 @@ extension Attribute {
     private enum Keys: String, CodingKey { case name, type, optional, defaultValue = "default", indexed }
 
     public init(from decoder: any Decoder) throws {
+        try ModelKeys.refuseUnknown(in: decoder, known: ["name", "type", "optional", "default", "indexed"])
         let c = try decoder.container(keyedBy: Keys.self)
         name = try c.decode(String.self, forKey: .name)
         type = try c.decode(AttributeType.self, forKey: .type)
@@ -165,6 +183,7 @@ extension Relationship {
     private enum Keys: String, CodingKey { case name, destination, inverse, toMany, deleteRule }
 
     public init(from decoder: any Decoder) throws {
+        try ModelKeys.refuseUnknown(in: decoder, known: ["name", "destination", "inverse", "toMany", "deleteRule"])
         let c = try decoder.container(keyedBy: Keys.self)
         name = try c.decode(String.self, forKey: .name)
         destination = try c.decode(String.self, forKey: .destination)
@@ -187,6 +206,7 @@ extension Entity {
     private enum Keys: String, CodingKey { case name, attributes, relationships, unique }
 
     public init(from decoder: any Decoder) throws {
+        try ModelKeys.refuseUnknown(in: decoder, known: ["name", "attributes", "relationships", "unique"])
         let c = try decoder.container(keyedBy: Keys.self)
         name = try c.decode(String.self, forKey: .name)
         attributes = try c.decodeIfPresent([Attribute].self, forKey: .attributes) ?? []
@@ -200,5 +220,25 @@ extension Entity {
         try c.encode(attributes, forKey: .attributes)
         try c.encode(relationships, forKey: .relationships)
         try c.encode(uniquenessConstraints, forKey: .unique)
+    }
+}
+
+/// The strict reading of a model a person wrote (`Model.load(json:strict:)`).
+enum ModelKeys {
+    static let strict = CodingUserInfoKey(rawValue: "ingest.model.strict")!
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        init(stringValue: String) { self.stringValue = stringValue }
+        var intValue: Int? { nil }
+        init?(intValue: Int) { nil }
+    }
+
+    static func refuseUnknown(in decoder: any Decoder, known: [String]) throws {
+        guard decoder.userInfo[strict] as? Bool == true else { return }
+        let container = try decoder.container(keyedBy: AnyKey.self)
+        guard let unknown = container.allKeys.first(where: { !known.contains($0.stringValue) }) else { return }
+        throw DecodingError.dataCorruptedError(forKey: unknown, in: container,
+            debugDescription: "unknown field '\(unknown.stringValue)' (expected \(known.joined(separator: ", ")))")
     }
 }
