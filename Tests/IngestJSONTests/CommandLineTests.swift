@@ -23,6 +23,12 @@ import Testing
         #expect(try ingest("split", "feed.json", "--out", "x", "--ndjson", "--records-at", "a").status == 2)
         #expect(try ingest("split", "feed.json", "--out", "x", "--records-at", "a..b").status == 2)
         #expect(try ingest("frobnicate").status == 2)
+        // bench refuses what its imports would refuse minutes later, and options it would ignore.
+        let manyWorkers = try ingest("bench", "import", "--workers", "1,300")
+        #expect(manyWorkers.status == 2 && manyWorkers.stderr.contains("--workers 300: at most 256"), "\(manyWorkers.stderr)")
+        let noStore = try ingest("bench", "import", "--processes", "2")
+        #expect(noStore.status == 2 && noStore.stderr.contains("--processes is for a PostgreSQL store"), "\(noStore.stderr)")
+        #expect(try ingest("bench", "import", "--processes", "0", "--store", "postgresql:///x").status == 2)
         // A depth past 32 bits trapped converting it; now it is a usage error, on split and infer.
         for arguments in [["split", "feed.json", "--out", "x"], ["infer", "feed.json"]] {
             let tooDeep = try IngestBinary.run(arguments + ["--max-depth", "2147483648"])

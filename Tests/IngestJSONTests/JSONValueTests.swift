@@ -131,5 +131,14 @@ import Testing
     func whitespaceAfterTheValueIsFine(_ text: String) throws {
         _ = try JSONValue.parse(text)
     }
+
+    /// Text cut short is placed at its end (it said byte 1 whatever the length: yajl's
+    /// count of the space it reads to finish).
+    @Test(arguments: [(#"{"model": "#, 10), ("[1, 2", 5), ("{\n  \"a\": [\n", 11)])
+    func truncatedTextIsPlacedAtItsEnd(_ text: String, _ offset: Int) throws {
+        let error = try #require(throws: FeedError.self) { try JSONValue.parse(text) }
+        #expect(error.position.byteOffset == offset, "\(error)")
+        #expect(error.message.contains("premature EOF"), "\(error)")
+    }
 }
 

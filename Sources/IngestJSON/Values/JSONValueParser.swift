@@ -64,12 +64,17 @@ final class JSONValueBuilder {
             status = yajl_parse(handle, input.baseAddress!.assumingMemoryBound(to: UInt8.self), input.count)
             inInput = false
         }
-        if status == yajl_status_ok { status = yajl_complete_parse(handle) }
+        var atEnd = false
+        if status == yajl_status_ok {
+            status = yajl_complete_parse(handle)
+            atEnd = true
+        }
         if let failure { throw failure }
         guard status == yajl_status_ok, let result else {
             let message = input.count == 0 ? "empty input" : yajlErrorMessage(handle)
-            let at = min(Int(yajl_get_bytes_consumed(handle)), input.count)
-            throw error(.malformedJSON, "malformed JSON: \(message)", at: status == yajl_status_ok ? input.count : at)
+            // Completing, yajl reads a space of its own: its count is of that, not the input.
+            let at = atEnd ? input.count : min(Int(yajl_get_bytes_consumed(handle)), input.count)
+            throw error(.malformedJSON, "malformed JSON: \(message)", at: at)
         }
         // yajl takes a string begun after the value and never closed (`{} "abc`) for a
         // token still to come, and finishes without a word.

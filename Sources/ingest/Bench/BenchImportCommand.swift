@@ -66,6 +66,13 @@ extension Ingest {
             if workerCounts.isEmpty || workerCounts.contains(where: { $0 < 1 }) {
                 throw ValidationError("--workers takes worker counts like 1,2,4")
             }
+            // Refused here, not by the import it would run minutes later.
+            if let many = workerCounts.first(where: { $0 > PipelineSpec.maxWorkers }) {
+                throw ValidationError("--workers \(many): at most \(PipelineSpec.maxWorkers) (each worker is a thread with its own context and connection)")
+            }
+            let counts = processes.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+            if counts.isEmpty || counts.contains(where: { ($0 ?? 0) < 1 }) { throw ValidationError("--processes takes counts like 1,2,4") }
+            if store == nil && processes != "1,2,4" { throw ValidationError("--processes is for a PostgreSQL store (--store postgresql://…)") }
         }
 
         /// The best run of one command at one size.
