@@ -48,6 +48,8 @@ import Testing
             == "pipeline.mappings.Photo.attributes.view: Photo has no attribute 'view'")
         #expect(error(#"{"model": \#(m), "record": "Photo", "mappings": {"Photo": {"attributes": {"views": {"from": "v", "default": "many"}}}}}"#)
             == "pipeline.mappings.Photo.attributes.views.default: \"many\" is not an integer for int64")
+        #expect(error(#"{"model": {"entities": [{"name": "P", "attributes": [{"name": "n", "type": "int16"}]}]}, "record": "P", "mappings": {"P": {"attributes": {"n": {"from": "n", "default": 40000}}}}}"#)
+            == "pipeline.mappings.P.attributes.n.default: 40000 is out of range for int16")
         #expect(error(#"{"model": \#(m), "record": "Photo", "mappings": {"Photo": {"attributes": {"views": {"from": "v", "dates": ["julian"]}}}}}"#)
             == "pipeline.mappings.Photo.attributes.views.dates: unknown date format 'julian' (expected iso8601, unix, unixMillis or pattern:…)")
         #expect(error(#"{"model": \#(m), "record": "Photo", "mappings": {"Photo": {"relationships": {"whoTook": "person"}}}}"#)

@@ -207,6 +207,23 @@ extension RunCommandTests {
         try storeRowsExecute(store, #"UPDATE _ingest_metadata SET value = '{"number":"x"}' WHERE key = 'ingest.runs.0001'"#)
         let damaged = try IngestBinary.run(["status", store])
         #expect(damaged.stderr == "ingest: \(store): the store's record of an import (ingest.runs.0001 in _ingest_metadata) is damaged: number: expected a whole number; it is not what Ingest wrote\n")
+        // A model edited into one no Ingest wrote is named by its field (it was called no Ingest
+        // model at all), and a format from a later Ingest is refused, not read as this one's.
+        let edited = dir.file("edited.sqlite")
+        #expect(try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", edited, "--quiet"]).status == 0)
+        try storeRowsExecute(edited, #"UPDATE _ingest_metadata SET value = replace(value, '"type":"string"', '"type":"strng"') WHERE key = '_model'"#)
+        let badModel = try IngestBinary.run(["status", edited])
+        #expect(badModel.status == 1 && badModel.stderr.hasPrefix("ingest: \(edited) is not an Ingest store: its model ('_model' in _ingest_metadata) is damaged: entities[0].attributes["),
+                "\(badModel.stderr)")
+        #expect(badModel.stderr.contains("'strng' is not an attribute type"))
+        let later = dir.file("later.sqlite")
+        #expect(try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", later, "--quiet"]).status == 0)
+        try storeRowsExecute(later, "UPDATE _ingest_metadata SET value = '999' WHERE key = '_formatVersion'")
+        for command in [["status", later], ["query", later, "P"], ["import", feed, "--pipeline", Self.pipeline, "--store", later]] {
+            let refused = try IngestBinary.run(command)
+            #expect(refused.status == 1 && refused.stderr == "ingest: \(later) is not an Ingest store: it is in format 999, made by a later Ingest; this one reads format 1\n",
+                    "\(command[0]): \(refused.stderr)")
+        }
         // A record edited to hold another run's number (the largest made the next one overflow: a trap).
         let second = dir.file("second.sqlite")
         #expect(try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", second, "--quiet"]).status == 0)

@@ -170,7 +170,7 @@ extension PipelineSpec {
             do {
                 defaultValue = try ValueCoercion.value(given, for: attribute.type, dates: dates, timeZone: timeZone)
             } catch let error as CoercionError {
-                throw PipelineError("\(place).default: \(error.message) for \(attribute.type.rawValue)")
+                throw PipelineError("\(place).default: \(Self.naming(error.message, attribute.type))")
             }
         }
         let required = try fields.optional("required").map { try Fields.bool($0, at: "\(place).required") } ?? !attribute.isOptional
@@ -183,7 +183,7 @@ extension PipelineSpec {
             do {
                 _ = try ValueCoercion.value(constant, for: attribute.type, dates: dates, timeZone: timeZone)
             } catch let error as CoercionError {
-                throw PipelineError("\(place).value: \(error.message) for \(attribute.type.rawValue)")
+                throw PipelineError("\(place).value: \(Self.naming(error.message, attribute.type))")
             }
         }
         return mapping
@@ -202,5 +202,10 @@ extension PipelineSpec {
             return TimeZone(secondsFromGMT: (sign == UInt8(ascii: "-") ? -1 : 1) * (hours * 3600 + minutes * 60))
         }
         return TimeZone(identifier: text)
+    }
+
+    /// A coercion's message with the type it was for, named once.
+    static func naming(_ message: String, _ type: AttributeType) -> String {
+        message.hasSuffix(" for \(type.rawValue)") ? message : message + " for \(type.rawValue)"
     }
 }

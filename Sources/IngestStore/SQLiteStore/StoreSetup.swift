@@ -22,6 +22,7 @@ extension PersistentStoreCoordinator {
                            arguments: [json(storeID.uuidString), String(formatVersion)])
             return storeID
         }
+        try checkFormatVersion(try String.fetchOne(db, sql: "SELECT value FROM \(metadata) WHERE key = '_formatVersion'"), path: path)
         guard let idText = try String.fetchOne(db, sql: "SELECT value FROM \(metadata) WHERE key = '_storeID'"),
               let storeID = UUID(uuidString: (try? JSONDecoder().decode(String.self, from: Data(idText.utf8))) ?? ""),
               let modelText = try String.fetchOne(db, sql: "SELECT value FROM \(metadata) WHERE key = '_model'"),
@@ -38,6 +39,9 @@ extension PersistentStoreCoordinator {
     /// An existing store's ID, read without writing: the store must hold `schema`'s model.
     static func storeID(_ db: Database, schema: Schema, path: String) throws -> UUID {
         let metadata = quoted(metadataTable)
+        if try db.tableExists(metadataTable) {
+            try checkFormatVersion(try String.fetchOne(db, sql: "SELECT value FROM \(metadata) WHERE key = '_formatVersion'"), path: path)
+        }
         guard try db.tableExists(metadataTable),
               let idText = try String.fetchOne(db, sql: "SELECT value FROM \(metadata) WHERE key = '_storeID'"),
               let storeID = UUID(uuidString: (try? JSONDecoder().decode(String.self, from: Data(idText.utf8))) ?? ""),
@@ -117,18 +121,36 @@ extension PersistentStoreCoordinator {
             // WAL after a crash): wait as the store's own connections do, never fail at once.
             configuration.busyMode = .timeout(30)
             let queue = try DatabaseQueue(path: path, configuration: configuration)
-            let text = try queue.read { db -> String? in
-                guard try db.tableExists(PersistentStoreCoordinator.metadataTable) else { return nil }
-                return try String.fetchOne(db, sql: "SELECT value FROM \(quoted(PersistentStoreCoordinator.metadataTable)) WHERE key = '_model'")
+            let (text, version) = try queue.read { db -> (String?, String?) in
+                guard try db.tableExists(PersistentStoreCoordinator.metadataTable) else { return (nil, nil) }
+                let table = quoted(PersistentStoreCoordinator.metadataTable)
+                return (try String.fetchOne(db, sql: "SELECT value FROM \(table) WHERE key = '_model'"),
+                        try String.fetchOne(db, sql: "SELECT value FROM \(table) WHERE key = '_formatVersion'"))
             }
-            guard let text, let decoded = try? JSONDecoder().decode(Model.self, from: Data(text.utf8)) else {
-                throw StoreError.notAStore(path: path, reason: "it has no Ingest model in its metadata")
+            guard let text else { throw StoreError.notAStore(path: path, reason: "it has no Ingest model in its metadata") }
+            try Self.checkFormatVersion(version, path: path)
+            do {
+                model = try JSONDecoder().decode(Model.self, from: Data(text.utf8))
+            } catch let error as DecodingError {
+                // Named by its field, as a pipeline's model is, not taken for a file of another program.
+                throw StoreError.notAStore(path: path, reason: "its model ('_model' in \(PersistentStoreCoordinator.metadataTable)) is damaged: \(error.plainDescription)")
             }
-            model = decoded
         } catch let error as DatabaseError {
             throw StoreError.sqlite(error, path: path)
         }
         try self.init(model: model, path: path, readOnly: readOnly)
+    }
+
+    /// Refuses a store written in a format this version does not read (a later one's, or
+    /// an edited value), rather than reading it as if it were its own.
+    static func checkFormatVersion(_ text: String?, path: String) throws {
+        guard let text else { return }
+        guard let version = Int(text) else {
+            throw StoreError.notAStore(path: path, reason: "its format version ('_formatVersion' in \(PersistentStoreCoordinator.metadataTable)) is '\(text)', not a number")
+        }
+        guard version <= PersistentStoreCoordinator.formatVersion else {
+            throw StoreError.notAStore(path: path, reason: "it is in format \(version), made by a later Ingest; this one reads format \(PersistentStoreCoordinator.formatVersion)")
+        }
     }
 
     /// The model a PostgreSQL store was made with.
