@@ -203,12 +203,20 @@ extension ImporterTests {
             }
         let feed = try dir.write("feed.json", Array(("[\n" + lines.joined(separator: ",\n") + "\n]\n").utf8))
         let expected = MemberCensus(unmapped: ["camera": 200, "extra": 86])
-        #expect(try importer(dir, feed: feed, store: "clean.sqlite").run().members == expected)
+        let clean = try importer(dir, feed: feed, store: "clean.sqlite").run()
+        #expect(clean.members == expected)
+        #expect(clean.outcomes == RecordOutcomes(inserted: 600))
         let first = importer(dir, feed: feed, workers: 1)
         first.stopAfterSaves.store(stopAfter, ordering: .relaxed)
         #expect(throws: ImportError.self) { try first.run() }
-        let midway = try ImportStatus.read(store: dir.file("store.sqlite")).latest.members
-        #expect(midway.unmapped["camera", default: 0] > 0 && midway.unmapped["camera", default: 0] < 200, "\(midway)")
-        #expect(try importer(dir, feed: feed, workers: 3).run().members == expected)
+        let midway = try ImportStatus.read(store: dir.file("store.sqlite")).latest
+        #expect(midway.members.unmapped["camera", default: 0] > 0 && midway.members.unmapped["camera", default: 0] < 200, "\(midway.members)")
+        // What the stopped process saved counts in the status, and in the run that finishes it
+        // (the run's outcomes had been the last process's only).
+        #expect(midway.outcomes == RecordOutcomes(inserted: midway.recordsDone) && midway.recordsDone > 0, "\(String(describing: midway.outcomes))")
+        let resumed = try importer(dir, feed: feed, workers: 3).run()
+        #expect(resumed.members == expected)
+        #expect(resumed.outcomes == clean.outcomes, "\(String(describing: resumed.outcomes))")
+        #expect(try ImportStatus.read(store: dir.file("store.sqlite")).latest.outcomes == clean.outcomes)
     }
 }

@@ -28,8 +28,8 @@ final class LeaseBookkeeping: ChunkBookkeeping {
         self.done = done
     }
 
-    func stage(rejects: [ImportMarker.Reject], members: MemberCensus, _ chunk: ChunkInfo, done: Int, records: Int,
-               in context: ObjectContext) throws {
+    func stage(rejects: [ImportMarker.Reject], members: MemberCensus, outcomes: RecordOutcomes, _ chunk: ChunkInfo, done: Int,
+               records: Int, in context: ObjectContext) throws {
         guard let lease else { preconditionFailure("a save staged before a chunk was claimed") }
         let lines = try rejects.map { (index: $0.index, json: try $0.jsonLine()) }
         let previous = self.done

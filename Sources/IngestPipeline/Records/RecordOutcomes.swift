@@ -1,3 +1,5 @@
+import IngestStore
+
 /// What an import did with the records it imported, by what happened to each record's
 /// own object. Every imported record is one of inserted, updated or unchanged;
 /// `duplicates` counts those of the last two whose object an earlier record of the
@@ -18,6 +20,14 @@ public struct RecordOutcomes: Codable, Sendable, Equatable {
     mutating func count(inserted isNew: Bool, changed: Bool, duplicate: Bool) {
         if isNew { inserted += 1 } else if changed { updated += 1 } else { unchanged += 1 }
         if duplicate { duplicates += 1 }
+    }
+
+    var isEmpty: Bool { self == RecordOutcomes() }
+
+    /// What a batch write did with its records' own objects.
+    init(written result: BatchResult) {
+        self.init(inserted: result.records - result.updated - result.unchanged, updated: result.updated,
+                  unchanged: result.unchanged, duplicates: result.duplicates)
     }
 
     static func + (lhs: RecordOutcomes, rhs: RecordOutcomes) -> RecordOutcomes {

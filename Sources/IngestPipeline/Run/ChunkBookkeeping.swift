@@ -10,8 +10,8 @@ protocol ChunkBookkeeping: AnyObject {
     /// Stages the chunk's marker (`done` records), `rejects` and the census of the members
     /// the pipeline does not map with the next save of `context`; `records` is how many
     /// records (imported or rejected) that save completes.
-    func stage(rejects: [ImportMarker.Reject], members: MemberCensus, _ chunk: ChunkInfo, done: Int, records: Int,
-               in context: ObjectContext) throws
+    func stage(rejects: [ImportMarker.Reject], members: MemberCensus, outcomes: RecordOutcomes, _ chunk: ChunkInfo, done: Int,
+               records: Int, in context: ObjectContext) throws
     /// The staged save committed.
     func committed(done: Int)
 }

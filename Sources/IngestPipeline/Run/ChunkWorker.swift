@@ -276,8 +276,7 @@ private struct BatchSaver<Writer: BatchChunkWriter> {
             logger.debug("saved", metadata: ["chunk": "\(chunk.index)", "done": "\(batch.save.done)", "records": "\(result.records)",
                                              "rejected": "\(result.rejected.count)", "ms": "\(Int(seconds * 1000))",
                                              "locked ms": "\(Int(result.lockedSeconds * 1000))"])
-            let outcomes = RecordOutcomes(inserted: result.records - result.updated - result.unchanged, updated: result.updated,
-                                          unchanged: result.unchanged, duplicates: result.duplicates)
+            let outcomes = RecordOutcomes(written: result)
             try afterSave(ImportWorker.ChunkResult(imported: result.records, rejected: result.rejected.count, outcomes: outcomes,
                                                    seconds: seconds, lockedSeconds: result.lockedSeconds))
             if batch.save.endsChunk {

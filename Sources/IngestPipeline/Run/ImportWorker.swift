@@ -197,7 +197,7 @@ final class ImportWorker {
             }
         }
         if !staged.isEmpty {
-            try bookkeeping.stage(rejects: staged, members: census, chunk, done: done, records: staged.count, in: context)
+            try bookkeeping.stage(rejects: staged, members: census, outcomes: RecordOutcomes(), chunk, done: done, records: staged.count, in: context)
             try context.save()
             bookkeeping.committed(done: done)
             context.reset()
@@ -223,8 +223,8 @@ final class ImportWorker {
             result.outcomes.count(inserted: outcome == .inserted, changed: changed, duplicate: outcome == .duplicate)
             result.imported += 1
         }
-        try bookkeeping.stage(rejects: staged, members: members, chunk, done: done, records: batch.count + rejects.count,
-                              in: context)
+        try bookkeeping.stage(rejects: staged, members: members, outcomes: result.outcomes, chunk, done: done,
+                              records: batch.count + rejects.count, in: context)
         try context.save()
         bookkeeping.committed(done: done)
         if known.count > Self.knownLimit { known.removeAll(keepingCapacity: true) }

@@ -61,12 +61,17 @@ enum ImportMarker {
 
         /// Per save: the census of the members its records held that the pipeline does not map.
         var membersPrefix: String { prefix + "members." }
+        /// Per save: what became of its records' own objects (inserted, updated, unchanged),
+        /// so that a run stopped and resumed counts every save, not the last process's.
+        var outcomesPrefix: String { prefix + "outcomes." }
 
         func chunkKey(_ chunk: Int) -> String { chunkPrefix + ChunkInfo.fileName(for: chunk) }
 
         /// The save of `chunk` that brought its marker to `done` (one key per save, so a
         /// save made again after a crash replaces its own census and adds no other).
         func membersKey(chunk: Int, done: Int) -> String { membersPrefix + ChunkInfo.fileName(for: chunk) + "." + Self.pad(done, 9) }
+
+        func outcomesKey(chunk: Int, done: Int) -> String { outcomesPrefix + ChunkInfo.fileName(for: chunk) + "." + Self.pad(done, 9) }
 
         func sumKey(_ chunk: Int) -> String { sumPrefix + ChunkInfo.fileName(for: chunk) }
 
@@ -176,11 +181,23 @@ enum ImportMarker {
         }
     }
 
-    /// A census as one line of JSON, keys sorted.
-    static func jsonLine(_ members: MemberCensus) throws -> String {
+    /// The outcomes of every save of run `keys.run`, added up.
+    static func outcomes(_ coordinator: PersistentStoreCoordinator, _ keys: Keys) throws -> RecordOutcomes {
+        let decoder = JSONDecoder()
+        return try coordinator.metadata(withPrefix: keys.outcomesPrefix).reduce(RecordOutcomes()) { total, entry in
+            do {
+                return total + (try decoder.decode(RecordOutcomes.self, from: Data(entry.value.utf8)))
+            } catch let error as DecodingError {
+                throw ImportError("\(coordinator.path): the store's record of a save's outcomes (\(entry.key) in \(PersistentStoreCoordinator.metadataTableName)) is damaged: \(error.plainDescription); it is not what Ingest wrote")
+            }
+        }
+    }
+
+    /// A census, or a save's outcomes, as one line of JSON, keys sorted (as `setMetadata` writes them).
+    static func jsonLine(_ value: some Encodable) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        return String(decoding: try encoder.encode(members), as: UTF8.self)
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
     /// Writes `run`'s record in a transaction of its own.

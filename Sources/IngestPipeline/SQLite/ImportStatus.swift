@@ -87,7 +87,8 @@ public struct ImportStatus: Sendable {
                             chunks: record.chunks, chunkCount: chunkCount, chunkSize: record.chunkSize, saveEvery: record.saveEvery,
                             chunksComplete: complete, recordsDone: progress.values.reduce(0, +),
                             rejected: try coordinator.metadata(withPrefix: keys.rejectPrefix).count,
-                            started: record.started, ended: record.ended, inferred: record.inferred ?? false, outcomes: record.outcomes,
+                            started: record.started, ended: record.ended, inferred: record.inferred ?? false,
+                            outcomes: try Self.outcomes(of: record, coordinator, keys),
                             members: try ImportMarker.members(coordinator, keys)))
         }
         if runs[runs.count - 1].state == "running" {
@@ -143,3 +144,14 @@ public struct ImportStatus: Sendable {
         return problems
     }
 }
+
+extension ImportStatus {
+    /// What the run did with its records so far: every save's outcomes added up; a run
+    /// finished before saves kept theirs has only its record's.
+    static func outcomes(of record: ImportMarker.Run, _ coordinator: PersistentStoreCoordinator,
+                         _ keys: ImportMarker.Keys) throws -> RecordOutcomes? {
+        let saved = try ImportMarker.outcomes(coordinator, keys)
+        return saved.isEmpty ? record.outcomes : saved
+    }
+}
+

@@ -34,6 +34,9 @@ final class SQLiteChunkWriter: BatchChunkWriter {
             let reject = ImportMarker.Reject(save.chunk, index: index, reason: rejection.reason,
                                              text: ChunkLines.text(ofRecord: index, in: save.bytes))
             return [keys.rejectKey(chunk: save.chunk.index, index: index): try reject.jsonLine()]
+        } written: { [keys] result in
+            let outcomes = RecordOutcomes(written: result)
+            return outcomes.isEmpty ? [:] : [keys.outcomesKey(chunk: save.chunk.index, done: save.done): try ImportMarker.jsonLine(outcomes)]
         }
         result.rejected = save.rejects.map { BatchRejection(record: $0.index, reason: $0.reason) } + result.rejected
         return result

@@ -181,6 +181,8 @@ final class SQLiteRunSession: RunSession {
         let keys = ImportMarker.Keys(run: begun.number)
         let rejects = try ImportMarker.rejects(coordinator, keys)
         let members = try ImportMarker.members(coordinator, keys)
+        // Every save of the run, this process's and any stopped one's before it.
+        let outcomes = try ImportMarker.outcomes(coordinator, keys)
         try importer.writeRejects(coordinator)
         if let error = state.failure {
             logger.info("import run stopped", metadata: ["reason": "\(error)"])
@@ -211,7 +213,7 @@ final class SQLiteRunSession: RunSession {
                                   staleLock: lock.previous.map { "pid \($0.pid) on \($0.host), started \($0.startedAt)" },
                                   remadeChunks: remade, writePath: workers.batchPath ? "batch" : "objects",
                                   stageRates: StageRates(stages, records: imported.imported + imported.rejected),
-                                  timeline: state.timeline, outcomes: state.outcomes, run: begun.number,
+                                  timeline: state.timeline, outcomes: outcomes, run: begun.number,
                                   abandonedRun: abandoned, chunksDirectory: begun.chunks, deletedChunks: deletedChunks,
                                   pipelineInferred: begun.inferred, outsideRecords: manifest.outsideRecords,
                                   members: members.isEmpty ? nil : members)
@@ -221,12 +223,12 @@ final class SQLiteRunSession: RunSession {
         var finished = runRecord.withLock { $0 }
         finished.state = .finished
         finished.ended = ImportMarker.now()
-        finished.outcomes = state.outcomes
+        finished.outcomes = outcomes
         try ImportMarker.save(finished, coordinator)
         if !options.keepChunks { Importer.deleteChunks(begun.chunks) }
         logger.info("import run finished", metadata: [
             "imported": "\(report.imported)", "rejected": "\(report.rejectedThisRun)", "seconds": "\(report.seconds)",
-            "inserted": "\(state.outcomes.inserted)", "updated": "\(state.outcomes.updated)", "unchanged": "\(state.outcomes.unchanged)",
+            "inserted": "\(outcomes.inserted)", "updated": "\(outcomes.updated)", "unchanged": "\(outcomes.unchanged)",
         ])
         return report
     }

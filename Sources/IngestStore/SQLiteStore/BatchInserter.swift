@@ -97,9 +97,11 @@ public final class BatchInserter: BatchRequestMaking {
     }
 
     /// Writes a prepared request (see `execute(_:metadata:rejected:)`). Related objects
-    /// repeated exactly since their last write are not written again.
+    /// repeated exactly since their last write are not written again. `written` adds
+    /// metadata made from what the write did, in the same transaction.
     public func execute(_ prepared: Prepared, metadata: [String: String],
-                        rejected: (Rejection) throws -> [String: String] = { _ in [:] }) throws -> Result {
+                        rejected: (Rejection) throws -> [String: String] = { _ in [:] },
+                        written: (Result) throws -> [String: String] = { _ in [:] }) throws -> Result {
         let request = prepared.request
         let (keys, contents) = (prepared.keys, prepared.contents)
         var resolved = prepared.resolved
@@ -114,7 +116,7 @@ public final class BatchInserter: BatchRequestMaking {
             let start = DispatchTime.now().uptimeNanoseconds
             defer { locked = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
             return try inserter.write(request, keys: keys, resolved: resolved, contents: contents, metadata: metadata, rejected: rejected,
-                                      observed: observed, db)
+                                      written: written, observed: observed, db)
         }
         committed = true
         forget(records: written.leftOut, of: request)
@@ -139,7 +141,8 @@ public final class BatchInserter: BatchRequestMaking {
     // MARK: - The transaction
 
     private func write(_ request: BatchInsertRequest, keys: [Value?], resolved: [Int64], contents: [UInt64], metadata: [String: String],
-                       rejected: (Rejection) throws -> [String: String], observed: Bool, _ db: Database) throws -> Written {
+                       rejected: (Rejection) throws -> [String: String], written: (Result) throws -> [String: String],
+                       observed: Bool, _ db: Database) throws -> Written {
         var result = Result()
         var stagedMetadata = metadata
         var learned: [[Value: Int64]] = Array(repeating: [:], count: plans.count)
@@ -294,6 +297,7 @@ public final class BatchInserter: BatchRequestMaking {
                 result.records += 1
             }
         }
+        stagedMetadata.merge(try written(result)) { $1 }
         let sequence = try coordinator.finishSave(db, metadata: stagedMetadata)
         for (entity, count) in insertedCounts.enumerated() where count > 0 { result.inserted[plans[entity].info.name] = count }
         return Written(result: result, inserted: inserted, updated: updated, sequence: sequence, learned: learned,
