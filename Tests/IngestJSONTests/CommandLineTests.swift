@@ -90,6 +90,12 @@ import Testing
         #expect(directory.status == 1 && directory.stderr == "ingest: cannot write \(temp.path): Is a directory\n", "\(directory.stderr)")
         #expect(!FileManager.default.fileExists(atPath: temp.path + ".tmp"))
         #expect(try ingest("generate", "-o", "").status == 2)
+        // A link to no file yet: the file is made where it points, as `>` makes it.
+        let dangling = temp.file("dangling.json")
+        try FileManager.default.createSymbolicLink(atPath: dangling, withDestinationPath: "made.json")
+        #expect(try ingest("generate", "--records", "2", "-o", dangling).status == 0)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: dangling) == "made.json")
+        #expect(FileManager.default.fileExists(atPath: temp.file("made.json")))
     }
 
     @Test func missingFileExitsOne() throws {

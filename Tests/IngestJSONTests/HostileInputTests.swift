@@ -180,6 +180,9 @@ import Testing
         #expect(try shaped(#"{"@key":"2","type":"a"}"#, key: "1")
                 == #"{"@rowError":"the record named \"1\" has a member \"@key\" of its own, which its name would be taken for","@row":{"@key":"2","type":"a"}}"#)
         #expect(try shaped(#"{"x":{"@key":1}}"#, key: "4") == #"{"@key":"4","x":{"@key":1}}"#)
+        // The same name written with escapes is the same member.
+        #expect(try shaped(#"{"@k\u0065y":5}"#, key: "6").hasPrefix(#"{"@rowError":"the record named \"6\" has a member"#))
+        #expect(try shaped(#"{"\u0040key":5}"#, key: "7").hasPrefix(#"{"@rowError":"the record named \"7\" has a member"#))
         #expect(try shaped(#""@key""#, key: "5") == #"{"@key":"5","@value":"@key"}"#)
     }
 

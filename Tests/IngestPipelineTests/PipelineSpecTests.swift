@@ -70,6 +70,9 @@ import Testing
             == "pipeline.model: entities[0].relationships[0].tomany: unknown field 'tomany' (expected name, destination, inverse, toMany, deleteRule)")
         #expect(modelError(#"{"entities": [{"name": "P", "attributes": [{"name": "id", "type": "string"}]}], "version": 2}"#)
             == "pipeline.model: version: unknown field 'version' (expected entities)")
+        // A pipeline a store kept (a PostgreSQL run's) is read as the version that kept it did.
+        let kept = #"{"model": {"entities": [{"name": "P", "attributes": [{"name": "id", "type": "string"}], "uniqe": [["id"]]}]}, "record": "P", "mappings": {"P": {}}}"#
+        #expect((try? PipelineSpec.parse(Array(kept.utf8), strict: false))?.model.entities.first?.uniquenessConstraints == [])
         #expect(error(#"{"model": \#(m), "feed": {"recordsAt": "a", "ndjson": true}, "record": "Photo", "mappings": {"Photo": {}}}"#)
             == "pipeline.feed: recordsAt and ndjson exclude each other")
     }

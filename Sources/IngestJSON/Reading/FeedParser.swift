@@ -43,8 +43,15 @@ final class FeedParser {
     /// `FeedRecord.keyText` of the current keyed record.
     private var recordKeyText: [UInt8]?
 
-    /// The string token (quotes included) that `bytes` end with, or nil.
-    static func lastString(in bytes: [UInt8]) -> [UInt8]? {
+    /// The string token (quotes included) that `earlier + bytes` end with, or nil. Only a
+    /// name that began in an earlier read needs `earlier`: the copy is made then alone.
+    static func lastString(in bytes: UnsafeRawBufferPointer, after earlier: [UInt8]? = nil) -> [UInt8]? {
+        guard let earlier else { return lastString(in: bytes) }
+        let whole = earlier + bytes
+        return whole.withUnsafeBytes { lastString(in: $0) }
+    }
+
+    private static func lastString(in bytes: UnsafeRawBufferPointer) -> [UInt8]? {
         guard bytes.count >= 2, bytes[bytes.count - 1] == UInt8(ascii: "\"") else { return nil }
         var index = bytes.count - 2
         while index >= 0 {
@@ -449,8 +456,11 @@ final class FeedParser {
                 buffer.baseAddress.map { UnsafeRawPointer(pointer) >= $0 && UnsafeRawPointer(pointer) < $0 + buffer.count } ?? false
             } ?? true
             if !inPlace {
-                let written = pending + buffer[0..<currentIndex]
-                if let text = Self.lastString(in: written), text.withUnsafeBytes({ JSONValueBuilder.loneSurrogate(in: $0) }) != nil {
+                // The name as read. Nothing carried over: the gap before it, and so the name,
+                // began in this read. Else they began in an earlier one (once a read at most).
+                let read = UnsafeRawBufferPointer(rebasing: buffer[0..<currentIndex])
+                let text = Self.lastString(in: read, after: pending.isEmpty ? nil : pending)
+                if let text, text.withUnsafeBytes({ JSONValueBuilder.loneSurrogate(in: $0) }) != nil {
                     recordKeyText = text
                 }
             }

@@ -35,6 +35,9 @@ public struct RecordShaper {
     /// Records the shaper consumed (the header row).
     public private(set) var consumed = 0
 
+    /// The nesting the feed is read with (`FeedOptions.maxDepth`), for the records it parses.
+    public var maxDepth = FeedOptions.defaultMaxDepth
+
     public init(form: RecordForm) {
         self.form = form
         if case .rows(let columns) = form { self.columns = columns }
@@ -42,10 +45,10 @@ public struct RecordShaper {
 
     private static let ownKeyMember = Array("\"@key\"".utf8)
 
-    /// Whether the text holds `"@key"` anywhere (then the record is parsed to see whether
-    /// it is a member of the record itself).
-    static func hasOwnKeyMember(_ bytes: [UInt8]) -> Bool {
-        bytes.firstRange(of: ownKeyMember) != nil
+    /// Whether the text holds `"@key"` anywhere, or an escape (`"\u0040key"` is the same
+    /// name): then the record is parsed to see whether it is a member of the record itself.
+    static func mayHaveOwnKeyMember(_ bytes: [UInt8]) -> Bool {
+        bytes.contains(UInt8(ascii: "\\")) || bytes.firstRange(of: ownKeyMember) != nil
     }
 
     /// The bytes to write for `record`, or nil when the record is the header row.
@@ -53,7 +56,7 @@ public struct RecordShaper {
     public mutating func shape(_ record: FeedRecord, error: (String) -> FeedError) throws -> [UInt8]? {
         var bytes = Array(record.bytes)
         if case .rows = form {
-            let value = try JSONValue.parse(bytes)
+            let value = try JSONValue.parse(bytes, maxDepth: maxDepth)
             guard let columns else {
                 guard case .array(let names) = value, !names.isEmpty else { throw error("the header row is not an array of column names") }
                 self.columns = try names.map { name in
@@ -75,7 +78,8 @@ public struct RecordShaper {
         if case .values = form, record.key == nil {
             bytes = Array("{\"@value\":".utf8) + bytes + [UInt8(ascii: "}")]
         }
-        if let key = record.key, Self.hasOwnKeyMember(bytes), let value = try? JSONValue.parse(bytes), value["@key"] != nil {
+        if let key = record.key, Self.mayHaveOwnKeyMember(bytes), let value = try? JSONValue.parse(bytes, maxDepth: maxDepth),
+           value["@key"] != nil {
             // Its own "@key" would win over its name (the last of two equal members wins),
             // and the name would be lost without a word: the importer rejects it instead.
             let reason = "the record named \(JSONValue.string(key)) has a member \"@key\" of its own, which its name would be taken for"

@@ -169,6 +169,7 @@ public final class Splitter {
         var bytesRead = 0
         var recordsSeen = 0
         var shaper = RecordShaper(form: options.form)
+        shaper.maxDepth = options.feed.maxDepth
         let reshapes = record(needsShaping: options)
 
         func endChunk(_ records: Int) throws {

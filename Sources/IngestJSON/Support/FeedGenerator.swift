@@ -57,12 +57,18 @@ public struct FeedGenerator: Sendable {
             try generate { try FileOps.writeAll(fd, $0, path: path) }
             return
         }
-        // A link to a file: the file is replaced whole, the link stays.
+        // A link: the file it names is replaced whole (or made, as `>` makes it), the link stays.
         var link = stat()
-        let target = lstat(path, &link) == 0 && link.st_mode & S_IFMT == S_IFLNK ? (realpath(path, nil).map { resolved in
-            defer { free(resolved) }
-            return String(cString: resolved)
-        } ?? path) : path
+        var target = path
+        if lstat(path, &link) == 0, link.st_mode & S_IFMT == S_IFLNK {
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let length = readlink(path, &buffer, buffer.count - 1)
+            if length > 0 {
+                let destination = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+                target = destination.hasPrefix("/") || !path.contains("/") ? destination : directory + "/" + destination
+            }
+        }
         let temporary = target + ".tmp"
         let fd = try FileOps.openForWriting(temporary)
         var open = true

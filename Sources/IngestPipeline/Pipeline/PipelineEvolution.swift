@@ -34,7 +34,7 @@ public enum PipelineEvolution {
     /// - Throws: `PipelineError` when the pipeline's text is not a pipeline.
     public static func evolve(_ pipeline: [UInt8], by inference: PipelineInference.Inference,
                               unmapped: MemberCensus = MemberCensus()) throws -> Evolution {
-        let old = try PipelineSpec.parse(pipeline)
+        let old = try PipelineSpec.parse(pipeline, strict: false)
         var root = try JSONValue.parse(pipeline)
         let inferredRoot = try JSONValue.parse(Array(inference.text.utf8))
         let new = inference.spec

@@ -61,6 +61,7 @@ public enum PipelineInference {
         var records: [JSONValue] = []
         let reader = try FeedReader(path: feed, options: options.feedOptions(shape))
         var shaper = RecordShaper(form: form)
+        shaper.maxDepth = options.maxDepth
         struct Enough: Error {}
         do {
             try reader.read { record in

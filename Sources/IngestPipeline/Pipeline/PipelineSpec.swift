@@ -117,7 +117,9 @@ public struct PipelineSpec: Sendable {
 
     /// Parses a pipeline from its JSON text.
     /// - Throws: `PipelineError`.
-    public static func parse(_ bytes: [UInt8]) throws -> PipelineSpec {
+    /// `strict: false` reads a pipeline a store kept (a PostgreSQL run's, one to evolve) as
+    /// the version that kept it did: its model's unknown fields are left alone.
+    public static func parse(_ bytes: [UInt8], strict: Bool = true) throws -> PipelineSpec {
         let root: JSONValue
         do {
             root = try JSONValue.parse(bytes)
@@ -127,7 +129,7 @@ public struct PipelineSpec: Sendable {
         let top = try Fields(root, at: "pipeline", allowed: ["model", "feed", "record", "mappings", "import"])
         let model: Model
         do {
-            model = try Model.load(json: Data(try top.required("model").description.utf8), strict: true)
+            model = try Model.load(json: Data(try top.required("model").description.utf8), strict: strict)
         } catch let error as ModelError {
             throw PipelineError("pipeline.model: \(error.message)")
         } catch let error as PipelineError {

@@ -2,6 +2,7 @@ import Foundation
 import IngestJSON
 import IngestStore
 import Logging
+import Synchronization
 
 /// A PostgreSQL run's chunks, for one worker of one of the processes joined to it: each
 /// claimed with `SELECT … FOR UPDATE SKIP LOCKED` under this worker's name, held by its
@@ -20,21 +21,20 @@ final class PostgresChunkSource: ChunkSource {
     let owner: String
     /// Where this process's own split left the chunk files, or nil.
     let localChunks: String?
-    /// The split writing `localChunks` runs in this process: a file there was renamed into
-    /// place whole, from the bytes whose checksum the split stored (or compared with the
-    /// one an earlier split stored) under the same number, so it is not hashed again.
-    let localChunksAreThisSplits: Bool
+    /// The split writing `localChunks`, when it runs in this process: a file whose checksum
+    /// it stored (or found stored) under the same number is read without hashing it again.
+    let localSplit: PostgresSplitStage?
     let logger: Logger
 
     init(connection: PostgresConnection, url: PostgresURL, run: Int, record: PostgresRunRecord, owner: String,
-         localChunks: String?, localChunksAreThisSplits: Bool = false, logger: Logger) {
+         localChunks: String?, localSplit: PostgresSplitStage? = nil, logger: Logger) {
         self.connection = connection
         self.url = url
         self.run = run
         self.record = record
         self.owner = owner
         self.localChunks = localChunks
-        self.localChunksAreThisSplits = localChunksAreThisSplits
+        self.localSplit = localSplit
         self.logger = logger
     }
 
@@ -106,7 +106,8 @@ final class PostgresChunkSource: ChunkSource {
     /// - Throws: `ChunkTakenOver` when the chunk was finished (its bytes dropped) meanwhile.
     private func bytes(of lease: ChunkLease) throws -> [UInt8] {
         if let localChunks, let local = try? FileOps.readFile(localChunks + "/" + ChunkInfo.fileName(for: lease.number)),
-           localChunksAreThisSplits || local.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum {
+           localSplit?.localSums.withLock({ $0[lease.number] }) == lease.checksum
+            || local.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum {
             return local
         }
         guard let stored = try connection.fetchBytes("SELECT bytes FROM _ingest_chunks WHERE run = $1 AND number = $2",

@@ -214,11 +214,11 @@ public enum PostgresImport {
     /// - Throws: `FeedError`, `SplitError`, `IOError` from the split (the reason is
     ///   recorded in the run too); `ImportError` for a feed that changed; `PostgresError`.
     public static func split(feed: String, run: Int, url: PostgresURL, directory: String, options: PostgresImportOptions,
-                             cancellation: SplitCancellation? = nil) throws -> Split {
+                             cancellation: SplitCancellation? = nil, stored: (@Sendable (ChunkInfo) -> Void)? = nil) throws -> Split {
         let connection = try PostgresConnection(url)
         guard let (_, found) = try record(of: run, connection) else { throw ImportError(.noImport(store: url.description)) }
         var record = found
-        let spec = try PipelineSpec.parse(Array(record.pipeline.utf8))
+        let spec = try PipelineSpec.parse(Array(record.pipeline.utf8), strict: false)
         let started = Date()
         options.logger.info("splitting the feed", metadata: ["feed": "\(feed)", "chunk size": "\(record.chunkSize)"])
         var splitOptions = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: record.chunkSize, form: spec.recordForm)
@@ -226,6 +226,7 @@ public enum PostgresImport {
         splitOptions.durable = false
         let splitter = Splitter(feedPath: feed, directory: directory, options: splitOptions)
         splitter.chunkEncoder = { ChunkCompression.Encoder() }
+        let onStored = stored
         let stored = Mutex<(chunks: Int, records: Int, bytes: Int, failure: (any Error)?)>((0, 0, 0, nil))
         let recordBox = Mutex(record)
         let stopper = splitter.cancellation
@@ -261,6 +262,8 @@ public enum PostgresImport {
                     try connection.execute("UPDATE _ingest_runs SET record = $2 WHERE run = $1", [String(run), encoded])
                 }
                 stored.withLock { $0.chunks += 1; $0.bytes += chunk.byteSize }
+                // Its local file now holds what the database holds under this number.
+                onStored?(chunk)
             } catch {
                 stored.withLock { $0.failure = error }
                 stopper.cancel()

@@ -27,7 +27,7 @@ struct PostgresRunStore: RunStore {
             found = try PostgresImport.latestUnfinished(connection)
         }
         guard let (run, record) = found else { throw ImportError(.noImport(store: url.description)) }
-        let spec = try PipelineSpec.parse(Array(record.pipeline.utf8))
+        let spec = try PipelineSpec.parse(Array(record.pipeline.utf8), strict: false)
         let store = try PostgresStore(url: url, model: spec.model)
         let workerCount = min(PipelineSpec.maxWorkers, max(1, options.workers ?? spec.workers ?? ProcessInfo.processInfo.activeProcessorCount))
         let host = ProcessInfo.processInfo.hostName
@@ -39,8 +39,7 @@ struct PostgresRunStore: RunStore {
         let state = RunState(rejected: 0, workers: workerCount, started: started)
         let splitStage = split.map { PostgresSplitStage($0, run: run, join: join) }
         let workers = PostgresRunWorkers(join: join, store: store, spec: spec, run: run, record: record, process: process,
-                                         localChunks: split?.directory ?? options.localChunks, localChunksAreThisSplits: split != nil,
-                                         state: state)
+                                         localChunks: split?.directory ?? options.localChunks, localSums: splitStage, state: state)
         return PostgresRunSession(join: join, connection: connection, run: run, record: record, process: process,
                                   heartbeat: Heartbeat(url: url, process: process, leaseSeconds: record.leaseSeconds, logger: options.logger),
                                   split: splitStage, state: state, workers: workers, workerCount: workerCount,
@@ -130,17 +129,17 @@ struct PostgresRunWorkers: RunWorkers {
     let process: String
     /// Where this process's split leaves the run's chunk files: read there, not from the database.
     let localChunks: String?
-    /// The split writing `localChunks` runs in this process (`PostgresChunkSource`).
-    let localChunksAreThisSplits: Bool
+    /// The split writing `localChunks` in this process, when it does (`PostgresChunkSource`).
+    let localSums: PostgresSplitStage?
     let state: RunState
 
     func makeWorker(_ number: Int, _ logger: Logger) throws -> (source: any ChunkSource, path: ChunkWorker.Path) {
         let owner = "\(process)/\(number + 1)"
         let connection = try store.connect()
-        let (store, run, record, localChunks, trusted) = (store, run, record, localChunks, localChunksAreThisSplits)
+        let (store, run, record, localChunks, split) = (store, run, record, localChunks, localSums)
         func source(_ connection: PostgresConnection) -> PostgresChunkSource {
             PostgresChunkSource(connection: connection, url: store.url, run: run, record: record, owner: owner,
-                                localChunks: localChunks, localChunksAreThisSplits: trusted, logger: logger)
+                                localChunks: localChunks, localSplit: split, logger: logger)
         }
         if let writer = try batchWriter(connection: connection, logger: logger),
            let rows = RowMapper(mapper: RecordMapper(spec: spec), inserter: writer) {
@@ -185,12 +184,17 @@ final class PostgresSplitStage: Sendable {
     private let outcome = Mutex<Result<PostgresImport.Split, any Error>?>(nil)
     private let finished = DispatchSemaphore(value: 0)
 
+    /// The checksum of each chunk file this split wrote and found the database holding too.
+    let localSums = Mutex<[Int: String]>([:])
+
     init(_ split: PostgresJoin.SplitAlongside, run: Int, join: PostgresJoin) {
         Thread.detachNewThread { [self] in
             defer { finished.signal() }
             var result = Result {
                 try PostgresImport.split(feed: split.feed, run: run, url: join.url, directory: split.directory,
-                                         options: join.options, cancellation: join.splitCancellation)
+                                         options: join.options, cancellation: join.splitCancellation) { [self] chunk in
+                    localSums.withLock { $0[chunk.index] = chunk.checksum }
+                }
             }
             if case .failure(let error) = result {
                 if case SplitError.interrupted = error, join.splitCancellation.isCancelled {

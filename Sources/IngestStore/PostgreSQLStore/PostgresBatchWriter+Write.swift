@@ -53,9 +53,9 @@ extension PostgresBatchWriter {
     ///   new): roll back and try again; or the server's failure.
     public func write(_ request: BatchInsertRequest, only: [Int]? = nil, staged: Staged? = nil) throws(PostgresError) -> BatchResult {
         let made = only == nil ? staged ?? stage(request) : stage(request, only: only)
+        // Kept until the transaction ends: a rollback to a savepoint can undo the TRUNCATE.
         if !usedStagingTables.isEmpty {
             try connection.execute("TRUNCATE " + usedStagingTables.sorted().joined(separator: ", "))
-            usedStagingTables.removeAll()
         }
         var result = BatchResult()
         result.rejected = made.rejected

@@ -65,10 +65,11 @@ public final class PostgresBatchWriter: BatchRequestMaking {
     var known: [[TextKey: Known]]
     var pending: [[TextKey: Known]]
     static let knownLimit = 200_000
-    /// Staging tables holding rows of a write in the open transaction. They empty on
-    /// commit or rollback (ON COMMIT DELETE ROWS); another write in the same transaction
-    /// (the record-by-record retry) empties them first. A TRUNCATE after every write cost
-    /// the server a new file per table per batch.
+    /// Staging tables a write of the open transaction used. They empty on commit or
+    /// rollback (ON COMMIT DELETE ROWS); another write in the same transaction (the
+    /// record-by-record retry) truncates every one of them first (a rollback to a savepoint
+    /// may have undone an earlier TRUNCATE). A TRUNCATE after every write cost the server a
+    /// new file per table per batch.
     var usedStagingTables: Set<String> = []
     /// Per entity and to-one column: the destination's plan.
     let linkTargets: [[Int]]
