@@ -171,24 +171,23 @@ enum ImportMarker {
     /// The census of every save of run `keys.run`: the members its records held that the
     /// pipeline does not map.
     static func members(_ coordinator: PersistentStoreCoordinator, _ keys: Keys) throws -> MemberCensus {
-        let decoder = JSONDecoder()
-        return try coordinator.metadata(withPrefix: keys.membersPrefix).reduce(MemberCensus()) { total, entry in
-            do {
-                return total + (try decoder.decode(MemberCensus.self, from: Data(entry.value.utf8)))
-            } catch let error as DecodingError {
-                throw ImportError("\(coordinator.path): the store's record of unmapped members (\(entry.key) in \(PersistentStoreCoordinator.metadataTableName)) is damaged: \(error.plainDescription); it is not what Ingest wrote")
-            }
-        }
+        try total(coordinator, prefix: keys.membersPrefix, what: "unmapped members", from: MemberCensus(), +)
     }
 
     /// The outcomes of every save of run `keys.run`, added up.
     static func outcomes(_ coordinator: PersistentStoreCoordinator, _ keys: Keys) throws -> RecordOutcomes {
+        try total(coordinator, prefix: keys.outcomesPrefix, what: "a save's outcomes", from: RecordOutcomes(), +)
+    }
+
+    /// What the saves kept under `prefix` add up to, each read as JSON.
+    private static func total<Part: Decodable>(_ coordinator: PersistentStoreCoordinator, prefix: String, what: String, from zero: Part,
+                                               _ add: (Part, Part) -> Part) throws -> Part {
         let decoder = JSONDecoder()
-        return try coordinator.metadata(withPrefix: keys.outcomesPrefix).reduce(RecordOutcomes()) { total, entry in
+        return try coordinator.metadata(withPrefix: prefix).reduce(zero) { total, entry in
             do {
-                return total + (try decoder.decode(RecordOutcomes.self, from: Data(entry.value.utf8)))
+                return add(total, try decoder.decode(Part.self, from: Data(entry.value.utf8)))
             } catch let error as DecodingError {
-                throw ImportError("\(coordinator.path): the store's record of a save's outcomes (\(entry.key) in \(PersistentStoreCoordinator.metadataTableName)) is damaged: \(error.plainDescription); it is not what Ingest wrote")
+                throw ImportError("\(coordinator.path): the store's record of \(what) (\(entry.key) in \(PersistentStoreCoordinator.metadataTableName)) is damaged: \(error.plainDescription); it is not what Ingest wrote")
             }
         }
     }
