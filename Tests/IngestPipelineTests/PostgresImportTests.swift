@@ -475,6 +475,11 @@ struct PostgresImportTests {
     }
 
     /// A reject line's run-independent part: its record number and reason.
+    /// Runs `sql` with psql on `database` of `server` (the helper's own runs on `ingest`).
+    static func psql(_ server: PostgresServer, database: String, _ sql: String) throws -> String {
+        try server.psql(["-d", database, "-c", sql])
+    }
+
     static func reason(_ line: String) -> String {
         let record = line.range(of: #""record":[0-9]+"#, options: .regularExpression).map { String(line[$0]) } ?? "?"
         let reason = line.range(of: #""reason":"[^"]*""#, options: .regularExpression).map { String(line[$0]) } ?? "?"
@@ -589,6 +594,31 @@ struct PostgresImportTests {
         #expect(query.status == 0 && query.stdout == "id,title\r\np1,one\r\np2,two\n", "\(query.stdout)\(query.stderr)")
         let count = try IngestBinary.run(["query", server.url, "Post", "--where", "title ==[c] 'TWO'", "--count"])
         #expect(count.stdout == "1\n", "\(count.stdout)\(count.stderr)")
+        // Without --pipeline the store's runs' pipeline is used, as a SQLite store keeps its
+        // own (inferring one anew made another model, which the store refused; the hint a
+        // stopped split prints is this very command).
+        let third = try dir.write("third.ndjson", Array(#"{"id":"p3","title":"three","extra":1}"#.utf8) + [0x0A])
+        let reused = try IngestBinary.run(["import", third, "--store", server.url])
+        #expect(reused.status == 0 && reused.stderr.contains("no --pipeline: using the pipeline of the store's newest run"), "\(reused.stderr)")
+        // join on a database nothing was imported into, and on one that does not exist.
+        let empty = try server.createDatabase("nothing_here")
+        let notAStore = try IngestBinary.run(["join", empty])
+        #expect(notAStore.status == 1 && notAStore.stderr.contains("holds no Ingest store: nothing has been imported into it")
+                && !notAStore.stderr.contains("_ingest_runs"), "\(notAStore.stderr)")
+        // Tables of the model's names that Ingest did not make, a schema that does not exist,
+        // and an option libpq does not know: each named, not the first SQL that fails.
+        let foreign = try server.createDatabase("foreign_tables")
+        _ = try Self.psql(server, database: "foreign_tables", #"CREATE TABLE "Post" (x int)"#)
+        let taken = try IngestBinary.run(["import", third, "--pipeline", pipeline, "--store", foreign])
+        #expect(taken.status == 1 && taken.stderr.contains("has tables Ingest did not make with the names the model needs (\"Post\")"), "\(taken.stderr)")
+        let noSchema = try IngestBinary.run(["import", third, "--pipeline", pipeline, "--store", empty + "&options=-csearch_path%3Dnosuchschema"])
+        #expect(noSchema.status == 1 && noSchema.stderr.contains("selects no existing schema to make the store's tables in"), "\(noSchema.stderr)")
+        let option = try IngestBinary.run(["status", empty + "&nosuchoption=1"])
+        #expect(option.status == 1 && option.stderr.contains(#"invalid URI query parameter: "nosuchoption""#), "\(option.stderr)")
+        let missing = empty.replacingOccurrences(of: "/nothing_here?", with: "/no_such_database?")
+        let noDatabase = try IngestBinary.run(["join", missing])
+        #expect(noDatabase.status == 1 && noDatabase.stderr.contains("does not exist") && !noDatabase.stderr.contains("continue with"),
+                "\(noDatabase.stderr)")
     }
 
     /// The run's split finished, so no split compares the feed again: a feed changed in

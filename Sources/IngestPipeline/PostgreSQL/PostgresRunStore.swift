@@ -19,6 +19,10 @@ struct PostgresRunStore: RunStore {
     func begin(started: Double) throws -> PostgresRunSession {
         let (url, options) = (join.url, join.options)
         let connection = try PostgresConnection(url)
+        // A database nothing was imported into says so, not what SQL it cannot run.
+        guard try connection.execute("SELECT to_regclass('_ingest_runs') IS NOT NULL")[0, 0] == "t" else {
+            throw PostgresError.notAStore(target: url.description)
+        }
         let found: (Int, PostgresRunRecord)?
         if let wanted = run {
             let rows = try connection.execute("SELECT record FROM _ingest_runs WHERE run = $1 AND state = 'running'", [String(wanted)])

@@ -81,6 +81,14 @@ public final class PostgresStore: Sendable {
             try connection.transaction {
                 // One creator at a time: others wait here, then find the tables made.
                 try connection.execute("SELECT pg_advisory_xact_lock(727001)")
+                // A database (or schema) holding tables of the model's names that Ingest did not
+                // make is refused by name, not by the first column its statements miss.
+                if try connection.execute("SELECT to_regclass('_ingest_store') IS NULL")[0, 0] == "t" {
+                    let taken = try schema.entities.values.map(\.table).sorted().filter { table in
+                        try connection.execute("SELECT to_regclass($1) IS NOT NULL", [table])[0, 0] == "t"
+                    }
+                    if !taken.isEmpty { throw PostgresError.foreignTables(target: url.description, tables: taken) }
+                }
                 // Made once: statements on existing tables (ALTER TABLE) would lock out running imports.
                 if try connection.execute("SELECT to_regclass('_ingest_chunks') IS NULL")[0, 0] == "t" {
                     for statement in Self.bookkeeping { try connection.execute(statement) }
@@ -114,6 +122,9 @@ public final class PostgresStore: Sendable {
                 try connection.execute("INSERT INTO _ingest_store VALUES ('model.sha256', $1), ('model', $2)",
                                        [model.hash, String(decoding: model.jsonData(), as: UTF8.self)])
             }
+        } catch PostgresError.server(_, let state) where state == "3F000" {
+            // A search_path naming no existing schema.
+            throw .noSchema(target: url.description)
         } catch let error as PostgresError {
             throw error
         } catch {

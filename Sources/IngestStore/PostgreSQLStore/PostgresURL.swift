@@ -16,13 +16,27 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
     public init(_ text: String) throws(PostgresError) {
         var error: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(text, &error) else {
-            // libpq's message quotes the part it cannot read, which may be the password.
+            // libpq's message quotes the part it cannot read, which may be the password:
+            // it is shown only for an address that holds none (an unknown option, say).
+            let reason = error.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) }
             if let error { PQfreemem(error) }
+            if let reason, !Self.mayHoldPassword(text) {
+                throw .connection(target: text, reason: reason)
+            }
             throw .connection(target: "(an address libpq cannot read)",
                               reason: "not a valid postgresql:// URL or key=value string (percent-encode special characters in the password, or put it in PGPASSWORD or ~/.pgpass)")
         }
         PQconninfoFree(options)
         conninfo = text
+    }
+
+    /// Whether `text` may hold a password: a `user:…@` in a URL, or a password key.
+    static func mayHoldPassword(_ text: String) -> Bool {
+        if text.contains("password") { return true }
+        guard let scheme = text.range(of: "://") else { return false }
+        let authority = text[scheme.upperBound...].prefix { $0 != "/" && $0 != "?" }
+        guard let at = authority.lastIndex(of: "@") else { return false }
+        return authority[..<at].contains(":")
     }
 
     /// The address as given, without its password (what messages and hints show).

@@ -34,6 +34,15 @@ struct PostgresRunBackend: RunBackend {
         } else if command.evolve, let (text, unmapped) = try PostgresImport.latestPipeline(url: url) {
             // The newest run's pipeline, grown by this feed (the run keeps it: no file to write).
             bytes = try command.evolved(Array(text.utf8), file: nil, unmapped: unmapped)
+        } else if let (text, _) = (try? PostgresImport.latestPipeline(url: url)) ?? nil {
+            // As a SQLite store keeps the pipeline its first import inferred, a PostgreSQL
+            // store's runs keep theirs: the newest one's is used (the hint a stopped split
+            // prints, `ingest import FEED --store URL`, then continues it).
+            if command.shape.isGiven {
+                throw CommandFailure("\(url) keeps the pipeline of its runs, whose \"feed\" says where the records are: leave out the shape options, or give --pipeline")
+            }
+            if !command.running.quiet { Console.error("ingest: no --pipeline: using the pipeline of the store's newest run\n") }
+            bytes = Array(text.utf8)
         } else {
             guard !FileOps.isReadOnce(feed) else {
                 throw CommandFailure("a feed on \(feed == "-" ? "standard input" : "a pipe (\(feed))") needs --pipeline")
@@ -109,13 +118,17 @@ struct PostgresRunBackend: RunBackend {
         let join = PostgresJoin(url: url, options: options)
         let signals = StopSignals { join.cancel() }
         defer { signals.cancel() }
+        var connected = false
         func commandError(_ error: any Error) -> any Error {
-            if let lost = error as? PostgresError, lost.isConnectionLoss {
+            // A connection lost once joined leaves the run to continue; one never made, nothing.
+            if connected, let lost = error as? PostgresError, lost.isConnectionLoss {
                 return CommandFailure("\(url): \(lost); the run is kept as far as it was saved: continue with: ingest join \(url)")
             }
             return error
         }
         let report: PostgresJoin.Report
+        _ = try PostgresConnection(url)
+        connected = true
         let progress = PostgresProgressLine(url: url, run: run, quiet: running.quiet)
         do {
             defer { progress.stop() }
