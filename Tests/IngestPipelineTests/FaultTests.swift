@@ -73,7 +73,7 @@ import Testing
                                                          pipelinePath: Self.pipeline)).run()
         let sound = try IngestBinary.run(["status", store, "--check"])
         #expect(sound.status == 0)
-        #expect(sound.stdout == "\(store): check passed (SQLite integrity, to-one references, uniqueness, import marker)\n")
+        #expect(sound.stdout == "\(store): check passed (SQLite integrity, to-one references, uniqueness, value types, import marker)\n")
 
         // Damage it behind Ingest's back: a dangling to-one, a repeated unique key, a marker past its chunk.
         let db = try DatabaseQueue(path: store)

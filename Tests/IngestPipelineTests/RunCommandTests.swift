@@ -216,6 +216,14 @@ extension RunCommandTests {
         #expect(badModel.status == 1 && badModel.stderr.hasPrefix("ingest: \(edited) is not an Ingest store: its model ('_model' in _ingest_metadata) is damaged: entities[0].attributes["),
                 "\(badModel.stderr)")
         #expect(badModel.stderr.contains("'strng' is not an attribute type"))
+        // A model edited to another type still decodes; the check finds the values it no longer describes.
+        let retyped = dir.file("retyped.sqlite")
+        #expect(try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", retyped, "--quiet"]).status == 0)
+        #expect(try IngestBinary.run(["status", retyped, "--check"]).status == 0)
+        try storeRowsExecute(retyped, #"UPDATE _ingest_metadata SET value = replace(value, '"name":"id","optional":false,"type":"string"', '"name":"id","optional":false,"type":"int64"') WHERE key = '_model'"#)
+        let check = try IngestBinary.run(["status", retyped, "--check"])
+        #expect(check.status == 1 && check.stdout.contains("Photo.id value(s) are not integer, as int64 values are stored (was the model edited?)"),
+                "\(check.stdout)\(check.stderr)")
         let later = dir.file("later.sqlite")
         #expect(try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", later, "--quiet"]).status == 0)
         try storeRowsExecute(later, "UPDATE _ingest_metadata SET value = '999' WHERE key = '_formatVersion'")

@@ -25,6 +25,7 @@ extension PersistentStoreCoordinator {
                     }
                 }
                 problems += try Self.missingIndexes(db, info, secondaryDeferred: deferred)
+                problems += try Self.mistypedValues(db, info)
                 for constraint in info.uniquenessConstraints {
                     let columns = constraint.map(quoted).joined(separator: ", ")
                     let present = constraint.map { "\(quoted($0)) IS NOT NULL" }.joined(separator: " AND ")
@@ -37,6 +38,21 @@ extension PersistentStoreCoordinator {
                 }
             }
             return problems
+        }
+    }
+
+    /// Values whose storage class is not the one Ingest writes for their attribute's type
+    /// (a model edited after the rows were written, say: text under an int64): one scan a table.
+    static func mistypedValues(_ db: Database, _ info: EntityInfo) throws -> [String] {
+        guard !info.attributeNames.isEmpty else { return [] }
+        let counts = zip(info.attributeNames, info.attributeTypes).map { name, type in
+            "coalesce(sum(typeof(\(quoted(name))) NOT IN ('null', '\(type.sqlType.lowercased())')), 0)"
+        }
+        guard let row = try Row.fetchOne(db, sql: "SELECT \(counts.joined(separator: ", ")) FROM \(info.table)") else { return [] }
+        return zip(info.attributeNames, info.attributeTypes).enumerated().compactMap { index, attribute in
+            let count: Int = row[index]
+            guard count > 0 else { return nil }
+            return "\(count) \(info.name).\(attribute.0) value(s) are not \(attribute.1.sqlType.lowercased()), as \(attribute.1.rawValue) values are stored (was the model edited?)"
         }
     }
 

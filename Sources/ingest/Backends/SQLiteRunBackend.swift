@@ -90,6 +90,6 @@ struct SQLiteRunBackend: RunBackend {
 
     func check() throws {
         try RunBackends.report(check: try ImportStatus.check(store: path), of: path,
-                               passed: "SQLite integrity, to-one references, uniqueness, import marker")
+                               passed: "SQLite integrity, to-one references, uniqueness, value types, import marker")
     }
 }
