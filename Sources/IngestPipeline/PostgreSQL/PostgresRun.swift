@@ -328,6 +328,16 @@ public enum PostgresImport {
         return (Int(rows[0, 0]!)!, try JSONDecoder().decode(PostgresRunRecord.self, from: Data(rows[0, 1]!.utf8)))
     }
 
+    /// The pipeline of `url`'s newest run, or nil when no import has run.
+    /// - Throws: `PostgresError` when the store cannot be read.
+    public static func newestPipeline(url: PostgresURL) throws -> String? {
+        let connection = try PostgresConnection(url)
+        guard try connection.execute("SELECT to_regclass('_ingest_runs') IS NOT NULL")[0, 0] == "t" else { return nil }
+        let rows = try connection.execute("SELECT record FROM _ingest_runs ORDER BY run DESC LIMIT 1")
+        guard rows.count == 1, let record = try? JSONDecoder().decode(PostgresRunRecord.self, from: Data(rows[0, 0]!.utf8)) else { return nil }
+        return record.pipeline
+    }
+
     /// The pipeline of `url`'s newest run, with what that run counted that it does not map;
     /// nil when no import has run.
     /// - Throws: `PostgresError` when the store cannot be read.

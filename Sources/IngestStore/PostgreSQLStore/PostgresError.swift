@@ -12,7 +12,7 @@ public enum PostgresError: Error, Sendable, Equatable, CustomStringConvertible {
     case notAStore(target: String)
     /// The database (or schema) holds tables of the model's names that Ingest did not make.
     case foreignTables(target: String, tables: [String])
-    /// The connection's search_path names no schema that exists: there is nowhere to make tables.
+    /// The connection's search_path names no schema that exists and the role may use: nowhere to make tables.
     case noSchema(target: String)
 
     /// The server went away or ended the session (restart, shutdown, network): the
@@ -36,7 +36,7 @@ public enum PostgresError: Error, Sendable, Equatable, CustomStringConvertible {
         case .modelMismatch(let target, let reason): "the PostgreSQL store \(target) was made with a different model: \(reason)"
         case .notAStore(let target): "\(target) holds no Ingest store: nothing has been imported into it"
         case .noSchema(let target):
-            "\(target) selects no existing schema to make the store's tables in: create the schema, or correct its name in ?options=-csearch_path%3Dname"
+            "\(target) selects no schema that exists and that this role may use to make the store's tables in: create the schema or grant USAGE and CREATE on it, or correct its name in ?options=-csearch_path%3Dname"
         case .foreignTables(let target, let tables):
             "\(target) has tables Ingest did not make with the names the model needs (\(tables.joined(separator: ", "))); import into another database, or another schema (?options=-csearch_path%3Dname)"
         }

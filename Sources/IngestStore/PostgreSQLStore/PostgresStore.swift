@@ -83,9 +83,10 @@ public final class PostgresStore: Sendable {
                 try connection.execute("SELECT pg_advisory_xact_lock(727001)")
                 // A database (or schema) holding tables of the model's names that Ingest did not
                 // make is refused by name, not by the first column its statements miss.
-                if try connection.execute("SELECT to_regclass('_ingest_store') IS NULL")[0, 0] == "t" {
+                // In the schema the tables will be made in, not anywhere on the search_path.
+                if try connection.execute("SELECT to_regclass(quote_ident(current_schema()) || '._ingest_store') IS NULL")[0, 0] == "t" {
                     let taken = try schema.entities.values.map(\.table).sorted().filter { table in
-                        try connection.execute("SELECT to_regclass($1) IS NOT NULL", [table])[0, 0] == "t"
+                        try connection.execute("SELECT to_regclass(quote_ident(current_schema()) || '.' || $1) IS NOT NULL", [table])[0, 0] == "t"
                     }
                     if !taken.isEmpty { throw PostgresError.foreignTables(target: url.description, tables: taken) }
                 }

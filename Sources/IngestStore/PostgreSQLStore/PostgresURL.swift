@@ -32,11 +32,15 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
 
     /// Whether `text` may hold a password: a `user:…@` in a URL, or a password key.
     static func mayHoldPassword(_ text: String) -> Bool {
-        if text.contains("password") { return true }
+        // Erring on the side of hiding: any `pass` (a key, in any case), any percent-encoding
+        // (which can spell one), and a `:` anywhere before the last `@` after the scheme
+        // (libpq may read that part as user:password, whatever `/` or `?` it holds).
+        let lowered = text.lowercased()
+        if lowered.contains("pass") || lowered.contains("%") { return true }
         guard let scheme = text.range(of: "://") else { return false }
-        let authority = text[scheme.upperBound...].prefix { $0 != "/" && $0 != "?" }
-        guard let at = authority.lastIndex(of: "@") else { return false }
-        return authority[..<at].contains(":")
+        let rest = text[scheme.upperBound...]
+        guard let at = rest.lastIndex(of: "@") else { return false }
+        return rest[..<at].contains(":")
     }
 
     /// The address as given, without its password (what messages and hints show).

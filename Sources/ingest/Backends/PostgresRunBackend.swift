@@ -34,13 +34,11 @@ struct PostgresRunBackend: RunBackend {
         } else if command.evolve, let (text, unmapped) = try PostgresImport.latestPipeline(url: url) {
             // The newest run's pipeline, grown by this feed (the run keeps it: no file to write).
             bytes = try command.evolved(Array(text.utf8), file: nil, unmapped: unmapped)
-        } else if let (text, _) = (try? PostgresImport.latestPipeline(url: url)) ?? nil {
+        } else if !command.shape.isGiven, let text = try PostgresImport.newestPipeline(url: url) {
             // As a SQLite store keeps the pipeline its first import inferred, a PostgreSQL
             // store's runs keep theirs: the newest one's is used (the hint a stopped split
-            // prints, `ingest import FEED --store URL`, then continues it).
-            if command.shape.isGiven {
-                throw CommandFailure("\(url) keeps the pipeline of its runs, whose \"feed\" says where the records are: leave out the shape options, or give --pipeline")
-            }
+            // prints, `ingest import FEED --store URL`, then continues it). Shape options
+            // still infer one, as before.
             if !command.running.quiet { Console.error("ingest: no --pipeline: using the pipeline of the store's newest run\n") }
             bytes = Array(text.utf8)
         } else {
@@ -118,17 +116,16 @@ struct PostgresRunBackend: RunBackend {
         let join = PostgresJoin(url: url, options: options)
         let signals = StopSignals { join.cancel() }
         defer { signals.cancel() }
-        var connected = false
         func commandError(_ error: any Error) -> any Error {
-            // A connection lost once joined leaves the run to continue; one never made, nothing.
-            if connected, let lost = error as? PostgresError, lost.isConnectionLoss {
+            if let lost = error as? PostgresError, lost.isConnectionLoss {
                 return CommandFailure("\(url): \(lost); the run is kept as far as it was saved: continue with: ingest join \(url)")
             }
             return error
         }
         let report: PostgresJoin.Report
-        _ = try PostgresConnection(url)
-        connected = true
+        // `join`/`resume` on an address that cannot connect: its error alone, with no
+        // run to continue (an import that registered its run connected already).
+        if split == nil && localChunks == nil { _ = try PostgresConnection(url) }
         let progress = PostgresProgressLine(url: url, run: run, quiet: running.quiet)
         do {
             defer { progress.stop() }
