@@ -214,7 +214,7 @@ public enum PostgresImport {
     /// - Throws: `FeedError`, `SplitError`, `IOError` from the split (the reason is
     ///   recorded in the run too); `ImportError` for a feed that changed; `PostgresError`.
     public static func split(feed: String, run: Int, url: PostgresURL, directory: String, options: PostgresImportOptions,
-                             cancellation: SplitCancellation? = nil, stored: (@Sendable (ChunkInfo) -> Void)? = nil) throws -> Split {
+                             cancellation: SplitCancellation? = nil, onStored: (@Sendable (ChunkInfo) -> Void)? = nil) throws -> Split {
         let connection = try PostgresConnection(url)
         guard let (_, found) = try record(of: run, connection) else { throw ImportError(.noImport(store: url.description)) }
         var record = found
@@ -226,7 +226,6 @@ public enum PostgresImport {
         splitOptions.durable = false
         let splitter = Splitter(feedPath: feed, directory: directory, options: splitOptions)
         splitter.chunkEncoder = { ChunkCompression.Encoder() }
-        let onStored = stored
         let stored = Mutex<(chunks: Int, records: Int, bytes: Int, failure: (any Error)?)>((0, 0, 0, nil))
         let recordBox = Mutex(record)
         let stopper = splitter.cancellation
@@ -331,11 +330,7 @@ public enum PostgresImport {
     /// The pipeline of `url`'s newest run, or nil when no import has run.
     /// - Throws: `PostgresError` when the store cannot be read.
     public static func newestPipeline(url: PostgresURL) throws -> String? {
-        let connection = try PostgresConnection(url)
-        guard try connection.execute("SELECT to_regclass('_ingest_runs') IS NOT NULL")[0, 0] == "t" else { return nil }
-        let rows = try connection.execute("SELECT record FROM _ingest_runs ORDER BY run DESC LIMIT 1")
-        guard rows.count == 1, let record = try? JSONDecoder().decode(PostgresRunRecord.self, from: Data(rows[0, 0]!.utf8)) else { return nil }
-        return record.pipeline
+        try newestRun(try PostgresConnection(url))?.record.pipeline
     }
 
     /// The pipeline of `url`'s newest run, with what that run counted that it does not map;
@@ -343,10 +338,17 @@ public enum PostgresImport {
     /// - Throws: `PostgresError` when the store cannot be read.
     public static func latestPipeline(url: PostgresURL) throws -> (text: String, unmapped: MemberCensus)? {
         let connection = try PostgresConnection(url)
+        guard let (run, record) = try newestRun(connection) else { return nil }
+        return (record.pipeline, try members(run: run, connection))
+    }
+
+    /// The newest run and its record, finished or not; nil in a database no import ran in.
+    private static func newestRun(_ connection: PostgresConnection) throws -> (run: Int, record: PostgresRunRecord)? {
         guard try connection.execute("SELECT to_regclass('_ingest_runs') IS NOT NULL")[0, 0] == "t" else { return nil }
         let rows = try connection.execute("SELECT run, record FROM _ingest_runs ORDER BY run DESC LIMIT 1")
-        guard rows.count == 1, let record = try? JSONDecoder().decode(PostgresRunRecord.self, from: Data(rows[0, 1]!.utf8)) else { return nil }
-        return (record.pipeline, try members(run: Int(rows[0, 0]!)!, connection))
+        guard rows.count == 1, let run = Int(rows[0, 0] ?? ""),
+              let record = try? JSONDecoder().decode(PostgresRunRecord.self, from: Data((rows[0, 1] ?? "").utf8)) else { return nil }
+        return (run, record)
     }
 
     /// The census of run `run`'s saves: the members its records held that the pipeline does

@@ -43,7 +43,7 @@ struct PostgresRunStore: RunStore {
         let state = RunState(rejected: 0, workers: workerCount, started: started)
         let splitStage = split.map { PostgresSplitStage($0, run: run, join: join) }
         let workers = PostgresRunWorkers(join: join, store: store, spec: spec, run: run, record: record, process: process,
-                                         localChunks: split?.directory ?? options.localChunks, localSums: splitStage, state: state)
+                                         localChunks: split?.directory ?? options.localChunks, localSplit: splitStage, state: state)
         return PostgresRunSession(join: join, connection: connection, run: run, record: record, process: process,
                                   heartbeat: Heartbeat(url: url, process: process, leaseSeconds: record.leaseSeconds, logger: options.logger),
                                   split: splitStage, state: state, workers: workers, workerCount: workerCount,
@@ -134,13 +134,13 @@ struct PostgresRunWorkers: RunWorkers {
     /// Where this process's split leaves the run's chunk files: read there, not from the database.
     let localChunks: String?
     /// The split writing `localChunks` in this process, when it does (`PostgresChunkSource`).
-    let localSums: PostgresSplitStage?
+    let localSplit: PostgresSplitStage?
     let state: RunState
 
     func makeWorker(_ number: Int, _ logger: Logger) throws -> (source: any ChunkSource, path: ChunkWorker.Path) {
         let owner = "\(process)/\(number + 1)"
         let connection = try store.connect()
-        let (store, run, record, localChunks, split) = (store, run, record, localChunks, localSums)
+        let (store, run, record, localChunks, split) = (store, run, record, localChunks, localSplit)
         func source(_ connection: PostgresConnection) -> PostgresChunkSource {
             PostgresChunkSource(connection: connection, url: store.url, run: run, record: record, owner: owner,
                                 localChunks: localChunks, localSplit: split, logger: logger)

@@ -90,10 +90,10 @@ public struct Model: Sendable, Hashable, Codable {
         }
     }
 
-    private enum Keys: String, CodingKey { case entities }
+    private enum Keys: String, CodingKey, CaseIterable { case entities }
 
     public init(from decoder: any Decoder) throws {
-        try ModelKeys.refuseUnknown(in: decoder, known: ["entities"])
+        try ModelKeys.refuseUnknown(in: decoder, known: Keys.self)
         entities = try decoder.container(keyedBy: Keys.self).decode([Entity].self, forKey: .entities)
     }
 
@@ -157,10 +157,10 @@ extension Value: Codable {
 }
 
 extension Attribute {
-    private enum Keys: String, CodingKey { case name, type, optional, defaultValue = "default", indexed }
+    private enum Keys: String, CodingKey, CaseIterable { case name, type, optional, defaultValue = "default", indexed }
 
     public init(from decoder: any Decoder) throws {
-        try ModelKeys.refuseUnknown(in: decoder, known: ["name", "type", "optional", "default", "indexed"])
+        try ModelKeys.refuseUnknown(in: decoder, known: Keys.self)
         let c = try decoder.container(keyedBy: Keys.self)
         name = try c.decode(String.self, forKey: .name)
         type = try c.decode(AttributeType.self, forKey: .type)
@@ -180,10 +180,10 @@ extension Attribute {
 }
 
 extension Relationship {
-    private enum Keys: String, CodingKey { case name, destination, inverse, toMany, deleteRule }
+    private enum Keys: String, CodingKey, CaseIterable { case name, destination, inverse, toMany, deleteRule }
 
     public init(from decoder: any Decoder) throws {
-        try ModelKeys.refuseUnknown(in: decoder, known: ["name", "destination", "inverse", "toMany", "deleteRule"])
+        try ModelKeys.refuseUnknown(in: decoder, known: Keys.self)
         let c = try decoder.container(keyedBy: Keys.self)
         name = try c.decode(String.self, forKey: .name)
         destination = try c.decode(String.self, forKey: .destination)
@@ -203,10 +203,10 @@ extension Relationship {
 }
 
 extension Entity {
-    private enum Keys: String, CodingKey { case name, attributes, relationships, unique }
+    private enum Keys: String, CodingKey, CaseIterable { case name, attributes, relationships, unique }
 
     public init(from decoder: any Decoder) throws {
-        try ModelKeys.refuseUnknown(in: decoder, known: ["name", "attributes", "relationships", "unique"])
+        try ModelKeys.refuseUnknown(in: decoder, known: Keys.self)
         let c = try decoder.container(keyedBy: Keys.self)
         name = try c.decode(String.self, forKey: .name)
         attributes = try c.decodeIfPresent([Attribute].self, forKey: .attributes) ?? []
@@ -234,8 +234,10 @@ enum ModelKeys {
         init?(intValue: Int) { nil }
     }
 
-    static func refuseUnknown(in decoder: any Decoder, known: [String]) throws {
+    /// The fields a type's coding keys name are its known ones.
+    static func refuseUnknown<Keys: CodingKey & CaseIterable>(in decoder: any Decoder, known keys: Keys.Type) throws {
         guard decoder.userInfo[strict] as? Bool == true else { return }
+        let known = keys.allCases.map(\.stringValue)
         let container = try decoder.container(keyedBy: AnyKey.self)
         guard let unknown = container.allKeys.first(where: { !known.contains($0.stringValue) }) else { return }
         throw DecodingError.dataCorruptedError(forKey: unknown, in: container,

@@ -95,7 +95,10 @@ extension PostgresBatchWriter {
         case (.string, _), (.uuid, _), (.decimal, _):
             // What the text form stores, unescaped (`appendCell`).
             switch cell {
-            case .text(let offset, let count): bytes { $0.append(contentsOf: UnsafeRawBufferPointer(rebasing: text[Int(offset)..<Int(offset + count)])) }
+            case .text(let offset, let count):
+                // The usual cell: its length is known before its bytes.
+                Self.appendBigEndian(UInt32(count), to: &data)
+                data.append(contentsOf: UnsafeRawBufferPointer(rebasing: text[Int(offset)..<Int(offset + count)]))
             case .int(let number): bytes { Self.appendInteger(number, to: &$0) }
             case .double(let number): bytes { $0.append(contentsOf: "\(number)".utf8) }
             case .value(let index):
@@ -120,7 +123,9 @@ extension PostgresBatchWriter {
             case .bool(let flag): integer(flag ? 1 : 0)
             case .double(let number): Self.appendField(number.bitPattern, to: &data)
             case .date(let date): timestamp(date.timeIntervalSinceReferenceDate)
-            case .binary(let value): bytes { $0.append(contentsOf: value) }
+            case .binary(let value):
+                Self.appendBigEndian(UInt32(value.count), to: &data)
+                data.append(contentsOf: value)
             default: Self.appendBigEndian(UInt32(bitPattern: -1), to: &data)
             }
         default:
