@@ -40,7 +40,7 @@ command -v valgrind >/dev/null || {
 for tool in cc objcopy sqlite3 awk; do
     command -v "$tool" >/dev/null || { echo "error: '$tool' not found" >&2; exit 1; }
 done
-[ -x "$INGEST_BIN" ] || { echo "error: no ingest binary at $INGEST_BIN (swift build -c release, or set INGEST_BIN)" >&2; exit 1; }
+[ -x "$INGEST_BIN" ] || { echo "error: no ingest binary at $INGEST_BIN (./run.sh --help builds it, or set INGEST_BIN)" >&2; exit 1; }
 INGEST_BIN="$(cd "$(dirname "$INGEST_BIN")" && pwd)/$(basename "$INGEST_BIN")"
 PIPELINE="$ROOT/Pipelines/bench-photos.json"
 SOURCE="$ROOT/Benchmarks/reference-importer/importer.c"

@@ -17,15 +17,19 @@ struct ChunkLease: Sendable {
     typealias Lost = ChunkTakenOver
 
     /// Claims the first chunk of `run` that no live process holds, or nil when there is none now.
-    static func claim(run: Int, owner: String, leaseSeconds: Double, _ connection: PostgresConnection) throws -> ChunkLease? {
+    /// With `keeper`, the chunks whose bytes this process's split keeps (not stored) may be
+    /// claimed too; other processes claim stored chunks only.
+    static func claim(run: Int, owner: String, leaseSeconds: Double, keeper: Bool = false,
+                      _ connection: PostgresConnection) throws -> ChunkLease? {
         try connection.execute("BEGIN")
         do {
             let rows = try connection.execute("""
                 SELECT number, first_record, records, done, checksum FROM _ingest_chunks
                 WHERE run = $1 AND finished IS NULL AND (owner IS NULL OR lease_until < now())
+                    AND ($2 OR octet_length(bytes) > 0)
                     AND EXISTS (SELECT 1 FROM _ingest_runs r WHERE r.run = $1 AND r.state = 'running')
                 ORDER BY number LIMIT 1 FOR UPDATE SKIP LOCKED
-                """, [String(run)])
+                """, [String(run), keeper ? "t" : "f"])
             guard rows.count == 1 else {
                 try connection.execute("COMMIT")
                 return nil

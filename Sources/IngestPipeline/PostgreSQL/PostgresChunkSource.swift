@@ -40,7 +40,8 @@ final class PostgresChunkSource: ChunkSource {
 
     func claim(until stop: () -> Bool) throws -> ClaimedChunk? {
         while !stop() {
-            guard let lease = try ChunkLease.claim(run: run, owner: owner, leaseSeconds: record.leaseSeconds, connection) else {
+            guard let lease = try ChunkLease.claim(run: run, owner: owner, leaseSeconds: record.leaseSeconds,
+                                                   keeper: localSplit != nil, connection) else {
                 if try !moreChunksMayCome() { return nil }
                 continue
             }
@@ -63,6 +64,17 @@ final class PostgresChunkSource: ChunkSource {
     private func moreChunksMayCome() throws -> Bool {
         guard try ChunkLease.isRunning(run: run, connection) else { return false }
         if try ChunkLease.unfinished(run: run, connection) > 0 {
+            if localSplit == nil, try PostgresImport.keptChunks(run: run, connection) > 0,
+               let (text, current) = try PostgresImport.storedRecord(of: run, connection) {
+                // Chunks another process's split keeps: it stores some while this one waits for work.
+                if try PostgresImport.keeperIsAlive(current, connection) {
+                    Thread.sleep(forTimeInterval: 0.05)
+                    return true
+                }
+                // That process is gone: one that can read the feed splits it again, and stores them.
+                if try takeOverSplit(current, stored: text) { return true }
+                throw ImportError("run \(run)'s remaining chunks were kept by the process that split \(current.feed), which is gone, and are not stored in the database (this process cannot read that feed); continue with: ingest import \(current.feed) --store \(connection.target) where that feed can be read")
+            }
             Thread.sleep(forTimeInterval: min(1, record.leaseSeconds / 4))
             return true
         }
@@ -88,6 +100,8 @@ final class PostgresChunkSource: ChunkSource {
         guard current.feed != "-", !FileOps.isReadOnce(current.feed), FileOps.fileSize(current.feed) == current.feedByteSize else { return false }
         var taken = current
         taken.splitUpdated = Date().timeIntervalSince1970
+        // This process answers for the chunks the gone one kept until its split has stored them.
+        taken.splitProcess = String(owner[..<(owner.lastIndex(of: "/") ?? owner.endIndex)])
         let after = String(decoding: try JSONEncoder().encode(taken), as: UTF8.self)
         let claimed = try connection.execute("UPDATE _ingest_runs SET record = $3 WHERE run = $1 AND record = $2",
                                              [String(run), before, after]).changed == 1

@@ -28,6 +28,11 @@ struct PostgresRunRecord: Codable, Sendable {
     var splitUpdated: Double? = nil
     /// Why the split stopped, when it failed (a malformed feed, say).
     var splitError: String? = nil
+    /// The process answering for the chunks whose bytes are not in the database (stored
+    /// empty, unfinished): the one whose split keeps them in its own chunk files and stores
+    /// them only when other processes want work (`ChunkUploader`), or the one storing them
+    /// after taking a gone process's split over. Nil when every chunk is stored.
+    var splitProcess: String? = nil
 
     /// Whether every chunk of the run is stored.
     var isSplit: Bool { splitFinished != false }
@@ -136,8 +141,10 @@ public enum PostgresImport {
             let reasons = try admission.reasons(continuing: record.admitted(run), splitWillCompare: !record.isSplit)
             if reasons.isEmpty || feed == "-" && record.feed == "-" && record.pipelineSHA256 == spec.hash {
                 options.logger.info("continuing the store's unfinished run", metadata: ["run": "\(run)"])
-                // A split that stopped (its process gone, or it failed) is made again here.
-                let splitting = !record.isSplit && (record.splitError != nil || Date().timeIntervalSince1970 - (record.splitUpdated ?? 0) > record.leaseSeconds)
+                // A split that stopped (its process gone, or it failed) is made again here, and
+                // so is one whose process kept chunks it did not store and is gone.
+                let stopped = !record.isSplit && (record.splitError != nil || Date().timeIntervalSince1970 - (record.splitUpdated ?? 0) > record.leaseSeconds)
+                let splitting = try stopped || record.isSplit && keptChunks(run: run, connection) > 0 && !keeperIsAlive(record, connection)
                 return Started(run: run, registered: false, needsSplit: splitting, chunksDirectory: splitting ? directory : nil)
             }
             // A run that live processes write cannot be left: their saves would go on (and lose the new run's updates).
@@ -205,19 +212,33 @@ public enum PostgresImport {
         return Started(run: run, registered: true, needsSplit: true, chunksDirectory: directory)
     }
 
-    /// Splits the feed of `run` (registered by `start`) into `directory`, storing each chunk
-    /// in the database as soon as it is in place, with the run's record: the processes
-    /// importing the run claim chunks while the split goes on. A chunk stored by an earlier,
-    /// stopped split must be the same (its checksum), or the feed changed. At the end the
-    /// run records its feed's checksum and size; an empty feed's run is finished at once.
-    /// A split that fails records why, so that no process waits for its chunks.
+    /// Splits the feed of `run` (registered by `start`) into `directory`, registering each
+    /// chunk in the database as soon as it is in place, with the run's record: the processes
+    /// importing the run claim chunks while the split goes on. A chunk registered by an
+    /// earlier, stopped split must be the same (its checksum), or the feed changed. At the
+    /// end the run records its feed's checksum and size; an empty feed's run is finished at
+    /// once. A split that fails records why, so that no process waits for its chunks.
+    ///
+    /// With `keeping`, the process of that ID keeps the chunks: their bytes stay in its chunk
+    /// files, for its own workers, and reach the database only when other processes want
+    /// work (`ChunkUploader`), so an import no other process joins stores no chunk. Without
+    /// it every chunk's bytes are stored (compressed), those of an earlier split's kept
+    /// chunks included.
     /// - Throws: `FeedError`, `SplitError`, `IOError` from the split (the reason is
     ///   recorded in the run too); `ImportError` for a feed that changed; `PostgresError`.
     public static func split(feed: String, run: Int, url: PostgresURL, directory: String, options: PostgresImportOptions,
-                             cancellation: SplitCancellation? = nil, onStored: (@Sendable (ChunkInfo) -> Void)? = nil) throws -> Split {
+                             cancellation: SplitCancellation? = nil, keeping process: String? = nil,
+                             onStored: (@Sendable (ChunkInfo) -> Void)? = nil) throws -> Split {
         let connection = try PostgresConnection(url)
         guard let (_, found) = try record(of: run, connection) else { throw ImportError(.noImport(store: url.description)) }
         var record = found
+        let keeps = process != nil
+        if keeps {
+            // Before any chunk: the chunks a gone process kept are this one's to answer for now.
+            record.splitProcess = process
+            try connection.execute("UPDATE _ingest_runs SET record = $2 WHERE run = $1",
+                                   [String(run), String(decoding: try JSONEncoder().encode(record), as: UTF8.self)])
+        }
         let spec = try PipelineSpec.parse(Array(record.pipeline.utf8), strict: false)
         let started = Date()
         options.logger.info("splitting the feed", metadata: ["feed": "\(feed)", "chunk size": "\(record.chunkSize)"])
@@ -225,7 +246,7 @@ public enum PostgresImport {
         // The chunks are kept in the database; the files are this process's local copy of them.
         splitOptions.durable = false
         let splitter = Splitter(feedPath: feed, directory: directory, options: splitOptions)
-        splitter.chunkEncoder = { ChunkCompression.Encoder() }
+        if !keeps { splitter.chunkEncoder = { ChunkCompression.Encoder() } }
         let stored = Mutex<(chunks: Int, records: Int, bytes: Int, failure: (any Error)?)>((0, 0, 0, nil))
         let recordBox = Mutex(record)
         let stopper = splitter.cancellation
@@ -243,13 +264,20 @@ public enum PostgresImport {
                         INSERT INTO _ingest_chunks (run, number, first_record, records, checksum, bytes) VALUES ($1, $2, $3, $4, $5, $6)
                         ON CONFLICT (run, number) DO NOTHING RETURNING checksum
                         """, [String(run), String(chunk.index), String(chunk.firstRecord), String(chunk.records), chunk.checksum],
-                        bytes: compressed)
+                        bytes: keeps ? [] : compressed)
                     if inserted.count == 0 {
                         let earlier = try connection.execute("SELECT checksum FROM _ingest_chunks WHERE run = $1 AND number = $2",
                                                              [String(run), String(chunk.index)])
                         guard earlier.count == 1, earlier[0, 0] == chunk.checksum else {
                             throw ImportError(.unfinishedRun(store: url.description, run: run, feed: feed,
                                                              reasons: ["the feed differs from the one its chunks were split from (\(chunk.file) comes out different)"]))
+                        }
+                        if !keeps {
+                            // A chunk an earlier split kept (its process gone): stored now, for anyone.
+                            try connection.execute("""
+                                UPDATE _ingest_chunks SET bytes = $3
+                                WHERE run = $1 AND number = $2 AND finished IS NULL AND octet_length(bytes) = 0
+                                """, [String(run), String(chunk.index)], bytes: compressed)
                         }
                     }
                     let encoded = try recordBox.withLock { record in
@@ -300,6 +328,7 @@ public enum PostgresImport {
         record.splitFinished = true
         record.splitUpdated = Date().timeIntervalSince1970
         record.splitError = nil
+        if !keeps { record.splitProcess = nil }
         try connection.execute("UPDATE _ingest_runs SET record = $2, state = CASE WHEN $3 THEN 'finished' ELSE state END, ended = CASE WHEN $3 THEN now() ELSE ended END WHERE run = $1",
                                [String(run), String(decoding: try JSONEncoder().encode(record), as: UTF8.self), manifest.chunks.isEmpty ? "t" : "f"])
         let summary = stored.withLock { $0 }

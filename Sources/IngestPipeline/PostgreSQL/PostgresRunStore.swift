@@ -41,7 +41,8 @@ struct PostgresRunStore: RunStore {
                                [process, String(run), host, String(pid), String(workerCount)])
         options.logger.info("joined the import", metadata: ["run": "\(run)", "process": "\(process)", "workers": "\(workerCount)"])
         let state = RunState(rejected: 0, workers: workerCount, started: started)
-        let splitStage = split.map { PostgresSplitStage($0, run: run, join: join) }
+        let splitStage = split.map { PostgresSplitStage($0, run: run, process: process, workers: workerCount,
+                                                       leaseSeconds: record.leaseSeconds, join: join) }
         let workers = PostgresRunWorkers(join: join, store: store, spec: spec, run: run, record: record, process: process,
                                          localChunks: split?.directory ?? options.localChunks, localSplit: splitStage, state: state)
         return PostgresRunSession(join: join, connection: connection, run: run, record: record, process: process,
@@ -69,6 +70,7 @@ struct PostgresRunSession: RunSession {
 
     func end(totals workerTotals: ChunkWorker.Totals) throws -> PostgresJoin.Report {
         let splitOutcome = split?.wait()
+        split?.uploader.stop()
         heartbeat.stop()
         let stopped = join.cancellation.load(ordering: .relaxed)
         // A failed split stopped the workers at their next save; it is the run's failure in
@@ -147,6 +149,12 @@ struct PostgresRunWorkers: RunWorkers {
         }
         if let writer = try batchWriter(connection: connection, logger: logger),
            let rows = RowMapper(mapper: RecordMapper(spec: spec), inserter: writer) {
+            // A save need not wait for its WAL to reach the disk: its rows and its chunk's marker
+            // commit together, so a server crash can only lose whole saves, and their chunks are
+            // imported again from the marker that survived. What this process reports as done is
+            // made durable by its last statement (`end`), an ordinary commit, which flushes the
+            // WAL of every save before it.
+            try connection.execute("SET synchronous_commit = off")
             // Claims and chunk bytes on a connection of their own while this one writes.
             return (source(try store.connect()), .batch(PostgresChunkWriter(writer: writer, connection: connection, run: run, owner: owner, process: process,
                                                        leaseSeconds: record.leaseSeconds, logger: logger), rows))
@@ -189,14 +197,23 @@ final class PostgresSplitStage: Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     /// The checksum of each chunk file this split wrote and found the database holding too.
-    let localSums = Mutex<[Int: String]>([:])
+    let localSums = Locked<[Int: String]>([:])
+    /// Stores the chunks this split keeps when other processes want work.
+    let uploader: ChunkUploader
 
-    init(_ split: PostgresJoin.SplitAlongside, run: Int, join: PostgresJoin) {
+    /// Starts the split of `process`, which keeps its chunks (`PostgresImport.split(keeping:)`)
+    /// for its `workers`, storing them only for other processes.
+    init(_ split: PostgresJoin.SplitAlongside, run: Int, process: String, workers: Int, leaseSeconds: Double, join: PostgresJoin) {
+        let sums = localSums
+        uploader = ChunkUploader(url: join.url, run: run, process: process, directory: split.directory, ownWorkers: workers,
+                                 leaseSeconds: leaseSeconds, sums: { number in sums.withLock { $0[number] } },
+                                 logger: join.options.logger)
         Thread.detachNewThread { [self] in
             defer { finished.signal() }
             var result = Result {
                 try PostgresImport.split(feed: split.feed, run: run, url: join.url, directory: split.directory,
-                                         options: join.options, cancellation: join.splitCancellation) { [self] chunk in
+                                         options: join.options, cancellation: join.splitCancellation,
+                                         keeping: process) { [self] chunk in
                     localSums.withLock { $0[chunk.index] = chunk.checksum }
                 }
             }

@@ -12,6 +12,11 @@ public struct PostgresStatus: Sendable {
         public var chunkCount: Int
         public var chunksFinished: Int
         public var chunksHeld: Int
+        /// Unfinished chunks whose bytes only the process that split them has (not stored in
+        /// the database): it stores them when other processes want work.
+        public var chunksKept: Int = 0
+        /// That process, when some chunks are kept (see `chunksKept`).
+        public var keptBy: String? = nil
         public var records: Int
         public var recordsDone: Int
         public var rejected: Int
@@ -66,7 +71,8 @@ public struct PostgresStatus: Sendable {
                 (SELECT coalesce(sum(done), 0) FROM _ingest_chunks c WHERE c.run = r.run),
                 (SELECT count(*) FROM _ingest_rejects j WHERE j.run = r.run),
                 (SELECT count(*) FROM _ingest_processes p WHERE p.run = r.run AND p.state = 'running'
-                    AND p.heartbeat > now() - make_interval(secs => (r.record::json->>'leaseSeconds')::float8))
+                    AND p.heartbeat > now() - make_interval(secs => (r.record::json->>'leaseSeconds')::float8)),
+                (SELECT count(*) FROM _ingest_chunks c WHERE c.run = r.run AND c.finished IS NULL AND octet_length(c.bytes) = 0)
             FROM _ingest_runs r ORDER BY r.run
             """)
         let decoder = JSONDecoder()
@@ -75,7 +81,9 @@ public struct PostgresStatus: Sendable {
                 throw PostgresError.server("the record of run \(runs[row, 0]!) in _ingest_runs is damaged (not the JSON Ingest wrote)", sqlState: "XX001")
             }
             status.runs.append(Run(number: Int(runs[row, 0]!)!, state: runs[row, 1]!, feed: record.feed, chunkCount: Int(runs[row, 5]!)!,
-                                   chunksFinished: Int(runs[row, 6]!)!, chunksHeld: Int(runs[row, 7]!)!, records: record.records,
+                                   chunksFinished: Int(runs[row, 6]!)!, chunksHeld: Int(runs[row, 7]!)!,
+                                   chunksKept: Int(runs[row, 11]!)!, keptBy: Int(runs[row, 11]!)! > 0 ? record.splitProcess : nil,
+                                   records: record.records,
                                    recordsDone: Int(runs[row, 8]!)!, rejected: Int(runs[row, 9]!)!, started: runs[row, 3]!, ended: runs[row, 4],
                                    liveProcesses: Int(runs[row, 10]!)!,
                                    members: try PostgresImport.members(run: Int(runs[row, 0]!)!, connection)))

@@ -177,6 +177,10 @@ extension PostgresRunBackend {
             }
             print("  run \(run.number): \(state), started \(run.started)" + (run.ended.map { ", ended \($0)" } ?? ""))
             print("    chunks: \(run.chunksFinished) of \(run.chunkCount) complete, \(run.chunksHeld) held now; records done: \(Format.count(run.recordsDone)) of \(Format.count(run.records)); rejected: \(Format.count(run.rejected))")
+            if run.chunksKept > 0 {
+                // Their bytes are only in that process's chunk files: it stores them for processes that join.
+                print("    kept by \(run.keptBy ?? "the splitting process") (not stored in the database): \(run.chunksKept) chunk(s)")
+            }
             run.members.lines(indent: "    ", more: "SELECT census FROM _ingest_members WHERE run = \(run.number) has them all").forEach { print($0) }
             print("    feed: \(run.feed)")
         }

@@ -1,0 +1,94 @@
+import Foundation
+import IngestJSON
+import IngestStore
+import Logging
+
+/// Stores the chunks a process's split keeps (`PostgresImport.split(keeping:)`) when other
+/// processes want work: while some other live process is joined to the run, it keeps about
+/// two stored, unclaimed chunks per worker of theirs, compressing and storing the next kept
+/// chunks past the ones this process's own workers are about to take. An import no other
+/// process joins stores no chunk bytes at all: compressing and storing them had cost about
+/// a sixth of the client's and server's CPU per record, for copies only other machines read.
+///
+/// What this gives up: a kept chunk lives only in its process's chunk files (and in the
+/// feed). When that process dies, a process that can read the same feed takes the split
+/// over and stores the kept chunks (`PostgresChunkSource`); one that cannot says where to
+/// run `ingest import` again.
+final class ChunkUploader: Sendable {
+    private let thread: StoppableThread
+
+    /// Starts storing `process`'s kept chunks of `run` from `directory` on demand, on a
+    /// thread and connection of its own; `sums` gives the checksum of each chunk file the
+    /// split wrote (a file is stored only under the checksum its row holds).
+    init(url: PostgresURL, run: Int, process: String, directory: String, ownWorkers: Int, leaseSeconds: Double,
+         sums: @escaping @Sendable (Int) -> String?, logger: Logger) {
+        thread = StoppableThread { isStopped in
+            var connection: PostgresConnection?
+            while !isStopped() {
+                do {
+                    if connection == nil || connection?.isOK == false { connection = try PostgresConnection(url) }
+                    let stored = try Self.storeOne(run: run, process: process, directory: directory, ownWorkers: ownWorkers,
+                                                   leaseSeconds: leaseSeconds, sums: sums, connection!)
+                    if !stored { Thread.sleep(forTimeInterval: 0.05) }
+                } catch {
+                    logger.warning("storing a kept chunk for other processes failed; trying again", metadata: ["error": "\(error)"])
+                    connection = nil
+                    Thread.sleep(forTimeInterval: 0.5)
+                }
+            }
+        }
+    }
+
+    /// Stops storing (the process's workers are done); waits for a store under way.
+    func stop() { thread.stop(waitingAtMost: 5) }
+
+    /// Stores the next kept chunk when other processes want one; false when none was stored.
+    private static func storeOne(run: Int, process: String, directory: String, ownWorkers: Int, leaseSeconds: Double,
+                                 sums: (Int) -> String?, _ connection: PostgresConnection) throws -> Bool {
+        let wanting = Int(try connection.execute("""
+            SELECT coalesce(sum(workers), 0) FROM _ingest_processes
+            WHERE run = $1 AND id <> $2 AND state = 'running' AND heartbeat > now() - make_interval(secs => $3)
+            """, [String(run), process, String(leaseSeconds)])[0, 0] ?? "0") ?? 0
+        guard wanting > 0 else { return false }
+        let waiting = Int(try connection.execute("""
+            SELECT count(*) FROM _ingest_chunks
+            WHERE run = $1 AND finished IS NULL AND (owner IS NULL OR lease_until < now()) AND octet_length(bytes) > 0
+            """, [String(run)])[0, 0] ?? "0") ?? 0
+        guard waiting < 2 * wanting else { return false }
+        // The first few kept chunks are the ones this process's workers claim next.
+        let next = try connection.execute("""
+            SELECT number, checksum FROM _ingest_chunks
+            WHERE run = $1 AND finished IS NULL AND (owner IS NULL OR lease_until < now()) AND octet_length(bytes) = 0
+            ORDER BY number OFFSET $2 LIMIT 1
+            """, [String(run), String(ownWorkers)])
+        guard next.count == 1, let number = Int(next[0, 0] ?? ""), let checksum = next[0, 1] else { return false }
+        guard let bytes = try? FileOps.readFile(directory + "/" + ChunkInfo.fileName(for: number)),
+              sums(number) == checksum || bytes.withUnsafeBytes({ Checksum.hex(of: $0) }) == checksum else {
+            throw ImportError("chunk \(number) of run \(run) is not in this process's chunk files as the split registered it")
+        }
+        try connection.execute("""
+            UPDATE _ingest_chunks SET bytes = $3 WHERE run = $1 AND number = $2 AND finished IS NULL AND octet_length(bytes) = 0
+            """, [String(run), String(number)], bytes: ChunkCompression.compress(bytes))
+        return true
+    }
+}
+
+extension PostgresImport {
+    /// Chunks of `run` not finished whose bytes are not in the database: kept by the process
+    /// the run's record names (`PostgresRunRecord.splitProcess`).
+    static func keptChunks(run: Int, _ connection: PostgresConnection) throws -> Int {
+        Int(try connection.execute("""
+            SELECT count(*) FROM _ingest_chunks WHERE run = $1 AND finished IS NULL AND octet_length(bytes) = 0
+            """, [String(run)])[0, 0] ?? "0") ?? 0
+    }
+
+    /// Whether the process answering for `record`'s kept chunks is alive: running, and
+    /// beating within the lease.
+    static func keeperIsAlive(_ record: PostgresRunRecord, _ connection: PostgresConnection) throws -> Bool {
+        guard let process = record.splitProcess else { return false }
+        return try connection.execute("""
+            SELECT 1 FROM _ingest_processes
+            WHERE id = $1 AND state = 'running' AND heartbeat > now() - make_interval(secs => $2)
+            """, [process, String(record.leaseSeconds)]).count == 1
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import IngestJSON
+import IngestStore
+import IngestTestSupport
+import Testing
+@testable import IngestPipeline
+
+/// The chunks an importing process keeps (`PostgresImport.split(keeping:)`): stored in the
+/// database only for processes that join, and taken over from the feed when their process
+/// is gone.
+@Suite(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
+struct PostgresKeptChunksTests {
+    /// A lone import stores no chunk bytes; killed, its chunks are not in the database, so a
+    /// join that cannot read the feed says where to continue, and one that can takes the
+    /// split over and ends as a clean SQLite import.
+    @Test(.timeLimit(.minutes(3)))
+    func aLoneImportStoresNoChunkAndAJoinTakesItsChunksOverFromTheFeed() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 20_000, seed: 5).write(to: feed)
+        let url = try PostgresURL(server.url)
+        let importing = try IngestBinary.start(["import", feed, "--pipeline", PostgresImportTests.photos, "--store", server.url,
+                                                "--workers", "1", "--chunk-size", "500", "--save-every", "20",
+                                                "--lease-seconds", "1.5", "--quiet"])
+        let connection = try PostgresConnection(url)
+        func count(_ condition: String) throws -> Int {
+            guard try connection.execute("SELECT to_regclass('_ingest_chunks') IS NOT NULL")[0, 0] == "t" else { return 0 }
+            return Int(try connection.execute("SELECT count(*) FROM _ingest_chunks WHERE \(condition)")[0, 0]!)!
+        }
+        let deadline = Date().addingTimeInterval(60)
+        while importing.process.isRunning, Date() < deadline, try count("finished IS NOT NULL") < 2 || count("true") < 40 {
+            usleep(10_000)
+        }
+        kill(importing.process.processIdentifier, SIGKILL)
+        _ = IngestBinary.finish(importing)
+        #expect(try count("true") == 40, "the split registered every chunk")
+        let unfinished = try count("finished IS NULL")
+        #expect(unfinished > 0, "killed before the end")
+        #expect(try count("octet_length(bytes) > 0") == 0, "no chunk stored: no other process wanted one")
+        let shown = try IngestBinary.run(["status", server.url])
+        #expect(shown.stdout.contains("(not stored in the database): \(unfinished) chunk(s)\n"), "\(shown.stdout)")
+
+        // Elsewhere: the feed cannot be read.
+        let moved = dir.file("moved.json")
+        try FileManager.default.moveItem(atPath: feed, toPath: moved)
+        let refused = try IngestBinary.run(["join", server.url, "--quiet"])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("run 1's remaining chunks were kept by the process that split \(feed), which is gone, and are not stored in the database (this process cannot read that feed); continue with: ingest import \(feed) --store \(url) where that feed can be read"),
+                "\(refused.stderr)")
+        #expect(try count("finished IS NULL") == unfinished, "nothing imported without the chunks")
+
+        try FileManager.default.moveItem(atPath: moved, toPath: feed)
+        let joined = try IngestBinary.run(["join", server.url, "--quiet"])
+        #expect(joined.status == 0, "\(joined.stderr)")
+        #expect(try count("finished IS NULL") == 0)
+        let status = try PostgresStatus.read(url: url)
+        #expect(status.runs.last?.state == "finished")
+        #expect(status.processes.reduce(0) { $0 + $1.records } == 20_000, "every record committed exactly once")
+        let spec = try PipelineSpec.load(path: PostgresImportTests.photos)
+        _ = try Importer(spec: spec, options: .init(feed: feed, store: dir.file("clean.sqlite"))).run()
+        #expect(try PostgresImportTests.postgresRows(server.url, spec.model)
+                == PostgresImportTests.sqliteRows(dir.file("clean.sqlite"), spec.model))
+    }
+
+    /// A process that joins a running import gets the chunks the importing process keeps,
+    /// stored for it while it waits, and both end the run together.
+    @Test(.timeLimit(.minutes(3)))
+    func aJoinedProcessIsGivenChunksTheImportingProcessKeeps() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 20_000, seed: 6).write(to: feed)
+        let url = try PostgresURL(server.url)
+        // Small saves keep the importing process busy long after the join starts.
+        let importing = try IngestBinary.start(["import", feed, "--pipeline", PostgresImportTests.photos, "--store", server.url,
+                                                "--workers", "1", "--chunk-size", "250", "--save-every", "10", "--quiet"])
+        let deadline = Date().addingTimeInterval(60)
+        while importing.process.isRunning, Date() < deadline, ((try? PostgresStatus.read(url: url))?.runs.last?.recordsDone ?? 0) < 250 {
+            usleep(10_000)
+        }
+        let joined = try IngestBinary.run(["join", server.url, "--workers", "1", "--quiet"])
+        #expect(joined.status == 0, "\(joined.stderr)")
+        #expect(IngestBinary.finish(importing).status == 0)
+        let status = try PostgresStatus.read(url: url)
+        #expect(status.runs.last?.state == "finished")
+        #expect(status.processes.count == 2)
+        #expect(status.processes.allSatisfy { $0.records > 0 }, "both processes imported chunks: \(status.processes.map(\.records))")
+        #expect(status.processes.reduce(0) { $0 + $1.records } == 20_000)
+        let spec = try PipelineSpec.load(path: PostgresImportTests.photos)
+        _ = try Importer(spec: spec, options: .init(feed: feed, store: dir.file("clean.sqlite"))).run()
+        #expect(try PostgresImportTests.postgresRows(server.url, spec.model)
+                == PostgresImportTests.sqliteRows(dir.file("clean.sqlite"), spec.model))
+    }
+}
