@@ -8,7 +8,7 @@
 # Usage: Benchmarks/instructions.sh [--small N] [--large N] [--style realistic|classic]
 #        (default 20000 40000 realistic: `ingest generate --style`; classic is the kinder feed
 #        of the figures before 0.5)
-# Env:   INGEST_BIN  the ingest binary (default .build/release/ingest; build it with -c release)
+# Env:   INGEST_BIN  the ingest binary (default .build/release/ingest, as ./run.sh builds it)
 #        WORK        work directory (default /tmp/ingest-instructions); feeds there are reused
 set -euo pipefail
 

@@ -46,7 +46,7 @@ struct PostgresKeptChunksTests {
         try FileManager.default.moveItem(atPath: feed, toPath: moved)
         let refused = try IngestBinary.run(["join", server.url, "--quiet"])
         #expect(refused.status != 0)
-        #expect(refused.stderr.contains("run 1's remaining chunks were kept by the process that split \(feed), which is gone, and are not stored in the database (this process cannot read that feed); continue with: ingest import \(feed) --store \(url) where that feed can be read"),
+        #expect(refused.stderr.contains("run 1's remaining chunks were kept by the process that split \(feed), which is gone, and are not stored in the database (this process cannot read that feed: it is not there, not a regular file, or not its size then); continue with: ingest import \(feed) --store \(url) where that feed can be read"),
                 "\(refused.stderr)")
         #expect(try count("finished IS NULL") == unfinished, "nothing imported without the chunks")
 
@@ -56,6 +56,41 @@ struct PostgresKeptChunksTests {
         #expect(try count("finished IS NULL") == 0)
         let status = try PostgresStatus.read(url: url)
         #expect(status.runs.last?.state == "finished")
+        #expect(status.processes.reduce(0) { $0 + $1.records } == 20_000, "every record committed exactly once")
+        let spec = try PipelineSpec.load(path: PostgresImportTests.photos)
+        _ = try Importer(spec: spec, options: .init(feed: feed, store: dir.file("clean.sqlite"))).run()
+        #expect(try PostgresImportTests.postgresRows(server.url, spec.model)
+                == PostgresImportTests.sqliteRows(dir.file("clean.sqlite"), spec.model))
+    }
+
+    /// The same `ingest import` run again after the importing process was killed splits the
+    /// feed again and imports the chunks the killed one kept, claiming each only once its
+    /// own split has written it.
+    @Test(.timeLimit(.minutes(3)))
+    func importingAgainAfterAKillContinuesWithTheChunksTheKilledProcessKept() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 20_000, seed: 7).write(to: feed)
+        let url = try PostgresURL(server.url)
+        let arguments = ["import", feed, "--pipeline", PostgresImportTests.photos, "--store", server.url,
+                         "--workers", "2", "--chunk-size", "500", "--save-every", "20", "--lease-seconds", "1.5", "--quiet"]
+        let importing = try IngestBinary.start(arguments)
+        let deadline = Date().addingTimeInterval(60)
+        // Far into the feed: the split made again has many chunks to write before the first
+        // unfinished one, which the new workers must not claim before it is written.
+        while importing.process.isRunning, Date() < deadline, ((try? PostgresStatus.read(url: url))?.runs.last?.recordsDone ?? 0) < 12_000 {
+            usleep(5_000)
+        }
+        kill(importing.process.processIdentifier, SIGKILL)
+        _ = IngestBinary.finish(importing)
+        let kept = try #require(try PostgresStatus.read(url: url).runs.last).chunksKept
+        #expect(kept > 0, "the killed process kept chunks")
+        Thread.sleep(forTimeInterval: 1.6)
+        let again = try IngestBinary.run(arguments)
+        #expect(again.status == 0, "\(again.stderr)")
+        let status = try PostgresStatus.read(url: url)
+        #expect(status.runs.count == 1 && status.runs.last?.state == "finished" && status.runs.last?.chunksKept == 0)
         #expect(status.processes.reduce(0) { $0 + $1.records } == 20_000, "every record committed exactly once")
         let spec = try PipelineSpec.load(path: PostgresImportTests.photos)
         _ = try Importer(spec: spec, options: .init(feed: feed, store: dir.file("clean.sqlite"))).run()

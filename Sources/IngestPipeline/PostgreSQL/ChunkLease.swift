@@ -17,19 +17,20 @@ struct ChunkLease: Sendable {
     typealias Lost = ChunkTakenOver
 
     /// Claims the first chunk of `run` that no live process holds, or nil when there is none now.
-    /// With `keeper`, the chunks whose bytes this process's split keeps (not stored) may be
-    /// claimed too; other processes claim stored chunks only.
-    static func claim(run: Int, owner: String, leaseSeconds: Double, keeper: Bool = false,
+    /// Chunks whose bytes are not stored (kept by the process that split them) are claimed
+    /// only up to `keptUpTo`: the last chunk this process's own split has written (the split
+    /// writes them in order); other processes pass 0 and claim stored chunks only.
+    static func claim(run: Int, owner: String, leaseSeconds: Double, keptUpTo: Int = 0,
                       _ connection: PostgresConnection) throws -> ChunkLease? {
         try connection.execute("BEGIN")
         do {
             let rows = try connection.execute("""
                 SELECT number, first_record, records, done, checksum FROM _ingest_chunks
                 WHERE run = $1 AND finished IS NULL AND (owner IS NULL OR lease_until < now())
-                    AND ($2 OR octet_length(bytes) > 0)
+                    AND (number <= $2 OR octet_length(bytes) > 0)
                     AND EXISTS (SELECT 1 FROM _ingest_runs r WHERE r.run = $1 AND r.state = 'running')
                 ORDER BY number LIMIT 1 FOR UPDATE SKIP LOCKED
-                """, [String(run), keeper ? "t" : "f"])
+                """, [String(run), String(keptUpTo)])
             guard rows.count == 1 else {
                 try connection.execute("COMMIT")
                 return nil

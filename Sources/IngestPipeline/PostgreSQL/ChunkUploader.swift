@@ -21,15 +21,21 @@ final class ChunkUploader: Sendable {
     /// thread and connection of its own; `sums` gives the checksum of each chunk file the
     /// split wrote (a file is stored only under the checksum its row holds).
     init(url: PostgresURL, run: Int, process: String, directory: String, ownWorkers: Int, leaseSeconds: Double,
-         sums: @escaping @Sendable (Int) -> String?, logger: Logger) {
+         sums: @escaping @Sendable (Int) -> String?, lastWritten: @escaping @Sendable () -> Int, logger: Logger) {
         thread = StoppableThread { isStopped in
             var connection: PostgresConnection?
             while !isStopped() {
                 do {
-                    if connection == nil || connection?.isOK == false { connection = try PostgresConnection(url) }
+                    if connection == nil || connection?.isOK == false {
+                        connection = try PostgresConnection(url)
+                        // A chunk's row locked by a save that stalls is passed over, not waited for.
+                        try connection!.execute("SET lock_timeout = '1s'")
+                    }
                     let stored = try Self.storeOne(run: run, process: process, directory: directory, ownWorkers: ownWorkers,
-                                                   leaseSeconds: leaseSeconds, sums: sums, connection!)
+                                                   leaseSeconds: leaseSeconds, sums: sums, lastWritten: lastWritten(), connection!)
                     if !stored { Thread.sleep(forTimeInterval: 0.05) }
+                } catch PostgresError.server(_, let state) where state == "55P03" {
+                    continue
                 } catch {
                     logger.warning("storing a kept chunk for other processes failed; trying again", metadata: ["error": "\(error)"])
                     connection = nil
@@ -44,23 +50,28 @@ final class ChunkUploader: Sendable {
 
     /// Stores the next kept chunk when other processes want one; false when none was stored.
     private static func storeOne(run: Int, process: String, directory: String, ownWorkers: Int, leaseSeconds: Double,
-                                 sums: (Int) -> String?, _ connection: PostgresConnection) throws -> Bool {
+                                 sums: (Int) -> String?, lastWritten: Int, _ connection: PostgresConnection) throws -> Bool {
         let wanting = Int(try connection.execute("""
             SELECT coalesce(sum(workers), 0) FROM _ingest_processes
             WHERE run = $1 AND id <> $2 AND state = 'running' AND heartbeat > now() - make_interval(secs => $3)
             """, [String(run), process, String(leaseSeconds)])[0, 0] ?? "0") ?? 0
         guard wanting > 0 else { return false }
-        let waiting = Int(try connection.execute("""
-            SELECT count(*) FROM _ingest_chunks
-            WHERE run = $1 AND finished IS NULL AND (owner IS NULL OR lease_until < now()) AND octet_length(bytes) > 0
-            """, [String(run)])[0, 0] ?? "0") ?? 0
-        guard waiting < 2 * wanting else { return false }
-        // The first few kept chunks are the ones this process's workers claim next.
+        // Unclaimed chunks: stored ones waiting for the others, and those only this process has
+        // (up to the last its split wrote: a split made again goes over chunks a gone process kept).
+        let unclaimed = try connection.execute("""
+            SELECT count(*) FILTER (WHERE octet_length(bytes) > 0), count(*) FILTER (WHERE octet_length(bytes) = 0 AND number <= $2)
+            FROM _ingest_chunks WHERE run = $1 AND finished IS NULL AND (owner IS NULL OR lease_until < now())
+            """, [String(run), String(lastWritten)])
+        let (waiting, kept) = (Int(unclaimed[0, 0] ?? "0") ?? 0, Int(unclaimed[0, 1] ?? "0") ?? 0)
+        guard waiting < 2 * wanting, kept > 0 else { return false }
+        // The first few kept chunks are the ones this process's workers claim next, unless they
+        // are nearly all that is left: then the others are given work at once.
         let next = try connection.execute("""
             SELECT number, checksum FROM _ingest_chunks
             WHERE run = $1 AND finished IS NULL AND (owner IS NULL OR lease_until < now()) AND octet_length(bytes) = 0
+                AND number <= $3
             ORDER BY number OFFSET $2 LIMIT 1
-            """, [String(run), String(ownWorkers)])
+            """, [String(run), String(kept > 2 * ownWorkers ? ownWorkers : 0), String(lastWritten)])
         guard next.count == 1, let number = Int(next[0, 0] ?? ""), let checksum = next[0, 1] else { return false }
         guard let bytes = try? FileOps.readFile(directory + "/" + ChunkInfo.fileName(for: number)),
               sums(number) == checksum || bytes.withUnsafeBytes({ Checksum.hex(of: $0) }) == checksum else {

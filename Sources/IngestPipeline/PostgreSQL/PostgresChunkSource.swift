@@ -41,7 +41,7 @@ final class PostgresChunkSource: ChunkSource {
     func claim(until stop: () -> Bool) throws -> ClaimedChunk? {
         while !stop() {
             guard let lease = try ChunkLease.claim(run: run, owner: owner, leaseSeconds: record.leaseSeconds,
-                                                   keeper: localSplit != nil, connection) else {
+                                                   keptUpTo: localSplit?.lastWritten.withLock { $0 } ?? 0, connection) else {
                 if try !moreChunksMayCome() { return nil }
                 continue
             }
@@ -51,6 +51,14 @@ final class PostgresChunkSource: ChunkSource {
                 let bytes = try bytes(of: lease)
                 return ClaimedChunk(info: lease.chunk(byteSize: bytes.count), bytes: bytes, done: lease.done, readSeconds: StageTimes.now() - started)
             } catch is ChunkTakenOver {
+                continue
+            } catch is ChunkNotStored {
+                // Kept by the process that split it, which stores it when it can: given back.
+                try connection.execute("""
+                    UPDATE _ingest_chunks SET owner = NULL, lease_until = NULL
+                    WHERE run = $1 AND number = $2 AND owner = $3 AND finished IS NULL
+                    """, [String(run), String(lease.number), owner])
+                Thread.sleep(forTimeInterval: 0.1)
                 continue
             }
         }
@@ -68,12 +76,12 @@ final class PostgresChunkSource: ChunkSource {
                let (text, current) = try PostgresImport.storedRecord(of: run, connection) {
                 // Chunks another process's split keeps: it stores some while this one waits for work.
                 if try PostgresImport.keeperIsAlive(current, connection) {
-                    Thread.sleep(forTimeInterval: 0.05)
+                    Thread.sleep(forTimeInterval: 0.1)
                     return true
                 }
                 // That process is gone: one that can read the feed splits it again, and stores them.
                 if try takeOverSplit(current, stored: text) { return true }
-                throw ImportError("run \(run)'s remaining chunks were kept by the process that split \(current.feed), which is gone, and are not stored in the database (this process cannot read that feed); continue with: ingest import \(current.feed) --store \(connection.target) where that feed can be read")
+                throw ImportError("run \(run)'s remaining chunks were kept by the process that split \(current.feed), which is gone, and are not stored in the database (this process cannot read that feed: it is not there, not a regular file, or not its size then); continue with: ingest import \(current.feed) --store \(connection.target) where that feed can be read")
             }
             Thread.sleep(forTimeInterval: min(1, record.leaseSeconds / 4))
             return true
@@ -110,8 +118,14 @@ final class PostgresChunkSource: ChunkSource {
         logger.warning("the split of this run stopped with its process; splitting the feed here", metadata: ["feed": "\(current.feed)"])
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-split-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        _ = try PostgresImport.split(feed: current.feed, run: run, url: url, directory: directory,
-                                     options: PostgresImportOptions(leaseSeconds: current.leaseSeconds, logger: logger))
+        do {
+            _ = try PostgresImport.split(feed: current.feed, run: run, url: url, directory: directory,
+                                         options: PostgresImportOptions(leaseSeconds: current.leaseSeconds, logger: logger))
+        } catch let error as FeedError {
+            // The feed is malformed further on, as the first split found: the chunks before the
+            // fault are stored now, to be imported; the run then says its split failed.
+            logger.warning("the feed split here stops where it is malformed", metadata: ["error": "\(error)"])
+        }
         return true
     }
 
@@ -126,9 +140,15 @@ final class PostgresChunkSource: ChunkSource {
         }
         guard let stored = try connection.fetchBytes("SELECT bytes FROM _ingest_chunks WHERE run = $1 AND number = $2",
                                                       [String(run), String(lease.number)]) else { throw ChunkTakenOver() }
+        // Finished meanwhile (its bytes dropped), or kept by the process that split it.
+        if stored.isEmpty { throw ChunkNotStored() }
         guard let bytes = ChunkCompression.decompress(stored), bytes.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum else {
             throw ImportError(.chunkChanged(path: "chunk \(lease.number) of run \(run) in \(connection.target)"))
         }
         return bytes
     }
 }
+
+/// A claimed chunk's bytes are not in the database: the process that split it keeps them
+/// (or the chunk was finished meanwhile).
+private struct ChunkNotStored: Error {}

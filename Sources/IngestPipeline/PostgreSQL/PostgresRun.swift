@@ -75,15 +75,16 @@ public struct PostgresImportOptions: Sendable {
 }
 
 /// Imports on a PostgreSQL store, shared by many processes: `start` splits a feed and
-/// registers its chunks in the store (the chunk bytes live in the database, so every
-/// machine that reaches it can import them); `join` imports chunks until none is left.
+/// registers its chunks in the store (their bytes stored in the database for every machine
+/// that reaches it, or kept by the importing process until others want them: `split`);
+/// `join` imports chunks until none is left.
 public enum PostgresImport {
     /// What `start` did.
     public struct Started: Sendable {
         public var run: Int
         /// False when the store's unfinished run of this feed and pipeline was found instead.
         public var registered: Bool
-        /// Whether the run's feed must (still) be split here: `split` stores its chunks as
+        /// Whether the run's feed must (still) be split here: `split` registers its chunks as
         /// they are made, while this and other processes import them.
         public var needsSplit: Bool
         /// Where `split` puts the chunk files; this process's workers read them there
@@ -243,7 +244,8 @@ public enum PostgresImport {
         let started = Date()
         options.logger.info("splitting the feed", metadata: ["feed": "\(feed)", "chunk size": "\(record.chunkSize)"])
         var splitOptions = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: record.chunkSize, form: spec.recordForm)
-        // The chunks are kept in the database; the files are this process's local copy of them.
+        // Stored or kept, the chunks are registered in the database; the files need no flush
+        // (a process that outlives this one splits the feed again when it needs them).
         splitOptions.durable = false
         let splitter = Splitter(feedPath: feed, directory: directory, options: splitOptions)
         if !keeps { splitter.chunkEncoder = { ChunkCompression.Encoder() } }

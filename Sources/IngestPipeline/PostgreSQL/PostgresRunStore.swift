@@ -7,8 +7,9 @@ import Synchronization
 /// A PostgreSQL store's side of one process's part in an import run (`PostgresJoin`): the
 /// run is recorded in `_ingest_runs`, which any number of processes share; this process
 /// registers itself in `_ingest_processes` and keeps a heartbeat, its workers claim chunks
-/// with `SKIP LOCKED` leases, and, when it registered the run, its split stores each chunk
-/// in the database beside them (`PostgresImport.split`).
+/// with `SKIP LOCKED` leases, and, when it registered the run, its split registers each
+/// chunk beside them, keeping its bytes for its own workers and storing them for others
+/// (`PostgresImport.split(keeping:)`, `ChunkUploader`).
 struct PostgresRunStore: RunStore {
     let join: PostgresJoin
     /// The run to join; nil for the newest unfinished one.
@@ -198,23 +199,30 @@ final class PostgresSplitStage: Sendable {
 
     /// The checksum of each chunk file this split wrote and found the database holding too.
     let localSums = Locked<[Int: String]>([:])
+    /// The last chunk this split wrote (0 before the first): it writes them in order, so every
+    /// chunk up to it is in this process's chunk files.
+    let lastWritten = Locked<Int>(0)
     /// Stores the chunks this split keeps when other processes want work.
     let uploader: ChunkUploader
 
     /// Starts the split of `process`, which keeps its chunks (`PostgresImport.split(keeping:)`)
     /// for its `workers`, storing them only for other processes.
     init(_ split: PostgresJoin.SplitAlongside, run: Int, process: String, workers: Int, leaseSeconds: Double, join: PostgresJoin) {
-        let sums = localSums
+        let (sums, written) = (localSums, lastWritten)
         uploader = ChunkUploader(url: join.url, run: run, process: process, directory: split.directory, ownWorkers: workers,
                                  leaseSeconds: leaseSeconds, sums: { number in sums.withLock { $0[number] } },
+                                 lastWritten: { written.withLock { $0 } },
                                  logger: join.options.logger)
         Thread.detachNewThread { [self] in
             defer { finished.signal() }
             var result = Result {
+                // A feed read once (a pipe, standard input) cannot be split again by whoever
+                // outlives this process: its chunks are all stored, as they are made.
                 try PostgresImport.split(feed: split.feed, run: run, url: join.url, directory: split.directory,
                                          options: join.options, cancellation: join.splitCancellation,
-                                         keeping: process) { [self] chunk in
+                                         keeping: FileOps.isReadOnce(split.feed) ? nil : process) { [self] chunk in
                     localSums.withLock { $0[chunk.index] = chunk.checksum }
+                    lastWritten.withLock { $0 = max($0, chunk.index) }
                 }
             }
             if case .failure(let error) = result {

@@ -7,8 +7,8 @@ import Logging
 ///   (one process); its split fills a local queue that the workers take chunks from in
 ///   feed order.
 /// - `PostgresRunStore` records it in the `_ingest_*` tables, which any number of
-///   processes on any machines share; its split stores each chunk in the database, and
-///   workers claim chunks with `SKIP LOCKED` leases.
+///   processes on any machines share; its split registers each chunk there (its bytes
+///   stored for the processes that join), and workers claim chunks with `SKIP LOCKED` leases.
 ///
 /// Either way a save writes its chunk's marker and rejects in the transaction of its
 /// rows (`BatchChunkWriter`, `ChunkBookkeeping`).

@@ -90,7 +90,7 @@ struct PostgresRunBackend: RunBackend {
         defer { if let directory = started.chunksDirectory { try? FileManager.default.removeItem(atPath: directory) } }
         if !running.quiet {
             if started.registered {
-                Console.error("ingest: \(url): run \(started.run) registered; its chunks are stored in the database as the split makes them, and imported meanwhile; other machines join with: ingest join \(url)\n")
+                Console.error("ingest: \(url): run \(started.run) registered; its chunks are registered in the database as the split makes them, and imported meanwhile (stored there for any process that joins); other machines join with: ingest join \(url)\n")
             } else {
                 Console.error("ingest: \(url): continuing its unfinished run \(started.run) of this feed\n")
             }
