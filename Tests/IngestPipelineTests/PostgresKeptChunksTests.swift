@@ -87,11 +87,48 @@ struct PostgresKeptChunksTests {
         let kept = try #require(try PostgresStatus.read(url: url).runs.last).chunksKept
         #expect(kept > 0, "the killed process kept chunks")
         Thread.sleep(forTimeInterval: 1.6)
-        let again = try IngestBinary.run(arguments)
+        // As the join's message says it: without the chunk size the run was split with.
+        let again = try IngestBinary.run(["import", feed, "--store", server.url, "--workers", "2", "--quiet"])
         #expect(again.status == 0, "\(again.stderr)")
         let status = try PostgresStatus.read(url: url)
         #expect(status.runs.count == 1 && status.runs.last?.state == "finished" && status.runs.last?.chunksKept == 0)
         #expect(status.processes.reduce(0) { $0 + $1.records } == 20_000, "every record committed exactly once")
+        let spec = try PipelineSpec.load(path: PostgresImportTests.photos)
+        _ = try Importer(spec: spec, options: .init(feed: feed, store: dir.file("clean.sqlite"))).run()
+        #expect(try PostgresImportTests.postgresRows(server.url, spec.model)
+                == PostgresImportTests.sqliteRows(dir.file("clean.sqlite"), spec.model))
+    }
+
+    /// An importing process stopped at a signal while another process imports stores the
+    /// chunks it kept first, so that process finishes the run without the feed.
+    @Test(.timeLimit(.minutes(3)))
+    func anImportStoppedWhileAnotherProcessImportsStoresWhatItKept() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 20_000, seed: 8).write(to: feed)
+        let url = try PostgresURL(server.url)
+        let importing = try IngestBinary.start(["import", feed, "--pipeline", PostgresImportTests.photos, "--store", server.url,
+                                                "--workers", "1", "--chunk-size", "250", "--save-every", "10", "--quiet"])
+        let deadline = Date().addingTimeInterval(60)
+        func status() -> PostgresStatus? { try? PostgresStatus.read(url: url) }
+        while importing.process.isRunning, Date() < deadline, (status()?.runs.last?.recordsDone ?? 0) < 250 { usleep(10_000) }
+        let joined = try IngestBinary.start(["join", server.url, "--workers", "1", "--quiet"])
+        // Both importing, and the feed split whole (the rest of a split stopped early would need the feed).
+        while importing.process.isRunning, Date() < deadline,
+              (status()?.processes.filter(\.alive).count ?? 0) < 2 || (status()?.runs.last?.chunkCount ?? 0) < 80 { usleep(10_000) }
+        // Elsewhere from here on: nobody could split the feed again.
+        try FileManager.default.moveItem(atPath: feed, toPath: dir.file("moved.json"))
+        kill(importing.process.processIdentifier, SIGINT)
+        let stopped = IngestBinary.finish(importing)
+        #expect(stopped.status == 128 + SIGINT, "\(stopped.stderr)")
+        let finished = IngestBinary.finish(joined)
+        #expect(finished.status == 0, "\(finished.stderr)")
+        let end = try PostgresStatus.read(url: url)
+        #expect(end.runs.last?.state == "finished")
+        #expect(end.processes.map(\.state).sorted() == ["finished", "stopped"])
+        #expect(end.processes.reduce(0) { $0 + $1.records } == 20_000, "every record committed exactly once")
+        try FileManager.default.moveItem(atPath: dir.file("moved.json"), toPath: feed)
         let spec = try PipelineSpec.load(path: PostgresImportTests.photos)
         _ = try Importer(spec: spec, options: .init(feed: feed, store: dir.file("clean.sqlite"))).run()
         #expect(try PostgresImportTests.postgresRows(server.url, spec.model)

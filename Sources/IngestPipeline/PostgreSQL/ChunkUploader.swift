@@ -11,17 +11,33 @@ import Logging
 /// a sixth of the client's and server's CPU per record, for copies only other machines read.
 ///
 /// What this gives up: a kept chunk lives only in its process's chunk files (and in the
-/// feed). When that process dies, a process that can read the same feed takes the split
+/// feed). When that process stops at a signal while others import, it stores what it kept
+/// first (`storeKept`); when it dies, a process that can read the same feed takes the split
 /// over and stores the kept chunks (`PostgresChunkSource`); one that cannot says where to
-/// run `ingest import` again.
+/// run `ingest join` or `ingest import` again.
 final class ChunkUploader: Sendable {
+    let url: PostgresURL
+    let run: Int
+    let process: String
+    let directory: String
+    let ownWorkers: Int
+    let leaseSeconds: Double
+    /// The checksum of each chunk file the split wrote (a file is stored only under the
+    /// checksum its row holds).
+    let sums: @Sendable (Int) -> String?
+    /// The last chunk the split wrote: every kept chunk up to it is in `directory`.
+    let lastWritten: @Sendable () -> Int
+    let logger: Logger
     private let thread: StoppableThread
 
     /// Starts storing `process`'s kept chunks of `run` from `directory` on demand, on a
-    /// thread and connection of its own; `sums` gives the checksum of each chunk file the
-    /// split wrote (a file is stored only under the checksum its row holds).
+    /// thread and connection of its own.
     init(url: PostgresURL, run: Int, process: String, directory: String, ownWorkers: Int, leaseSeconds: Double,
          sums: @escaping @Sendable (Int) -> String?, lastWritten: @escaping @Sendable () -> Int, logger: Logger) {
+        (self.url, self.run, self.process, self.directory, self.ownWorkers, self.leaseSeconds) = (url, run, process, directory, ownWorkers, leaseSeconds)
+        (self.sums, self.lastWritten, self.logger) = (sums, lastWritten, logger)
+        let work = Work(run: run, process: process, directory: directory, ownWorkers: ownWorkers, leaseSeconds: leaseSeconds,
+                        sums: sums, lastWritten: lastWritten)
         thread = StoppableThread { isStopped in
             var connection: PostgresConnection?
             while !isStopped() {
@@ -31,9 +47,7 @@ final class ChunkUploader: Sendable {
                         // A chunk's row locked by a save that stalls is passed over, not waited for.
                         try connection!.execute("SET lock_timeout = '1s'")
                     }
-                    let stored = try Self.storeOne(run: run, process: process, directory: directory, ownWorkers: ownWorkers,
-                                                   leaseSeconds: leaseSeconds, sums: sums, lastWritten: lastWritten(), connection!)
-                    if !stored { Thread.sleep(forTimeInterval: 0.05) }
+                    if try !work.storeOne(connection!) { Thread.sleep(forTimeInterval: 0.05) }
                 } catch PostgresError.server(_, let state) where state == "55P03" {
                     continue
                 } catch {
@@ -48,39 +62,81 @@ final class ChunkUploader: Sendable {
     /// Stops storing (the process's workers are done); waits for a store under way.
     func stop() { thread.stop(waitingAtMost: 5) }
 
-    /// Stores the next kept chunk when other processes want one; false when none was stored.
-    private static func storeOne(run: Int, process: String, directory: String, ownWorkers: Int, leaseSeconds: Double,
-                                 sums: (Int) -> String?, lastWritten: Int, _ connection: PostgresConnection) throws -> Bool {
-        let wanting = Int(try connection.execute("""
-            SELECT coalesce(sum(workers), 0) FROM _ingest_processes
-            WHERE run = $1 AND id <> $2 AND state = 'running' AND heartbeat > now() - make_interval(secs => $3)
-            """, [String(run), process, String(leaseSeconds)])[0, 0] ?? "0") ?? 0
-        guard wanting > 0 else { return false }
-        // Unclaimed chunks: stored ones waiting for the others, and those only this process has
-        // (up to the last its split wrote: a split made again goes over chunks a gone process kept).
-        let unclaimed = try connection.execute("""
-            SELECT count(*) FILTER (WHERE octet_length(bytes) > 0), count(*) FILTER (WHERE octet_length(bytes) = 0 AND number <= $2)
-            FROM _ingest_chunks WHERE run = $1 AND finished IS NULL AND (owner IS NULL OR lease_until < now())
-            """, [String(run), String(lastWritten)])
-        let (waiting, kept) = (Int(unclaimed[0, 0] ?? "0") ?? 0, Int(unclaimed[0, 1] ?? "0") ?? 0)
-        guard waiting < 2 * wanting, kept > 0 else { return false }
-        // The first few kept chunks are the ones this process's workers claim next, unless they
-        // are nearly all that is left: then the others are given work at once.
-        let next = try connection.execute("""
+    /// After `stop`, when this process stops at a signal: stores every unfinished chunk it
+    /// kept if another live process is still importing the run (that process may not be able
+    /// to read the feed); nothing otherwise. Returns how many it stored.
+    /// - Throws: `PostgresError`; `ImportError` when a kept chunk's file is gone.
+    @discardableResult
+    func storeKept(_ connection: PostgresConnection) throws -> Int {
+        let work = Work(run: run, process: process, directory: directory, ownWorkers: 0, leaseSeconds: leaseSeconds,
+                        sums: sums, lastWritten: lastWritten)
+        guard try work.othersImporting(connection) > 0 else { return 0 }
+        let kept = try connection.execute("""
             SELECT number, checksum FROM _ingest_chunks
-            WHERE run = $1 AND finished IS NULL AND (owner IS NULL OR lease_until < now()) AND octet_length(bytes) = 0
-                AND number <= $3
-            ORDER BY number OFFSET $2 LIMIT 1
-            """, [String(run), String(kept > 2 * ownWorkers ? ownWorkers : 0), String(lastWritten)])
-        guard next.count == 1, let number = Int(next[0, 0] ?? ""), let checksum = next[0, 1] else { return false }
-        guard let bytes = try? FileOps.readFile(directory + "/" + ChunkInfo.fileName(for: number)),
-              sums(number) == checksum || bytes.withUnsafeBytes({ Checksum.hex(of: $0) }) == checksum else {
-            throw ImportError("chunk \(number) of run \(run) is not in this process's chunk files as the split registered it")
+            WHERE run = $1 AND finished IS NULL AND octet_length(bytes) = 0 AND number <= $2 ORDER BY number
+            """, [String(run), String(lastWritten())])
+        logger.info("storing the chunks this process kept, for the processes still importing", metadata: ["chunks": "\(kept.count)"])
+        for row in 0..<kept.count {
+            try work.store(number: Int(kept[row, 0]!)!, checksum: kept[row, 1]!, connection)
         }
-        try connection.execute("""
-            UPDATE _ingest_chunks SET bytes = $3 WHERE run = $1 AND number = $2 AND finished IS NULL AND octet_length(bytes) = 0
-            """, [String(run), String(number)], bytes: ChunkCompression.compress(bytes))
-        return true
+        return kept.count
+    }
+
+    /// What the uploading thread and `storeKept` share.
+    private struct Work: Sendable {
+        let run: Int
+        let process: String
+        let directory: String
+        let ownWorkers: Int
+        let leaseSeconds: Double
+        let sums: @Sendable (Int) -> String?
+        let lastWritten: @Sendable () -> Int
+
+        /// Workers of the other live processes joined to the run.
+        func othersImporting(_ connection: PostgresConnection) throws -> Int {
+            Int(try connection.execute("""
+                SELECT coalesce(sum(workers), 0) FROM _ingest_processes
+                WHERE run = $1 AND id <> $2 AND state = 'running' AND heartbeat > now() - make_interval(secs => $3)
+                """, [String(run), process, String(leaseSeconds)])[0, 0] ?? "0") ?? 0
+        }
+
+        /// Stores the next kept chunk when other processes want one; false when none was stored.
+        func storeOne(_ connection: PostgresConnection) throws -> Bool {
+            let wanting = try othersImporting(connection)
+            guard wanting > 0 else { return false }
+            let last = lastWritten()
+            // Unclaimed chunks: stored ones waiting for the others, and those only this process has
+            // (up to the last its split wrote: a split made again goes over chunks a gone process kept).
+            let unclaimed = try connection.execute("""
+                SELECT count(*) FILTER (WHERE octet_length(bytes) > 0), count(*) FILTER (WHERE octet_length(bytes) = 0 AND number <= $2)
+                FROM _ingest_chunks WHERE run = $1 AND finished IS NULL AND (owner IS NULL OR lease_until < now())
+                """, [String(run), String(last)])
+            let (waiting, kept) = (Int(unclaimed[0, 0] ?? "0") ?? 0, Int(unclaimed[0, 1] ?? "0") ?? 0)
+            guard waiting < 2 * wanting, kept > 0 else { return false }
+            // The first few kept chunks are the ones this process's workers claim next, unless they
+            // are nearly all that is left: then the others are given work at once.
+            let next = try connection.execute("""
+                SELECT number, checksum FROM _ingest_chunks
+                WHERE run = $1 AND finished IS NULL AND (owner IS NULL OR lease_until < now()) AND octet_length(bytes) = 0
+                    AND number <= $3
+                ORDER BY number OFFSET $2 LIMIT 1
+                """, [String(run), String(kept > 2 * ownWorkers ? ownWorkers : 0), String(last)])
+            guard next.count == 1, let number = Int(next[0, 0] ?? ""), let checksum = next[0, 1] else { return false }
+            try store(number: number, checksum: checksum, connection)
+            return true
+        }
+
+        /// Stores kept chunk `number` from its file, compressed, unless it was finished meanwhile.
+        func store(number: Int, checksum: String, _ connection: PostgresConnection) throws {
+            let path = directory + "/" + ChunkInfo.fileName(for: number)
+            guard let bytes = try? FileOps.readFile(path),
+                  sums(number) == checksum || bytes.withUnsafeBytes({ Checksum.hex(of: $0) }) == checksum else {
+                throw ImportError("chunk \(number) of run \(run), kept by this process, is no longer in its chunk file \(path) as the split wrote it")
+            }
+            try connection.execute("""
+                UPDATE _ingest_chunks SET bytes = $3 WHERE run = $1 AND number = $2 AND finished IS NULL AND octet_length(bytes) = 0
+                """, [String(run), String(number)], bytes: ChunkCompression.compress(bytes))
+        }
     }
 }
 

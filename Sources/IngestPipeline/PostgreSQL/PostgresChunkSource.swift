@@ -115,7 +115,8 @@ final class PostgresChunkSource: ChunkSource {
                                              [String(run), before, after]).changed == 1
         // Another process took it over first: its chunks are coming.
         guard claimed else { return true }
-        logger.warning("the split of this run stopped with its process; splitting the feed here", metadata: ["feed": "\(current.feed)"])
+        logger.warning(current.isSplit ? "the process that kept this run's remaining chunks is gone; splitting the feed here to store them"
+                                         : "the split of this run stopped with its process; splitting the feed here", metadata: ["feed": "\(current.feed)"])
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-split-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         do {
@@ -133,15 +134,24 @@ final class PostgresChunkSource: ChunkSource {
     /// copy; checked against the chunk's checksum either way.
     /// - Throws: `ChunkTakenOver` when the chunk was finished (its bytes dropped) meanwhile.
     private func bytes(of lease: ChunkLease) throws -> [UInt8] {
-        if let localChunks, let local = try? FileOps.readFile(localChunks + "/" + ChunkInfo.fileName(for: lease.number)),
+        let localFile = localChunks.map { $0 + "/" + ChunkInfo.fileName(for: lease.number) }
+        if let localFile, let local = try? FileOps.readFile(localFile),
            localSplit?.localSums.withLock({ $0[lease.number] }) == lease.checksum
             || local.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum {
             return local
         }
         guard let stored = try connection.fetchBytes("SELECT bytes FROM _ingest_chunks WHERE run = $1 AND number = $2",
                                                       [String(run), String(lease.number)]) else { throw ChunkTakenOver() }
-        // Finished meanwhile (its bytes dropped), or kept by the process that split it.
-        if stored.isEmpty { throw ChunkNotStored() }
+        if stored.isEmpty {
+            // Kept by this process, whose file is gone: nobody has the chunk until the feed is split again.
+            if let localFile, let split = localSplit, lease.number <= split.lastWritten.withLock({ $0 }),
+               try connection.execute("SELECT 1 FROM _ingest_chunks WHERE run = $1 AND number = $2 AND finished IS NULL",
+                                      [String(run), String(lease.number)]).count == 1 {
+                throw ImportError("chunk \(lease.number) of run \(run), kept by this process, is no longer in its chunk file \(localFile) as the split wrote it (removed or changed meanwhile); continue with: ingest join \(connection.target) where \(record.feed) can be read")
+            }
+            // Finished meanwhile (its bytes dropped), or kept by the process that split it.
+            throw ChunkNotStored()
+        }
         guard let bytes = ChunkCompression.decompress(stored), bytes.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum else {
             throw ImportError(.chunkChanged(path: "chunk \(lease.number) of run \(run) in \(connection.target)"))
         }

@@ -31,7 +31,8 @@ struct PostgresRunRecord: Codable, Sendable {
     /// The process answering for the chunks whose bytes are not in the database (stored
     /// empty, unfinished): the one whose split keeps them in its own chunk files and stores
     /// them only when other processes want work (`ChunkUploader`), or the one storing them
-    /// after taking a gone process's split over. Nil when every chunk is stored.
+    /// after taking a gone process's split over. Nil when every chunk was stored as it was
+    /// split; a finished run keeps the last keeper's name (it keeps nothing then).
     var splitProcess: String? = nil
 
     /// Whether every chunk of the run is stored.
@@ -138,8 +139,11 @@ public enum PostgresImport {
         let admission = RunAdmission(feed: feed, feedSize: feedSize, pipelineSHA256: spec.hash,
                                      keylessEntities: spec.keylessEntities, chunkSize: chunkSize, again: options.again)
         if let (run, record) = try latestUnfinished(connection) {
+            // The run goes on with the chunks it was split into, unless another size was asked for.
+            var continuing = admission
+            if options.chunkSize == nil { continuing.chunkSize = record.chunkSize }
             // A split still to make (or to go on with) compares each chunk it makes with the stored one.
-            let reasons = try admission.reasons(continuing: record.admitted(run), splitWillCompare: !record.isSplit)
+            let reasons = try continuing.reasons(continuing: record.admitted(run), splitWillCompare: !record.isSplit)
             if reasons.isEmpty || feed == "-" && record.feed == "-" && record.pipelineSHA256 == spec.hash {
                 options.logger.info("continuing the store's unfinished run", metadata: ["run": "\(run)"])
                 // A split that stopped (its process gone, or it failed) is made again here, and
@@ -195,7 +199,9 @@ public enum PostgresImport {
                 let next = try connection.execute("SELECT coalesce(max(\"_pk\"), 0) + 1 FROM \"\(entity.name.replacingOccurrences(of: "\"", with: "\"\""))\"")
                 firstRows[entity.name] = Int64(next[0, 0]!)!
             }
-            var record = PostgresRunRecord(feed: feed, feedByteSize: feedSize, pipeline: String(decoding: pipeline, as: UTF8.self),
+            // Absolute, so a process in another directory of this machine can split it again.
+            let recordedFeed = feed == "-" ? feed : URL(fileURLWithPath: feed).standardizedFileURL.path
+            var record = PostgresRunRecord(feed: recordedFeed, feedByteSize: feedSize, pipeline: String(decoding: pipeline, as: UTF8.self),
                                            pipelineSHA256: spec.hash, chunkCount: 0, chunkSize: chunkSize, records: 0,
                                            saveEvery: options.saveEvery ?? spec.saveEvery, leaseSeconds: options.leaseSeconds,
                                            feedChecksum: nil, firstRowOfRun: firstRows)

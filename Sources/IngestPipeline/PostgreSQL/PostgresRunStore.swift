@@ -72,8 +72,15 @@ struct PostgresRunSession: RunSession {
     func end(totals workerTotals: ChunkWorker.Totals) throws -> PostgresJoin.Report {
         let splitOutcome = split?.wait()
         split?.uploader.stop()
-        heartbeat.stop()
         let stopped = join.cancellation.load(ordering: .relaxed)
+        if stopped, state.failure == nil, let uploader = split?.uploader {
+            // Stopped at a signal: the processes still importing get what only this one has,
+            // while its heartbeat still says it is alive (they wait for it meanwhile).
+            do { try uploader.storeKept(connection) } catch {
+                logger.warning("the chunks this process kept could not all be stored; a process that can read the feed stores them", metadata: ["error": "\(error)"])
+            }
+        }
+        heartbeat.stop()
         // A failed split stopped the workers at their next save; it is the run's failure in
         // this process when they failed too.
         let splitFailure = splitOutcome?.failure

@@ -21,7 +21,8 @@ struct RunAdmission {
     let pipelineSHA256: String
     /// Entities without a key: their rows would be made twice by the same feed again.
     let keylessEntities: [String]
-    let chunkSize: Int
+    /// The chunk size asked for (a continuing import that asked for none takes its run's).
+    var chunkSize: Int
     /// Import the feed even when the last run imported it with the same pipeline.
     let again: Bool
 

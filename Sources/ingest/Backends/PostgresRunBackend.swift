@@ -151,11 +151,17 @@ struct PostgresRunBackend: RunBackend {
             if report.leasesLost > 0 { print("  lost \(report.leasesLost) chunk lease(s) to other processes (this one stalled past the lease)") }
             print(report.runFinished
                   ? "  run \(report.run) finished: \(Format.count(report.runRecords)) records done, \(Format.count(report.runRejected)) rejected in all (ingest status \(url) lists them)"
+                  : report.stopped
+                  ? "  run \(report.run) stopped here: \(Format.count(report.runRecords)) records done so far"
                   : "  run \(report.run) goes on in other processes: \(Format.count(report.runRecords)) records done so far")
             report.members.lines(indent: "  ", more: "ingest status \(url) lists them").forEach { print($0) }
         }
         if let failure = report.splitFailure { throw commandError(failure) }
-        if report.stopped { signals.exit(continueWith: "ingest join \(url)") }
+        if report.stopped {
+            // Exiting skips the caller's removal of the chunk files: they go here.
+            if let localChunks { try? FileManager.default.removeItem(atPath: localChunks) }
+            signals.exit(continueWith: "ingest join \(url)")
+        }
         if report.rejected > 0 { throw ExitCode(3) }
     }
 }

@@ -13,9 +13,11 @@ extension Ingest {
         static let configuration = CommandConfiguration(
             abstract: "Join the running import of a PostgreSQL store: claim its chunks and import them, from any machine.",
             discussion: """
-            `ingest import FEED --store postgresql://…` splits a feed into chunks kept in the \
-            database and starts importing them; any number of `ingest join` processes, on this \
-            machine or others that reach the database, import the same run beside it. A worker \
+            `ingest import FEED --store postgresql://…` splits a feed into chunks registered in \
+            the database and starts importing them; any number of `ingest join` processes, on this \
+            machine or others that reach the database, import the same run beside it (the \
+            importing process stores chunks in the database for them as they need them; when it \
+            is gone, a process that can read the feed stores the rest). A worker \
             claims a chunk with SELECT … FOR UPDATE SKIP LOCKED and holds it with a heartbeat: \
             the chunks of a process that dies go back to the pool when its lease ends, and go on \
             from their markers. Exits when no chunk is left. Exit statuses as for ingest import.
