@@ -39,8 +39,13 @@ struct PostgresKeptChunksTests {
         #expect(unfinished > 0, "killed before the end")
         #expect(try count("octet_length(bytes) > 0") == 0, "no chunk stored: no other process wanted one")
         let shown = try IngestBinary.run(["status", server.url])
-        #expect(shown.stdout.contains("(not stored in the database): \(unfinished) chunk(s)\n"), "\(shown.stdout)")
+        #expect(shown.stdout.contains("(not stored in the database): \(unfinished) chunk(s)"), "\(shown.stdout)")
 
+        // Once its lease is over, the killed process is gone, and status says what takes its chunks over.
+        Thread.sleep(forTimeInterval: 1.6)
+        let gone = try IngestBinary.run(["status", server.url])
+        #expect(gone.stdout.contains("(not stored in the database): \(unfinished) chunk(s); that process is gone: ingest join or ingest import where \(feed) can be read stores them\n"),
+                "\(gone.stdout)")
         // Elsewhere: the feed cannot be read.
         let moved = dir.file("moved.json")
         try FileManager.default.moveItem(atPath: feed, toPath: moved)

@@ -17,6 +17,8 @@ public struct PostgresStatus: Sendable {
         public var chunksKept: Int = 0
         /// That process, when some chunks are kept (see `chunksKept`).
         public var keptBy: String? = nil
+        /// Whether that process is alive (else a process that can read the feed stores them).
+        public var keeperAlive = false
         public var records: Int
         public var recordsDone: Int
         public var rejected: Int
@@ -72,7 +74,9 @@ public struct PostgresStatus: Sendable {
                 (SELECT count(*) FROM _ingest_rejects j WHERE j.run = r.run),
                 (SELECT count(*) FROM _ingest_processes p WHERE p.run = r.run AND p.state = 'running'
                     AND p.heartbeat > now() - make_interval(secs => (r.record::json->>'leaseSeconds')::float8)),
-                (SELECT count(*) FROM _ingest_chunks c WHERE c.run = r.run AND c.finished IS NULL AND octet_length(c.bytes) = 0)
+                (SELECT count(*) FROM _ingest_chunks c WHERE c.run = r.run AND c.finished IS NULL AND octet_length(c.bytes) = 0),
+                EXISTS (SELECT 1 FROM _ingest_processes p WHERE p.id = r.record::json->>'splitProcess' AND p.state = 'running'
+                    AND p.heartbeat > now() - make_interval(secs => (r.record::json->>'leaseSeconds')::float8))
             FROM _ingest_runs r ORDER BY r.run
             """)
         let decoder = JSONDecoder()
@@ -83,6 +87,7 @@ public struct PostgresStatus: Sendable {
             status.runs.append(Run(number: Int(runs[row, 0]!)!, state: runs[row, 1]!, feed: record.feed, chunkCount: Int(runs[row, 5]!)!,
                                    chunksFinished: Int(runs[row, 6]!)!, chunksHeld: Int(runs[row, 7]!)!,
                                    chunksKept: Int(runs[row, 11]!)!, keptBy: Int(runs[row, 11]!)! > 0 ? record.splitProcess : nil,
+                                   keeperAlive: runs[row, 12] == "t",
                                    records: record.records,
                                    recordsDone: Int(runs[row, 8]!)!, rejected: Int(runs[row, 9]!)!, started: runs[row, 3]!, ended: runs[row, 4],
                                    liveProcesses: Int(runs[row, 10]!)!,

@@ -185,7 +185,8 @@ extension PostgresRunBackend {
             print("    chunks: \(run.chunksFinished) of \(run.chunkCount) complete, \(run.chunksHeld) held now; records done: \(Format.count(run.recordsDone)) of \(Format.count(run.records)); rejected: \(Format.count(run.rejected))")
             if run.chunksKept > 0 {
                 // Their bytes are only in that process's chunk files: it stores them for processes that join.
-                print("    kept by \(run.keptBy ?? "the splitting process") (not stored in the database): \(run.chunksKept) chunk(s)")
+                print("    kept by \(run.keptBy ?? "the splitting process") (not stored in the database): \(run.chunksKept) chunk(s)"
+                      + (run.keeperAlive ? "" : "; that process is gone: ingest join or ingest import where \(run.feed) can be read stores them"))
             }
             run.members.lines(indent: "    ", more: "SELECT census FROM _ingest_members WHERE run = \(run.number) has them all").forEach { print($0) }
             print("    feed: \(run.feed)")
