@@ -34,3 +34,12 @@ final class PlainChunkEncoder: ChunkEncoder {
         return finished
     }
 }
+
+/// Keeps nothing of a chunk's bytes: for a caller of `onChunkBytes` that needs only the
+/// chunk's description (its file holds the bytes), so that no chunk is copied for it.
+public final class DiscardingChunkEncoder: ChunkEncoder {
+    public init() {}
+    public func begin() {}
+    public func append(_ block: UnsafeRawBufferPointer) {}
+    public func finish() -> [UInt8] { [] }
+}

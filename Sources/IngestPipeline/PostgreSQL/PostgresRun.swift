@@ -254,7 +254,12 @@ public enum PostgresImport {
         // (a process that outlives this one splits the feed again when it needs them).
         splitOptions.durable = false
         let splitter = Splitter(feedPath: feed, directory: directory, options: splitOptions)
-        if !keeps { splitter.chunkEncoder = { ChunkCompression.Encoder() } }
+        // A kept chunk's bytes stay in its file: nothing is made of them here.
+        if keeps {
+            splitter.chunkEncoder = { DiscardingChunkEncoder() }
+        } else {
+            splitter.chunkEncoder = { ChunkCompression.Encoder() }
+        }
         let stored = Mutex<(chunks: Int, records: Int, bytes: Int, failure: (any Error)?)>((0, 0, 0, nil))
         let recordBox = Mutex(record)
         let stopper = splitter.cancellation
