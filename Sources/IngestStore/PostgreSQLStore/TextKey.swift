@@ -27,9 +27,11 @@ struct TextKey: Hashable, Sendable {
     }
 
     init(_ bytes: UnsafeRawBufferPointer) {
-        var hasher = Hasher()
-        hasher.combine(bytes: bytes)
-        digest = hasher.finalize()
+        // The batch path's seeded hash, not SipHash: a few instructions a word (keys come from
+        // feeds, so it is seeded per process all the same: see `FieldHasher`).
+        var hasher = FieldHasher()
+        hasher.mix(bytes)
+        digest = Int(truncatingIfNeeded: hasher.value)
         if bytes.count <= Self.inlineCapacity {
             var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
             if !bytes.isEmpty { withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: bytes) } }
@@ -53,7 +55,15 @@ struct TextKey: Hashable, Sendable {
     /// The key as the text the lookups send.
     var text: String { withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
 
-    static func == (lhs: TextKey, rhs: TextKey) -> Bool { lhs.digest == rhs.digest && lhs.storage == rhs.storage }
+    static func == (lhs: TextKey, rhs: TextKey) -> Bool {
+        guard lhs.digest == rhs.digest else { return false }
+        // Word by word: the enum's own == copied both values out first, on every dictionary probe.
+        switch (lhs.storage, rhs.storage) {
+        case let (.inline(a0, a1, a2, count), .inline(b0, b1, b2, other)): return count == other && a0 == b0 && a1 == b1 && a2 == b2
+        case let (.heap(left), .heap(right)): return left == right
+        default: return false
+        }
+    }
 
     /// Whether this key sorts before `other` by its bytes, as PostgreSQL's "C" order does.
     func precedes(_ other: TextKey) -> Bool {
