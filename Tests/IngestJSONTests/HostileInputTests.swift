@@ -97,6 +97,23 @@ import Testing
         #expect(throws: FeedError.self) { try JSONValue.parse(Array(bytes.dropFirst().dropLast())) }
     }
 
+    /// A value held whole is walked and released a level at a time: however deep the caller
+    /// allows (`infer --max-depth 100000`), it stops at `maxHeldDepth` instead of the stack.
+    @Test(arguments: ["{\"k\":", "["])
+    func thirtyThousandLevelsHeldWholeStopAtTheHeldDepthLimitNotTheStack(opener: String) throws {
+        let closer = opener == "[" ? "]" : "}"
+        let text = "{\"id\":\"a\",\"junk\":" + String(repeating: opener, count: 30_000) + "1" + String(repeating: closer, count: 30_000) + "}"
+        do {
+            _ = try JSONValue.parse(Array(text.utf8), maxDepth: 100_000)
+            Issue.record("a value 30,000 levels deep was held whole")
+        } catch let error as FeedError {
+            #expect(error.kind == .depthLimitExceeded)
+            #expect(error.message.contains("the value nests deeper than the limit of \(JSONValue.maxHeldDepth) levels"), "\(error.message)")
+        }
+        let nested = String(repeating: opener, count: JSONValue.maxHeldDepth - 1) + "1" + String(repeating: closer, count: JSONValue.maxHeldDepth - 1)
+        #expect(try JSONValue.parse(Array(nested.utf8), maxDepth: 100_000) != .null, "the limit itself is held")
+    }
+
     @Test func aHundredMegabyteStringIsRefusedAtTheRecordLimitAndAFortyMegabyteRecordSplits() throws {
         let dir = try TemporaryDirectory()
         let big = try dir.write("big.json", Array(#"[{"id":"a","title":""#.utf8) + [UInt8](repeating: UInt8(ascii: "x"), count: 100 << 20) + Array(#""}]"#.utf8))

@@ -8,9 +8,15 @@ extension JSONValue {
     /// into `?` or U+FFFD would change the data without saying so.
     /// - Throws: `FeedError` naming the byte offset, line and column of the problem.
     public static func parse(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = FeedOptions.defaultMaxDepth) throws -> JSONValue {
-        let builder = JSONValueBuilder(input: bytes, maxDepth: maxDepth)
+        let builder = JSONValueBuilder(input: bytes, maxDepth: min(maxDepth, maxHeldDepth))
         return try builder.run()
     }
+
+    /// The deepest value held whole, whatever depth a feed allows: a value's walks (and its
+    /// release) recurse once a level, and about 20,000 levels overflowed a thread's 8 MiB
+    /// stack (`infer --max-depth 100000` crashed on such a record). A feed split with a
+    /// higher `--max-depth` streams deeper records; holding one whole fails with the limit.
+    public static let maxHeldDepth = 4096
 
     /// Parses one complete JSON value from its text.
     /// - Throws: `FeedError`, as `parse(_:maxDepth:)`.
