@@ -93,6 +93,31 @@ import Testing
         #expect(throws: CoercionError("1e400 is out of range for double")) { try ValueCoercion.value(.number("1e400"), for: .double) }
     }
 
+    /// Found by probing: numbers are read as JSON writes them, whether given as numbers or
+    /// as strings; Swift's other forms are not numbers in a feed, and a fraction too small
+    /// for a double is still a fraction.
+    @Test func numbersAreReadAsJSONWritesThemAndTinyFractionsAreNoIntegers() throws {
+        for text in ["0x10", "0X1A", "-0x10", "0x1p3", "nan", "inf", "infinity", "1_000"] {
+            #expect(throws: CoercionError("\"\(text)\" is not an integer")) { try ValueCoercion.value(.string(text), for: .int64) }
+            #expect(throws: CoercionError("\"\(text)\" is not a number")) { try ValueCoercion.value(.string(text), for: .double) }
+        }
+        #expect(throws: CoercionError("1e-400 is not an integer")) { try ValueCoercion.value(.number("1e-400"), for: .int64) }
+        #expect(throws: CoercionError("-1e-999999 is not an integer")) { try ValueCoercion.value(.number("-1e-999999"), for: .int64) }
+        #expect(throws: CoercionError("\"1e-400\" is not an integer")) { try ValueCoercion.value(.string("1e-400"), for: .int64) }
+        #expect(try ValueCoercion.value(.number("0e-400"), for: .int64) == .int(0))
+        #expect(try ValueCoercion.value(.number("-0.0"), for: .int64) == .int(0))
+        // Int64.min written as a double is exactly Int64.min; 2^63 is one past Int64.max.
+        #expect(try ValueCoercion.value(.number("-9.2233720368547758e18"), for: .int64) == .int(Int64.min))
+        #expect(try ValueCoercion.value(.number("9.21e18"), for: .int64) == .int(9_210_000_000_000_000_000))
+        #expect(throws: CoercionError("9.2233720368547758e18 is out of range for int64")) {
+            try ValueCoercion.value(.number("9.2233720368547758e18"), for: .int64)
+        }
+        // Blanks around a number given as a string, newlines included, are trimmed alike.
+        #expect(try ValueCoercion.value(.string("9\n"), for: .int64) == .int(9))
+        #expect(try ValueCoercion.value(.string("\t2.5 "), for: .double) == .double(2.5))
+        #expect(try ValueCoercion.value(.number("1e-400"), for: .double) == .double(0), "a double rounds it, as every JSON reader does")
+    }
+
     @Test func datesInEveryFormTheSpecAllows() throws {
         let noon = Date(timeIntervalSince1970: 1_709_640_000)
         #expect(try ValueCoercion.value(.string("2024-03-05T12:00:00Z"), for: .date) == .date(noon))

@@ -44,11 +44,11 @@ public enum ValueCoercion {
             let text: String
             switch json {
             case .number(let n): text = n
-            case .string(let s): text = s.trimmingCharacters(in: .whitespaces)
+            case .string(let s): text = s.trimmingCharacters(in: .whitespacesAndNewlines)
             default: throw mismatch(json, "an integer")
             }
             guard let integer = integer(text) else {
-                if let double = Double(text), double.isFinite, double.rounded() == double {
+                if isDecimalText(text), let double = Double(text), double.isFinite, double.rounded() == double, !underflows(text, double) {
                     throw CoercionError("\(text) is out of range for \(type.rawValue)")
                 }
                 if case .string = json { throw CoercionError("\"\(text)\" is not an integer") }
@@ -65,10 +65,11 @@ public enum ValueCoercion {
             let text: String
             switch json {
             case .number(let n): text = n
-            case .string(let s): text = s.trimmingCharacters(in: .whitespaces)
+            case .string(let s): text = s.trimmingCharacters(in: .whitespacesAndNewlines)
             default: throw mismatch(json, "a number")
             }
-            guard let double = Double(text) else { throw CoercionError("\"\(text)\" is not a number") }
+            // A decimal as JSON writes one: not Swift's other forms (hex, hex floats, "nan", "inf").
+            guard isDecimalText(text), let double = Double(text) else { throw CoercionError("\"\(text)\" is not a number") }
             guard double.isFinite else { throw CoercionError("\(text) is out of range for double") }
             return .double(double)
         case .bool:
@@ -77,7 +78,7 @@ public enum ValueCoercion {
             case .number("0"): return .bool(false)
             case .number("1"): return .bool(true)
             case .string(let s):
-                switch s.trimmingCharacters(in: .whitespaces).lowercased() {
+                switch s.trimmingCharacters(in: .whitespacesAndNewlines).lowercased() {
                 case "true", "yes", "1": return .bool(true)
                 case "false", "no", "0": return .bool(false)
                 default: throw CoercionError("\"\(s)\" is not a boolean (true/false, yes/no, 1/0)")
@@ -99,7 +100,7 @@ public enum ValueCoercion {
             let text: String
             switch json {
             case .number(let n): text = n
-            case .string(let s): text = s.trimmingCharacters(in: .whitespaces)
+            case .string(let s): text = s.trimmingCharacters(in: .whitespacesAndNewlines)
             default: throw mismatch(json, "a decimal number")
             }
             // Kept as written, at any size or precision (no Decimal or double in between).
@@ -131,11 +132,22 @@ public enum ValueCoercion {
         return bytes.isEmpty
     }
 
-    /// An Int64 from integer text, or from a number that is whole and in range ("1e3", "10.0").
+    /// An Int64 from integer text, or from a decimal that is whole and in range ("1e3",
+    /// "10.0", "-9.2233720368547758e18"). Not from Swift's other number forms ("0x10" is no
+    /// integer in a feed), nor from a fraction too small for a double ("1e-400" is no 0).
     static func integer(_ text: String) -> Int64? {
         if let exact = Int64(text) { return exact }
-        guard let double = Double(text), double.rounded() == double, abs(double) < 9.2e18 else { return nil }
+        guard isDecimalText(text), let double = Double(text), double.rounded() == double, !underflows(text, double),
+              double >= -9_223_372_036_854_775_808.0, double < 9_223_372_036_854_775_808.0 else { return nil }
         return Int64(double)
+    }
+
+    /// Whether decimal `text` names a number that is not zero but reads as the double 0
+    /// (its magnitude under the smallest double): a fraction, not the integer 0.
+    static func underflows(_ text: String, _ double: Double) -> Bool {
+        guard double == 0 else { return false }
+        let mantissa = text.utf8.prefix { $0 != UInt8(ascii: "e") && $0 != UInt8(ascii: "E") }
+        return mantissa.contains { $0 >= UInt8(ascii: "1") && $0 <= UInt8(ascii: "9") }
     }
 
     /// The date `json` gives in the first of `formats` that reads it; local times
