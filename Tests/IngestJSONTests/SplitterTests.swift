@@ -51,6 +51,28 @@ import Testing
         }
     }
 
+    /// Found by probing: a manifest edited to list fewer chunks imported fewer records with
+    /// exit 0. One that does not add up is refused as damaged, and the split is made again.
+    @Test(arguments: ["drop the last", "drop the first", "lower the total", "renumber"])
+    func aManifestThatDoesNotAddUpIsRefusedAsDamaged(edit: String) throws {
+        let temp = try TemporaryDirectory()
+        let feed = Fixtures.path("photos-10.json")
+        let report = try split(feed, into: temp.path)
+        var edited = report.manifest
+        switch edit {
+        case "drop the last": edited.chunks.removeLast()
+        case "drop the first": edited.chunks.removeFirst()
+        case "lower the total": edited.totalRecords -= 1
+        default: edited.chunks[1].index = 7
+        }
+        try Data(JSONEncoder().encode(edited)).write(to: URL(fileURLWithPath: temp.file("manifest.json")))
+        #expect(throws: SplitError.unreadableState(path: temp.file("manifest.json"))) { try SplitManifest.load(fromDirectory: temp.path) }
+        #expect(throws: SplitError.unreadableState(path: temp.file("manifest.json"))) { try split(feed, into: temp.path) }
+        let again = try split(feed, into: temp.path, force: true)
+        #expect(again.manifest == report.manifest)
+        #expect(try SplitManifest.load(fromDirectory: temp.path) == report.manifest)
+    }
+
     @Test func emptyArrayGivesNoChunksAndAValidManifest() throws {
         let temp = try TemporaryDirectory()
         let report = try split(Fixtures.path("empty-array.json"), into: temp.path)

@@ -104,9 +104,24 @@ public struct SplitManifest: Codable, Sendable, Equatable {
                 throw SplitError.differentFeed(directory: directory,
                                                reason: "it was split by an earlier version of Ingest (format \(version.formatVersion), SHA-256 checksums)")
             }
-            return try JSONDecoder().decode(SplitManifest.self, from: data)
+            let manifest = try JSONDecoder().decode(SplitManifest.self, from: data)
+            // A list edited short (chunks left out) would import fewer records without a word.
+            guard manifest.addsUp else { throw SplitError.unreadableState(path: path) }
+            return manifest
         } catch is DecodingError {
             throw SplitError.unreadableState(path: path)
         }
+    }
+
+    /// Whether the chunks are numbered 1, 2, 3 …, each begins where the one before ended,
+    /// and their records add up to the total: as every split writes its manifest.
+    var addsUp: Bool {
+        var next = 0
+        for (position, chunk) in chunks.enumerated() {
+            guard chunk.index == position + 1, chunk.firstRecord == next, chunk.records > 0,
+                  chunk.file == ChunkInfo.fileName(for: chunk.index) else { return false }
+            next += chunk.records
+        }
+        return next == totalRecords
     }
 }
