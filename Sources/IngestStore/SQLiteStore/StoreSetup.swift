@@ -64,8 +64,7 @@ extension PersistentStoreCoordinator {
             var configuration = Configuration()
             configuration.readonly = true
             configuration.busyMode = .timeout(30)
-            let queue = try DatabaseQueue(path: path, configuration: configuration)
-            try queue.read { db in
+            try readOnly(path, configuration) { db in
                 guard try !db.tableExists(metadataTable) else { return }
                 let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
                 guard tables.isEmpty else {
@@ -74,6 +73,20 @@ extension PersistentStoreCoordinator {
             }
         } catch let error as DatabaseError {
             throw StoreError.sqlite(error, path: path)
+        }
+    }
+
+    /// Reads the store at `path` on a read-only connection. A process killed inside a write
+    /// transaction leaves a hot journal, which only a connection that may write rolls back
+    /// (SQLite's own recovery): that is done once, then the read again. Found by probing: a
+    /// kill while an import made its store left every later import, resume and status
+    /// failing with "attempt to write a readonly database".
+    static func readOnly<T>(_ path: String, _ configuration: Configuration, _ body: (Database) throws -> T) throws -> T {
+        do {
+            return try DatabaseQueue(path: path, configuration: configuration).read(body)
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_READONLY_ROLLBACK {
+            try DatabaseQueue(path: path).read { db in _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
+            return try DatabaseQueue(path: path, configuration: configuration).read(body)
         }
     }
 
@@ -120,8 +133,7 @@ extension PersistentStoreCoordinator {
             // An importer may hold a lock for a moment (creating the schema, recovering the
             // WAL after a crash): wait as the store's own connections do, never fail at once.
             configuration.busyMode = .timeout(30)
-            let queue = try DatabaseQueue(path: path, configuration: configuration)
-            let (text, version) = try queue.read { db -> (String?, String?) in
+            let (text, version) = try Self.readOnly(path, configuration) { db -> (String?, String?) in
                 guard try db.tableExists(PersistentStoreCoordinator.metadataTable) else { return (nil, nil) }
                 let table = quoted(PersistentStoreCoordinator.metadataTable)
                 return (try String.fetchOne(db, sql: "SELECT value FROM \(table) WHERE key = '_model'"),
