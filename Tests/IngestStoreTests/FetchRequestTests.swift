@@ -80,6 +80,35 @@ import Testing
         }
     }
 
+    /// Found by probing: SQLite handed text to the predicate functions cut at a NUL, and its
+    /// length() stops there, so `==[c] 'a'` matched "a\u{0}b" and `ENDSWITH '\u{0}c'` every
+    /// row. (PostgreSQL text holds no NUL: such records are rejected.)
+    @Test func textWithNULCharactersComparesWholeInSQLAsInMemory() throws {
+        let (coordinator, directory) = try TestModel.store(on: .sqlite)
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator, name: "fixture")
+        try context.perform {
+            for (i, title) in ["a\u{0}b", "A\u{0}C", "a", "zzz", "\u{0}"].enumerated() { _ = insertPhoto(context, id: "n\(i)", title: title) }
+            try context.save()
+        }
+        let cases: [(String, PredicateArgument, [String])] = [
+            ("title ==[c] %@", "a", ["n2"]), ("title ==[c] %@", "A\u{0}b", ["n0"]), ("title ==[cd] %@", "a\u{0}c", ["n1"]),
+            ("title CONTAINS[c] %@", "\u{0}", ["n0", "n1", "n4"]), ("title CONTAINS %@", "\u{0}c", []),
+            ("title ENDSWITH %@", "\u{0}b", ["n0"]), ("title ENDSWITH[d] %@", "\u{0}C", ["n1"]), ("title ENDSWITH[c] %@", "\u{0}c", ["n1"]),
+            ("title BEGINSWITH[c] %@", "a\u{0}", ["n0", "n1"]), ("title LIKE[c] %@", "a?c", ["n1"]), ("title MATCHES[c] %@", "a.b", ["n0"]),
+        ]
+        for (format, argument, expected) in cases {
+            let predicate = try QueryPredicate(format: format, arguments: [argument])
+            let (viaSQL, inMemory): ([String], [String]) = try context.perform {
+                let sql = try context.fetch(FetchRequest("Photo", predicate: predicate)).compactMap { $0.id?.stringValue }.sorted()
+                let memory = try context.fetch("Photo").filter { try predicate.evaluate(with: $0) }.compactMap { $0.id?.stringValue }.sorted()
+                return (sql, memory)
+            }
+            #expect(viaSQL == expected, "SQL: \(format) with \(argument)")
+            #expect(inMemory == expected, "in memory: \(format) with \(argument)")
+        }
+    }
+
     @Test(arguments: StoreBackend.available) func photographerPredicatesAgreeInSQLAndInMemory(backend: StoreBackend) throws {
         let (coordinator, directory) = try Self.fixture(backend)
         _ = directory

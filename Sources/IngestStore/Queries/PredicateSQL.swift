@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// Compiles a predicate into a SQL condition over an entity's table (alias `t0`), with
 /// every value bound, never spliced. The SQL means what `evaluate(with:)` means on
@@ -222,7 +223,10 @@ struct PredicateCompiler {
         case .endsWith:
             let l = fold(left.sql), r = fold(right.sql)
             if dialect == .postgres { return guarded("right(\(l), length(\(r))) = \(r)") }
-            return "\(guarded("length(\(r)) = 0 AND \(l) IS NOT NULL OR substr(\(l), -length(\(r))) = \(r)"))"
+            // By bytes: SQLite's length() of text counts only up to a NUL character (a suffix
+            // "\u{0}c" had length 0, so every row ended with it); a UTF-8 suffix by bytes is one by characters.
+            let (lb, rb) = ("CAST(\(l) AS BLOB)", "CAST(\(r) AS BLOB)")
+            return "\(guarded("length(\(rb)) = 0 AND \(l) IS NOT NULL OR substr(\(lb), -length(\(rb))) = \(rb)"))"
         case .contains:
             return "\(guarded("\(position)(\(fold(left.sql)), \(fold(right.sql))) > 0"))"
         case .like:
@@ -456,21 +460,59 @@ struct PredicateCompiler {
 
 /// The SQL functions compiled predicates call, registered on every connection, so that
 /// SQL and in-memory evaluation share one definition of folding, LIKE and MATCHES.
+///
+/// Registered through SQLite's C API rather than GRDB's `DatabaseFunction`, which reads an
+/// argument's text as a C string: a value with a NUL character ("a\u{0}b") reached the
+/// function cut at the NUL, so `id ==[c] "a"` matched it (found by probing). Here each
+/// argument is read, and the result given, with its byte count.
 enum PredicateFunctions {
     static func register(_ db: Database) {
         db.add(collation: DatabaseCollation("ingest_localized") { a, b in a.localizedStandardCompare(b) })
-        db.add(function: DatabaseFunction("ingest_fold", argumentCount: 2, pure: true) { values in
-            guard let text = String.fromDatabaseValue(values[0]), let flags = Int.fromDatabaseValue(values[1]) else { return nil }
-            return ValueComparison.fold(text, PredicateComparison.Options(rawValue: flags))
-        })
-        db.add(function: DatabaseFunction("ingest_like", argumentCount: 2, pure: true) { values in
-            guard let text = String.fromDatabaseValue(values[0]), let pattern = String.fromDatabaseValue(values[1]) else { return nil }
-            return ValueComparison.like(Array(text.unicodeScalars), Array(pattern.unicodeScalars))
-        })
-        db.add(function: DatabaseFunction("ingest_matches", argumentCount: 3, pure: true) { values in
-            guard let text = String.fromDatabaseValue(values[0]), let pattern = String.fromDatabaseValue(values[1]),
-                  let flags = Int.fromDatabaseValue(values[2]) else { return nil }
-            return try ValueComparison.test(.string(text), .matches, .string(pattern), PredicateComparison.Options(rawValue: flags))
-        })
+        add("ingest_fold", arguments: 2, to: db) { context, values in
+            guard let text = argumentText(values[0]), let flags = integer(values[1]) else { return sqlite3_result_null(context) }
+            result(ValueComparison.fold(text, PredicateComparison.Options(rawValue: Int(flags))), context)
+        }
+        add("ingest_like", arguments: 2, to: db) { context, values in
+            guard let text = argumentText(values[0]), let pattern = argumentText(values[1]) else { return sqlite3_result_null(context) }
+            sqlite3_result_int(context, ValueComparison.like(Array(text.unicodeScalars), Array(pattern.unicodeScalars)) ? 1 : 0)
+        }
+        add("ingest_matches", arguments: 3, to: db) { context, values in
+            guard let text = argumentText(values[0]), let pattern = argumentText(values[1]), let flags = integer(values[2]) else {
+                return sqlite3_result_null(context)
+            }
+            do {
+                let matches = try ValueComparison.test(.string(text), .matches, .string(pattern), PredicateComparison.Options(rawValue: Int(flags)))
+                sqlite3_result_int(context, matches ? 1 : 0)
+            } catch {
+                sqlite3_result_error(context, "\(error)", -1)
+            }
+        }
+    }
+
+    typealias Body = (OpaquePointer?, [OpaquePointer?]) -> Void
+
+    /// A deterministic function of `arguments` values, calling `body` with its context and arguments.
+    private static func add(_ name: String, arguments: Int32, to db: Database, _ body: @escaping Body) {
+        final class Box { let body: Body; init(_ body: @escaping Body) { self.body = body } }
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        sqlite3_create_function_v2(db.sqliteConnection, name, arguments, SQLITE_UTF8 | SQLITE_DETERMINISTIC, box, { context, count, values in
+            let box = Unmanaged<Box>.fromOpaque(sqlite3_user_data(context)).takeUnretainedValue()
+            box.body(context, (0..<Int(count)).map { values![$0] })
+        }, nil, nil, { box in Unmanaged<Box>.fromOpaque(box!).release() })
+    }
+
+    /// An argument's text, NUL characters included; nil for NULL.
+    private static func argumentText(_ value: OpaquePointer?) -> String? {
+        guard sqlite3_value_type(value) != SQLITE_NULL, let bytes = sqlite3_value_text(value) else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_value_bytes(value))), as: UTF8.self)
+    }
+
+    private static func integer(_ value: OpaquePointer?) -> Int64? {
+        sqlite3_value_type(value) == SQLITE_NULL ? nil : sqlite3_value_int64(value)
+    }
+
+    private static func result(_ text: String, _ context: OpaquePointer?) {
+        var text = text
+        text.withUTF8 { sqlite3_result_text(context, UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), Int32($0.count), SQLITE_TRANSIENT) }
     }
 }
