@@ -13,6 +13,28 @@ import Testing
 
     enum Stage: String, CaseIterable { case split, importing }
 
+    /// Found by probing: a run whose first process rejected records (and stopped at
+    /// --max-rejects) exited 0 when the resume that finished it rejected no more; the exit
+    /// status is the run's, 3, as the README's table says.
+    @Test func aRunFinishedByAResumeExitsThreeForTheRejectsOfItsFirstProcess() throws {
+        let dir = try TemporaryDirectory()
+        let lines = (0..<600).map { #"{"id":"p\#($0)","title":"t","views":\#($0 < 10 ? "\"many\"" : String($0))}"# }
+        let feed = try dir.write("feed.ndjson", Array(lines.joined(separator: "\n").utf8))
+        let pipeline = try dir.write("p.json", Array(#"""
+            {"model":{"entities":[{"name":"Photo","attributes":[{"name":"id","type":"string","optional":false},
+             {"name":"title","type":"string"},{"name":"views","type":"int64"}],"unique":[["id"]]}]},
+             "feed":{"ndjson":true},"record":"Photo","mappings":{"Photo":{"attributes":{"id":"id","title":"title","views":"views"}}}}
+            """#.utf8))
+        let store = dir.file("s.sqlite")
+        let first = try IngestBinary.run(["import", feed, "--pipeline", pipeline, "--store", store, "--chunk-size", "300",
+                                          "--save-every", "50", "--max-rejects", "5", "--quiet"])
+        #expect(first.status == 1, "\(first.stderr)")
+        let resumed = try IngestBinary.run(["resume", store, "--max-rejects", "1000", "--quiet"])
+        #expect(resumed.status == 3, "\(resumed.stderr)")
+        let rejects = try String(contentsOfFile: store + ".rejects.ndjson", encoding: .utf8).split(separator: "\n")
+        #expect(rejects.count == 10)
+    }
+
     /// Chunks with a committed save, read from the store's metadata as it runs.
     static func savedChunks(_ store: String) throws -> Int {
         var configuration = Configuration()

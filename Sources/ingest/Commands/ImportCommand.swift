@@ -188,14 +188,14 @@ extension Ingest {
             try exitStatus(report, maxRejects: importer.options.maxRejects)
         }
 
-        /// 3 when the run finished with rejects; a failure when it rejected every record it
-        /// read (unless --max-rejects allows that many).
+        /// 3 when the run finished with rejects, by this process or an earlier one of the same
+        /// run (found by probing: a resume that rejected nothing more exited 0); a failure when
+        /// this process rejected every record it read (unless --max-rejects allows that many).
         static func exitStatus(_ report: ImportReport, maxRejects: Int?) throws {
-            guard report.rejectedThisRun > 0 else { return }
-            if report.imported == 0, maxRejects.map({ report.rejectedThisRun > $0 }) ?? true {
+            if report.rejectedThisRun > 0, report.imported == 0, maxRejects.map({ report.rejectedThisRun > $0 }) ?? true {
                 throw CommandFailure("every record this run read was rejected (\(Format.count(report.rejectedThisRun))); see \(report.rejectsFile) for the reasons")
             }
-            throw ExitCode(3)
+            if report.rejected > 0 { throw ExitCode(3) }
         }
 
         /// What continues a stopped import: `ingest resume`, or for a feed read from
