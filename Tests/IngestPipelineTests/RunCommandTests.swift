@@ -145,6 +145,30 @@ import Testing
 
 /// The libraries say what is wrong; the command line adds what to type next.
 @Suite struct AdviceTests {
+    /// Found by probing: with the pipeline edited after a stop, import sent the user to a
+    /// resume that then told them to put the (unchanged) feed back; both name the pipeline.
+    @Test func aPipelineEditedAfterAStopIsNamedAsWhatToPutBack() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 600).write(to: feed)
+        let store = dir.file("store.sqlite")
+        let pipeline = try dir.write("p.json", Array(try String(contentsOfFile: RunCommandTests.pipeline, encoding: .utf8).utf8))
+        let stopped = Importer(spec: try PipelineSpec.load(path: pipeline),
+                               options: .init(feed: feed, store: store, saveEvery: 50, chunkSize: 100, pipelinePath: pipeline))
+        stopped.stopAfterSaves.store(1, ordering: .relaxed)
+        #expect(throws: ImportError.self) { try stopped.run() }
+        try Data(try String(contentsOfFile: pipeline, encoding: .utf8)
+            .replacingOccurrences(of: #""title": "title""#, with: #""title": "subtitle""#).utf8).write(to: URL(fileURLWithPath: pipeline))
+        let refused = try IngestBinary.run(["import", feed, "--pipeline", pipeline, "--store", store, "--chunk-size", "100", "--quiet"])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.hasSuffix(": the pipeline differs. Continue it with the pipeline it started with (put the file back as it was): ingest resume \(store); or pass --abandon-run to leave run 1 as it is (what it imported stays) and import with this pipeline as run 2\n"),
+                "\(refused.stderr)")
+        let resumed = try IngestBinary.run(["resume", store, "--quiet"])
+        #expect(resumed.status == 1)
+        #expect(resumed.stderr.contains("run 1 cannot go on: the pipeline differs. Put its pipeline \(pipeline) back as it was and run ingest resume \(store) again"),
+                "\(resumed.stderr)")
+    }
+
     @Test func theCommandLineTurnsErrorsIntoAdvice() throws {
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")

@@ -55,7 +55,11 @@ struct SQLiteRunBackend: RunBackend {
         } catch let error as ImportError {
             // `resume` cannot resume a run whose feed changed: its way on is the feed, or a new run.
             guard case .unfinishedRun(_, let number, let feed, let reasons) = error.kind else { throw error }
-            throw CommandFailure("\(path): run \(number) cannot go on: \(reasons.joined(separator: "; ")). Put its feed \(feed) back as it was "
+            // Name what changed (found by probing: an edited pipeline was blamed on the feed).
+            let changed = [reasons.contains { $0.hasPrefix("the feed") } ? "its feed \(feed)" : nil,
+                           reasons.contains { $0.hasPrefix("the pipeline") } ? "its pipeline \(pipeline)" : nil].compactMap { $0 }
+            let putBack = changed.isEmpty ? "its feed \(feed)" : changed.joined(separator: " and ")
+            throw CommandFailure("\(path): run \(number) cannot go on: \(reasons.joined(separator: "; ")). Put \(putBack) back as it was "
                 + "and run ingest resume \(path) again; or import the feed as it is now as a new run: ingest import \(feed) --pipeline \(pipeline) --store \(path) --abandon-run (what run \(number) imported stays)")
         }
     }

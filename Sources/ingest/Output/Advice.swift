@@ -12,6 +12,9 @@ enum Advice {
             switch error.kind {
             case .unfinishedRun(let store, let run, let feed, _) where FileOps.isReadOnce(feed) || feed == "-":
                 return "Continue it by piping its feed in again with the pipeline and chunk size it started with: … | ingest import - --pipeline PIPELINE --store \(store); or pass --abandon-run to leave run \(run) as it is (what it imported stays) and import this feed as run \(run + 1)"
+            case .unfinishedRun(let store, let run, _, let reasons) where reasons.contains { $0.hasPrefix("the pipeline") }:
+                // resume goes on with the pipeline file the run started with: as it was, not as edited.
+                return "Continue it with the pipeline it started with (put the file back as it was): ingest resume \(store); or pass --abandon-run to leave run \(run) as it is (what it imported stays) and import with this pipeline as run \(run + 1)"
             case .unfinishedRun(let store, let run, _, _):
                 return "Continue it with: ingest resume \(store); or pass --abandon-run to leave run \(run) as it is (what it imported stays) and import this feed as run \(run + 1)"
             case .tooManyRejects(_, _, let rejectsFile):
