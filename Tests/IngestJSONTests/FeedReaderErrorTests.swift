@@ -141,30 +141,44 @@ import Testing
     }
 }
 
-/// Limits stop hostile input with an error that names the record.
+/// A record over a limit is read past, not held, and handed on refused with the error that
+/// names it (the importer rejects it, and the run goes on); a record so large that reading
+/// past it would hold twice the size limit stops the feed with that error.
 @Suite struct FeedLimitTests {
-    @Test func depthLimitNamesTheRecord() throws {
-        let error = try #require(feedError(Array("[[1], [[[2]]]]".utf8), maxDepth: 3))
+    @Test func depthLimitNamesTheRecordAndTheFeedGoesOn() throws {
+        let (refused, records) = try refusedRecords(Array("[[1], [[[2]]], [3]]".utf8), maxDepth: 3)
+        #expect(records == 3)
+        let error = try #require(refused[1])
+        #expect(refused.count == 1)
         #expect(error.kind == .depthLimitExceeded)
         #expect(error.message == "record 2 nests deeper than the limit of 3 levels")
         #expect(error.position.byteOffset == 8)
         #expect(try readRecords(Array("[[1], [[2]]]".utf8), maxDepth: 3).count == 2)
+        #expect(feedError(Array("[[1], [[[2]]], [3}]".utf8), maxDepth: 3)?.kind == .malformedJSON, "a refused record is still parsed")
     }
 
     @Test func deepNestingBeyondTheDefaultIsRefusedNotACrash() throws {
         let deep = Array(repeating: UInt8(ascii: "["), count: 10_000) + Array(repeating: UInt8(ascii: "]"), count: 10_000)
-        let error = try #require(feedError(deep))
-        #expect(error.kind == .depthLimitExceeded)
-        #expect(error.message == "record 1 nests deeper than the limit of 512 levels")
+        let (refused, records) = try refusedRecords(deep)
+        #expect(records == 1)
+        #expect(refused[0]?.kind == .depthLimitExceeded)
+        #expect(refused[0]?.message == "record 1 nests deeper than the limit of 512 levels")
     }
 
     @Test(arguments: [Int.max, 1, 5])
     func recordSizeLimitNamesTheRecord(readSize: Int) throws {
         let feed = Array("[\"short\", \"a much longer record\", 1]".utf8)
-        let error = try #require(feedError(feed, readSize: readSize, maxRecordBytes: 12))
-        #expect(error.kind == .recordTooLarge)
-        #expect(error.message.hasPrefix("record 2 (from byte 10) is "))
+        let (refused, records) = try refusedRecords(feed, readSize: readSize, maxRecordBytes: 12)
+        #expect(records == 3)
+        #expect(refused[1]?.kind == .recordTooLarge)
+        #expect(refused[1]?.message.hasPrefix("record 2 (from byte 10) is ") == true, "\(refused[1]?.message ?? "")")
         #expect(try readRecords(feed, maxRecordBytes: 22).count == 3)
+        if readSize < Int.max {
+            // Read in pieces, the record is read past only up to twice the limit (its bytes held by yajl).
+            let error = try #require(feedError(feed, readSize: readSize, maxRecordBytes: 5))
+            #expect(error.kind == .recordTooLarge)
+            #expect(error.message == "record 2 (from byte 10) is larger than 10 bytes, twice the record size limit of 5 bytes: the feed is not read past it")
+        }
     }
 
     @Test func whitespaceBetweenRecordsDoesNotCountTowardsTheLimit() throws {

@@ -35,6 +35,23 @@ func readRecords(_ text: String, shape: FeedShape = .array, readSize: Int = .max
     try readRecords(Array(text.utf8), shape: shape, readSize: readSize)
 }
 
+/// The records a feed refuses for a limit (`FeedRecord.refusal`), by index, and how many it reads in all.
+func refusedRecords(_ bytes: [UInt8], shape: FeedShape = .array, readSize: Int = .max,
+                    maxDepth: Int = 512, maxRecordBytes: Int = 64 << 20) throws -> (refused: [Int: FeedError], records: Int) {
+    let options = FeedOptions(shape: shape, maxDepth: maxDepth, maxRecordBytes: maxRecordBytes)
+    let reader = FeedReader(source: MemoryByteSource(bytes, readSize: readSize), name: "test", options: options)
+    var refused: [Int: FeedError] = [:]
+    var records = 0
+    try reader.read { record in
+        records += 1
+        if let refusal = record.refusal {
+            #expect(record.bytes.isEmpty)
+            refused[record.index] = refusal
+        }
+    }
+    return (refused, records)
+}
+
 /// The error a feed gives, or nil when it reads cleanly.
 func feedError(_ bytes: [UInt8], shape: FeedShape = .array, readSize: Int = .max,
                maxDepth: Int = 512, maxRecordBytes: Int = 64 << 20) -> FeedError? {

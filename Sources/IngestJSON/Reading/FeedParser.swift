@@ -59,8 +59,18 @@ final class FeedParser {
     private var gapStart = 0
     private var gapSawNewline = false
     private var pending: [UInt8] = []
-    /// Bytes of the record in progress carried from earlier buffers.
-    var carriedBytes: Int { pending.count }
+    /// Bytes of the record in progress carried from earlier buffers (or read past, for a
+    /// refused record: the reader grows its buffer for both alike).
+    var carriedBytes: Int { refusal == nil ? pending.count : refusedBytes }
+    /// Why the record in progress is not kept: it broke a limit. It is read to its end,
+    /// holding none of it, and delivered empty with this error (`FeedRecord.refusal`).
+    private var refusal: FeedError?
+    /// Where the refused record began, and how many of its bytes were read.
+    private var refusedStart = 0
+    private var refusedBytes = 0
+    /// How far past the size limit a refused record is read before the feed stops: yajl holds
+    /// a string token whole until it ends, so reading on costs memory up to this.
+    private var refusedReadLimit: Int { options.maxRecordBytes > Int.max / 2 ? Int.max : options.maxRecordBytes * 2 }
     private var failure: (any Error)?
     /// What yajl would let through that RFC 8259 forbids.
     private var strict = StrictJSONBytes()
@@ -161,7 +171,7 @@ final class FeedParser {
         if let trailingContent { throw trailingContent }
         // yajl finishes without a word on a string begun after the last value and never
         // closed; the bytes since that value are still held for the record they began.
-        if options.shape == .ndjson, !pending.isEmpty {
+        if options.shape == .ndjson, !pending.isEmpty || refusal != nil {
             throw error(.truncated, "truncated input: the feed ends inside record \(recordCount + 1)")
         }
         if let keyPath, !recordsFound {
@@ -209,6 +219,14 @@ final class FeedParser {
 
     /// Keeps the part of a record that the current buffer holds, as the buffer is about to be reused.
     private func carryPending() throws {
+        if refusal != nil {
+            refusedBytes = bufferBase + buffer.count - refusedStart
+            if refusedBytes > refusedReadLimit {
+                throw error(.recordTooLarge,
+                    "record \(recordCount + 1) (from byte \(refusedStart)) is larger than \(refusedReadLimit) bytes, twice the record size limit of \(options.maxRecordBytes) bytes: the feed is not read past it")
+            }
+            return
+        }
         var start = max(gapStart - bufferBase, 0)
         if pending.isEmpty {
             start = skipSeparators(in: buffer, from: start)
@@ -217,13 +235,30 @@ final class FeedParser {
         }
         pending.append(contentsOf: buffer[start...])
         if pending.count > options.maxRecordBytes {
-            throw error(.recordTooLarge,
-                "record \(recordCount + 1) (from byte \(gapStart)) is larger than the record size limit of \(options.maxRecordBytes) bytes")
+            refuse(error(.recordTooLarge,
+                "record \(recordCount + 1) (from byte \(gapStart)) is larger than the record size limit of \(options.maxRecordBytes) bytes"),
+                   start: gapStart)
+            refusedBytes = bufferBase + buffer.count - refusedStart
         }
+    }
+
+    /// The record in progress broke a limit: it is read to its end without being held.
+    private func refuse(_ failure: FeedError, start: Int) {
+        guard refusal == nil else { return }
+        refusal = failure
+        refusedStart = start
+        refusedBytes = 0
+        pending.removeAll(keepingCapacity: false)
+    }
+
+    /// Where the record in progress began.
+    private func recordStart() -> Int {
+        pending.isEmpty ? bufferBase + skipSeparators(in: buffer, from: max(gapStart - bufferBase, 0)) : gapStart
     }
 
     private func endRecord() -> Bool {
         let end = currentIndex
+        if let refusal { return deliverRefused(refusal, end: end) }
         let start: Int
         if pending.isEmpty {
             let first = skipSeparators(in: buffer, from: max(gapStart - bufferBase, 0))
@@ -249,8 +284,10 @@ final class FeedParser {
 
     private func deliver(_ bytes: UnsafeRawBufferPointer, start: Int, end: Int) -> Bool {
         if bytes.count > options.maxRecordBytes {
-            return fail(.recordTooLarge,
-                "record \(recordCount + 1) (from byte \(start)) is \(bytes.count) bytes, over the record size limit of \(options.maxRecordBytes) bytes")
+            refuse(error(.recordTooLarge,
+                "record \(recordCount + 1) (from byte \(start)) is \(bytes.count) bytes, over the record size limit of \(options.maxRecordBytes) bytes"),
+                   start: start)
+            return deliverRefused(refusal!, end: end)
         }
         do {
             try onRecord?(FeedRecord(index: recordCount, bytes: bytes, byteOffset: start, key: recordKey, keyText: recordKeyText))
@@ -262,6 +299,23 @@ final class FeedParser {
         gapStart = bufferBase + end
         gapSawNewline = false
         pending.removeAll(keepingCapacity: pending.capacity <= 1 << 20)
+        return true
+    }
+
+    /// Hands on a record that broke a limit, empty, with the error it broke it with.
+    private func deliverRefused(_ failure: FeedError, end: Int) -> Bool {
+        do {
+            try onRecord?(FeedRecord(index: recordCount, bytes: UnsafeRawBufferPointer(start: nil, count: 0), byteOffset: refusedStart,
+                                     key: recordKey, keyText: recordKeyText, refusal: failure))
+        } catch {
+            self.failure = error
+            return false
+        }
+        recordCount += 1
+        gapStart = bufferBase + end
+        gapSawNewline = false
+        refusal = nil
+        refusedBytes = 0
         return true
     }
 
@@ -337,8 +391,15 @@ final class FeedParser {
         }
         depth += 1
         if depth > options.maxDepth {
-            let whose = inRecords && depth > recordsDepth ? "record \(recordCount + 1)" : "the feed"
-            return fail(.depthLimitExceeded, "\(whose) nests deeper than the limit of \(options.maxDepth) levels", at: bracket)
+            guard inRecords && depth > recordsDepth else {
+                return fail(.depthLimitExceeded, "the feed nests deeper than the limit of \(options.maxDepth) levels", at: bracket)
+            }
+            // Read on to the record's end (the C callbacks count its levels), holding none of it.
+            if refusal == nil {
+                refuse(error(.depthLimitExceeded, "record \(recordCount + 1) nests deeper than the limit of \(options.maxDepth) levels", at: bracket),
+                       start: recordStart())
+            }
+            return true
         }
         if keyPath != nil && !inRecords { keyStack.append(nil) }
         return true

@@ -16,6 +16,11 @@ public struct FeedRecord {
     /// character. The splitter writes this text as is, so that the importer rejects the
     /// record for it, as it does such escapes anywhere else.
     public var keyText: [UInt8]? = nil
+    /// Set when the record broke a limit (`FeedOptions.maxRecordBytes`, `maxDepth`): its
+    /// bytes are empty, and this is the error it would have stopped the feed with. The
+    /// reader reads on past it (up to twice the size limit), so that the splitter writes
+    /// it as a row the importer rejects with this reason, and the run goes on.
+    public var refusal: FeedError? = nil
 }
 
 /// Streams a feed through yajl and hands out its records one at a time, reading

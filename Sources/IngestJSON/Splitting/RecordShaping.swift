@@ -51,6 +51,14 @@ public struct RecordShaper {
         bytes.contains(UInt8(ascii: "\\")) || bytes.firstRange(of: ownKeyMember) != nil
     }
 
+    /// The row written for a record that broke a limit (`FeedRecord.refusal`): the importer
+    /// rejects it with the limit's message, and the run goes on.
+    /// - Throws: what `error` makes, for a header row (the columns cannot be read from it).
+    public func refusedRow(_ refusal: FeedError, error: (String) -> FeedError) throws -> [UInt8] {
+        if case .rows = form, columns == nil { throw error("the header row: \(refusal.message)") }
+        return Array(JSONValue.object([JSONMember(rowErrorKey, .string(refusal.message))]).description.utf8)
+    }
+
     /// The bytes to write for `record`, or nil when the record is the header row.
     /// - Throws: what `error` makes, for a header row that is not an array of strings.
     public mutating func shape(_ record: FeedRecord, error: (String) -> FeedError) throws -> [UInt8]? {

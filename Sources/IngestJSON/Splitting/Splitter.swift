@@ -188,7 +188,11 @@ public final class Splitter {
                 onProgress?(SplitProgress(bytesRead: bytesRead, totalBytes: total, records: recordsSeen))
             }, onRecord: { record in
                 var shaped: [UInt8]?
-                if reshapes {
+                if let refusal = record.refusal {
+                    shaped = try shaper.refusedRow(refusal) { message in
+                        FeedError(refusal.kind, "record \(record.index + 1): \(message)", at: refusal.position, source: feedPath)
+                    }
+                } else if reshapes {
                     do {
                         shaped = try shaper.shape(record) { message in
                             FeedError(.malformedJSON, "record \(record.index + 1): \(message)",

@@ -59,17 +59,24 @@ public enum PipelineInference {
             report.append("feed: rows of values; the first row (all strings) names the columns")
         }
         var records: [JSONValue] = []
+        var refused = 0
         let reader = try FeedReader(path: feed, options: options.feedOptions(shape))
         var shaper = RecordShaper(form: form)
         shaper.maxDepth = options.maxDepth
         struct Enough: Error {}
         do {
             try reader.read { record in
+                // A record over a limit is rejected on import; the sample does without it.
+                if record.refusal != nil {
+                    refused += 1
+                    return
+                }
                 guard let bytes = try shaper.shape(record, error: { FeedError(.malformedJSON, $0, at: SourcePosition.locate(byteOffset: record.byteOffset, inFeed: feed), source: feed) }) else { return }
                 records.append(try JSONValue.parse(bytes, maxDepth: options.maxDepth))
                 if records.count >= options.sample { throw Enough() }
             }
         } catch is Enough {}
+        if refused > 0 { report.append("\(refused) record(s) read break the record size or depth limit: left out of the sample (they will be rejected)") }
         let misfits = records.filter { $0[rowErrorKey] != nil }.count
         if misfits > 0 { report.append("\(misfits) of the rows read do not have as many values as the header has names: left out of the sample (they will be rejected)") }
         var objects = records.filter { if case .object = $0, $0[rowErrorKey] == nil { true } else { false } }
@@ -127,7 +134,10 @@ public enum PipelineInference {
         // One object: read it whole (the sample needs it anyway) and look at its members.
         let reader = try FeedReader(path: feed, options: options.feedOptions(.ndjson))
         var top: JSONValue?
-        try reader.read { record in if top == nil { top = try JSONValue.parse(record.bytes, maxDepth: options.maxDepth) } }
+        try reader.read { record in
+            if let refusal = record.refusal { throw refusal }
+            if top == nil { top = try JSONValue.parse(record.bytes, maxDepth: options.maxDepth) }
+        }
         guard case .object(let members)? = top else { return .ndjson }
         // What the records leave out is said, never dropped without a word.
         func outside(_ records: String) -> String {
@@ -172,6 +182,7 @@ public enum PipelineInference {
         struct Enough: Error {}
         do {
             try reader.read { record in
+                if let refusal = record.refusal { throw refusal }
                 firstTwo.append(try JSONValue.parse(record.bytes, maxDepth: options.maxDepth))
                 if firstTwo.count == 2 { throw Enough() }
             }
