@@ -66,6 +66,39 @@ import Testing
         #expect(all.last?.counts == report.counts)
     }
 
+    /// Found by probing: a process killed while a finished run deleted its chunk files left
+    /// the rest on disk for good. The next resume or import removes them; a run that keeps
+    /// its chunks (--keep-chunks) keeps them.
+    @Test func chunkFilesAFinishedRunLeftBehindGoWithTheNextResumeOrImport() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 600, seed: 4).write(to: feed)
+        let store = dir.file("store.sqlite")
+        let report = try Importer(spec: Self.spec, options: .init(feed: feed, store: store, chunkSize: 100)).run()
+        let chunks = try #require(report.chunksDirectory)
+        #expect(!FileManager.default.fileExists(atPath: chunks))
+        // What a kill during the deletion leaves: some chunk files of the finished run.
+        func leaveBehind() throws {
+            try FileManager.default.createDirectory(atPath: chunks, withIntermediateDirectories: true)
+            for index in 4...6 { try Data("{}\n".utf8).write(to: URL(fileURLWithPath: chunks + "/" + ChunkInfo.fileName(for: index))) }
+        }
+        try leaveBehind()
+        let resumed = try IngestBinary.run(["resume", store])
+        #expect(resumed.status == 0)
+        #expect(resumed.stdout.contains("removed 3 chunk file(s) that finished run 1 left behind"), "\(resumed.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: chunks))
+        try leaveBehind()
+        let other = dir.file("other.json")
+        try FeedGenerator(records: 50, seed: 5).write(to: other)
+        _ = try Importer(spec: Self.spec, options: .init(feed: other, store: store, chunkSize: 100)).run()
+        #expect(!FileManager.default.fileExists(atPath: chunks))
+        // Kept on purpose: left alone.
+        let kept = try Importer(spec: Self.spec, options: .init(feed: feed, store: dir.file("kept.sqlite"), chunkSize: 100, keepChunks: true)).run()
+        let keptChunks = try #require(kept.chunksDirectory)
+        _ = try Importer(spec: Self.spec, options: .init(feed: other, store: dir.file("kept.sqlite"), chunkSize: 100)).run()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: keptChunks).count == 7, "six chunks and the manifest")
+    }
+
     @Test func theReportBesideTheStoreSaysWhatTheRunDid() throws {
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")

@@ -40,6 +40,10 @@ enum ImportMarker {
         var inferred: Bool?
         /// What the run's records did to the store (counted by the process that finished it).
         var outcomes: RecordOutcomes?
+        /// Whether the finished run keeps its chunk files (`--keep-chunks`); nil in runs
+        /// recorded before this was kept. A process killed while it deleted them leaves
+        /// some behind: the next import or resume removes them (`Importer.removeLeftoverChunks`).
+        var keptChunks: Bool?
 
         /// The run in the terms of `RunAdmission`.
         var admitted: RunAdmission.Recorded {

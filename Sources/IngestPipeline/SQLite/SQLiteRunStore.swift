@@ -224,6 +224,7 @@ final class SQLiteRunSession: RunSession {
         finished.state = .finished
         finished.ended = ImportMarker.now()
         finished.outcomes = outcomes
+        finished.keptChunks = options.keepChunks
         try ImportMarker.save(finished, coordinator)
         if !options.keepChunks { Importer.deleteChunks(begun.chunks) }
         logger.info("import run finished", metadata: [

@@ -36,6 +36,9 @@ struct SQLiteRunBackend: RunBackend {
         guard let run = status.unfinishedRun else {
             let last = status.runs[status.runs.count - 1]
             if !running.quiet { print("\(path): nothing to resume: its last import, run \(last.number) of \(last.feed), is \(last.state)") }
+            for (run, files) in (try? Importer.removeLeftoverChunks(store: path)) ?? [] where !running.quiet {
+                print("  removed \(files) chunk file(s) that finished run \(run) left behind")
+            }
             return
         }
         guard let pipeline = run.pipeline else {
