@@ -36,44 +36,44 @@ final class FeedParser {
     var inRecords: Bool {
         didSet { state.pointee.watch = inRecords ? 0 : 1 }
     }
-    private let keyPath: [String]?
+    let keyPath: [String]?
     /// Records are an object's values (`FeedShape.keyed`); `recordKey` is the current one's name.
     let keyed: Bool
-    private var recordKey: String?
+    var recordKey: String?
     /// `FeedRecord.keyText` of the current keyed record.
-    private var recordKeyText: [UInt8]?
+    var recordKeyText: [UInt8]?
 
-    private var keyStack: [String?] = []
-    private var expectingRecords = false
+    var keyStack: [String?] = []
+    var expectingRecords = false
     var recordsFound = false
-    private var topLevelKeys: [String] = []
+    var topLevelKeys: [String] = []
     /// Top-level members beside the one that holds the records (the first 19): content
     /// the feed holds that its records do not.
     var membersOutsideRecords: [String] {
         guard let first = keyPath?.first else { return [] }
         return topLevelKeys.filter { $0 != first }
     }
-    private var sawValue: Bool { state.pointee.saw_value != 0 }
+    var sawValue: Bool { state.pointee.saw_value != 0 }
 
     /// Where the bytes after the previous record begin.
-    private var gapStart = 0
-    private var gapSawNewline = false
-    private var pending: [UInt8] = []
+    var gapStart = 0
+    var gapSawNewline = false
+    var pending: [UInt8] = []
     /// Bytes of the record in progress carried from earlier buffers (or read past, for a
     /// refused record: the reader grows its buffer for both alike).
     var carriedBytes: Int { refusal == nil ? pending.count : refusedBytes }
     /// Why the record in progress is not kept: it broke a limit. It is read to its end,
     /// holding none of it, and delivered empty with this error (`FeedRecord.refusal`).
-    private var refusal: FeedError?
+    var refusal: FeedError?
     /// Where the refused record began, and how many of its bytes were read.
-    private var refusedStart = 0
-    private var refusedBytes = 0
+    var refusedStart = 0
+    var refusedBytes = 0
     /// How far past the size limit a refused record is read before the feed stops: yajl holds
     /// a string token whole until it ends, so reading on costs memory up to this.
-    private var refusedReadLimit: Int { options.maxRecordBytes > Int.max / 2 ? Int.max : options.maxRecordBytes * 2 }
-    private var failure: (any Error)?
+    var refusedReadLimit: Int { options.maxRecordBytes > Int.max / 2 ? Int.max : options.maxRecordBytes * 2 }
+    var failure: (any Error)?
     /// What yajl would let through that RFC 8259 forbids.
-    private var strict = StrictJSONBytes()
+    var strict = StrictJSONBytes()
 
     init(options: FeedOptions, name: String) {
         self.options = options
@@ -141,14 +141,14 @@ final class FeedParser {
 
     /// Whether any byte so far was not whitespace: a feed of one unclosed string (`"abc`)
     /// completes no value, yet is no empty feed.
-    private var sawContent = false
+    var sawContent = false
 
     /// The first byte that is not whitespace after the end of the top-level value.
     /// yajl refuses most such content itself, but takes a string begun there and never
     /// closed (`[…] "abc`) for a token still to come, and then finishes without a word.
-    private var trailingContent: FeedError?
+    var trailingContent: FeedError?
 
-    private func noteTrailingContent(in block: UnsafeRawBufferPointer, base: Int) {
+    func noteTrailingContent(in block: UnsafeRawBufferPointer, base: Int) {
         guard trailingContent == nil, let end = topLevelEnd, end < base + block.count else { return }
         var index = max(end - base, 0)
         while index < block.count, [0x20, 0x0A, 0x0D, 0x09].contains(block[index]) { index += 1 }
@@ -181,7 +181,7 @@ final class FeedParser {
         }
     }
 
-    private func check(_ status: yajl_status, atEnd: Bool) throws {
+    func check(_ status: yajl_status, atEnd: Bool) throws {
         switch status {
         case yajl_status_ok:
             return
@@ -199,7 +199,7 @@ final class FeedParser {
 
     // MARK: - Records
 
-    private var currentIndex: Int { min(Int(yajl_get_bytes_consumed(handle)), buffer.count) }
+    var currentIndex: Int { min(Int(yajl_get_bytes_consumed(handle)), buffer.count) }
 
     @inline(__always)
     private static func isSeparator(_ byte: UInt8) -> Bool {
@@ -208,7 +208,7 @@ final class FeedParser {
     }
 
     /// Index of the first byte at or after `start` that is not whitespace or a comma.
-    private func skipSeparators(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
+    func skipSeparators(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
         var i = start
         while i < bytes.count, Self.isSeparator(bytes[i]) {
             if bytes[i] == 0x0A { gapSawNewline = true }
@@ -218,7 +218,7 @@ final class FeedParser {
     }
 
     /// Keeps the part of a record that the current buffer holds, as the buffer is about to be reused.
-    private func carryPending() throws {
+    func carryPending() throws {
         if refusal != nil {
             refusedBytes = bufferBase + buffer.count - refusedStart
             if refusedBytes > refusedReadLimit {
@@ -243,7 +243,7 @@ final class FeedParser {
     }
 
     /// The record in progress broke a limit: it is read to its end without being held.
-    private func refuse(_ failure: FeedError, start: Int) {
+    func refuse(_ failure: FeedError, start: Int) {
         guard refusal == nil else { return }
         refusal = failure
         refusedStart = start
@@ -252,11 +252,11 @@ final class FeedParser {
     }
 
     /// Where the record in progress began.
-    private func recordStart() -> Int {
+    func recordStart() -> Int {
         pending.isEmpty ? bufferBase + skipSeparators(in: buffer, from: max(gapStart - bufferBase, 0)) : gapStart
     }
 
-    private func endRecord() -> Bool {
+    func endRecord() -> Bool {
         let end = currentIndex
         if let refusal { return deliverRefused(refusal, end: end) }
         let start: Int
@@ -275,14 +275,14 @@ final class FeedParser {
     }
 
     /// In NDJSON a record that begins (at `index`) on the line where the one before ended is an error.
-    private func checkOwnLine(at index: Int) -> FeedError? {
+    func checkOwnLine(at index: Int) -> FeedError? {
         guard options.shape == .ndjson, recordCount > 0, !gapSawNewline else { return nil }
         return error(.multipleValuesOnLine,
             "record \(recordCount + 1) starts on the line of the record before it (NDJSON holds one value per line)",
             at: index)
     }
 
-    private func deliver(_ bytes: UnsafeRawBufferPointer, start: Int, end: Int) -> Bool {
+    func deliver(_ bytes: UnsafeRawBufferPointer, start: Int, end: Int) -> Bool {
         if bytes.count > options.maxRecordBytes {
             refuse(error(.recordTooLarge,
                 "record \(recordCount + 1) (from byte \(start)) is \(bytes.count) bytes, over the record size limit of \(options.maxRecordBytes) bytes"),
@@ -303,7 +303,7 @@ final class FeedParser {
     }
 
     /// Hands on a record that broke a limit, empty, with the error it broke it with.
-    private func deliverRefused(_ failure: FeedError, end: Int) -> Bool {
+    func deliverRefused(_ failure: FeedError, end: Int) -> Bool {
         do {
             try onRecord?(FeedRecord(index: recordCount, bytes: UnsafeRawBufferPointer(start: nil, count: 0), byteOffset: refusedStart,
                                      key: recordKey, keyText: recordKeyText, refusal: failure))
@@ -319,160 +319,9 @@ final class FeedParser {
         return true
     }
 
-    // MARK: - Events
-
-    /// An event the C callbacks passed on (see shim.h for which).
-    private func event(_ code: Int32) -> Bool {
-        switch Int(code) {
-        case Int(CYAJL_NULL): return scalar("null")
-        case Int(CYAJL_BOOLEAN): return scalar("a boolean")
-        case Int(CYAJL_NUMBER): return scalar("a number")
-        case Int(CYAJL_STRING): return scalar("a string")
-        case Int(CYAJL_START_MAP): return startContainer(isObject: true)
-        case Int(CYAJL_END_MAP): return endContainer(isObject: true)
-        case Int(CYAJL_START_ARRAY): return startContainer(isObject: false)
-        default: return endContainer(isObject: false)
-        }
-    }
-
-    private func scalar(_ kind: String) -> Bool {
-        if expectingRecords {
-            return fail(.keyPathNotAnArray, "the value at key path '\(keyPathText)' is \(kind), not \(keyed ? "an object of records" : "an array of records")")
-        }
-        if depth == 0 {
-            switch options.shape {
-            case .array:
-                return fail(.notAnArray, "expected a top-level array of records, found \(kind)")
-            case .keyPath:
-                return fail(.keyPathNotFound, "records at key path '\(keyPathText)' need a top-level object, found \(kind)")
-            case .keyed:
-                return fail(.notAnArray, "expected a top-level object (keyed records), found \(kind)")
-            case .ndjson:
-                return endRecord()
-            }
-        }
-        return inRecords && depth == recordsDepth ? endRecord() : true
-    }
-
-    private func startContainer(isObject: Bool) -> Bool {
-        let bracket = max(currentIndex - 1, 0)
-        let kind = isObject ? "an object" : "an array"
-        if expectingRecords {
-            guard isObject == keyed else {
-                return fail(.keyPathNotAnArray, keyed
-                    ? "the value at key path '\(keyPathText)' is an array, not an object of keyed records"
-                    : "the value at key path '\(keyPathText)' is an object, not an array of records (its values are records when the feed is read as keyed)", at: bracket)
-            }
-            expectingRecords = false
-            recordsFound = true
-            return enterRecords()
-        }
-        if depth == 0 {
-            switch options.shape {
-            case .array:
-                return isObject ? fail(.notAnArray,
-                    "expected a top-level array of records, found an object", at: bracket)
-                    : enterRecords()
-            case .keyPath:
-                if !isObject {
-                    return fail(.keyPathNotFound, "records at key path '\(keyPathText)' need a top-level object, found \(kind)", at: bracket)
-                }
-            case .keyed(let keys):
-                if !isObject {
-                    return fail(.notAnArray, "keyed records need a top-level object, found \(kind)", at: bracket)
-                }
-                if keys.isEmpty {
-                    recordsFound = true
-                    return enterRecords()
-                }
-            case .ndjson:
-                break
-            }
-        }
-        depth += 1
-        if depth > options.maxDepth {
-            guard inRecords && depth > recordsDepth else {
-                return fail(.depthLimitExceeded, "the feed nests deeper than the limit of \(options.maxDepth) levels", at: bracket)
-            }
-            // Read on to the record's end (the C callbacks count its levels), holding none of it.
-            if refusal == nil {
-                refuse(error(.depthLimitExceeded, "record \(recordCount + 1) nests deeper than the limit of \(options.maxDepth) levels", at: bracket),
-                       start: recordStart())
-            }
-            return true
-        }
-        if keyPath != nil && !inRecords { keyStack.append(nil) }
-        return true
-    }
-
-    private func enterRecords() -> Bool {
-        depth += 1
-        inRecords = true
-        gapStart = bufferBase + currentIndex
-        gapSawNewline = false
-        return true
-    }
-
-    private func endContainer(isObject: Bool) -> Bool {
-        if inRecords && depth == recordsDepth && options.shape != .ndjson {
-            inRecords = false
-            pending.removeAll()
-            depth -= 1
-            if depth == 0 { topLevelEnd = bufferBase + currentIndex }
-            return true
-        }
-        depth -= 1
-        if depth == 0 && options.shape != .ndjson { topLevelEnd = bufferBase + currentIndex }
-        if keyPath != nil && !inRecords { keyStack.removeLast() }
-        return inRecords && depth == recordsDepth ? endRecord() : true
-    }
-
-    private func mapKey(_ key: UnsafePointer<UInt8>?, _ length: Int) -> Bool {
-        if keyed && inRecords && depth == recordsDepth {
-            // A keyed record's name: its bytes begin after it (and the colon).
-            recordKey = String(decoding: UnsafeBufferPointer(start: key, count: length), as: UTF8.self)
-            recordKeyText = nil
-            // A key yajl had to decode (it had escapes) is not in the buffer as read.
-            let inPlace = key.map { pointer in
-                buffer.baseAddress.map { UnsafeRawPointer(pointer) >= $0 && UnsafeRawPointer(pointer) < $0 + buffer.count } ?? false
-            } ?? true
-            if !inPlace {
-                // The name as read. Nothing carried over: the gap before it, and so the name,
-                // began in this read. Else they began in an earlier one (once a read at most).
-                let read = UnsafeRawBufferPointer(rebasing: buffer[0..<currentIndex])
-                let text = Self.lastString(in: read, after: pending.isEmpty ? nil : pending)
-                if let text, text.withUnsafeBytes({ JSONValueBuilder.loneSurrogate(in: $0) }) != nil {
-                    recordKeyText = text
-                }
-            }
-            pending.removeAll(keepingCapacity: true)
-            gapStart = bufferBase + currentIndex
-            gapSawNewline = false
-            return true
-        }
-        guard let keyPath, !inRecords, depth <= keyPath.count, depth > 0 else { return true }
-        let text = String(decoding: UnsafeBufferPointer(start: key, count: length), as: UTF8.self)
-        if depth == 1 && topLevelKeys.count < 20 && !topLevelKeys.contains(text) { topLevelKeys.append(text) }
-        keyStack[depth - 1] = text
-        // A member on the way to the records given again after them would replace them
-        // (the last of two equal members wins): refused as the whole path given twice is.
-        if recordsFound, depth < keyPath.count, keyStack[..<depth].elementsEqual(keyPath[..<depth], by: { $0 == $1 }) {
-            return fail(.keyPathRepeated, "key path '\(keyPathText)' occurs more than once in the feed ('\(keyPath[..<depth].joined(separator: "."))' is given again after the records)")
-        }
-        if depth == keyPath.count && keyStack.elementsEqual(keyPath, by: { $0 == $1 }) {
-            if recordsFound {
-                return fail(.keyPathRepeated, "key path '\(keyPathText)' occurs more than once in the feed")
-            }
-            expectingRecords = true
-        }
-        return true
-    }
-
-    private var keyPathText: String { keyPath?.joined(separator: ".") ?? "" }
-
     // MARK: - Errors
 
-    private func fail(_ kind: FeedError.Kind, _ message: String, at index: Int? = nil) -> Bool {
+    func fail(_ kind: FeedError.Kind, _ message: String, at index: Int? = nil) -> Bool {
         failure = error(kind, message, at: index)
         return false
     }
