@@ -53,6 +53,9 @@ public struct SplitReport: Sendable {
     public var chunksReused: Int
     /// The directory already held a complete split of this feed; nothing was written.
     public var alreadyComplete: Bool
+    /// Records over the size or depth limit, written as rows the importer rejects
+    /// (`FeedRecord.refusal`), by this run.
+    public var refused = 0
 }
 
 /// Splits a feed into numbered chunk files of N records each, plus `manifest.json`.
@@ -168,6 +171,7 @@ public final class Splitter {
         let total = reader.totalBytes
         var bytesRead = 0
         var recordsSeen = 0
+        var refused = 0
         var shaper = RecordShaper(form: options.form)
         shaper.maxDepth = options.feed.maxDepth
         let reshapes = record(needsShaping: options)
@@ -189,6 +193,7 @@ public final class Splitter {
             }, onRecord: { record in
                 var shaped: [UInt8]?
                 if let refusal = record.refusal {
+                    refused += 1
                     shaped = try shaper.refusedRow(refusal) { message in
                         FeedError(refusal.kind, "record \(record.index + 1): \(message)", at: refusal.position, source: feedPath)
                     }
@@ -267,7 +272,7 @@ public final class Splitter {
         try FileOps.remove(journalPath)
         try FileOps.syncDirectory(directory)
         return SplitReport(manifest: manifest, chunksWritten: committer.written,
-                           chunksReused: chunks.count - committer.written, alreadyComplete: false)
+                           chunksReused: chunks.count - committer.written, alreadyComplete: false, refused: refused)
     }
 
     // MARK: - The directory's earlier state

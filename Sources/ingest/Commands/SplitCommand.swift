@@ -82,6 +82,10 @@ struct SplitRun {
                 + "\(Format.count(Int(Double(manifest.totalRecords) / max(seconds, 1e-9)))) records/s")
         }
         if let outside = manifest.outsideRecords { lines.append("  " + outsideRecordsLine(outside)) }
+        if report.refused > 0 {
+            lines.append("  \(Format.count(report.refused)) record(s) over the size or depth limit (--max-record-size, --max-depth), "
+                + "written as rows an import rejects with the reason")
+        }
         lines.append("  manifest: \(directory)/\(SplitManifest.fileName)")
         return lines.joined(separator: "\n")
     }
