@@ -106,11 +106,21 @@ import Testing
         #expect(throws: CoercionError("\"1e-400\" is not an integer")) { try ValueCoercion.value(.string("1e-400"), for: .int64) }
         #expect(try ValueCoercion.value(.number("0e-400"), for: .int64) == .int(0))
         #expect(try ValueCoercion.value(.number("-0.0"), for: .int64) == .int(0))
-        // Int64.min written as a double is exactly Int64.min; 2^63 is one past Int64.max.
-        #expect(try ValueCoercion.value(.number("-9.2233720368547758e18"), for: .int64) == .int(Int64.min))
+        // The decimal's own value, exactly (as a double it would have been Int64.min).
+        #expect(try ValueCoercion.value(.number("-9.2233720368547758e18"), for: .int64) == .int(-9_223_372_036_854_775_800))
         #expect(try ValueCoercion.value(.number("9.21e18"), for: .int64) == .int(9_210_000_000_000_000_000))
-        #expect(throws: CoercionError("9.2233720368547758e18 is out of range for int64")) {
-            try ValueCoercion.value(.number("9.2233720368547758e18"), for: .int64)
+        // Worked out from the digits, not through a double (found by probing the first fix).
+        for (text, value) in [("-9223372036854775808", Int64.min), ("9223372036854775807.0", Int64.max),
+                              ("9.223372036854775807e18", Int64.max), ("9007199254740993.0", 9_007_199_254_740_993),
+                              ("12345678901234567.0e0", 12_345_678_901_234_567), ("1.5e1", 15), ("150e-1", 15), ("-0", 0),
+                              ("0.0e0", 0), ("1E2", 100), ("1e18", 1_000_000_000_000_000_000), ("9.2233720368547758e18", 9_223_372_036_854_775_800)] {
+            #expect(try ValueCoercion.value(.number(text), for: .int64) == .int(value), "\(text)")
+        }
+        for text in ["-9223372036854775809", "-9223372036854776832", "9223372036854775808", "9.223372036854775808e18", "1e19", "1e400"] {
+            #expect(throws: CoercionError("\(text) is out of range for int64"), "\(text)") { try ValueCoercion.value(.number(text), for: .int64) }
+        }
+        for text in ["12345678901234567.5", "1.0000000000000000001", "1e-1", "0.5"] {
+            #expect(throws: CoercionError("\(text) is not an integer"), "\(text)") { try ValueCoercion.value(.number(text), for: .int64) }
         }
         // Blanks around a number given as a string, newlines included, are trimmed alike.
         #expect(try ValueCoercion.value(.string("9\n"), for: .int64) == .int(9))

@@ -47,10 +47,11 @@ public enum ValueCoercion {
             case .string(let s): text = s.trimmingCharacters(in: .whitespacesAndNewlines)
             default: throw mismatch(json, "an integer")
             }
-            guard let integer = integer(text) else {
-                if isDecimalText(text), let double = Double(text), double.isFinite, double.rounded() == double, !underflows(text, double) {
-                    throw CoercionError("\(text) is out of range for \(type.rawValue)")
-                }
+            let integer: Int64
+            switch readInteger(text) {
+            case .integer(let value): integer = value
+            case .outOfRange: throw CoercionError("\(text) is out of range for \(type.rawValue)")
+            case .notAnInteger:
                 if case .string = json { throw CoercionError("\"\(text)\" is not an integer") }
                 throw CoercionError("\(text) is not an integer")
             }
@@ -132,22 +133,60 @@ public enum ValueCoercion {
         return bytes.isEmpty
     }
 
-    /// An Int64 from integer text, or from a decimal that is whole and in range ("1e3",
-    /// "10.0", "-9.2233720368547758e18"). Not from Swift's other number forms ("0x10" is no
-    /// integer in a feed), nor from a fraction too small for a double ("1e-400" is no 0).
-    static func integer(_ text: String) -> Int64? {
-        if let exact = Int64(text) { return exact }
-        guard isDecimalText(text), let double = Double(text), double.rounded() == double, !underflows(text, double),
-              double >= -9_223_372_036_854_775_808.0, double < 9_223_372_036_854_775_808.0 else { return nil }
-        return Int64(double)
+    /// What decimal text is as an integer.
+    enum IntegerReading: Equatable {
+        case integer(Int64)
+        /// A whole number past Int64's range.
+        case outOfRange
+        /// A fraction, or not a decimal as JSON writes one ("0x10", "nan").
+        case notAnInteger
     }
 
-    /// Whether decimal `text` names a number that is not zero but reads as the double 0
-    /// (its magnitude under the smallest double): a fraction, not the integer 0.
-    static func underflows(_ text: String, _ double: Double) -> Bool {
-        guard double == 0 else { return false }
-        let mantissa = text.utf8.prefix { $0 != UInt8(ascii: "e") && $0 != UInt8(ascii: "E") }
-        return mantissa.contains { $0 >= UInt8(ascii: "1") && $0 <= UInt8(ascii: "9") }
+    /// Decimal text ("42", "1e3", "10.0", "-9.2233720368547758e18") as an integer, worked out
+    /// from its digits: no double in between, which rounded 9007199254740993.0 to …992 and
+    /// -9223372036854775809 to Int64.min (found by probing), and took 1e-400 for 0.
+    static func readInteger(_ text: String) -> IntegerReading {
+        guard isDecimalText(text) else { return .notAnInteger }
+        var bytes = Substring(text).utf8[...]
+        let negative = bytes.first == UInt8(ascii: "-")
+        if bytes.first == UInt8(ascii: "-") || bytes.first == UInt8(ascii: "+") { bytes = bytes.dropFirst() }
+        func isDigit(_ byte: UInt8?) -> Bool { byte.map { $0 >= 48 && $0 <= 57 } ?? false }
+        var digits: [UInt8] = []
+        var exponent = 0
+        while isDigit(bytes.first) { digits.append(bytes.removeFirst() - 48) }
+        if bytes.first == UInt8(ascii: ".") {
+            bytes = bytes.dropFirst()
+            while isDigit(bytes.first) { digits.append(bytes.removeFirst() - 48); exponent -= 1 }
+        }
+        if bytes.first == UInt8(ascii: "e") || bytes.first == UInt8(ascii: "E") {
+            bytes = bytes.dropFirst()
+            let negativeExponent = bytes.first == UInt8(ascii: "-")
+            if bytes.first == UInt8(ascii: "-") || bytes.first == UInt8(ascii: "+") { bytes = bytes.dropFirst() }
+            var written = 0
+            // Saturated: any exponent past a billion is as good as infinite here.
+            while isDigit(bytes.first) { written = min(written * 10 + Int(bytes.removeFirst() - 48), 1_000_000_000) }
+            exponent += negativeExponent ? -written : written
+        }
+        guard let first = digits.firstIndex(where: { $0 != 0 }) else { return .integer(0) }
+        var significant = digits[first...]
+        while significant.last == 0 {
+            significant = significant.dropLast()
+            exponent += 1
+        }
+        if exponent < 0 { return .notAnInteger }
+        if significant.count + exponent > 19 { return .outOfRange }
+        // At most 19 digits: within UInt64.
+        var magnitude: UInt64 = significant.reduce(0) { $0 * 10 + UInt64($1) }
+        for _ in 0..<exponent {
+            let (product, overflow) = magnitude.multipliedReportingOverflow(by: 10)
+            if overflow { return .outOfRange }
+            magnitude = product
+        }
+        if negative {
+            if magnitude == UInt64(Int64.max) + 1 { return .integer(Int64.min) }
+            return magnitude <= UInt64(Int64.max) ? .integer(-Int64(magnitude)) : .outOfRange
+        }
+        return magnitude <= UInt64(Int64.max) ? .integer(Int64(magnitude)) : .outOfRange
     }
 
     /// The date `json` gives in the first of `formats` that reads it; local times
