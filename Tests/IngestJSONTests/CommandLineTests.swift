@@ -42,11 +42,17 @@ import Testing
         let temp = try TemporaryDirectory()
         let deep = try temp.write("deep.json", Array(("[{\"id\":\"1\",\"s\":" + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "}]").utf8))
         let refused = try ingest("infer", deep)
-        #expect(refused.status == 1 && refused.stderr.contains("deeper than the limit of 512 levels"), "\(refused.stderr)")
+        #expect(refused.status == 1 && refused.stderr.contains("every record read (1) breaks the record size or depth limit, so there is nothing to infer from (raise --max-record-size or --max-depth); the first: record 1 nests deeper than the limit of 512 levels"), "\(refused.stderr)")
         #expect(try ingest("infer", deep, "--max-depth", "1000").status == 0)
+        // Found by probing: a refused first record stopped the look for a header row; the rest are sampled.
+        let deepFirst = try temp.write("deep-first.json", Array(("[{\"id\":\"1\",\"s\":" + String(repeating: "[", count: 600) + String(repeating: "]", count: 600)
+                                                                 + "},{\"id\":\"2\",\"s\":[1]},{\"id\":\"3\",\"s\":[2]}]").utf8))
+        let sampled = try ingest("infer", deepFirst)
+        #expect(sampled.status == 0 && sampled.stderr.contains("read 3 record(s)")
+                && sampled.stderr.contains("1 record(s) read break the record size or depth limit: left out of the sample (they will be rejected)"), "\(sampled.stderr)")
         let big = try temp.write("big.json", Array(#"[{"id":"1","s":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}]"#.utf8))
         let tooBig = try ingest("infer", big, "--max-record-size", "10")
-        #expect(tooBig.status == 1 && tooBig.stderr.contains("over the record size limit of 10 bytes"), "\(tooBig.stderr)")
+        #expect(tooBig.status == 1 && tooBig.stderr.contains("twice the record size limit of 10 bytes"), "\(tooBig.stderr)")
     }
 
     /// A header row's problems are placed in the feed (they said line 0, column 0) and

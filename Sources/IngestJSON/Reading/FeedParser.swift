@@ -221,10 +221,7 @@ final class FeedParser {
     func carryPending() throws {
         if refusal != nil {
             refusedBytes = bufferBase + buffer.count - refusedStart
-            if refusedBytes > refusedReadLimit {
-                throw error(.recordTooLarge,
-                    "record \(recordCount + 1) (from byte \(refusedStart)) is larger than \(refusedReadLimit) bytes, twice the record size limit of \(options.maxRecordBytes) bytes: the feed is not read past it")
-            }
+            if refusedBytes > refusedReadLimit { throw pastReadLimit() }
             return
         }
         var start = max(gapStart - bufferBase, 0)
@@ -240,6 +237,14 @@ final class FeedParser {
                    start: gapStart)
             refusedBytes = bufferBase + buffer.count - refusedStart
         }
+    }
+
+    /// A record larger than twice the size limit stops the feed, wherever it falls in the
+    /// reads (found by probing: one that ended inside a read was refused, the same one
+    /// across two reads stopped the feed).
+    func pastReadLimit() -> FeedError {
+        error(.recordTooLarge,
+              "record \(recordCount + 1) (from byte \(refusedStart)) is larger than \(refusedReadLimit) bytes, twice the record size limit of \(options.maxRecordBytes) bytes: the feed is not read past it")
     }
 
     /// The record in progress broke a limit: it is read to its end without being held.
@@ -304,6 +309,10 @@ final class FeedParser {
 
     /// Hands on a record that broke a limit, empty, with the error it broke it with.
     func deliverRefused(_ failure: FeedError, end: Int) -> Bool {
+        if bufferBase + end - refusedStart > refusedReadLimit {
+            self.failure = pastReadLimit()
+            return false
+        }
         do {
             try onRecord?(FeedRecord(index: recordCount, bytes: UnsafeRawBufferPointer(start: nil, count: 0), byteOffset: refusedStart,
                                      key: recordKey, keyText: recordKeyText, refusal: failure))

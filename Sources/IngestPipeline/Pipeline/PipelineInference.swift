@@ -60,6 +60,7 @@ public enum PipelineInference {
         }
         var records: [JSONValue] = []
         var refused = 0
+        var firstRefusal: FeedError?
         let reader = try FeedReader(path: feed, options: options.feedOptions(shape))
         var shaper = RecordShaper(form: form)
         shaper.maxDepth = options.maxDepth
@@ -67,8 +68,9 @@ public enum PipelineInference {
         do {
             try reader.read { record in
                 // A record over a limit is rejected on import; the sample does without it.
-                if record.refusal != nil {
+                if let refusal = record.refusal {
                     refused += 1
+                    if firstRefusal == nil { firstRefusal = refusal }
                     return
                 }
                 guard let bytes = try shaper.shape(record, error: { FeedError(.malformedJSON, $0, at: SourcePosition.locate(byteOffset: record.byteOffset, inFeed: feed), source: feed) }) else { return }
@@ -88,6 +90,9 @@ public enum PipelineInference {
             report.append("feed: records are plain values, not objects: each is mapped through \"\(valueKey)\" (the pipeline's feed says \"values\": true)")
         }
         guard !objects.isEmpty else {
+            if records.isEmpty, let firstRefusal {
+                throw PipelineError("\(feed): every record read (\(refused)) breaks the record size or depth limit, so there is nothing to infer from (raise --max-record-size or --max-depth); the first: \(firstRefusal.message)")
+            }
             throw PipelineError("\(feed): none of the \(records.count) records read is an object, so there is nothing to map")
         }
         if objects.count + misfits < records.count {
@@ -101,7 +106,7 @@ public enum PipelineInference {
         builder.noteLookalikes()
         let text = builder.pipelineText(root: root, shape: shape, form: form)
         let spec = try PipelineSpec.parse(Array(text.utf8))
-        return Inference(text: text, spec: spec, shape: shape, recordsRead: records.count, report: builder.report)
+        return Inference(text: text, spec: spec, shape: shape, recordsRead: records.count + refused, report: builder.report)
     }
 
     /// The shape from the feed's first bytes: `[` an array, several values NDJSON, one
@@ -182,7 +187,8 @@ public enum PipelineInference {
         struct Enough: Error {}
         do {
             try reader.read { record in
-                if let refusal = record.refusal { throw refusal }
+                // A record over a limit is no header row, and leaves the first two undecided.
+                if record.refusal != nil { throw Enough() }
                 firstTwo.append(try JSONValue.parse(record.bytes, maxDepth: options.maxDepth))
                 if firstTwo.count == 2 { throw Enough() }
             }
