@@ -99,6 +99,36 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: keptChunks).count == 7, "six chunks and the manifest")
     }
 
+    /// Found by probing: a manifest edited to list fewer chunks, its total lowered to match
+    /// (so it adds up), let a resume finish without the rest of the feed. The run recorded
+    /// how many chunks its split made: a manifest that lists another number is refused.
+    @Test func aResumedRunRefusesAManifestListingOtherChunksThanItsSplitMade() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 1_000, seed: 9).write(to: feed)
+        let store = dir.file("store.sqlite")
+        let chunks = store + ".chunks/run-0001"
+        func importer() -> Importer { Importer(spec: Self.spec, options: .init(feed: feed, store: store, workers: 1, saveEvery: 50, chunkSize: 100)) }
+        // Split whole first, so that the run records its chunk count before it stops.
+        _ = try Splitter(feedPath: feed, directory: chunks, options: SplitOptions(chunkSize: 100)).run()
+        let stopped = importer()
+        stopped.stopAfterSaves.store(1, ordering: .relaxed)
+        #expect(throws: ImportError.self) { try stopped.run() }
+        let path = chunks + "/" + SplitManifest.fileName
+        var manifest = try JSONDecoder().decode(SplitManifest.self, from: Data(FileOps.readFile(path)))
+        #expect(manifest.chunks.count == 10)
+        manifest.chunks.removeLast(3)
+        manifest.totalRecords = 700
+        try Data(JSONEncoder().encode(manifest)).write(to: URL(fileURLWithPath: path))
+        #expect(throws: ImportError("the chunk directory \(chunks) was changed: its manifest lists 7 chunks, and the run's split made 10; delete \(chunks) and run ingest resume \(store) to split the feed into it again")) {
+            try importer().run()
+        }
+        try FileManager.default.removeItem(atPath: chunks)
+        let report = try importer().run()
+        #expect(report.records == 1_000)
+        #expect(try storeCounts(store)["Photo"] == 1_000)
+    }
+
     @Test func theReportBesideTheStoreSaysWhatTheRunDid() throws {
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")

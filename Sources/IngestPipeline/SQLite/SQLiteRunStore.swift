@@ -132,10 +132,15 @@ final class SQLiteRunSession: RunSession {
             feed: options.feed, directory: directory,
             options: SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, form: spec.recordForm), done: done,
             sums: try ImportMarker.sums(coordinator, keys),
-            check: { [importer] manifest in
+            check: { [importer, store = options.store] manifest in
                 let recorded = runRecord.withLock { $0 }
                 if !recorded.feedChecksum.isEmpty, let sum = manifest.feed.checksum, sum != recorded.feedChecksum {
                     throw importer.unfinished(recorded, ["the feed differs (same size, other content)"])
+                }
+                // Found by probing: a manifest edited to list fewer chunks (its total lowered to
+                // match) finished the run without the rest of the feed.
+                if recorded.chunkCount > 0, manifest.chunks.count != recorded.chunkCount {
+                    throw ImportError("the chunk directory \(directory) was changed: its manifest lists \(manifest.chunks.count) chunks, and the run's split made \(recorded.chunkCount); delete \(directory) and run ingest resume \(store) to split the feed into it again")
                 }
             },
             record: { manifest in
