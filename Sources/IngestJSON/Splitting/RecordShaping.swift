@@ -54,9 +54,12 @@ public struct RecordShaper {
     /// The row written for a record that broke a limit (`FeedRecord.refusal`): the importer
     /// rejects it with the limit's message, and the run goes on.
     /// - Throws: what `error` makes, for a header row (the columns cannot be read from it).
-    public func refusedRow(_ refusal: FeedError, error: (String) -> FeedError) throws -> [UInt8] {
+    public func refusedRow(_ refusal: FeedError, key: String? = nil, error: (String) -> FeedError) throws -> [UInt8] {
         if case .rows = form, columns == nil { throw error("the header row: \(refusal.message)") }
-        return Array(JSONValue.object([JSONMember(rowErrorKey, .string(refusal.message))]).description.utf8)
+        // A keyed record keeps its name, so that its reject says which record it was (after the
+        // reason: the batch path knows such a row by how it begins).
+        let named = key.map { [JSONMember("@key", .string($0))] } ?? []
+        return Array(JSONValue.object([JSONMember(rowErrorKey, .string(refusal.message))] + named).description.utf8)
     }
 
     /// The bytes to write for `record`, or nil when the record is the header row.

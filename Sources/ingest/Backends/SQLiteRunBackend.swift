@@ -21,6 +21,13 @@ struct SQLiteRunBackend: RunBackend {
             Console.error("ingest: --delete-store: deleting \(path) and everything imported into it\n")
         }
         let running = command.running
+        if !command.deleteStore, (try? PersistentStoreCoordinator.checkIsStoreOrNew(at: path)) != nil,
+           FileOps.fileSize(path).map({ $0 > 0 }) == true {
+            // Said, and not counted in the new run's time (the run would remove them silently).
+            for (run, files) in (try? Importer.removeLeftoverChunks(store: path)) ?? [] where !running.quiet {
+                Console.error("ingest: removed \(files) chunk file(s) that finished run \(run) left behind\n")
+            }
+        }
         var options = Importer.Options(feed: command.feed, store: path, chunks: command.chunks, workers: running.workers,
                                        saveEvery: command.saveEvery, chunkSize: command.chunkSize, abandonRun: command.abandonRun,
                                        deleteStore: command.deleteStore, keepChunks: command.keepChunks,
