@@ -16,28 +16,19 @@ import Logging
 /// over and stores the kept chunks (`PostgresChunkSource`); one that cannot says where to
 /// run `ingest join` or `ingest import` again.
 final class ChunkUploader: Sendable {
-    let url: PostgresURL
-    let run: Int
-    let process: String
-    let directory: String
-    let ownWorkers: Int
-    let leaseSeconds: Double
-    /// The checksum of each chunk file the split wrote (a file is stored only under the
-    /// checksum its row holds).
-    let sums: @Sendable (Int) -> String?
-    /// The last chunk the split wrote: every kept chunk up to it is in `directory`.
-    let lastWritten: @Sendable () -> Int
-    let logger: Logger
+    private let work: Work
+    private let logger: Logger
     private let thread: StoppableThread
 
     /// Starts storing `process`'s kept chunks of `run` from `directory` on demand, on a
-    /// thread and connection of its own.
+    /// thread and connection of its own. `sums` gives the checksum of each chunk file the
+    /// split wrote (a file is stored only under the checksum its row holds); `lastWritten`
+    /// the last chunk it wrote (every kept chunk up to it is in `directory`).
     init(url: PostgresURL, run: Int, process: String, directory: String, ownWorkers: Int, leaseSeconds: Double,
          sums: @escaping @Sendable (Int) -> String?, lastWritten: @escaping @Sendable () -> Int, logger: Logger) {
-        (self.url, self.run, self.process, self.directory, self.ownWorkers, self.leaseSeconds) = (url, run, process, directory, ownWorkers, leaseSeconds)
-        (self.sums, self.lastWritten, self.logger) = (sums, lastWritten, logger)
         let work = Work(run: run, process: process, directory: directory, ownWorkers: ownWorkers, leaseSeconds: leaseSeconds,
                         sums: sums, lastWritten: lastWritten)
+        (self.work, self.logger) = (work, logger)
         thread = StoppableThread { isStopped in
             var connection: PostgresConnection?
             while !isStopped() {
@@ -68,13 +59,11 @@ final class ChunkUploader: Sendable {
     /// - Throws: `PostgresError`; `ImportError` when a kept chunk's file is gone.
     @discardableResult
     func storeKept(_ connection: PostgresConnection) throws -> Int {
-        let work = Work(run: run, process: process, directory: directory, ownWorkers: 0, leaseSeconds: leaseSeconds,
-                        sums: sums, lastWritten: lastWritten)
         guard try work.othersImporting(connection) > 0 else { return 0 }
         let kept = try connection.execute("""
             SELECT number, checksum FROM _ingest_chunks
             WHERE run = $1 AND finished IS NULL AND octet_length(bytes) = 0 AND number <= $2 ORDER BY number
-            """, [String(run), String(lastWritten())])
+            """, [String(work.run), String(work.lastWritten())])
         logger.info("storing the chunks this process kept, for the processes still importing", metadata: ["chunks": "\(kept.count)"])
         for row in 0..<kept.count {
             try work.store(number: Int(kept[row, 0]!)!, checksum: kept[row, 1]!, connection)
