@@ -134,6 +134,24 @@ import Testing
         #expect(try storeCounts(store)["Photo"] == 1_000)
     }
 
+    /// Found by probing: chunks split in another size than the import's were found out after
+    /// the run was recorded, leaving a new store with a run no resume could finish. The
+    /// import is refused first, saying which size the chunks have, and records nothing.
+    @Test func chunksSplitInAnotherSizeAreRefusedBeforeTheRunIsRecorded() throws {
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 30, seed: 2).write(to: feed)
+        let chunks = dir.file("chunks")
+        _ = try Splitter(feedPath: feed, directory: chunks, options: SplitOptions(chunkSize: 1)).run()
+        let store = dir.file("store.sqlite")
+        #expect(throws: ImportError("\(chunks) was split in chunks of 1 record, and this import asks for 3: pass --chunk-size 1 to import those chunks, or --chunks with another directory")) {
+            try Importer(spec: Self.spec, options: .init(feed: feed, store: store, chunks: chunks, chunkSize: 3)).run()
+        }
+        #expect((try? ImportStatus.read(store: store)) == nil, "no run recorded: status says no import has written to the store")
+        let report = try Importer(spec: Self.spec, options: .init(feed: feed, store: store, chunks: chunks, chunkSize: 1)).run()
+        #expect(report.run == 1 && report.imported == 30)
+    }
+
     @Test func theReportBesideTheStoreSaysWhatTheRunDid() throws {
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")

@@ -201,6 +201,11 @@ public final class Importer: Sendable {
             try ImportMarker.save(last, coordinator)
             abandoned = last.number
         }
+        // Found by probing: chunks split in another size were found out only after the run
+        // was recorded, leaving a run no resume could finish. Refused before anything is recorded.
+        if let directory = options.chunks, let manifest = try? SplitManifest.load(fromDirectory: directory), manifest.chunkSize != chunkSize {
+            throw ImportError("\(directory) was split in chunks of \(manifest.chunkSize) record\(manifest.chunkSize == 1 ? "" : "s"), and this import asks for \(chunkSize): pass --chunk-size \(manifest.chunkSize) to import those chunks, or --chunks with another directory")
+        }
         let number = (runs.last?.number ?? 0) + 1
         let run = ImportMarker.Run(
             number: number, feed: options.feed == "-" ? "-" : absolute(options.feed), pipeline: options.pipelinePath.map(absolute),
