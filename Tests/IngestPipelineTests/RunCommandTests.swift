@@ -145,6 +145,17 @@ import Testing
 
 /// The libraries say what is wrong; the command line adds what to type next.
 @Suite struct AdviceTests {
+    /// Found by probing: resume of a store an import left empty (stopped before it made the
+    /// store) said "not an Ingest store", though importing again works; it says so.
+    @Test func resumingAStoreLeftEmptySaysToImport() throws {
+        let dir = try TemporaryDirectory()
+        let store = try dir.write("empty.sqlite", [])
+        let resumed = try IngestBinary.run(["resume", store])
+        #expect(resumed.status == 1)
+        #expect(resumed.stderr == "ingest: \(store) holds no import yet (an import stopped before its store was made leaves it so): start one with ingest import FEED --store \(store)\n",
+                "\(resumed.stderr)")
+    }
+
     /// Found by probing: with the pipeline edited after a stop, import sent the user to a
     /// resume that then told them to put the (unchanged) feed back; both name the pipeline.
     @Test func aPipelineEditedAfterAStopIsNamedAsWhatToPutBack() throws {

@@ -39,7 +39,14 @@ struct SQLiteRunBackend: RunBackend {
     }
 
     func resume(_ running: RunOptions) throws {
-        let status = try ImportStatus.read(store: path)
+        let status: ImportStatus
+        do {
+            status = try ImportStatus.read(store: path)
+        } catch StoreError.notAStore where (try? PersistentStoreCoordinator.checkIsStoreOrNew(at: path)) != nil {
+            // Empty, or SQLite without tables: an import stopped before it recorded anything
+            // (found by probing: "not an Ingest store" sent the user nowhere).
+            throw CommandFailure("\(path) holds no import yet (an import stopped before its store was made leaves it so): start one with ingest import FEED --store \(path)")
+        }
         guard let run = status.unfinishedRun else {
             let last = status.runs[status.runs.count - 1]
             if !running.quiet { print("\(path): nothing to resume: its last import, run \(last.number) of \(last.feed), is \(last.state)") }
