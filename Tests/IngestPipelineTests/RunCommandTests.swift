@@ -145,6 +145,18 @@ import Testing
 
 /// The libraries say what is wrong; the command line adds what to type next.
 @Suite struct AdviceTests {
+    /// A store with run 1 of a 600-record feed stopped after its first save, by `pipeline`.
+    func stoppedRun(in dir: TemporaryDirectory, pipeline: String) throws -> (feed: String, store: String) {
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 600).write(to: feed)
+        let store = dir.file("store.sqlite")
+        let stopped = Importer(spec: try PipelineSpec.load(path: pipeline),
+                               options: .init(feed: feed, store: store, saveEvery: 50, chunkSize: 100, pipelinePath: pipeline))
+        stopped.stopAfterSaves.store(1, ordering: .relaxed)
+        #expect(throws: ImportError.self) { try stopped.run() }
+        return (feed, store)
+    }
+
     /// Found by probing: resume of a store an import left empty (stopped before it made the
     /// store) said "not an Ingest store", though importing again works; it says so.
     @Test func resumingAStoreLeftEmptySaysToImport() throws {
@@ -160,14 +172,8 @@ import Testing
     /// resume that then told them to put the (unchanged) feed back; both name the pipeline.
     @Test func aPipelineEditedAfterAStopIsNamedAsWhatToPutBack() throws {
         let dir = try TemporaryDirectory()
-        let feed = dir.file("feed.json")
-        try FeedGenerator(records: 600).write(to: feed)
-        let store = dir.file("store.sqlite")
         let pipeline = try dir.write("p.json", Array(try String(contentsOfFile: RunCommandTests.pipeline, encoding: .utf8).utf8))
-        let stopped = Importer(spec: try PipelineSpec.load(path: pipeline),
-                               options: .init(feed: feed, store: store, saveEvery: 50, chunkSize: 100, pipelinePath: pipeline))
-        stopped.stopAfterSaves.store(1, ordering: .relaxed)
-        #expect(throws: ImportError.self) { try stopped.run() }
+        let (feed, store) = try stoppedRun(in: dir, pipeline: pipeline)
         try Data(try String(contentsOfFile: pipeline, encoding: .utf8)
             .replacingOccurrences(of: #""title": "title""#, with: #""title": "subtitle""#).utf8).write(to: URL(fileURLWithPath: pipeline))
         let refused = try IngestBinary.run(["import", feed, "--pipeline", pipeline, "--store", store, "--chunk-size", "100", "--quiet"])
@@ -182,13 +188,7 @@ import Testing
 
     @Test func theCommandLineTurnsErrorsIntoAdvice() throws {
         let dir = try TemporaryDirectory()
-        let feed = dir.file("feed.json")
-        try FeedGenerator(records: 600).write(to: feed)
-        let store = dir.file("store.sqlite")
-        let stopped = Importer(spec: try PipelineSpec.load(path: RunCommandTests.pipeline),
-                               options: .init(feed: feed, store: store, saveEvery: 50, chunkSize: 100, pipelinePath: RunCommandTests.pipeline))
-        stopped.stopAfterSaves.store(1, ordering: .relaxed)
-        #expect(throws: ImportError.self) { try stopped.run() }
+        let (feed, store) = try stoppedRun(in: dir, pipeline: RunCommandTests.pipeline)
         let other = dir.file("other.json")
         try FeedGenerator(records: 30).write(to: other)
         let refused = try IngestBinary.run(["import", other, "--pipeline", RunCommandTests.pipeline, "--store", store, "--quiet"])

@@ -61,13 +61,14 @@ final class FeedParser {
     var pending: [UInt8] = []
     /// Bytes of the record in progress carried from earlier buffers (or read past, for a
     /// refused record: the reader grows its buffer for both alike).
-    var carriedBytes: Int { refusal == nil ? pending.count : refusedBytes }
+    var carriedBytes: Int { refusal == nil ? pending.count : refusedSoFar }
     /// Why the record in progress is not kept: it broke a limit. It is read to its end,
     /// holding none of it, and delivered empty with this error (`FeedRecord.refusal`).
     var refusal: FeedError?
-    /// Where the refused record began, and how many of its bytes were read.
+    /// Where the refused record began.
     var refusedStart = 0
-    var refusedBytes = 0
+    /// The refused record's bytes read so far (it runs on past the current read).
+    var refusedSoFar: Int { bufferBase + buffer.count - refusedStart }
     /// How far past the size limit a refused record is read before the feed stops: yajl holds
     /// a string token whole until it ends, so reading on costs memory up to this.
     var refusedReadLimit: Int { options.maxRecordBytes > Int.max / 2 ? Int.max : options.maxRecordBytes * 2 }
@@ -219,24 +220,20 @@ final class FeedParser {
 
     /// Keeps the part of a record that the current buffer holds, as the buffer is about to be reused.
     func carryPending() throws {
-        if refusal != nil {
-            refusedBytes = bufferBase + buffer.count - refusedStart
-            if refusedBytes > refusedReadLimit { throw pastReadLimit() }
-            return
-        }
-        var start = max(gapStart - bufferBase, 0)
-        if pending.isEmpty {
-            start = skipSeparators(in: buffer, from: start)
-            gapStart = bufferBase + start
-            if start < buffer.count, let failure = checkOwnLine(at: start) { throw failure }
-        }
-        pending.append(contentsOf: buffer[start...])
-        if pending.count > options.maxRecordBytes {
+        if refusal == nil {
+            var start = max(gapStart - bufferBase, 0)
+            if pending.isEmpty {
+                start = skipSeparators(in: buffer, from: start)
+                gapStart = bufferBase + start
+                if start < buffer.count, let failure = checkOwnLine(at: start) { throw failure }
+            }
+            pending.append(contentsOf: buffer[start...])
+            guard pending.count > options.maxRecordBytes else { return }
             refuse(error(.recordTooLarge,
                 "record \(recordCount + 1) (from byte \(gapStart)) is larger than the record size limit of \(options.maxRecordBytes) bytes"),
                    start: gapStart)
-            refusedBytes = bufferBase + buffer.count - refusedStart
         }
+        if refusedSoFar > refusedReadLimit { throw pastReadLimit() }
     }
 
     /// A record larger than twice the size limit stops the feed, wherever it falls in the
@@ -252,7 +249,6 @@ final class FeedParser {
         guard refusal == nil else { return }
         refusal = failure
         refusedStart = start
-        refusedBytes = 0
         pending.removeAll(keepingCapacity: false)
     }
 
@@ -324,7 +320,6 @@ final class FeedParser {
         gapStart = bufferBase + end
         gapSawNewline = false
         refusal = nil
-        refusedBytes = 0
         return true
     }
 
