@@ -42,6 +42,30 @@ extension FeedParser {
         return error(.malformedJSON, "malformed JSON: \(yajlMessage)", at: index)
     }
 
+    /// Where the token yajl refused for JSON's grammar begins, as an index into the current
+    /// buffer (negative for the reads before), or nil where that cannot be told here.
+    /// `lastByte` is where yajl stopped, a byte back.
+    func misplacedToken(lastByte: Int) -> Int? {
+        guard inRecords, refusal == nil else { return nil }
+        let start = recordStart()
+        if depth == recordsDepth {
+            // Between records the refused token is the next record's first: where the next
+            // record would begin, unless it is a bracket, comma or colon (yajl locates those right).
+            guard !keyed, lastByte >= 0, lastByte < buffer.count, !"{}[],:".utf8.contains(buffer[lastByte]) else { return nil }
+            return start - bufferBase
+        }
+        // Inside a record: its tokens from its first byte (carried over, and in this read).
+        let offset: Int?
+        if pending.isEmpty {
+            guard start >= bufferBase, start <= bufferBase + buffer.count else { return nil }
+            offset = MisplacedToken.offset(in: UnsafeRawBufferPointer(rebasing: buffer[(start - bufferBase)...]))
+        } else {
+            offset = (pending + buffer).withUnsafeBytes { MisplacedToken.offset(in: $0) }
+        }
+        guard let offset else { return nil }
+        return start + offset - bufferBase
+    }
+
     /// yajl stops a byte or two past an invalid UTF-8 sequence; find where it began.
     func firstInvalidUTF8(before index: Int) -> Int? {
         var (bytes, start) = tracker.bytes(before: index, in: buffer)

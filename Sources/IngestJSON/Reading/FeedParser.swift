@@ -194,6 +194,9 @@ final class FeedParser {
             var consumed = min(Int(yajl_get_bytes_consumed(handle)), buffer.count)
             let yajlMessage = yajlErrorMessage(handle)
             if !atEnd && !yajlMessage.contains("inside string") { consumed -= 1 }
+            if !atEnd, MisplacedToken.grammarMessages.contains(yajlMessage), let token = misplacedToken(lastByte: consumed) {
+                consumed = token
+            }
             throw translate(yajlMessage, at: consumed, atEnd: atEnd)
         }
     }
