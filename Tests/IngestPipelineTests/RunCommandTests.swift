@@ -60,12 +60,63 @@ import Testing
         try ImportMarker.save(run, PersistentStoreCoordinator(existingStoreAt: store))
         let resume = try IngestBinary.run(["resume", store])
         #expect(resume.status == 1)
-        #expect(resume.stderr == "ingest: run 1 read its feed from standard input, which cannot be read again from here. Pipe the same feed in again: … | ingest import - --pipeline \(Self.pipeline) --store \(store) (the records already imported are skipped)\n")
+        #expect(resume.stderr == "ingest: run 1 read its feed from standard input, which cannot be read again from here, and \(store).chunks/run-0001 holds no finished split of it. Pipe the same feed in again: … | ingest import - --pipeline \(Self.pipeline) --store \(store) (the records already imported are skipped)\n")
         let again = try IngestBinary.run(["import", "-", "--pipeline", Self.pipeline, "--store", store, "--chunk-size", "100", "--quiet"],
                                          stdin: feed)
         #expect(again.status == 0, "\(again.stderr)")
         let status = try ImportStatus.read(store: store)
         #expect(status.runs.count == 1 && status.finished && status.counts["Photo"] == 600)
+    }
+
+    /// A feed from standard input stopped after its split finished: the chunk files hold
+    /// all of it, so `resume` goes on from them without the feed (found by probing: it
+    /// asked for the feed to be piped in again).
+    @Test func aStdinImportStoppedAfterItsSplitResumesFromItsChunkFiles() throws {
+        let (dir, store, feed) = try stoppedStdinImportWithAFinishedSplit()
+        defer { withExtendedLifetime(dir) {} }
+        let resumed = try IngestBinary.run(["resume", store, "--quiet"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let status = try ImportStatus.read(store: store)
+        #expect(status.finished && status.runs.count == 1 && status.counts["Photo"] == feed.records)
+        #expect(status.runs[0].recordsDone == feed.records)
+    }
+
+    /// The same, with a chunk file gone: `resume` names it and says to pipe the feed in again,
+    /// which finishes the run.
+    @Test func aStdinImportMissingAChunkFileAsksForTheFeedAgain() throws {
+        let (dir, store, feed) = try stoppedStdinImportWithAFinishedSplit()
+        defer { withExtendedLifetime(dir) {} }
+        let directory = store + ".chunks/run-0001"
+        try FileManager.default.removeItem(atPath: directory + "/chunk-000060.ndjson")
+        let resume = try IngestBinary.run(["resume", store, "--quiet"])
+        #expect(resume.status == 1)
+        #expect(resume.stderr == "ingest: run 1 read its feed from standard input, and \(directory) lacks 1 chunk file(s) of its finished split, or holds them changed (chunk-000060.ndjson), and without the feed they cannot be made again. Pipe the same feed in again: … | ingest import - --pipeline \(Self.pipeline) --store \(store) (the records already imported are skipped)\n")
+        let again = try IngestBinary.run(["import", "-", "--pipeline", Self.pipeline, "--store", store, "--chunk-size", "1000", "--quiet"],
+                                         stdin: feed.bytes)
+        #expect(again.status == 0, "\(again.stderr)")
+        let status = try ImportStatus.read(store: store)
+        #expect(status.finished && status.counts["Photo"] == feed.records)
+    }
+
+    /// An import from standard input stopped by SIGINT once its split has finished, while its
+    /// workers still import (small saves keep them at it long after the split).
+    private func stoppedStdinImportWithAFinishedSplit() throws -> (TemporaryDirectory, store: String, feed: (bytes: [UInt8], records: Int)) {
+        let dir = try TemporaryDirectory()
+        let records = 60_000
+        let bytes = FeedGenerator(records: records, seed: 9).bytes()
+        let store = dir.file("store.sqlite")
+        let running = try IngestBinary.start(["import", "-", "--pipeline", Self.pipeline, "--store", store, "--chunk-size", "1000",
+                                              "--save-every", "20", "--workers", "1"], stdin: bytes)
+        let manifest = store + ".chunks/run-0001/" + SplitManifest.fileName
+        while running.process.isRunning && !FileManager.default.fileExists(atPath: manifest) { usleep(1_000) }
+        try #require(running.process.isRunning, "the import finished before its split was seen to finish")
+        kill(running.process.processIdentifier, SIGINT)
+        let stopped = IngestBinary.finish(running)
+        #expect(stopped.status == 130, "\(stopped.stderr)")
+        #expect(stopped.stderr.hasSuffix("continue with: ingest resume \(store) (the run's split finished: its chunk files in \(store).chunks/run-0001 hold the rest of the feed)\n"),
+                "\(stopped.stderr)")
+        #expect(try !ImportStatus.read(store: store).finished)
+        return (dir, store, (bytes, records))
     }
 
     /// Posts that quote posts: the record entity has more rows than there are records,

@@ -10,6 +10,9 @@ public enum SplitError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidOption(String)
     /// The split was cancelled after `chunks` chunks; running it again continues from there.
     case interrupted(directory: String, chunks: Int)
+    /// A finished split was to be used without its feed (`SplitOptions.withoutFeed`), and
+    /// chunks it lists are missing or changed.
+    case chunksMissing(directory: String, files: [String])
 
     public var description: String {
         switch self {
@@ -25,6 +28,9 @@ public enum SplitError: Error, Sendable, Equatable, CustomStringConvertible {
             text
         case .interrupted(let directory, let chunks):
             "split into \(directory) stopped after \(chunks) chunk(s); splitting again continues from there"
+        case .chunksMissing(let directory, let files):
+            "\(directory) lacks \(files.count) chunk file(s) of its finished split, or holds them changed (\(files.prefix(3).joined(separator: ", "))\(files.count > 3 ? ", …" : "")), "
+                + "and without the feed they cannot be made again"
         }
     }
 }

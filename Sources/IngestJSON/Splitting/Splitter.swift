@@ -25,6 +25,11 @@ public struct SplitOptions: Sendable {
     /// Flush every chunk file to the disk before it is announced (the default). Off for
     /// chunks that are only a local copy of what is kept elsewhere (a PostgreSQL run's).
     public var durable = true
+    /// Use a finished split's chunks without reading the feed: for a run whose feed was read
+    /// once (standard input, a pipe) and cannot be read again. Its chunks' checksums, in
+    /// the manifest, stand for the feed; the run checks each chunk against its own.
+    /// - Throws (from `Splitter.run`): `SplitError.chunksMissing` when a chunk is not in place.
+    public var withoutFeed = false
 
     public static let defaultChunkSize = 5_000
 
@@ -119,6 +124,7 @@ public final class Splitter {
             for name in entries where Self.isSplitFile(name) { try FileOps.remove(directory + "/" + name) }
         }
 
+        if options.withoutFeed { return try finishedSplit() }
         let cancellation = self.cancellation
         let reader = try FeedReader(path: feedPath, options: options.feed, isCancelled: { cancellation.isCancelled })
         let identity = FeedIdentity(path: feedPath, byteSize: reader.totalBytes, checksum: nil,
@@ -276,6 +282,18 @@ public final class Splitter {
     }
 
     // MARK: - The directory's earlier state
+
+    /// The finished split in the directory, every chunk of it in place, for `withoutFeed`.
+    private func finishedSplit() throws -> SplitReport {
+        guard let manifest = try SplitManifest.load(fromDirectory: directory) else {
+            throw SplitError.chunksMissing(directory: directory, files: [SplitManifest.fileName])
+        }
+        let present = validPrefix(of: manifest.chunks)
+        guard present.count == manifest.chunks.count else {
+            throw SplitError.chunksMissing(directory: directory, files: manifest.chunks[present.count...].map(\.file))
+        }
+        return SplitReport(manifest: manifest, chunksWritten: 0, chunksReused: present.count, alreadyComplete: true)
+    }
 
     private func checkSameFeed(recorded: FeedIdentity, shape: ShapeRecord, chunkSize: Int,
                                current: SplitJournal.Header) throws {

@@ -43,6 +43,10 @@ public final class Importer: Sendable {
         public var objectPath = false
         /// The pipeline was inferred from the feed (`PipelineInference`), as the run records.
         public var pipelineInferred = false
+        /// Continue the run from its finished split's chunk files without reading the feed
+        /// (one read once, from standard input or a pipe). A chunk file that is missing or
+        /// changed stops the run with `SplitError.chunksMissing`.
+        public var withoutFeed = false
         /// Where the run logs: its stages at `info`; each chunk, save, wait and lookup at
         /// `debug`; each rejected record at `trace`. Default: nowhere.
         public var logger = Logger(label: "ingest.import", factory: { _ in SwiftLogNoOpLogHandler() })

@@ -127,10 +127,11 @@ final class SQLiteRunSession: RunSession {
 
         let (remade, verified) = try Importer.removeChangedChunks(directory, done: done)
         self.remade = remade
+        var splitOptions = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, form: spec.recordForm)
+        splitOptions.withoutFeed = options.withoutFeed
         let queue = ChunkQueue(consumers: workerCount)
         let split = SplitStage(.init(
-            feed: options.feed, directory: directory,
-            options: SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, form: spec.recordForm), done: done,
+            feed: options.feed, directory: directory, options: splitOptions, done: done,
             sums: try ImportMarker.sums(coordinator, keys),
             check: { [importer, store = options.store] manifest in
                 let recorded = runRecord.withLock { $0 }

@@ -58,17 +58,24 @@ struct SQLiteRunBackend: RunBackend {
         guard let pipeline = run.pipeline else {
             throw CommandFailure("\(path) does not record run \(run.number)'s pipeline path; run ingest import again instead")
         }
-        guard !FileOps.isReadOnce(run.feed) else {
-            let source = run.feed == "-" ? "standard input" : "a pipe (\(run.feed))"
-            throw CommandFailure("run \(run.number) read its feed from \(source), which cannot be read again from here. Pipe the same feed in again: … | ingest import - --pipeline \(pipeline) --store \(path) (the records already imported are skipped)")
+        let source = run.feed == "-" ? "standard input" : "a pipe (\(run.feed))"
+        let pipeAgain = "Pipe the same feed in again: … | ingest import - --pipeline \(pipeline) --store \(path) (the records already imported are skipped)"
+        // A feed read once is not read again: a finished split's chunk files stand for it
+        // (found by probing: such a run, stopped after its split, could not be resumed).
+        let withoutFeed = FileOps.isReadOnce(run.feed)
+        if withoutFeed, FileOps.fileSize(run.chunks + "/" + SplitManifest.fileName) == nil {
+            throw CommandFailure("run \(run.number) read its feed from \(source), which cannot be read again from here, and \(run.chunks) holds no finished split of it. \(pipeAgain)")
         }
         let spec = try PipelineSpec.load(path: pipeline)
-        let importer = Importer(spec: spec, options: .init(feed: run.feed, store: path, chunks: run.chunks, workers: running.workers,
-                                                          saveEvery: run.saveEvery, chunkSize: run.chunkSize,
-                                                          maxRejects: running.maxRejects, pipelinePath: pipeline,
-                                                          logger: try StderrLogHandler.logger(running.logLevel)))
+        var options = Importer.Options(feed: run.feed, store: path, chunks: run.chunks, workers: running.workers,
+                                       saveEvery: run.saveEvery, chunkSize: run.chunkSize,
+                                       maxRejects: running.maxRejects, pipelinePath: pipeline,
+                                       logger: try StderrLogHandler.logger(running.logLevel))
+        options.withoutFeed = withoutFeed
         do {
-            try Ingest.Import.run(importer, store: path, quiet: running.quiet)
+            try Ingest.Import.run(Importer(spec: spec, options: options), store: path, quiet: running.quiet)
+        } catch let error as SplitError where withoutFeed {
+            throw CommandFailure("run \(run.number) read its feed from \(source), and \(error). \(pipeAgain)")
         } catch let error as ImportError {
             // `resume` cannot resume a run whose feed changed: its way on is the feed, or a new run.
             guard case .unfinishedRun(_, let number, let feed, let reasons) = error.kind else { throw error }
@@ -93,7 +100,7 @@ struct SQLiteRunBackend: RunBackend {
             let state = switch run.activity {
             case .importing(let pid, let host, let since)?: "running (pid \(pid) on \(host)\(since.isEmpty ? "" : ", since \(since)"))"
             case .suspended(let pid, let host)?: "running, but its process is stopped (pid \(pid) on \(host): kill -CONT \(pid) continues it)"
-            case .interrupted?: "interrupted (no process is importing it; continue with: \(Ingest.Import.continuation(store: path, feed: run.feed, pipeline: run.pipeline)))"
+            case .interrupted?: "interrupted (no process is importing it; continue with: \(Ingest.Import.continuation(store: path, feed: run.feed, pipeline: run.pipeline, chunks: run.chunks)))"
             case nil: run.state
             }
             print("  run \(run.number): \(state), started \(run.started)" + (run.ended.map { ", ended \($0)" } ?? ""))

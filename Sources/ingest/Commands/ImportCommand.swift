@@ -206,8 +206,13 @@ extension Ingest {
 
         /// What continues an unfinished run of `feed`: `ingest resume`, or for a feed that can
         /// be read only once, the same feed piped in again.
-        static func continuation(store: String, feed: String, pipeline: String?) -> String {
+        static func continuation(store: String, feed: String, pipeline: String?, chunks: String? = nil) -> String {
             guard feed == "-" || FileOps.isReadOnce(feed) else { return "ingest resume \(store)" }
+            // A finished split's chunk files hold the whole feed: resume reads them, not the feed.
+            if let directory = chunks ?? (try? ImportStatus.read(store: store))?.unfinishedRun?.chunks,
+               FileOps.fileSize(directory + "/" + SplitManifest.fileName) != nil {
+                return "ingest resume \(store) (the run's split finished: its chunk files in \(directory) hold the rest of the feed)"
+            }
             let pipeline = pipeline.map { " --pipeline \($0)" } ?? ""
             return "the same feed on standard input again: … | ingest import -\(pipeline) --store \(store) (the records already imported are skipped)"
         }

@@ -35,7 +35,7 @@ enum Advice {
             case .unknownChunks: return "choose another --out directory, or pass --force to replace them"
             case .feedChanged, .unreadableState: return "pass --force to split it again from the start"
             case .interrupted: return "run the same command again to continue"
-            case .invalidOption: return nil
+            case .invalidOption, .chunksMissing: return nil
             }
         case StoreError.database(_, let code?):
             return sqliteAdvice(code)
