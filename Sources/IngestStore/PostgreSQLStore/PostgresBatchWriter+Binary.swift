@@ -42,15 +42,15 @@ extension PostgresBatchWriter {
 
     /// New rows (entries `entries` of `batch`) in COPY's binary format: row number, cells, links.
     /// Call `binaryEncodable` first: a cell without a binary form is sent as NULL.
-    func appendNewRowsBinary(_ entries: [Int], of batch: EntityBatch, entity: Int, _ request: BatchInsertRequest,
+    func appendNewRowsBinary(_ entries: [Int], of batch: EntityBatch, entity: Int, _ request: BatchInsertRequest, numbered: Bool = true,
                              linked: (Int, Int, Int32) -> Int64?, to stream: inout CopyStream) {
         let types = plans[entity].info.attributeTypes
         stream.data.append(contentsOf: Self.binaryHeader)
         request.text.withUnsafeBytes { text in
             for index in entries {
                 let entry = batch.folded[index]
-                Self.appendBigEndian(UInt16(1 + entry.cellCount + batch.linkCount), to: &stream.data)
-                Self.appendField(UInt64(bitPattern: entry.pk), to: &stream.data)
+                Self.appendBigEndian(UInt16((numbered ? 1 : 0) + entry.cellCount + batch.linkCount), to: &stream.data)
+                if numbered { Self.appendField(UInt64(bitPattern: entry.pk), to: &stream.data) }
                 for position in 0..<entry.cellCount {
                     appendBinary(batch.cell(position, of: index, request), type: types[position], request, text: text, to: &stream.data)
                 }

@@ -151,7 +151,10 @@ extension PostgresBatchWriter {
         }
 
         // Row numbers for the new rows, so that links are numbers before anything is written.
-        for entity in plans.indices {
+        // New rows of entities no other links to take theirs from the table as they are
+        // copied: one statement and a number a row fewer to send back and forth.
+        func numberedByTable(_ entity: Int) -> Bool { undestined[entity] && statements[entity].copyNewUnnumbered != nil }
+        for entity in plans.indices where !numberedByTable(entity) {
             let count = batches[entity].folded.count { $0.op == UInt8(ascii: "i") }
             guard count > 0 else { continue }
             let numbers = try connection.execute(statements[entity].reserve, [String(count)])
@@ -187,16 +190,17 @@ extension PostgresBatchWriter {
                 }
                 let batch = batches[entity]
                 let binary = binaryEncodable(entries, of: batch, entity: entity, request)
+                let numbered = !numberedByTable(entity)
                 func rows(_ stream: inout CopyStream) {
                     if binary {
-                        appendNewRowsBinary(entries, of: batch, entity: entity, request, linked: linked, to: &stream)
+                        appendNewRowsBinary(entries, of: batch, entity: entity, request, numbered: numbered, linked: linked, to: &stream)
                     } else {
-                        appendNewRows(entries, of: batch, entity: entity, request, linked: linked, to: &stream)
+                        appendNewRows(entries, of: batch, entity: entity, request, numbered: numbered, linked: linked, to: &stream)
                     }
                 }
                 let format = binary ? " (FORMAT binary)" : ""
                 guard !undestined[entity], let copyStaged = statements[entity].copyStagedNew, let insertNew = statements[entity].insertNew else {
-                    try connection.copyIn(statements[entity].copyNew + format, write: rows)
+                    try connection.copyIn((numbered ? statements[entity].copyNew : statements[entity].copyNewUnnumbered!) + format, write: rows)
                     result.inserted[plans[entity].info.name] = entries.count
                     continue
                 }
@@ -345,15 +349,16 @@ extension PostgresBatchWriter {
     // MARK: - Rows as COPY text
 
     /// New rows (entries `entries` of `batch`) in COPY's text format, for the entity's own
-    /// table: the row number, each attribute in its column's text form, each link's row number.
-    func appendNewRows(_ entries: [Int], of batch: EntityBatch, entity: Int, _ request: BatchInsertRequest,
+    /// table: the row number (unless `numbered` is false: the table gives it), each attribute
+    /// in its column's text form, each link's row number.
+    func appendNewRows(_ entries: [Int], of batch: EntityBatch, entity: Int, _ request: BatchInsertRequest, numbered: Bool = true,
                        linked: (Int, Int, Int32) -> Int64?, to stream: inout CopyStream) {
         let plan = plans[entity]
         for index in entries {
             let entry = batch.folded[index]
-            Self.appendInteger(entry.pk, to: &stream.data)
+            if numbered { Self.appendInteger(entry.pk, to: &stream.data) }
             for position in 0..<entry.cellCount {
-                stream.data.append(0x09)
+                if numbered || position > 0 { stream.data.append(0x09) }
                 appendColumnValue(batch.cell(position, of: index, request), type: plan.info.attributeTypes[position], request, to: &stream.data)
             }
             appendLinks(of: index, in: batch, entity: entity, linked: linked, to: &stream.data)

@@ -41,6 +41,9 @@ public final class PostgresBatchWriter: BatchRequestMaking {
         let update: String?
         /// COPY of new rows straight into the entity's table, row numbers given.
         let copyNew: String
+        /// The same, the row numbers left to the table's identity: for an entity no other
+        /// links to, whose new rows' numbers the client never needs (nil without attributes).
+        let copyNewUnnumbered: String?
         /// For an entity others link to, whose new keys other processes may make at the same
         /// moment: new rows go through `_new_N` and an INSERT that skips keys made meanwhile
         /// (and says which it made), instead of failing the batch.
@@ -191,6 +194,7 @@ public final class PostgresBatchWriter: BatchRequestMaking {
         let columns = info.attributeNames.map(quoted) + info.toOneColumns.map { quoted($0.column) }
         let values = (0..<attributeCount).map(attribute) + (0..<linkCount).map { "s.l\($0)" }
         let copyNew = "COPY \(info.table) (\"_pk\", \(columns.joined(separator: ", "))) FROM STDIN"
+        let copyNewUnnumbered = attributeCount > 0 ? "COPY \(info.table) (\(columns.joined(separator: ", "))) FROM STDIN" : nil
         // The sequence is named once (see `init`): pg_get_serial_sequence per row cost 4 µs a row.
         let reserve = "SELECT nextval(%SEQUENCE%) FROM generate_series(1, $1::integer)"
         var existing: String?
@@ -230,6 +234,7 @@ public final class PostgresBatchWriter: BatchRequestMaking {
                 + "ON CONFLICT (\(keyColumn)) DO NOTHING RETURNING \(keyColumn)::text"
         }
         return Statements(stage: create, copy: copy, existing: existing, update: update, copyNew: copyNew,
+                          copyNewUnnumbered: copyNewUnnumbered,
                           stageNew: stageNew, copyStagedNew: copyStagedNew, insertNew: insertNew, reserve: reserve,
                           attributeCount: attributeCount, linkCount: linkCount, maskWords: plan.maskWords)
     }
