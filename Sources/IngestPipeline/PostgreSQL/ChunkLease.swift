@@ -59,6 +59,14 @@ struct ChunkLease: Sendable {
         Int(try connection.execute("SELECT count(*) FROM _ingest_chunks WHERE run = $1 AND finished IS NULL", [String(run)])[0, 0]!)!
     }
 
+    /// The run's unfinished chunks but those the workers of `process` hold.
+    static func unfinished(run: Int, notHeldBy process: String, _ connection: PostgresConnection) throws -> Int {
+        Int(try connection.execute("""
+            SELECT count(*) FROM _ingest_chunks WHERE run = $1 AND finished IS NULL
+                AND (owner IS NULL OR left(owner, length($2) + 1) <> $2 || '/')
+            """, [String(run), process])[0, 0]!)!
+    }
+
     /// Inside a save's transaction, first: moves the chunk's marker to `done` and renews the
     /// lease, locking the chunk's row so no claim can take it before the commit. The save
     /// that finishes the chunk drops its bytes, as a finished run's chunk files are deleted.

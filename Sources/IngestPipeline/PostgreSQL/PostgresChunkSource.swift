@@ -71,7 +71,11 @@ final class PostgresChunkSource: ChunkSource {
     /// - Throws: `ImportError` when the run's split failed or stopped, so no chunk will come.
     private func moreChunksMayCome() throws -> Bool {
         guard try ChunkLease.isRunning(run: run, connection) else { return false }
-        if try ChunkLease.unfinished(run: run, connection) > 0 {
+        // Chunks this process's own workers hold come back to none of them: they finish them,
+        // or the process fails. Waiting on them (found by measuring) kept every import up to
+        // a second past its last save, an eighth of a million-record run.
+        let process = String(owner[..<(owner.lastIndex(of: "/") ?? owner.endIndex)])
+        if try ChunkLease.unfinished(run: run, notHeldBy: process, connection) > 0 {
             if localSplit == nil, try PostgresImport.keptChunks(run: run, connection) > 0,
                let (text, current) = try PostgresImport.storedRecord(of: run, connection) {
                 // Chunks another process's split keeps: it stores some while this one waits for work.
@@ -83,7 +87,8 @@ final class PostgresChunkSource: ChunkSource {
                 if try takeOverSplit(current, stored: text) { return true }
                 throw ImportError("run \(run)'s remaining chunks were kept by the process that split \(current.feed), which is gone, and are not stored in the database (this process cannot read that feed: it is not there, not a regular file, or not its size then); continue with: ingest import \(current.feed) --store \(connection.target) where that feed can be read")
             }
-            Thread.sleep(forTimeInterval: min(1, record.leaseSeconds / 4))
+            // Held by other processes: they save them, or die and leave them to a claim.
+            Thread.sleep(forTimeInterval: min(0.2, record.leaseSeconds / 4))
             return true
         }
         guard let (text, current) = try PostgresImport.storedRecord(of: run, connection), !current.isSplit else { return false }
