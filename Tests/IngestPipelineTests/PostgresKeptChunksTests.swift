@@ -16,10 +16,16 @@ struct PostgresKeptChunksTests {
         let status = try PostgresStatus.read(url: try PostgresURL(server.url))
         #expect(status.runs.last?.state == "finished" && status.runs.last?.chunksKept == 0)
         #expect(status.processes.reduce(0) { $0 + $1.records } == records, "every record committed exactly once")
+        // (Found reading session 14's change: the shared check had lost this comparison.)
+        let spec = try PipelineSpec.load(path: PostgresImportTests.photos)
+        _ = try Importer(spec: spec, options: .init(feed: feed, store: dir.file("clean.sqlite"))).run()
+        #expect(try PostgresImportTests.postgresRows(server.url, spec.model)
+                == PostgresImportTests.sqliteRows(dir.file("clean.sqlite"), spec.model))
     }
     /// A lone import stores no chunk bytes; killed, its chunks are not in the database, so a
-    /// join that cannot read the feed says where to continue, and one that can takes the
-    /// split over and ends as a clean SQLite import.
+    /// join that can read neither the feed nor the killed process's chunk files says where to
+    /// continue, and one that can read the feed takes the split over and ends as a clean
+    /// SQLite import.
     @Test(.timeLimit(.minutes(3)))
     func aLoneImportStoresNoChunkAndAJoinTakesItsChunksOverFromTheFeed() throws {
         let server = try PostgresServer()
@@ -46,24 +52,25 @@ struct PostgresKeptChunksTests {
         #expect(unfinished > 0, "killed before the end")
         #expect(try count("octet_length(bytes) > 0") == 0, "no chunk stored: no other process wanted one")
         let shown = try IngestBinary.run(["status", server.url])
-        #expect(shown.stdout.contains("(not stored in the database): \(unfinished) chunk(s)"), "\(shown.stdout)")
+        let kept = try #require(try PostgresStatus.read(url: url).runs.last?.keptIn)
+        #expect(shown.stdout.contains("in \(kept) (not stored in the database): \(unfinished) chunk(s)"), "\(shown.stdout)")
 
         // Once its lease is over, the killed process is gone, and status says what takes its chunks over.
         Thread.sleep(forTimeInterval: 1.6)
         let gone = try IngestBinary.run(["status", server.url])
-        #expect(gone.stdout.contains("(not stored in the database): \(unfinished) chunk(s); that process is gone: ingest join or ingest import where \(feed) can be read stores them\n"),
+        #expect(gone.stdout.contains("(not stored in the database): \(unfinished) chunk(s); that process is gone: ingest join where \(kept) can be read imports them, or ingest join or ingest import where \(feed) can be read stores them\n"),
                 "\(gone.stdout)")
-        // Elsewhere: the feed cannot be read.
+        // Elsewhere: the feed cannot be read, nor the chunk files (--from-database: as if they were not there).
         let moved = dir.file("moved.json")
         try FileManager.default.moveItem(atPath: feed, toPath: moved)
-        let refused = try IngestBinary.run(["join", server.url, "--quiet"])
+        let refused = try IngestBinary.run(["join", server.url, "--from-database", "--quiet"])
         #expect(refused.status != 0)
-        #expect(refused.stderr.contains("run 1's remaining chunks were kept by the process that split \(feed), which is gone, and are not stored in the database (this process cannot read that feed: it is not there, not a regular file, or not its size then); continue with: ingest import \(feed) --store \(url) where that feed can be read"),
+        #expect(refused.stderr.contains("run 1's remaining chunks were kept by the process that split \(feed), which is gone, and are not stored in the database (this process cannot read that feed: it is not there, not a regular file, or not its size then); continue with: ingest import \(feed) --store \(url) where that feed can be read, or ingest join \(url) where its chunk files in \(kept) can be read"),
                 "\(refused.stderr)")
         #expect(try count("finished IS NULL") == unfinished, "nothing imported without the chunks")
 
         try FileManager.default.moveItem(atPath: moved, toPath: feed)
-        let joined = try IngestBinary.run(["join", server.url, "--quiet"])
+        let joined = try IngestBinary.run(["join", server.url, "--from-database", "--quiet"])
         #expect(joined.status == 0, "\(joined.stderr)")
         #expect(try count("finished IS NULL") == 0)
         try expectFinishedAsACleanImport(server, feed: feed, records: 20_000, in: dir)
@@ -130,8 +137,105 @@ struct PostgresKeptChunksTests {
         try expectFinishedAsACleanImport(server, feed: feed, records: 20_000, in: dir)
     }
 
+    /// A process that joins a running import on this machine reads the chunks the importing
+    /// process keeps from its chunk files: none is stored in the database, both import, and
+    /// the store ends as a clean import.
+    @Test(.timeLimit(.minutes(3)))
+    func aJoinThatCanReadTheKeptChunkFilesNeedsNoneStored() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 20_000, seed: 12).write(to: feed)
+        let url = try PostgresURL(server.url)
+        let importing = try IngestBinary.start(["import", feed, "--pipeline", PostgresImportTests.photos, "--store", server.url,
+                                                "--workers", "1", "--chunk-size", "250", "--save-every", "10", "--quiet"])
+        let deadline = Date().addingTimeInterval(60)
+        while importing.process.isRunning, Date() < deadline, ((try? PostgresStatus.read(url: url))?.runs.last?.recordsDone ?? 0) < 250 {
+            usleep(10_000)
+        }
+        let joined = try IngestBinary.start(["join", server.url, "--workers", "1", "--quiet"])
+        let connection = try PostgresConnection(url)
+        var mostStored = 0
+        while joined.process.isRunning {
+            mostStored = max(mostStored, Int(try connection.execute("SELECT count(*) FROM _ingest_chunks WHERE octet_length(bytes) > 0")[0, 0]!)!)
+            usleep(5_000)
+        }
+        #expect(IngestBinary.finish(joined).status == 0)
+        #expect(IngestBinary.finish(importing).status == 0)
+        #expect(mostStored == 0, "no chunk stored for a process that reads the files")
+        let status = try PostgresStatus.read(url: url)
+        #expect(status.processes.count == 2 && status.processes.allSatisfy { $0.records > 0 },
+                "both processes imported chunks: \(status.processes.map(\.records))")
+        try expectFinishedAsACleanImport(server, feed: feed, records: 20_000, in: dir)
+    }
+
+    /// A joined process whose view of the importing process's chunk directory holds other
+    /// files (a directory of that name on another machine) finds the first chunk that does
+    /// not match its checksum, asks for stored chunks instead, and the run ends as a clean
+    /// import.
+    @Test(.timeLimit(.minutes(3)))
+    func aJoinWhoseChunkFilesDoNotMatchAsksForThemStored() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 20_000, seed: 13).write(to: feed)
+        let url = try PostgresURL(server.url)
+        let importing = try IngestBinary.start(["import", feed, "--pipeline", PostgresImportTests.photos, "--store", server.url,
+                                                "--workers", "1", "--chunk-size", "250", "--save-every", "10", "--quiet"])
+        let deadline = Date().addingTimeInterval(60)
+        while importing.process.isRunning, Date() < deadline, ((try? PostgresStatus.read(url: url))?.runs.last?.chunkCount ?? 0) < 80 {
+            usleep(10_000)
+        }
+        // Another machine's directory of the same name: files named as the chunks, other bytes.
+        let decoy = dir.file("decoy")
+        try FileManager.default.createDirectory(atPath: decoy, withIntermediateDirectories: true)
+        for number in 1...80 { _ = try dir.write("decoy/" + ChunkInfo.fileName(for: number), Array("{\"id\":\"decoy\"}\n".utf8)) }
+        let connection = try PostgresConnection(url)
+        try connection.execute("UPDATE _ingest_runs SET record = jsonb_set(record::jsonb, '{splitDirectory}', to_jsonb($1::text))::text",
+                               [decoy])
+        let joined = try IngestBinary.run(["join", server.url, "--workers", "1", "--quiet"])
+        #expect(joined.status == 0, "\(joined.stderr)")
+        #expect(IngestBinary.finish(importing).status == 0)
+        #expect(try connection.execute("SELECT count(*) FROM _ingest_processes WHERE reads_kept")[0, 0] == "0",
+                "the joined process stopped reading the files")
+        let status = try PostgresStatus.read(url: url)
+        #expect(status.processes.count == 2 && status.processes.allSatisfy { $0.records > 0 },
+                "both processes imported chunks: \(status.processes.map(\.records))")
+        try expectFinishedAsACleanImport(server, feed: feed, records: 20_000, in: dir)
+    }
+
+    /// The importing process killed, a join on the same machine finishes the run from the
+    /// chunk files it left, without the feed.
+    @Test(.timeLimit(.minutes(3)))
+    func aKilledImportsChunkFilesFinishTheRunWithoutTheFeed() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 20_000, seed: 14).write(to: feed)
+        let url = try PostgresURL(server.url)
+        let importing = try IngestBinary.start(["import", feed, "--pipeline", PostgresImportTests.photos, "--store", server.url,
+                                                "--workers", "1", "--chunk-size", "500", "--save-every", "20",
+                                                "--lease-seconds", "1.5", "--quiet"])
+        let deadline = Date().addingTimeInterval(60)
+        func status() -> PostgresStatus? { try? PostgresStatus.read(url: url) }
+        while importing.process.isRunning, Date() < deadline, (status()?.runs.last?.chunkCount ?? 0) < 40 || (status()?.runs.last?.recordsDone ?? 0) < 1_000 {
+            usleep(10_000)
+        }
+        kill(importing.process.processIdentifier, SIGKILL)
+        _ = IngestBinary.finish(importing)
+        #expect((status()?.runs.last?.chunksKept ?? 0) > 0, "killed with chunks kept")
+        Thread.sleep(forTimeInterval: 1.6)
+        let moved = dir.file("moved.json")
+        try FileManager.default.moveItem(atPath: feed, toPath: moved)
+        let joined = try IngestBinary.run(["join", server.url, "--quiet"])
+        #expect(joined.status == 0, "\(joined.stderr)")
+        try FileManager.default.moveItem(atPath: moved, toPath: feed)
+        try expectFinishedAsACleanImport(server, feed: feed, records: 20_000, in: dir)
+    }
+
     /// A process that joins a running import gets the chunks the importing process keeps,
-    /// stored for it while it waits, and both end the run together.
+    /// stored for it while it waits (it reads none from the files: `--from-database`, as
+    /// another machine would), and both end the run together.
     @Test(.timeLimit(.minutes(3)))
     func aJoinedProcessIsGivenChunksTheImportingProcessKeeps() throws {
         let server = try PostgresServer()
@@ -146,7 +250,7 @@ struct PostgresKeptChunksTests {
         while importing.process.isRunning, Date() < deadline, ((try? PostgresStatus.read(url: url))?.runs.last?.recordsDone ?? 0) < 250 {
             usleep(10_000)
         }
-        let joined = try IngestBinary.run(["join", server.url, "--workers", "1", "--quiet"])
+        let joined = try IngestBinary.run(["join", server.url, "--workers", "1", "--from-database", "--quiet"])
         #expect(joined.status == 0, "\(joined.stderr)")
         #expect(IngestBinary.finish(importing).status == 0)
         let status = try PostgresStatus.read(url: url)

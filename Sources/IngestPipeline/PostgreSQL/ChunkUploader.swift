@@ -59,7 +59,8 @@ final class ChunkUploader: Sendable {
     /// - Throws: `PostgresError`; `ImportError` when a kept chunk's file is gone.
     @discardableResult
     func storeKept(_ connection: PostgresConnection) throws -> Int {
-        guard try work.othersImporting(connection) > 0 else { return 0 }
+        // Those that read this process's files too: the files may go with it.
+        guard try work.othersImporting(connection, readersToo: true) > 0 else { return 0 }
         let kept = try connection.execute("""
             SELECT number, checksum FROM _ingest_chunks
             WHERE run = $1 AND finished IS NULL AND octet_length(bytes) = 0 AND number <= $2 ORDER BY number
@@ -82,11 +83,14 @@ final class ChunkUploader: Sendable {
         let lastWritten: @Sendable () -> Int
 
         /// Workers of the other live processes joined to the run.
-        func othersImporting(_ connection: PostgresConnection) throws -> Int {
+        /// Workers of the other live processes of the run, but those that read the kept chunks'
+        /// files themselves unless `readersToo`.
+        func othersImporting(_ connection: PostgresConnection, readersToo: Bool = false) throws -> Int {
             Int(try connection.execute("""
                 SELECT coalesce(sum(workers), 0) FROM _ingest_processes
                 WHERE run = $1 AND id <> $2 AND state = 'running' AND heartbeat > now() - make_interval(secs => $3)
-                """, [String(run), process, String(leaseSeconds)])[0, 0] ?? "0") ?? 0
+                    AND ($4 OR NOT reads_kept)
+                """, [String(run), process, String(leaseSeconds), readersToo ? "t" : "f"])[0, 0] ?? "0") ?? 0
         }
 
         /// Stores the next kept chunk when other processes want one; false when none was stored.

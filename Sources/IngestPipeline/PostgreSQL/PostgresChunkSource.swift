@@ -24,10 +24,12 @@ final class PostgresChunkSource: ChunkSource {
     /// The split writing `localChunks`, when it runs in this process: a file whose checksum
     /// it stored (or found stored) under the same number is read without hashing it again.
     let localSplit: PostgresSplitStage?
+    /// The importing process's chunk files, when this process reads the chunks it keeps there.
+    let keptFiles: KeptChunkFiles?
     let logger: Logger
 
     init(connection: PostgresConnection, url: PostgresURL, run: Int, record: PostgresRunRecord, owner: String,
-         localChunks: String?, localSplit: PostgresSplitStage? = nil, logger: Logger) {
+         localChunks: String?, localSplit: PostgresSplitStage? = nil, keptFiles: KeptChunkFiles? = nil, logger: Logger) {
         self.connection = connection
         self.url = url
         self.run = run
@@ -35,13 +37,15 @@ final class PostgresChunkSource: ChunkSource {
         self.owner = owner
         self.localChunks = localChunks
         self.localSplit = localSplit
+        self.keptFiles = keptFiles
         self.logger = logger
     }
 
     func claim(until stop: () -> Bool) throws -> ClaimedChunk? {
         while !stop() {
             guard let lease = try ChunkLease.claim(run: run, owner: owner, leaseSeconds: record.leaseSeconds,
-                                                   keptUpTo: localSplit?.lastWritten.withLock { $0 } ?? 0, connection) else {
+                                                   keptUpTo: localSplit?.lastWritten.withLock { $0 } ?? (keptFiles?.isReading == true ? Int(Int32.max) : 0),
+                                                   connection) else {
                 if try !moreChunksMayCome() { return nil }
                 continue
             }
@@ -85,7 +89,8 @@ final class PostgresChunkSource: ChunkSource {
                 }
                 // That process is gone: one that can read the feed splits it again, and stores them.
                 if try takeOverSplit(current, stored: text) { return true }
-                throw ImportError("run \(run)'s remaining chunks were kept by the process that split \(current.feed), which is gone, and are not stored in the database (this process cannot read that feed: it is not there, not a regular file, or not its size then); continue with: ingest import \(current.feed) --store \(connection.target) where that feed can be read")
+                let files = current.splitDirectory.map { ", or ingest join \(connection.target) where its chunk files in \($0) can be read" } ?? ""
+                throw ImportError("run \(run)'s remaining chunks were kept by the process that split \(current.feed), which is gone, and are not stored in the database (this process cannot read that feed: it is not there, not a regular file, or not its size then); continue with: ingest import \(current.feed) --store \(connection.target) where that feed can be read\(files)")
             }
             // Held by other processes: they save them, or die and leave them to a claim.
             Thread.sleep(forTimeInterval: min(0.2, record.leaseSeconds / 4))
@@ -115,6 +120,8 @@ final class PostgresChunkSource: ChunkSource {
         taken.splitUpdated = Date().timeIntervalSince1970
         // This process answers for the chunks the gone one kept until its split has stored them.
         taken.splitProcess = String(owner[..<(owner.lastIndex(of: "/") ?? owner.endIndex)])
+        // It stores every chunk it makes, from files of its own that go with it.
+        taken.splitDirectory = nil
         let after = String(decoding: try JSONEncoder().encode(taken), as: UTF8.self)
         let claimed = try connection.execute("UPDATE _ingest_runs SET record = $3 WHERE run = $1 AND record = $2",
                                              [String(run), before, after]).changed == 1
@@ -139,7 +146,8 @@ final class PostgresChunkSource: ChunkSource {
     /// copy; checked against the chunk's checksum either way.
     /// - Throws: `ChunkTakenOver` when the chunk was finished (its bytes dropped) meanwhile.
     private func bytes(of lease: ChunkLease) throws -> [UInt8] {
-        let localFile = localChunks.map { $0 + "/" + ChunkInfo.fileName(for: lease.number) }
+        let keptFile = keptFiles?.isReading == true ? keptFiles!.directory : nil
+        let localFile = (localChunks ?? keptFile).map { $0 + "/" + ChunkInfo.fileName(for: lease.number) }
         if let localFile, let local = try? FileOps.readFile(localFile),
            localSplit?.localSums.withLock({ $0[lease.number] }) == lease.checksum
             || local.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum {
@@ -154,6 +162,9 @@ final class PostgresChunkSource: ChunkSource {
                                       [String(run), String(lease.number)]).count == 1 {
                 throw ImportError("chunk \(lease.number) of run \(run), kept by this process, is no longer in its chunk file \(localFile) as the split wrote it (removed or changed meanwhile); continue with: ingest join \(connection.target) where \(record.feed) can be read")
             }
+            // Not in the importing process's files as it registered it (another machine's directory,
+            // or a split made again there): from here on this process asks for chunks stored.
+            if keptFile != nil { try keptFiles!.stopReading(after: lease.number, connection) }
             // Finished meanwhile (its bytes dropped), or kept by the process that split it.
             throw ChunkNotStored()
         }

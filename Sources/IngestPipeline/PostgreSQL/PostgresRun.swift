@@ -34,6 +34,10 @@ struct PostgresRunRecord: Codable, Sendable {
     /// after taking a gone process's split over. Nil when every chunk was stored as it was
     /// split; a finished run keeps the last keeper's name (it keeps nothing then).
     var splitProcess: String? = nil
+    /// Where `splitProcess` keeps those chunks' files (absolute): a process that can read
+    /// them there (the same machine, or a shared file system) claims them from the files,
+    /// checked against their checksums, and needs none stored (`KeptChunkFiles`).
+    var splitDirectory: String? = nil
 
     /// Whether every chunk of the run is stored.
     var isSplit: Bool { splitFinished != false }
@@ -62,6 +66,9 @@ public struct PostgresImportOptions: Sendable {
     /// Where this process's split left the run's chunk files (`Started.chunksDirectory`):
     /// its workers read them there rather than from the database.
     public var localChunks: String?
+    /// Claim the chunks the importing process keeps from its chunk files, when they can be
+    /// read here (the default), rather than wait for it to store them in the database.
+    public var readsKeptChunkFiles = true
     public var logger: Logger
 
     public init(workers: Int? = nil, saveEvery: Int? = nil, chunkSize: Int? = nil, leaseSeconds: Double = 30,
@@ -243,6 +250,7 @@ public enum PostgresImport {
         if keeps {
             // Before any chunk: the chunks a gone process kept are this one's to answer for now.
             record.splitProcess = process
+            record.splitDirectory = URL(fileURLWithPath: directory).standardizedFileURL.path
             try connection.execute("UPDATE _ingest_runs SET record = $2 WHERE run = $1",
                                    [String(run), String(decoding: try JSONEncoder().encode(record), as: UTF8.self)])
         }
@@ -341,7 +349,7 @@ public enum PostgresImport {
         record.splitFinished = true
         record.splitUpdated = Date().timeIntervalSince1970
         record.splitError = nil
-        if !keeps { record.splitProcess = nil }
+        if !keeps { (record.splitProcess, record.splitDirectory) = (nil, nil) }
         try connection.execute("UPDATE _ingest_runs SET record = $2, state = CASE WHEN $3 THEN 'finished' ELSE state END, ended = CASE WHEN $3 THEN now() ELSE ended END WHERE run = $1",
                                [String(run), String(decoding: try JSONEncoder().encode(record), as: UTF8.self), manifest.chunks.isEmpty ? "t" : "f"])
         let summary = stored.withLock { $0 }

@@ -38,14 +38,19 @@ struct PostgresRunStore: RunStore {
         let host = ProcessInfo.processInfo.hostName
         let pid = Int(ProcessInfo.processInfo.processIdentifier)
         let process = "\(host):\(pid):\(UUID().uuidString.prefix(8).lowercased())"
-        try connection.execute("INSERT INTO _ingest_processes (id, run, host, pid, workers) VALUES ($1, $2, $3, $4, $5)",
-                               [process, String(run), host, String(pid), String(workerCount)])
+        // A joined process that can see the importing process's chunk directory reads the chunks
+        // it keeps there; checked chunk by chunk, it falls back to the database at the first miss.
+        let keptFiles = split == nil && options.localChunks == nil && options.readsKeptChunkFiles
+            ? record.splitDirectory.flatMap { KeptChunkFiles(directory: $0, process: process, logger: options.logger) } : nil
+        try connection.execute("INSERT INTO _ingest_processes (id, run, host, pid, workers, reads_kept) VALUES ($1, $2, $3, $4, $5, $6)",
+                               [process, String(run), host, String(pid), String(workerCount), keptFiles == nil ? "f" : "t"])
         options.logger.info("joined the import", metadata: ["run": "\(run)", "process": "\(process)", "workers": "\(workerCount)"])
         let state = RunState(rejected: 0, workers: workerCount, started: started)
         let splitStage = split.map { PostgresSplitStage($0, run: run, process: process, workers: workerCount,
                                                        leaseSeconds: record.leaseSeconds, join: join) }
         let workers = PostgresRunWorkers(join: join, store: store, spec: spec, run: run, record: record, process: process,
-                                         localChunks: split?.directory ?? options.localChunks, localSplit: splitStage, state: state)
+                                         localChunks: split?.directory ?? options.localChunks, localSplit: splitStage, keptFiles: keptFiles,
+                                         state: state)
         return PostgresRunSession(join: join, connection: connection, run: run, record: record, process: process,
                                   heartbeat: Heartbeat(url: url, process: process, leaseSeconds: record.leaseSeconds, logger: options.logger),
                                   split: splitStage, state: state, workers: workers, workerCount: workerCount,
@@ -145,15 +150,17 @@ struct PostgresRunWorkers: RunWorkers {
     let localChunks: String?
     /// The split writing `localChunks` in this process, when it does (`PostgresChunkSource`).
     let localSplit: PostgresSplitStage?
+    /// The importing process's chunk files, when this joined process reads them.
+    let keptFiles: KeptChunkFiles?
     let state: RunState
 
     func makeWorker(_ number: Int, _ logger: Logger) throws -> (source: any ChunkSource, path: ChunkWorker.Path) {
         let owner = "\(process)/\(number + 1)"
         let connection = try store.connect()
-        let (store, run, record, localChunks, split) = (store, run, record, localChunks, localSplit)
+        let (store, run, record, localChunks, split, keptFiles) = (store, run, record, localChunks, localSplit, keptFiles)
         func source(_ connection: PostgresConnection) -> PostgresChunkSource {
             PostgresChunkSource(connection: connection, url: store.url, run: run, record: record, owner: owner,
-                                localChunks: localChunks, localSplit: split, logger: logger)
+                                localChunks: localChunks, localSplit: split, keptFiles: keptFiles, logger: logger)
         }
         if let writer = try batchWriter(connection: connection, logger: logger),
            let rows = RowMapper(mapper: RecordMapper(spec: spec), inserter: writer) {

@@ -17,6 +17,8 @@ public struct PostgresStatus: Sendable {
         public var chunksKept: Int = 0
         /// That process, when some chunks are kept (see `chunksKept`).
         public var keptBy: String? = nil
+        /// Where that process keeps their files (a process that can read them there claims them).
+        public var keptIn: String? = nil
         /// Whether that process is alive (else a process that can read the feed stores them).
         public var keeperAlive = false
         public var records: Int
@@ -87,7 +89,7 @@ public struct PostgresStatus: Sendable {
             status.runs.append(Run(number: Int(runs[row, 0]!)!, state: runs[row, 1]!, feed: record.feed, chunkCount: Int(runs[row, 5]!)!,
                                    chunksFinished: Int(runs[row, 6]!)!, chunksHeld: Int(runs[row, 7]!)!,
                                    chunksKept: Int(runs[row, 11]!)!, keptBy: Int(runs[row, 11]!)! > 0 ? record.splitProcess : nil,
-                                   keeperAlive: runs[row, 12] == "t",
+                                   keptIn: Int(runs[row, 11]!)! > 0 ? record.splitDirectory : nil, keeperAlive: runs[row, 12] == "t",
                                    records: record.records,
                                    recordsDone: Int(runs[row, 8]!)!, rejected: Int(runs[row, 9]!)!, started: runs[row, 3]!, ended: runs[row, 4],
                                    liveProcesses: Int(runs[row, 10]!)!,

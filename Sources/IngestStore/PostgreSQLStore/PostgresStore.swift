@@ -35,6 +35,9 @@ public final class PostgresStore: Sendable {
             heartbeat timestamptz NOT NULL DEFAULT now(), chunks integer NOT NULL DEFAULT 0,
             records bigint NOT NULL DEFAULT 0, state text NOT NULL DEFAULT 'running')
         """,
+        // Added in 0.15 (stores made before get it as they are opened): the process reads the
+        // chunks the importing process keeps from its files, so none is stored for it.
+        "ALTER TABLE _ingest_processes ADD COLUMN IF NOT EXISTS reads_kept boolean NOT NULL DEFAULT false",
         """
         CREATE TABLE IF NOT EXISTS _ingest_rejects (run integer NOT NULL, chunk integer NOT NULL, index integer NOT NULL,
             record text NOT NULL, PRIMARY KEY (run, chunk, index))

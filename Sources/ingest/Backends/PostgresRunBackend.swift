@@ -57,11 +57,11 @@ struct PostgresRunBackend: RunBackend {
     }
 
     func resume(_ running: RunOptions) throws {
-        try join(run: nil, running)
+        try join(run: nil, running: running)
     }
 
-    func join(run: Int?, _ running: RunOptions) throws {
-        try join(run: run, running: running)
+    func join(run: Int?, fromDatabase: Bool, _ running: RunOptions) throws {
+        try join(run: run, running: running, fromDatabase: fromDatabase)
     }
 
     func printStatus() throws {
@@ -106,13 +106,14 @@ struct PostgresRunBackend: RunBackend {
     /// Runs this process's part of the import, stopping at a save boundary on SIGINT/SIGTERM/SIGHUP.
     /// `split`, when given, runs beside the workers (`PostgresJoin.run(run:splitting:)`): its
     /// failure stops them, and is the command's error.
-    private func join(run: Int?, running: RunOptions, localChunks: String? = nil,
+    private func join(run: Int?, running: RunOptions, localChunks: String? = nil, fromDatabase: Bool = false,
                      split: PostgresJoin.SplitAlongside? = nil, splitOptions: PostgresImportOptions? = nil) throws {
         if running.maxRejects != nil {
             throw CommandFailure("--max-rejects works on SQLite stores only for now; a PostgreSQL run imports every record it can and keeps the rest in _ingest_rejects")
         }
         var options = try splitOptions ?? PostgresImportOptions(workers: running.workers, logger: try StderrLogHandler.logger(running.logLevel))
         options.localChunks = localChunks
+        options.readsKeptChunkFiles = !fromDatabase
         let join = PostgresJoin(url: url, options: options)
         let signals = StopSignals { join.cancel() }
         defer { signals.cancel() }
@@ -185,8 +186,11 @@ extension PostgresRunBackend {
             print("    chunks: \(run.chunksFinished) of \(run.chunkCount) complete, \(run.chunksHeld) held now; records done: \(Format.count(run.recordsDone)) of \(Format.count(run.records)); rejected: \(Format.count(run.rejected))")
             if run.chunksKept > 0 {
                 // Their bytes are only in that process's chunk files: it stores them for processes that join.
-                print("    kept by \(run.keptBy ?? "the splitting process") (not stored in the database): \(run.chunksKept) chunk(s)"
-                      + (run.keeperAlive ? "" : "; that process is gone: ingest join or ingest import where \(run.feed) can be read stores them"))
+                let files = run.keptIn.map { " in \($0)" } ?? ""
+                print("    kept by \(run.keptBy ?? "the splitting process")\(files) (not stored in the database): \(run.chunksKept) chunk(s)"
+                      + (run.keeperAlive ? "" : "; that process is gone: "
+                         + (run.keptIn.map { "ingest join where \($0) can be read imports them, or " } ?? "")
+                         + "ingest join or ingest import where \(run.feed) can be read stores them"))
             }
             run.members.lines(indent: "    ", more: "SELECT census FROM _ingest_members WHERE run = \(run.number) has them all").forEach { print($0) }
             print("    feed: \(run.feed)")

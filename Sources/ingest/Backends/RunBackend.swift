@@ -12,7 +12,9 @@ protocol RunBackend {
     /// Continues the store's unfinished run (`ingest resume`).
     func resume(_ running: RunOptions) throws
     /// Joins the store's running import (`ingest join`), run `run` or the newest.
-    func join(run: Int?, _ running: RunOptions) throws
+    /// `fromDatabase`: read every chunk from the database, not from the importing process's
+    /// chunk files where they can be read here.
+    func join(run: Int?, fromDatabase: Bool, _ running: RunOptions) throws
     /// Prints where the store's imports stand (`ingest status`).
     func printStatus() throws
     /// Checks the store and prints what it found (`ingest status --check`).

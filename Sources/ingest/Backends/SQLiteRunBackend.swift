@@ -88,7 +88,7 @@ struct SQLiteRunBackend: RunBackend {
         }
     }
 
-    func join(run: Int?, _ running: RunOptions) throws {
+    func join(run: Int?, fromDatabase: Bool, _ running: RunOptions) throws {
         throw ValidationError("join works on PostgreSQL stores (postgresql://…); to continue an import into \(path), run ingest resume \(path)")
     }
 

@@ -55,6 +55,10 @@ extension Ingest {
         @Option(help: "With --store: process counts to run, comma-separated.")
         var processes = "1,2,4"
 
+        @Flag(name: .customLong("joins-from-database"),
+              help: "With --store: the joined processes read every chunk from the database (join --from-database), as machines that cannot see the importing process's chunk files do; by default they read those files, as on one machine.")
+        var joinsFromDatabase = false
+
         @Option(help: ArgumentHelp("Write the records/s timeline of the largest import with 2 workers as an SVG chart.",
                                    valueName: "file"))
         var svg: String?
@@ -95,7 +99,7 @@ extension Ingest {
                 return try BenchPostgresImport(url: try PostgresURL(store), feed: feed, bytes: bytes, records: records,
                                                pipeline: pipeline,
                                                processCounts: counts, workersPerProcess: workerCounts.count == 1 ? workerCounts[0] : 1,
-                                               runs: runs, workDirectory: workDirectory).run()
+                                               joinsFromDatabase: joinsFromDatabase, runs: runs, workDirectory: workDirectory).run()
             }
             let spec = try PipelineSpec.load(path: pipeline)
             let template = "\(workDirectory)/template.sqlite"

@@ -17,6 +17,9 @@ struct BenchPostgresImport {
     var pipeline: String
     var processCounts: [Int]
     var workersPerProcess: Int
+    /// The joined processes read every chunk from the database (`join --from-database`), as
+    /// on machines that cannot see the importing process's chunk files.
+    var joinsFromDatabase = false
     var runs: Int
     var workDirectory: String
 
@@ -49,7 +52,7 @@ struct BenchPostgresImport {
         let server = ServerCPU(url: url)
         Console.error("bench: \(url): drops and makes again the tables of \(spec.model.entities.map(\.name).joined(separator: ", ")) and Ingest's bookkeeping for each run\n")
         if server == nil { Console.error("bench: the server's CPU is read from /proc where it runs on this machine; it does not here, so its column is empty\n") }
-        var measured = processCounts.map { Measured(name: "ingest import + join", processes: String($0)) }
+        var measured = processCounts.map { Measured(name: "ingest import + join" + (joinsFromDatabase ? " --from-database" : ""), processes: String($0)) }
         var copy = Measured(name: "psql \\copy of the same rows", processes: "1")
         for _ in 0..<runs {
             for index in measured.indices {
@@ -128,7 +131,8 @@ struct BenchPostgresImport {
         }
         item.registration.append((ContinuousClock.now - started).seconds)
         for _ in 1..<max(1, count) {
-            children.append(try ChildProcess.start(me, ["join", target, "--workers", String(workersPerProcess), "--quiet"]))
+            children.append(try ChildProcess.start(me, ["join", target, "--workers", String(workersPerProcess), "--quiet"]
+                                                       + (joinsFromDatabase ? ["--from-database"] : [])))
         }
         let results = children.map { $0.wait() }
         if let failed = results.first(where: { $0.status != 0 }) {

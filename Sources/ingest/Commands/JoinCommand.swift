@@ -33,10 +33,14 @@ extension Ingest {
         @Option(name: .customLong("run"), help: "The run to join (default: the newest unfinished one).")
         var runNumber: Int?
 
+        @Flag(name: .customLong("from-database"),
+              help: "Read every chunk from the database, even where the importing process's chunk files can be read here (the same machine, or a shared file system: by default those are read from the files, checked against their checksums).")
+        var fromDatabase = false
+
         @OptionGroup var running: RunOptions
 
         func run() throws {
-            try RunBackends.open(store).join(run: runNumber, running)
+            try RunBackends.open(store).join(run: runNumber, fromDatabase: fromDatabase, running)
         }
     }
 }
