@@ -10,6 +10,23 @@ import Testing
 /// is gone.
 @Suite(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
 struct PostgresKeptChunksTests {
+    /// A server, a directory and a generated feed of 20,000 records in it.
+    static func feed(seed: UInt64) throws -> (PostgresServer, TemporaryDirectory, feed: String, PostgresURL) {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 20_000, seed: seed).write(to: feed)
+        return (server, dir, feed, try PostgresURL(server.url))
+    }
+
+    /// `ingest import` of `feed` into the server, started (small saves keep it busy long after).
+    static func startImport(_ feed: String, _ server: PostgresServer, workers: Int, chunkSize: Int, saveEvery: Int,
+                            leaseSeconds: Double? = nil) throws -> IngestBinary.Running {
+        try IngestBinary.start(["import", feed, "--pipeline", PostgresImportTests.photos, "--store", server.url,
+                                "--workers", String(workers), "--chunk-size", String(chunkSize), "--save-every", String(saveEvery)]
+                               + (leaseSeconds.map { ["--lease-seconds", String($0)] } ?? []) + ["--quiet"])
+    }
+
     /// The run finished, every record committed exactly once, and the store equal to a
     /// clean SQLite import of the feed, every column.
     func expectFinishedAsACleanImport(_ server: PostgresServer, feed: String, records: Int, in dir: TemporaryDirectory) throws {
@@ -28,14 +45,8 @@ struct PostgresKeptChunksTests {
     /// SQLite import.
     @Test(.timeLimit(.minutes(3)))
     func aLoneImportStoresNoChunkAndAJoinTakesItsChunksOverFromTheFeed() throws {
-        let server = try PostgresServer()
-        let dir = try TemporaryDirectory()
-        let feed = dir.file("feed.json")
-        try FeedGenerator(records: 20_000, seed: 5).write(to: feed)
-        let url = try PostgresURL(server.url)
-        let importing = try IngestBinary.start(["import", feed, "--pipeline", PostgresImportTests.photos, "--store", server.url,
-                                                "--workers", "1", "--chunk-size", "500", "--save-every", "20",
-                                                "--lease-seconds", "1.5", "--quiet"])
+        let (server, dir, feed, url) = try Self.feed(seed: 5)
+        let importing = try Self.startImport(feed, server, workers: 1, chunkSize: 500, saveEvery: 20, leaseSeconds: 1.5)
         let connection = try PostgresConnection(url)
         func count(_ condition: String) throws -> Int {
             guard try connection.execute("SELECT to_regclass('_ingest_chunks') IS NOT NULL")[0, 0] == "t" else { return 0 }
@@ -81,14 +92,8 @@ struct PostgresKeptChunksTests {
     /// own split has written it.
     @Test(.timeLimit(.minutes(3)))
     func importingAgainAfterAKillContinuesWithTheChunksTheKilledProcessKept() throws {
-        let server = try PostgresServer()
-        let dir = try TemporaryDirectory()
-        let feed = dir.file("feed.json")
-        try FeedGenerator(records: 20_000, seed: 7).write(to: feed)
-        let url = try PostgresURL(server.url)
-        let arguments = ["import", feed, "--pipeline", PostgresImportTests.photos, "--store", server.url,
-                         "--workers", "2", "--chunk-size", "500", "--save-every", "20", "--lease-seconds", "1.5", "--quiet"]
-        let importing = try IngestBinary.start(arguments)
+        let (server, dir, feed, url) = try Self.feed(seed: 7)
+        let importing = try Self.startImport(feed, server, workers: 2, chunkSize: 500, saveEvery: 20, leaseSeconds: 1.5)
         let deadline = Date().addingTimeInterval(60)
         // Far into the feed: the split made again has many chunks to write before the first
         // unfinished one, which the new workers must not claim before it is written.
@@ -111,13 +116,8 @@ struct PostgresKeptChunksTests {
     /// chunks it kept first, so that process finishes the run without the feed.
     @Test(.timeLimit(.minutes(3)))
     func anImportStoppedWhileAnotherProcessImportsStoresWhatItKept() throws {
-        let server = try PostgresServer()
-        let dir = try TemporaryDirectory()
-        let feed = dir.file("feed.json")
-        try FeedGenerator(records: 20_000, seed: 8).write(to: feed)
-        let url = try PostgresURL(server.url)
-        let importing = try IngestBinary.start(["import", feed, "--pipeline", PostgresImportTests.photos, "--store", server.url,
-                                                "--workers", "1", "--chunk-size", "250", "--save-every", "10", "--quiet"])
+        let (server, dir, feed, url) = try Self.feed(seed: 8)
+        let importing = try Self.startImport(feed, server, workers: 1, chunkSize: 250, saveEvery: 10)
         let deadline = Date().addingTimeInterval(60)
         func status() -> PostgresStatus? { try? PostgresStatus.read(url: url) }
         while importing.process.isRunning, Date() < deadline, (status()?.runs.last?.recordsDone ?? 0) < 250 { usleep(10_000) }
@@ -142,13 +142,8 @@ struct PostgresKeptChunksTests {
     /// the store ends as a clean import.
     @Test(.timeLimit(.minutes(3)))
     func aJoinThatCanReadTheKeptChunkFilesNeedsNoneStored() throws {
-        let server = try PostgresServer()
-        let dir = try TemporaryDirectory()
-        let feed = dir.file("feed.json")
-        try FeedGenerator(records: 20_000, seed: 12).write(to: feed)
-        let url = try PostgresURL(server.url)
-        let importing = try IngestBinary.start(["import", feed, "--pipeline", PostgresImportTests.photos, "--store", server.url,
-                                                "--workers", "1", "--chunk-size", "250", "--save-every", "10", "--quiet"])
+        let (server, dir, feed, url) = try Self.feed(seed: 12)
+        let importing = try Self.startImport(feed, server, workers: 1, chunkSize: 250, saveEvery: 10)
         let deadline = Date().addingTimeInterval(60)
         while importing.process.isRunning, Date() < deadline, ((try? PostgresStatus.read(url: url))?.runs.last?.recordsDone ?? 0) < 250 {
             usleep(10_000)
@@ -175,13 +170,8 @@ struct PostgresKeptChunksTests {
     /// import.
     @Test(.timeLimit(.minutes(3)))
     func aJoinWhoseChunkFilesDoNotMatchAsksForThemStored() throws {
-        let server = try PostgresServer()
-        let dir = try TemporaryDirectory()
-        let feed = dir.file("feed.json")
-        try FeedGenerator(records: 20_000, seed: 13).write(to: feed)
-        let url = try PostgresURL(server.url)
-        let importing = try IngestBinary.start(["import", feed, "--pipeline", PostgresImportTests.photos, "--store", server.url,
-                                                "--workers", "1", "--chunk-size", "250", "--save-every", "10", "--quiet"])
+        let (server, dir, feed, url) = try Self.feed(seed: 13)
+        let importing = try Self.startImport(feed, server, workers: 1, chunkSize: 250, saveEvery: 10)
         let deadline = Date().addingTimeInterval(60)
         while importing.process.isRunning, Date() < deadline, ((try? PostgresStatus.read(url: url))?.runs.last?.chunkCount ?? 0) < 80 {
             usleep(10_000)
@@ -208,14 +198,8 @@ struct PostgresKeptChunksTests {
     /// chunk files it left, without the feed.
     @Test(.timeLimit(.minutes(3)))
     func aKilledImportsChunkFilesFinishTheRunWithoutTheFeed() throws {
-        let server = try PostgresServer()
-        let dir = try TemporaryDirectory()
-        let feed = dir.file("feed.json")
-        try FeedGenerator(records: 20_000, seed: 14).write(to: feed)
-        let url = try PostgresURL(server.url)
-        let importing = try IngestBinary.start(["import", feed, "--pipeline", PostgresImportTests.photos, "--store", server.url,
-                                                "--workers", "1", "--chunk-size", "500", "--save-every", "20",
-                                                "--lease-seconds", "1.5", "--quiet"])
+        let (server, dir, feed, url) = try Self.feed(seed: 14)
+        let importing = try Self.startImport(feed, server, workers: 1, chunkSize: 500, saveEvery: 20, leaseSeconds: 1.5)
         let deadline = Date().addingTimeInterval(60)
         func status() -> PostgresStatus? { try? PostgresStatus.read(url: url) }
         while importing.process.isRunning, Date() < deadline, (status()?.runs.last?.chunkCount ?? 0) < 40 || (status()?.runs.last?.recordsDone ?? 0) < 1_000 {
@@ -238,14 +222,9 @@ struct PostgresKeptChunksTests {
     /// another machine would), and both end the run together.
     @Test(.timeLimit(.minutes(3)))
     func aJoinedProcessIsGivenChunksTheImportingProcessKeeps() throws {
-        let server = try PostgresServer()
-        let dir = try TemporaryDirectory()
-        let feed = dir.file("feed.json")
-        try FeedGenerator(records: 20_000, seed: 6).write(to: feed)
-        let url = try PostgresURL(server.url)
         // Small saves keep the importing process busy long after the join starts.
-        let importing = try IngestBinary.start(["import", feed, "--pipeline", PostgresImportTests.photos, "--store", server.url,
-                                                "--workers", "1", "--chunk-size", "250", "--save-every", "10", "--quiet"])
+        let (server, dir, feed, url) = try Self.feed(seed: 6)
+        let importing = try Self.startImport(feed, server, workers: 1, chunkSize: 250, saveEvery: 10)
         let deadline = Date().addingTimeInterval(60)
         while importing.process.isRunning, Date() < deadline, ((try? PostgresStatus.read(url: url))?.runs.last?.recordsDone ?? 0) < 250 {
             usleep(10_000)
