@@ -51,7 +51,8 @@ extension FeedParser {
         if depth == recordsDepth {
             // Between records the refused token is the next record's first: where the next
             // record would begin, unless it is a bracket, comma or colon (yajl locates those right).
-            guard !keyed, lastByte >= 0, lastByte < buffer.count, !"{}[],:".utf8.contains(buffer[lastByte]) else { return nil }
+            guard !keyed, lastByte >= 0, lastByte < buffer.count, !"{}[],:".utf8.contains(buffer[lastByte]),
+                  start - bufferBase >= -tracker.lastBytes.count else { return nil }
             return start - bufferBase
         }
         // Inside a record: its tokens from its first byte (carried over, and in this read).
@@ -62,7 +63,8 @@ extension FeedParser {
         } else {
             offset = (pending + buffer).withUnsafeBytes { MisplacedToken.offset(in: $0) }
         }
-        guard let offset else { return nil }
+        // Further back than the tracker remembers (a long token begun in an earlier read): yajl's place.
+        guard let offset, start + offset - bufferBase >= -tracker.lastBytes.count else { return nil }
         return start + offset - bufferBase
     }
 

@@ -52,7 +52,7 @@ enum MisplacedToken {
             case (.value, UInt8(ascii: "[")), (.valueOrClose, UInt8(ascii: "[")):
                 objects.append(false)
                 expecting = .valueOrClose
-            case (.value, _) where !"}],:".utf8.contains(byte), (.valueOrClose, _) where !"}],:".utf8.contains(byte):
+            case (.value, _) where !"{}[],:".utf8.contains(byte), (.valueOrClose, _) where !"{}[],:".utf8.contains(byte):
                 guard afterValue() else { return nil }
             case (.keyOrClose, UInt8(ascii: "\"")), (.key, UInt8(ascii: "\"")):
                 expecting = .colon

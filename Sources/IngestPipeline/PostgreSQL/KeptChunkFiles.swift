@@ -14,6 +14,11 @@ final class KeptChunkFiles: Sendable {
     let directory: String
     let process: String
     private let reading = Atomic<Bool>(true)
+    /// When each chunk's file was first found missing: a split made again there may not have
+    /// written it yet.
+    private let missing = Mutex<[Int: Double]>([:])
+    /// How long a file may be missing before the directory counts as not this run's.
+    static let patience = 5.0
     private let logger: Logger
 
     /// Nil when `directory` is not there to read.
@@ -26,6 +31,19 @@ final class KeptChunkFiles: Sendable {
 
     /// Whether this process still reads the kept chunks from their files.
     var isReading: Bool { reading.load(ordering: .relaxed) }
+
+    /// Chunk `number` was not in `file` as registered: reading stops at once when the file is
+    /// there with other bytes, or once it has been missing for `patience` seconds.
+    func missed(_ number: Int, file: String, _ connection: PostgresConnection) throws {
+        if FileManager.default.fileExists(atPath: file) { return try stopReading(after: number, connection) }
+        let now = Date().timeIntervalSince1970
+        let since = missing.withLock { seen -> Double in
+            if let first = seen[number] { return first }
+            seen[number] = now
+            return now
+        }
+        if now - since > Self.patience { try stopReading(after: number, connection) }
+    }
 
     /// Stops reading the files: chunk `number` was not in its file as registered.
     func stopReading(after number: Int, _ connection: PostgresConnection) throws {

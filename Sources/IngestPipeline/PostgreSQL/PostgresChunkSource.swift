@@ -82,6 +82,13 @@ final class PostgresChunkSource: ChunkSource {
         if try ChunkLease.unfinished(run: run, notHeldBy: process, connection) > 0 {
             if localSplit == nil, try PostgresImport.keptChunks(run: run, connection) > 0,
                let (text, current) = try PostgresImport.storedRecord(of: run, connection) {
+                // Read from the files: those the keeper held come back to a claim when its
+                // lease ends, alive or not (found by review: a gone keeper's files were
+                // passed over for a split made again, or an error).
+                if keptFiles?.isReading == true {
+                    Thread.sleep(forTimeInterval: 0.1)
+                    return true
+                }
                 // Chunks another process's split keeps: it stores some while this one waits for work.
                 if try PostgresImport.keeperIsAlive(current, connection) {
                     Thread.sleep(forTimeInterval: 0.1)
@@ -164,7 +171,7 @@ final class PostgresChunkSource: ChunkSource {
             }
             // Not in the importing process's files as it registered it (another machine's directory,
             // or a split made again there): from here on this process asks for chunks stored.
-            if keptFile != nil { try keptFiles!.stopReading(after: lease.number, connection) }
+            if keptFile != nil, let localFile { try keptFiles!.missed(lease.number, file: localFile, connection) }
             // Finished meanwhile (its bytes dropped), or kept by the process that split it.
             throw ChunkNotStored()
         }

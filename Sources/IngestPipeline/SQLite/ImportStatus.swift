@@ -14,6 +14,8 @@ public struct ImportStatus: Sendable {
         public var feed: String
         public var pipeline: String?
         public var chunks: String
+        /// Read once (standard input, a pipe, process substitution): recorded without a size.
+        public var feedWasReadOnce = false
         /// Chunks in the feed; nil while the split has not finished.
         public var chunkCount: Int?
         public var chunkSize: Int
@@ -90,6 +92,7 @@ public struct ImportStatus: Sendable {
                             started: record.started, ended: record.ended, inferred: record.inferred ?? false,
                             outcomes: try Self.outcomes(of: record, coordinator, keys),
                             members: try ImportMarker.members(coordinator, keys)))
+            runs[runs.count - 1].feedWasReadOnce = record.feedByteSize < 0
         }
         if runs[runs.count - 1].state == "running" {
             runs[runs.count - 1].activity = switch ImportLock.liveHolder(store: store) {

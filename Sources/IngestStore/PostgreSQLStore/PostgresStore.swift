@@ -35,9 +35,7 @@ public final class PostgresStore: Sendable {
             heartbeat timestamptz NOT NULL DEFAULT now(), chunks integer NOT NULL DEFAULT 0,
             records bigint NOT NULL DEFAULT 0, state text NOT NULL DEFAULT 'running')
         """,
-        // Added in 0.15 (stores made before get it as they are opened): the process reads the
-        // chunks the importing process keeps from its files, so none is stored for it.
-        "ALTER TABLE _ingest_processes ADD COLUMN IF NOT EXISTS reads_kept boolean NOT NULL DEFAULT false",
+        readsKeptColumn,
         """
         CREATE TABLE IF NOT EXISTS _ingest_rejects (run integer NOT NULL, chunk integer NOT NULL, index integer NOT NULL,
             record text NOT NULL, PRIMARY KEY (run, chunk, index))
@@ -47,6 +45,10 @@ public final class PostgresStore: Sendable {
 
     /// Per save, the census of the members its records held that the pipeline does not map
     /// (`MemberCensus` as JSON), by the chunk's marker after the save.
+    /// Added in 0.15: the process reads the chunks the importing process keeps from its
+    /// files, so none is stored for it.
+    static let readsKeptColumn = "ALTER TABLE _ingest_processes ADD COLUMN IF NOT EXISTS reads_kept boolean NOT NULL DEFAULT false"
+
     static let membersTable = """
         CREATE TABLE IF NOT EXISTS _ingest_members (run integer NOT NULL, chunk integer NOT NULL, done integer NOT NULL,
             census text NOT NULL, PRIMARY KEY (run, chunk, done))
@@ -103,6 +105,13 @@ public final class PostgresStore: Sendable {
                     }
                     if try connection.execute("SELECT to_regclass('_ingest_members') IS NULL")[0, 0] == "t" {
                         try connection.execute(Self.membersTable)
+                    }
+                    // Once, when missing (found by review: the statement had gone with the new
+                    // stores' tables only, and every import into an older store failed).
+                    if try connection.execute("""
+                        SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('_ingest_processes') AND attname = 'reads_kept'
+                        """).count == 0 {
+                        try connection.execute(Self.readsKeptColumn)
                     }
                 }
                 // Replaced when their text changed, so a corrected definition reaches old stores.

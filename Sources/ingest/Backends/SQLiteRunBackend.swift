@@ -62,7 +62,8 @@ struct SQLiteRunBackend: RunBackend {
         let pipeAgain = "Pipe the same feed in again: … | ingest import - --pipeline \(pipeline) --store \(path) (the records already imported are skipped)"
         // A feed read once is not read again: a finished split's chunk files stand for it
         // (found by probing: such a run, stopped after its split, could not be resumed).
-        let withoutFeed = FileOps.isReadOnce(run.feed)
+        // (By the run's record too: a process substitution's /dev/fd path is gone by now.)
+        let withoutFeed = run.feedWasReadOnce || FileOps.isReadOnce(run.feed)
         if withoutFeed, FileOps.fileSize(run.chunks + "/" + SplitManifest.fileName) == nil {
             throw CommandFailure("run \(run.number) read its feed from \(source), which cannot be read again from here, and \(run.chunks) holds no finished split of it. \(pipeAgain)")
         }
