@@ -195,7 +195,7 @@ import Testing
         let (refused, records) = try refusedRecords(feed, readSize: readSize, maxRecordBytes: 12)
         #expect(records == 3)
         #expect(refused[1]?.kind == .recordTooLarge)
-        #expect(refused[1]?.message.hasPrefix("record 2 (from byte 10) is ") == true, "\(refused[1]?.message ?? "")")
+        #expect(refused[1]?.message == "record 2 (from byte 10) is 22 bytes, over the record size limit of 12 bytes", "\(refused[1]?.message ?? "")")
         #expect(try readRecords(feed, maxRecordBytes: 22).count == 3)
         // Past twice the limit the feed stops, whether the record ends inside a read or across reads.
         let error = try #require(feedError(feed, readSize: readSize, maxRecordBytes: 5))

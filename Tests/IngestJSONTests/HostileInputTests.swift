@@ -123,7 +123,7 @@ import Testing
         let split = try Splitter(feedPath: big, directory: dir.file("big-chunks")).run()
         #expect(split.manifest.totalRecords == 2 && split.refused == 1)
         let lines = try FileOps.readFile(dir.file("big-chunks/chunk-000001.ndjson")).split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) }
-        #expect(lines == [#"{"@rowError":"record 1 (from byte 1) is larger than the record size limit of 67108864 bytes"}"#, #"{"id":"b"}"#])
+        #expect(lines == [#"{"@rowError":"record 1 (from byte 1) is 104857621 bytes, over the record size limit of 67108864 bytes"}"#, #"{"id":"b"}"#])
         let huge = try dir.write("huge.json", Array(#"[{"id":"a","title":""#.utf8) + [UInt8](repeating: UInt8(ascii: "y"), count: 40 << 20) + Array(#""}]"#.utf8))
         let report = try Splitter(feedPath: huge, directory: dir.file("huge-chunks")).run()
         #expect(report.manifest.totalRecords == 1 && report.manifest.chunks.count == 1)

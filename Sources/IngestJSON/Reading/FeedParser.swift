@@ -286,11 +286,14 @@ final class FeedParser {
             at: index)
     }
 
+    /// The record in progress is `size` bytes, over the size limit.
+    func sizeRefusal(size: Int, start: Int) -> FeedError {
+        error(.recordTooLarge, "record \(recordCount + 1) (from byte \(start)) is \(size) bytes, over the record size limit of \(options.maxRecordBytes) bytes")
+    }
+
     func deliver(_ bytes: UnsafeRawBufferPointer, start: Int, end: Int) -> Bool {
         if bytes.count > options.maxRecordBytes {
-            refuse(error(.recordTooLarge,
-                "record \(recordCount + 1) (from byte \(start)) is \(bytes.count) bytes, over the record size limit of \(options.maxRecordBytes) bytes"),
-                   start: start)
+            refuse(sizeRefusal(size: bytes.count, start: start), start: start)
             return deliverRefused(refusal!, end: end)
         }
         do {
@@ -308,9 +311,16 @@ final class FeedParser {
 
     /// Hands on a record that broke a limit, empty, with the error it broke it with.
     func deliverRefused(_ failure: FeedError, end: Int) -> Bool {
-        if bufferBase + end - refusedStart > refusedReadLimit {
+        let size = bufferBase + end - refusedStart
+        if size > refusedReadLimit {
             self.failure = pastReadLimit()
             return false
+        }
+        // Refused as it crossed a read, before its size was known: said as one read whole says it
+        // (found by probing: the same record got either message, by where the reads fell).
+        var failure = failure
+        if failure.kind == .recordTooLarge, failure.message.contains("is larger than the record size limit") {
+            failure = sizeRefusal(size: size, start: refusedStart)
         }
         do {
             try onRecord?(FeedRecord(index: recordCount, bytes: UnsafeRawBufferPointer(start: nil, count: 0), byteOffset: refusedStart,

@@ -34,7 +34,7 @@ final class PostgresProgressLine: Sendable {
                 let rate = last.map { Double(progress.recordsDone - $0.done) / max((now - $0.time).seconds, 1e-3) }
                 last = (now, progress.recordsDone)
                 let percent = progress.records > 0 ? 100 * progress.recordsDone / progress.records : 100
-                let line = "run \(progress.run): \(Format.count(progress.recordsDone)) of \(Format.count(progress.records)) records (\(percent)%), "
+                let line = "run \(progress.run): \(Format.count(progress.recordsDone)) of \(Format.records(progress.records)) (\(percent)%), "
                     + "\(progress.processesAlive) process(es)" + (rate.map { ", \(Format.count(Int($0))) records/s" } ?? "")
                 if terminal {
                     Console.error("\r\u{1B}[K" + line)

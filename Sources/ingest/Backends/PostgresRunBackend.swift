@@ -147,14 +147,14 @@ struct PostgresRunBackend: RunBackend {
             throw commandError(error)
         }
         if !running.quiet {
-            print("\(url): run \(report.run): this process (\(report.process), \(report.workers) worker(s)) imported \(Format.count(report.records)) records in \(report.chunks) chunk(s) and rejected \(Format.count(report.rejected)) in \(Format.seconds(report.seconds)) (\(Format.count(Int(Double(report.records) / max(report.seconds, 0.001)))) records/s)")
+            print("\(url): run \(report.run): this process (\(report.process), \(report.workers) worker(s)) imported \(Format.records(report.records)) in \(report.chunks) chunk(s) and rejected \(Format.count(report.rejected)) in \(Format.seconds(report.seconds)) (\(Format.count(Int(Double(report.records) / max(report.seconds, 0.001)))) records/s)")
             print("  " + Ingest.Import.outcomesLine(report.outcomes))
             if report.leasesLost > 0 { print("  lost \(report.leasesLost) chunk lease(s) to other processes (this one stalled past the lease)") }
             print(report.runFinished
-                  ? "  run \(report.run) finished: \(Format.count(report.runRecords)) records done, \(Format.count(report.runRejected)) rejected in all (ingest status \(url) lists them)"
+                  ? "  run \(report.run) finished: \(Format.records(report.runRecords)) done, \(Format.count(report.runRejected)) rejected in all (ingest status \(url) lists them)"
                   : report.stopped
-                  ? "  run \(report.run) stopped here: \(Format.count(report.runRecords)) records done so far"
-                  : "  run \(report.run) goes on in other processes: \(Format.count(report.runRecords)) records done so far")
+                  ? "  run \(report.run) stopped here: \(Format.records(report.runRecords)) done so far"
+                  : "  run \(report.run) goes on in other processes: \(Format.records(report.runRecords)) done so far")
             report.members.lines(indent: "  ", more: "ingest status \(url) lists them").forEach { print($0) }
         }
         if let failure = report.splitFailure { throw commandError(failure) }

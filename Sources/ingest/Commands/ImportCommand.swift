@@ -224,7 +224,7 @@ extension Ingest {
         }
 
         static func printSummary(_ report: ImportReport, reportPath: String, pipelineSource: PipelineSource? = nil) {
-            print("\(report.feed) → \(report.store): \(Format.count(report.records)) records in \(report.chunks) chunk(s), \(report.workers) worker(s)")
+            print("\(report.feed) → \(report.store): \(Format.records(report.records)) in \(report.chunks) chunk(s), \(report.workers) worker(s)")
             if let run = report.run { print("  run \(run)" + (report.abandonedRun.map { "; run \($0) was left unfinished (--abandon-run)" } ?? "")) }
             switch pipelineSource {
             case .inferredNow?: print("  pipeline: inferred from this feed (\(report.store).pipeline.json)")

@@ -72,7 +72,7 @@ struct SplitRun {
     static func summary(_ report: SplitReport, feed: String, directory: String, seconds: Double) -> String {
         let manifest = report.manifest
         let bytes = manifest.feed.byteSize ?? 0
-        var lines = ["\(feed): \(Format.count(manifest.totalRecords)) records, \(ByteCount.format(bytes)), \(manifest.shape.shape?.description ?? manifest.shape.kind)"]
+        var lines = ["\(feed): \(Format.records(manifest.totalRecords)), \(ByteCount.format(bytes)), \(manifest.shape.shape?.description ?? manifest.shape.kind)"]
         if report.alreadyComplete {
             lines.append("  \(directory) already holds this feed's complete split: \(manifest.chunks.count) chunks, nothing written")
         } else {

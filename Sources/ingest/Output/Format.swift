@@ -3,6 +3,9 @@ import IngestStore
 
 /// Number formats for people: 1,000,000 records, 1.52 s, 243.5 MiB/s.
 enum Format {
+    /// "1 record", "2 records", "1,000,000 records".
+    static func records(_ value: Int) -> String { count(value) + (value == 1 ? " record" : " records") }
+
     static func count(_ value: Int) -> String {
         let digits = String(value.magnitude)
         var out = ""

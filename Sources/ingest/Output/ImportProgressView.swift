@@ -21,7 +21,7 @@ final class ImportProgressView: Sendable {
         guard draw else { return }
         let chunks = progress.chunksTotal.map { "\(progress.chunksDone)/\($0)" } ?? "\(progress.chunksDone)/\(progress.chunksSplit)+ (splitting)"
         let counts = progress.counts.sorted { $0.key < $1.key }.map { "\($0.key) \(Format.count($0.value))" }.joined(separator: ", ")
-        let line = "import: chunks \(chunks), \(Format.count(progress.recordsThisRun)) records, "
+        let line = "import: chunks \(chunks), \(Format.records(progress.recordsThisRun)), "
             + "\(Format.count(Int(progress.recordsPerSecond))) records/s, \(Format.count(progress.rejected)) rejected; \(counts)"
         Console.error(isTerminal ? "\r\u{1B}[K" + line : line + "\n")
     }

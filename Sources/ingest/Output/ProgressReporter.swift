@@ -40,7 +40,7 @@ final class ProgressReporter {
         } else {
             line += "\(ByteCount.format(bytes)), "
         }
-        line += "\(Format.count(records)) records, \(rate)"
+        line += "\(Format.records(records)), \(rate)"
         if isTerminal {
             Console.error("\r\u{1B}[K" + line)
             drewBar = true
