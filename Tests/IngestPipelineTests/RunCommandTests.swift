@@ -81,16 +81,29 @@ import Testing
         #expect(status.runs[0].recordsDone == feed.records)
     }
 
-    /// The same, with a chunk file gone: `resume` names it and says to pipe the feed in again,
+    /// The same through a named pipe that is gone by the resume (found by probing: `<(…)`
+    /// feeds were asked for again, their /dev/fd path no longer there).
+    @Test func aNamedPipeImportStoppedAfterItsSplitResumesWithThePipeGone() throws {
+        let (dir, store, feed) = try stoppedStdinImportWithAFinishedSplit(fifo: true)
+        defer { withExtendedLifetime(dir) {} }
+        let resumed = try IngestBinary.run(["resume", store, "--quiet"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let status = try ImportStatus.read(store: store)
+        #expect(status.finished && status.counts["Photo"] == feed.records && status.runs[0].recordsDone == feed.records)
+    }
+
+    /// The same, with chunk files gone: `resume` names them and says to pipe the feed in again,
     /// which finishes the run.
     @Test func aStdinImportMissingAChunkFileAsksForTheFeedAgain() throws {
         let (dir, store, feed) = try stoppedStdinImportWithAFinishedSplit()
         defer { withExtendedLifetime(dir) {} }
         let directory = store + ".chunks/run-0001"
+        // Two chunk files apart: each named on its own, not every file after the first.
+        try FileManager.default.removeItem(atPath: directory + "/chunk-000058.ndjson")
         try FileManager.default.removeItem(atPath: directory + "/chunk-000060.ndjson")
         let resume = try IngestBinary.run(["resume", store, "--quiet"])
         #expect(resume.status == 1)
-        #expect(resume.stderr == "ingest: run 1 read its feed from standard input, and \(directory) lacks 1 chunk file(s) of its finished split, or holds them changed (chunk-000060.ndjson), and without the feed they cannot be made again. Pipe the same feed in again: … | ingest import - --pipeline \(Self.pipeline) --store \(store) (the records already imported are skipped)\n")
+        #expect(resume.stderr == "ingest: run 1 read its feed from standard input, and \(directory) lacks 2 chunk file(s) of its finished split, or holds them changed (chunk-000058.ndjson, chunk-000060.ndjson), and without the feed they cannot be made again. Pipe the same feed in again: … | ingest import - --pipeline \(Self.pipeline) --store \(store) (the records already imported are skipped)\n")
         let again = try IngestBinary.run(["import", "-", "--pipeline", Self.pipeline, "--store", store, "--chunk-size", "1000", "--quiet"],
                                          stdin: feed.bytes)
         #expect(again.status == 0, "\(again.stderr)")
@@ -100,13 +113,23 @@ import Testing
 
     /// An import from standard input stopped by SIGINT once its split has finished, while its
     /// workers still import (small saves keep them at it long after the split).
-    private func stoppedStdinImportWithAFinishedSplit() throws -> (TemporaryDirectory, store: String, feed: (bytes: [UInt8], records: Int)) {
+    /// `fifo`: the feed comes through a named pipe (as `<(…)` gives one), gone after the stop.
+    private func stoppedStdinImportWithAFinishedSplit(fifo: Bool = false) throws -> (TemporaryDirectory, store: String, feed: (bytes: [UInt8], records: Int)) {
         let dir = try TemporaryDirectory()
         let records = 60_000
         let bytes = FeedGenerator(records: records, seed: 9).bytes()
         let store = dir.file("store.sqlite")
-        let running = try IngestBinary.start(["import", "-", "--pipeline", Self.pipeline, "--store", store, "--chunk-size", "1000",
-                                              "--save-every", "20", "--workers", "1"], stdin: bytes)
+        let source = fifo ? dir.file("feed.fifo") : "-"
+        if fifo {
+            #expect(mkfifo(source, 0o600) == 0)
+            Thread.detachNewThread {
+                guard let pipe = FileHandle(forWritingAtPath: source) else { return }
+                pipe.write(Data(bytes))
+                try? pipe.close()
+            }
+        }
+        let running = try IngestBinary.start(["import", source, "--pipeline", Self.pipeline, "--store", store, "--chunk-size", "1000",
+                                              "--save-every", "20", "--workers", "1"], stdin: fifo ? nil : bytes)
         let manifest = store + ".chunks/run-0001/" + SplitManifest.fileName
         while running.process.isRunning && !FileManager.default.fileExists(atPath: manifest) { usleep(1_000) }
         try #require(running.process.isRunning, "the import finished before its split was seen to finish")
@@ -116,6 +139,7 @@ import Testing
         #expect(stopped.stderr.hasSuffix("continue with: ingest resume \(store) (the run's split finished: its chunk files in \(store).chunks/run-0001 hold the rest of the feed)\n"),
                 "\(stopped.stderr)")
         #expect(try !ImportStatus.read(store: store).finished)
+        if fifo { try FileManager.default.removeItem(atPath: source) }
         return (dir, store, (bytes, records))
     }
 

@@ -41,8 +41,11 @@ enum MisplacedToken {
                 while end < bytes.count, bytes[end] != UInt8(ascii: "\"") { end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1 }
                 guard end < bytes.count else { return nil }
                 end += 1
+            } else if byte == UInt8(ascii: "-") || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) {
+                end = numberEnd(bytes, from: at)
             } else if !"{}[],:".utf8.contains(byte) {
-                while end < bytes.count, !" \n\r\t{}[],:\"".utf8.contains(bytes[end]) { end += 1 }
+                // A literal, as yajl's lexer reads one: letters (`12true` is two tokens, `truefalse` one).
+                while end < bytes.count, (bytes[end] | 0x20) >= UInt8(ascii: "a") && (bytes[end] | 0x20) <= UInt8(ascii: "z") { end += 1 }
             }
             at = end
             switch (expecting, byte) {
@@ -69,5 +72,24 @@ enum MisplacedToken {
             }
         }
         return nil
+    }
+
+    /// Past the number at `start`, as yajl's lexer reads one: `-`, then `0` alone or digits,
+    /// then a fraction and an exponent if given (`01` is two tokens, `0` and `1`).
+    private static func numberEnd(_ bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
+        var at = start
+        func digits() { while at < bytes.count, bytes[at] >= UInt8(ascii: "0") && bytes[at] <= UInt8(ascii: "9") { at += 1 } }
+        if at < bytes.count, bytes[at] == UInt8(ascii: "-") { at += 1 }
+        if at < bytes.count, bytes[at] == UInt8(ascii: "0") { at += 1 } else { digits() }
+        if at < bytes.count, bytes[at] == UInt8(ascii: ".") {
+            at += 1
+            digits()
+        }
+        if at < bytes.count, bytes[at] | 0x20 == UInt8(ascii: "e") {
+            at += 1
+            if at < bytes.count, bytes[at] == UInt8(ascii: "+") || bytes[at] == UInt8(ascii: "-") { at += 1 }
+            digits()
+        }
+        return max(at, start + 1)
     }
 }

@@ -30,6 +30,9 @@ public struct SplitOptions: Sendable {
     /// the manifest, stand for the feed; the run checks each chunk against its own.
     /// - Throws (from `Splitter.run`): `SplitError.chunksMissing` when a chunk is not in place.
     public var withoutFeed = false
+    /// With `withoutFeed`: the records of each chunk imported already. A chunk imported whole
+    /// needs no file.
+    public var recordsDone: [Int: Int] = [:]
 
     public static let defaultChunkSize = 5_000
 
@@ -288,11 +291,13 @@ public final class Splitter {
         guard let manifest = try SplitManifest.load(fromDirectory: directory) else {
             throw SplitError.chunksMissing(directory: directory, files: [SplitManifest.fileName])
         }
-        let present = validPrefix(of: manifest.chunks)
-        guard present.count == manifest.chunks.count else {
-            throw SplitError.chunksMissing(directory: directory, files: manifest.chunks[present.count...].map(\.file))
+        // Each chunk still to import, on its own (found by probing: the first missing file had
+        // every file after it named, and a file of a chunk imported whole was asked for).
+        let missing = manifest.chunks.filter { chunk in
+            (options.recordsDone[chunk.index] ?? 0) < chunk.records && FileOps.fileSize(directory + "/" + chunk.file) != chunk.byteSize
         }
-        return SplitReport(manifest: manifest, chunksWritten: 0, chunksReused: present.count, alreadyComplete: true)
+        guard missing.isEmpty else { throw SplitError.chunksMissing(directory: directory, files: missing.map(\.file)) }
+        return SplitReport(manifest: manifest, chunksWritten: 0, chunksReused: manifest.chunks.count, alreadyComplete: true)
     }
 
     private func checkSameFeed(recorded: FeedIdentity, shape: ShapeRecord, chunkSize: Int,

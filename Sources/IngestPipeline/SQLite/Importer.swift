@@ -185,7 +185,7 @@ public final class Importer: Sendable {
         for (run, files) in Self.removeLeftoverChunks(of: runs) {
             options.logger.notice("removed chunk files a finished run left behind", metadata: ["run": "\(run)", "files": "\(files)"])
         }
-        let feedSize = FileOps.isReadOnce(options.feed) ? -1 : FileOps.fileSize(options.feed) ?? -1
+        let feedSize = options.withoutFeed || FileOps.isReadOnce(options.feed) ? -1 : FileOps.fileSize(options.feed) ?? -1
         var abandoned: Int?
         let admission = RunAdmission(feed: options.feed, feedSize: feedSize, pipelineSHA256: spec.hash,
                                      keylessEntities: spec.keylessEntities, chunkSize: chunkSize, again: options.again)

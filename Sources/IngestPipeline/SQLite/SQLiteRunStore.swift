@@ -15,7 +15,9 @@ struct SQLiteRunStore: RunStore {
         let options = importer.options
         let spec = importer.spec
         // Checked before the store records anything: a mistyped path must not become the store's feed.
-        guard FileOps.isReadOnce(options.feed) || FileOps.fileSize(options.feed) != nil else {
+        // (Not read at all from chunk files alone: found by probing, a process substitution's
+        // /dev/fd path is gone, or another file, by the time the run is resumed.)
+        guard options.withoutFeed || FileOps.isReadOnce(options.feed) || FileOps.fileSize(options.feed) != nil else {
             throw ImportError(.feedUnreadable(path: options.feed, exists: FileManager.default.fileExists(atPath: options.feed)))
         }
         // A file that is not an Ingest store is refused before anything touches it (no lock
@@ -129,6 +131,7 @@ final class SQLiteRunSession: RunSession {
         self.remade = remade
         var splitOptions = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, form: spec.recordForm)
         splitOptions.withoutFeed = options.withoutFeed
+        splitOptions.recordsDone = done
         let queue = ChunkQueue(consumers: workerCount)
         let split = SplitStage(.init(
             feed: options.feed, directory: directory, options: splitOptions, done: done,
