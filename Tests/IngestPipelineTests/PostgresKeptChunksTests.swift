@@ -208,12 +208,14 @@ struct PostgresKeptChunksTests {
         kill(importing.process.processIdentifier, SIGKILL)
         _ = IngestBinary.finish(importing)
         #expect((status()?.runs.last?.chunksKept ?? 0) > 0, "killed with chunks kept")
+        let kept = try #require(status()?.runs.last?.keptIn)
         // At once, while the killed process's leases last (found by review: the join then
         // looked for the feed instead of waiting to claim those chunks from the files).
         let moved = dir.file("moved.json")
         try FileManager.default.moveItem(atPath: feed, toPath: moved)
         let joined = try IngestBinary.run(["join", server.url, "--quiet"])
         #expect(joined.status == 0, "\(joined.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: kept), "the gone process's chunk files removed once the run finished")
         try FileManager.default.moveItem(atPath: moved, toPath: feed)
         try expectFinishedAsACleanImport(server, feed: feed, records: 20_000, in: dir)
     }

@@ -176,7 +176,8 @@ final class PostgresChunkSource: ChunkSource {
             throw ChunkNotStored()
         }
         guard let bytes = ChunkCompression.decompress(stored), bytes.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum else {
-            throw ImportError(.chunkChanged(path: "chunk \(lease.number) of run \(run) in \(connection.target)"))
+            // Not SQLite's advice (delete the file, resume): found by probing, it named neither.
+            throw ImportError("chunk \(lease.number) of run \(run), as stored in \(connection.target), is not the chunk the split registered (its checksum differs): it was damaged in the database, or the chunk file it was stored from changed after the split; no process imports it as it is")
         }
         return bytes
     }
