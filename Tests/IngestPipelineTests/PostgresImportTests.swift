@@ -241,9 +241,15 @@ struct PostgresImportTests {
         // Stopped between saves its run can be left; stopped mid-save it holds the run, and the
         // refusal says so (no wait): let it run a moment and stop it again.
         var abandoned: IngestBinary.Outcome?
-        for _ in 0..<20 {
+        for round in 0..<20 {
             kill(pid, SIGSTOP)
             Thread.sleep(forTimeInterval: 2.5)
+            if round == 0 {
+                // Past its lease, stopped, not dead (found by probing: status called it dead).
+                let shown = try IngestBinary.run(["status", server.url])
+                #expect(shown.stdout.contains("stopped by a signal (no heartbeat for ") && shown.stdout.contains("kill -CONT \(pid) continues it"),
+                        "\(shown.stdout)")
+            }
             let attempt = try IngestBinary.run(["import", second, "--pipeline", Self.photos, "--store", server.url, "--abandon-run", "--quiet"])
             if attempt.status == 0 {
                 abandoned = attempt

@@ -40,8 +40,12 @@ public struct PostgresStatus: Sendable {
         public var workers: Int
         /// running, finished, stopped or failed, as the process last said.
         public var state: String
-        /// Whether its heartbeat is within the lease (a running process that is not alive died).
+        /// Whether its heartbeat is within the lease (a running process that is not alive died,
+        /// or is `suspended`).
         public var alive: Bool
+        /// Running, without a heartbeat, and stopped by a signal on this machine (`kill -CONT`
+        /// continues it), rather than dead (found by probing: it was called dead).
+        public var suspended = false
         public var chunks: Int
         public var records: Int
         /// Chunks it holds now.
@@ -113,6 +117,9 @@ public struct PostgresStatus: Sendable {
                     chunks: Int(processes[row, 5]!)!, records: Int(processes[row, 6]!)!,
                     holding: processes[row, 9]!.split(separator: ",").compactMap { Int($0) },
                     seconds: Double(processes[row, 7]!)!, secondsSinceHeartbeat: sinceHeartbeat))
+                let process = status.processes[status.processes.count - 1]
+                status.processes[status.processes.count - 1].suspended = process.state == "running" && !process.alive
+                    && process.host == ProcessState.hostName && ProcessState.isStopped(pid: process.pid)
             }
             let rejects = try connection.execute("SELECT record FROM _ingest_rejects WHERE run = $1 ORDER BY chunk, index LIMIT 5",
                                                  [String(newest.number)])

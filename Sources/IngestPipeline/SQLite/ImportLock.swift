@@ -85,12 +85,7 @@ final class ImportLock {
             gethostname(&host, host.count - 1)
             let hostName = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             let holder = recorded ?? Holder(pid: pid, host: hostName, startedAt: "")
-            // /proc/PID/stat: "4242 (ingest) T …": the state follows the name's closing parenthesis.
-            var state: Character?
-            if let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = text.lastIndex(of: ")") {
-                state = text[text.index(after: close)...].first { $0 != " " }
-            }
-            return (holder, state == "T" || state == "t")
+            return (holder, ProcessState.isStopped(pid: Int(pid)))
         }
         return nil
     }

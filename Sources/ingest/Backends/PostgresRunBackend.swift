@@ -198,7 +198,9 @@ extension PostgresRunBackend {
         guard let newest = status.runs.last else { return }
         print("  processes of run \(newest.number):")
         let rows = status.processes.map { process in
-            [process.id, process.alive ? "alive" : (process.state == "running" ? "dead (no heartbeat for \(Format.seconds(process.secondsSinceHeartbeat)))" : process.state),
+            [process.id, process.alive ? "alive"
+                : process.suspended ? "stopped by a signal (no heartbeat for \(Format.seconds(process.secondsSinceHeartbeat)); kill -CONT \(process.pid) continues it)"
+                : (process.state == "running" ? "dead (no heartbeat for \(Format.seconds(process.secondsSinceHeartbeat)))" : process.state),
              String(process.workers), String(process.chunks), Format.count(process.records),
              Format.count(Int(process.recordsPerSecond)), process.holding.map(String.init).joined(separator: ",")]
         }
