@@ -220,3 +220,15 @@ import Testing
         #expect(try readRecords(feed, readSize: 100, maxRecordBytes: 4).map(\.text) == ["1", "2"])
     }
 }
+
+/// The commands messages suggest can be pasted into a shell as they are printed.
+@Suite struct ShellWordTests {
+    @Test func wordsAShellWouldSplitOrExpandAreQuoted() {
+        #expect(ShellWord.quoted("/tmp/feed.json") == "/tmp/feed.json")
+        #expect(ShellWord.quoted("postgresql://u@h:5432/photos") == "postgresql://u@h:5432/photos")
+        #expect(ShellWord.quoted("postgresql://postgres@/p?host=/tmp/pg&port=5998") == "'postgresql://postgres@/p?host=/tmp/pg&port=5998'")
+        #expect(ShellWord.quoted("my feed.json") == "'my feed.json'")
+        #expect(ShellWord.quoted("it's") == #"'it'\''s'"#)
+        #expect(ShellWord.quoted("") == "''")
+    }
+}

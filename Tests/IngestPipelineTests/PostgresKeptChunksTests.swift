@@ -76,7 +76,7 @@ struct PostgresKeptChunksTests {
         try FileManager.default.moveItem(atPath: feed, toPath: moved)
         let refused = try IngestBinary.run(["join", server.url, "--from-database", "--quiet"])
         #expect(refused.status != 0)
-        #expect(refused.stderr.contains("run 1's remaining chunks were kept by the process that split \(feed), which is gone, and are not stored in the database (this process cannot read that feed: it is not there, not a regular file, or not its size then); continue with: ingest import \(feed) --store \(url) where that feed can be read, or ingest join \(url) where its chunk files in \(kept) can be read"),
+        #expect(refused.stderr.contains("run 1's remaining chunks were kept by the process that split \(feed), which is gone, and are not stored in the database (this process cannot read that feed: it is not there, not a regular file, or not its size then); continue with: ingest import \(feed) --store \(ShellWord.quoted(url.description)) where that feed can be read, or ingest join \(ShellWord.quoted(url.description)) where its chunk files in \(kept) can be read"),
                 "\(refused.stderr)")
         #expect(try count("finished IS NULL") == unfinished, "nothing imported without the chunks")
 

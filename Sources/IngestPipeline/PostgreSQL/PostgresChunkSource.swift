@@ -96,8 +96,8 @@ final class PostgresChunkSource: ChunkSource {
                 }
                 // That process is gone: one that can read the feed splits it again, and stores them.
                 if try takeOverSplit(current, stored: text) { return true }
-                let files = current.splitDirectory.map { ", or ingest join \(connection.target) where its chunk files in \($0) can be read" } ?? ""
-                throw ImportError("run \(run)'s remaining chunks were kept by the process that split \(current.feed), which is gone, and are not stored in the database (this process cannot read that feed: it is not there, not a regular file, or not its size then); continue with: ingest import \(current.feed) --store \(connection.target) where that feed can be read\(files)")
+                let files = current.splitDirectory.map { ", or ingest join \(ShellWord.quoted(connection.target)) where its chunk files in \($0) can be read" } ?? ""
+                throw ImportError("run \(run)'s remaining chunks were kept by the process that split \(current.feed), which is gone, and are not stored in the database (this process cannot read that feed: it is not there, not a regular file, or not its size then); continue with: ingest import \(ShellWord.quoted(current.feed)) --store \(ShellWord.quoted(connection.target)) where that feed can be read\(files)")
             }
             // Held by other processes: they save them, or die and leave them to a claim.
             Thread.sleep(forTimeInterval: min(0.2, record.leaseSeconds / 4))
@@ -110,7 +110,7 @@ final class PostgresChunkSource: ChunkSource {
         if Date().timeIntervalSince1970 - (current.splitUpdated ?? 0) > current.leaseSeconds {
             // The splitting process is gone: a process that can read the feed takes the split over.
             if try takeOverSplit(current, stored: text) { return true }
-            throw ImportError("run \(run)'s split stopped (the process splitting \(current.feed) is gone, and this one cannot read that feed); continue it with: ingest import \(current.feed) --store \(connection.target)")
+            throw ImportError("run \(run)'s split stopped (the process splitting \(current.feed) is gone, and this one cannot read that feed); continue it with: ingest import \(ShellWord.quoted(current.feed)) --store \(ShellWord.quoted(connection.target))")
         }
         // The split is storing chunks: the next is a few milliseconds away.
         Thread.sleep(forTimeInterval: 0.05)
@@ -167,7 +167,7 @@ final class PostgresChunkSource: ChunkSource {
             if let localFile, let split = localSplit, lease.number <= split.lastWritten.withLock({ $0 }),
                try connection.execute("SELECT 1 FROM _ingest_chunks WHERE run = $1 AND number = $2 AND finished IS NULL",
                                       [String(run), String(lease.number)]).count == 1 {
-                throw ImportError("chunk \(lease.number) of run \(run), kept by this process, is no longer in its chunk file \(localFile) as the split wrote it (removed or changed meanwhile); continue with: ingest join \(connection.target) where \(record.feed) can be read")
+                throw ImportError("chunk \(lease.number) of run \(run), kept by this process, is no longer in its chunk file \(localFile) as the split wrote it (removed or changed meanwhile); continue with: ingest join \(ShellWord.quoted(connection.target)) where \(record.feed) can be read")
             }
             // Not in the importing process's files as it registered it (another machine's directory,
             // or a split made again there): from here on this process asks for chunks stored.

@@ -90,7 +90,7 @@ struct PostgresRunBackend: RunBackend {
         defer { if let directory = started.chunksDirectory { try? FileManager.default.removeItem(atPath: directory) } }
         if !running.quiet {
             if started.registered {
-                Console.error("ingest: \(url): run \(started.run) registered; its chunks are registered in the database as the split makes them, and imported meanwhile (stored there for any process that joins); other machines join with: ingest join \(url)\n")
+                Console.error("ingest: \(url): run \(started.run) registered; its chunks are registered in the database as the split makes them, and imported meanwhile (stored there for any process that joins); other machines join with: ingest join \(ShellWord.quoted(url.description))\n")
             } else {
                 Console.error("ingest: \(url): continuing its unfinished run \(started.run) of this feed\n")
             }
@@ -119,7 +119,7 @@ struct PostgresRunBackend: RunBackend {
         defer { signals.cancel() }
         func commandError(_ error: any Error) -> any Error {
             if let lost = error as? PostgresError, lost.isConnectionLoss {
-                return CommandFailure("\(url): \(lost); the run is kept as far as it was saved: continue with: ingest join \(url)")
+                return CommandFailure("\(url): \(lost); the run is kept as far as it was saved: continue with: ingest join \(ShellWord.quoted(url.description))")
             }
             return error
         }
@@ -161,7 +161,7 @@ struct PostgresRunBackend: RunBackend {
         if report.stopped {
             // Exiting skips the caller's removal of the chunk files: they go here.
             if let localChunks { try? FileManager.default.removeItem(atPath: localChunks) }
-            signals.exit(continueWith: "ingest join \(url)")
+            signals.exit(continueWith: "ingest join \(ShellWord.quoted(url.description))")
         }
         if report.rejected > 0 { throw ExitCode(3) }
     }
@@ -178,7 +178,7 @@ extension PostgresRunBackend {
         print("  " + status.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
         for run in status.runs {
             let state = switch (run.state, run.liveProcesses) {
-            case ("running", 0): "interrupted (no process is importing it; continue with: ingest join \(status.store))"
+            case ("running", 0): "interrupted (no process is importing it; continue with: ingest join \(ShellWord.quoted(status.store)))"
             case ("running", let live): "running (\(live) process\(live == 1 ? "" : "es") importing it)"
             default: run.state
             }
