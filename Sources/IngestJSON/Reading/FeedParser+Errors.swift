@@ -30,6 +30,11 @@ extension FeedParser {
         if yajlMessage.contains("trailing garbage") {
             return error(.trailingContent, "unexpected content after the end of the top-level value", at: index)
         }
+        if yajlMessage.contains("invalid string in json text"), let literal = literalStart(at: index) {
+            // yajl's words for `tru}` or `nul`: a literal cut short or misspelt, located at its
+            // first letter (found by probing: it named a letter inside it, as a string).
+            return error(.malformedJSON, "malformed JSON: invalid literal (JSON's literals are true, false and null)", at: literal)
+        }
         if yajlMessage.contains("invalid bytes in UTF8 string") {
             return error(.invalidUTF8, "invalid UTF-8 inside a string", at: firstInvalidUTF8(before: index + 1) ?? index)
         }
@@ -66,6 +71,17 @@ extension FeedParser {
         // Further back than the tracker remembers (a long token begun in an earlier read): yajl's place.
         guard let offset, start + offset - bufferBase >= -tracker.lastBytes.count else { return nil }
         return start + offset - bufferBase
+    }
+
+    /// The first letter of the run of letters that ends at `index` (or just before it), or nil.
+    func literalStart(at index: Int) -> Int? {
+        let (bytes, start) = tracker.bytes(before: min(index + 1, buffer.count), in: buffer)
+        func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z") }
+        var end = bytes.count
+        while end > 0, !isLetter(bytes[end - 1]), end > bytes.count - 2 { end -= 1 }
+        var first = end
+        while first > 0, isLetter(bytes[first - 1]) { first -= 1 }
+        return first < end ? start + first : nil
     }
 
     /// yajl stops a byte or two past an invalid UTF-8 sequence; find where it began.
