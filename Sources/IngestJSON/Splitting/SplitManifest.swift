@@ -94,6 +94,11 @@ public struct SplitManifest: Codable, Sendable, Equatable {
     /// The manifest of a finished split in `directory`, or nil when there is none.
     /// - Throws: `SplitError.unreadableState` for a manifest that is not one; `IOError`
     ///   when it cannot be read.
+    /// Whether `directory` holds a finished split's manifest (without reading it).
+    public static func isFinished(_ directory: String) -> Bool {
+        FileOps.fileSize(directory + "/" + fileName) != nil
+    }
+
     public static func load(fromDirectory directory: String) throws -> SplitManifest? {
         let path = directory + "/" + fileName
         guard FileOps.fileSize(path) != nil else { return nil }

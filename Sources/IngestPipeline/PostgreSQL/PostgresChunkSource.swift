@@ -41,6 +41,9 @@ final class PostgresChunkSource: ChunkSource {
         self.logger = logger
     }
 
+    /// This worker's process: its name before the slash.
+    private var process: String { String(owner[..<(owner.lastIndex(of: "/") ?? owner.endIndex)]) }
+
     func claim(until stop: () -> Bool) throws -> ClaimedChunk? {
         while !stop() {
             guard let lease = try ChunkLease.claim(run: run, owner: owner, leaseSeconds: record.leaseSeconds,
@@ -78,7 +81,6 @@ final class PostgresChunkSource: ChunkSource {
         // Chunks this process's own workers hold come back to none of them: they finish them,
         // or the process fails. Waiting on them (found by measuring) kept every import up to
         // a second past its last save, an eighth of a million-record run.
-        let process = String(owner[..<(owner.lastIndex(of: "/") ?? owner.endIndex)])
         if try ChunkLease.unfinished(run: run, notHeldBy: process, connection) > 0 {
             if localSplit == nil, try PostgresImport.keptChunks(run: run, connection) > 0,
                let (text, current) = try PostgresImport.storedRecord(of: run, connection) {
@@ -126,7 +128,7 @@ final class PostgresChunkSource: ChunkSource {
         var taken = current
         taken.splitUpdated = Date().timeIntervalSince1970
         // This process answers for the chunks the gone one kept until its split has stored them.
-        taken.splitProcess = String(owner[..<(owner.lastIndex(of: "/") ?? owner.endIndex)])
+        taken.splitProcess = process
         // It stores every chunk it makes, from files of its own that go with it.
         taken.splitDirectory = nil
         let after = String(decoding: try JSONEncoder().encode(taken), as: UTF8.self)

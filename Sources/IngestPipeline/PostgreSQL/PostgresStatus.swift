@@ -119,7 +119,7 @@ public struct PostgresStatus: Sendable {
                     seconds: Double(processes[row, 7]!)!, secondsSinceHeartbeat: sinceHeartbeat))
                 let process = status.processes[status.processes.count - 1]
                 status.processes[status.processes.count - 1].suspended = process.state == "running" && !process.alive
-                    && process.host == ProcessState.hostName && ProcessState.isStopped(pid: process.pid)
+                    && process.host == ProcessInfo.processInfo.hostName && ProcessState.isStopped(pid: process.pid)
             }
             let rejects = try connection.execute("SELECT record FROM _ingest_rejects WHERE run = $1 ORDER BY chunk, index LIMIT 5",
                                                  [String(newest.number)])

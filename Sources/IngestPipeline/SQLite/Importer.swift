@@ -194,7 +194,7 @@ public final class Importer: Sendable {
             let chunks = options.chunks ?? last.chunks
             // A finished split's manifest makes the split compare the feed's checksum itself.
             let reasons = try admission.reasons(continuing: last.admitted,
-                                                splitWillCompare: FileOps.fileSize(chunks + "/" + SplitManifest.fileName) != nil)
+                                                splitWillCompare: SplitManifest.isFinished(chunks))
             if reasons.isEmpty && !options.abandonRun {
                 last.chunks = chunks
                 return (last, nil)

@@ -11,7 +11,4 @@ enum ProcessState {
         let state = text[text.index(after: close)...].first { $0 != " " }
         return state == "T" || state == "t"
     }
-
-    /// This machine's name, as processes record it.
-    static var hostName: String { ProcessInfo.processInfo.hostName }
 }

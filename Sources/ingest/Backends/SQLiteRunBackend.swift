@@ -64,7 +64,7 @@ struct SQLiteRunBackend: RunBackend {
         // (found by probing: such a run, stopped after its split, could not be resumed).
         // (By the run's record too: a process substitution's /dev/fd path is gone by now.)
         let withoutFeed = run.feedWasReadOnce || FileOps.isReadOnce(run.feed)
-        if withoutFeed, FileOps.fileSize(run.chunks + "/" + SplitManifest.fileName) == nil {
+        if withoutFeed, !SplitManifest.isFinished(run.chunks) {
             throw CommandFailure("run \(run.number) read its feed from \(source), which cannot be read again from here, and \(run.chunks) holds no finished split of it. \(pipeAgain)")
         }
         let spec = try PipelineSpec.load(path: pipeline)

@@ -210,7 +210,7 @@ extension Ingest {
             guard feed == "-" || FileOps.isReadOnce(feed) else { return "ingest resume \(store)" }
             // A finished split's chunk files hold the whole feed: resume reads them, not the feed.
             if let directory = chunks ?? (try? ImportStatus.read(store: store))?.unfinishedRun?.chunks,
-               FileOps.fileSize(directory + "/" + SplitManifest.fileName) != nil {
+               SplitManifest.isFinished(directory) {
                 return "ingest resume \(store) (the run's split finished: its chunk files in \(directory) hold the rest of the feed)"
             }
             let pipeline = pipeline.map { " --pipeline \($0)" } ?? ""
