@@ -73,3 +73,29 @@ import Testing
         #expect(!ok)
     }
 }
+
+@Suite struct JSONCaptureKeyLookupTests {
+    /// Keys of every length the look-up compares differently (none, under 4, 4–7, 8–16,
+    /// longer), many sharing a length, a first and a last byte, so that buckets collide
+    /// (63 in all: the scan leaves objects with more planned keys to the full parser).
+    static let keys: [String] = [""] + (10..<48).map { "k\($0)" } + (0..<19).map { String(repeating: "x", count: $0 + 1) + "y" }
+        + ["abcdefgh", "abcdefgX", "Xbcdefgh", "abcdXfgh", String(repeating: "long key ", count: 5) + "end"]
+
+    @Test func findsEveryKeyOfALargeObjectAndNoKeyThatOnlyLooksLikeOne() throws {
+        var plan = JSONCapturePlan()
+        let slots = Self.keys.map { plan.slot(at: [$0]) }
+        // Keys the plan does not read, each one byte from a planned key.
+        let lookalikes = ["k99", "k", "abcdefgY", "xxxxz", String(repeating: "long key ", count: 5) + "enD"]
+        let members = (Self.keys + lookalikes).enumerated().shuffled().map { "\"\($0.element)\":\($0.offset)" }
+        let record = Array(("{" + members.joined(separator: ",") + "}").utf8)
+        var captures = [JSONCapture](repeating: .absent, count: plan.slotCount)
+        let ok = record.withUnsafeBytes { bytes in captures.withUnsafeMutableBufferPointer { plan.capture(bytes, into: $0) } }
+        #expect(ok)
+        #expect(Self.keys.count == 63)
+        for (index, key) in Self.keys.enumerated() {
+            let capture = captures[slots[index]]
+            #expect(capture.kind == .number, "\(key)")
+            #expect(String(decoding: record[Int(capture.start)..<Int(capture.end)], as: UTF8.self) == "\(index)", "\(key)")
+        }
+    }
+}

@@ -72,12 +72,26 @@ public struct JSONCapturePlan: Sendable {
             }
             let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, keyBytes.count), alignment: 1)
             keyBytes.withUnsafeBytes { bytes.copyMemory(from: $0) }
+            let keys = UnsafeRawBufferPointer(rebasing: bytes[0..<keyBytes.count])
+            // Each node's keys by a hash of a few of their bytes, chained through `next`.
+            var buckets = [Int32](repeating: -1, count: nodes.count * TableView.buckets)
+            var next = [Int32](repeating: -1, count: keyOffset.count)
+            for node in nodes.indices {
+                for index in Int(first[node])..<Int(first[node + 1]) {
+                    let key = UnsafeRawBufferPointer(rebasing: keys[Int(keyOffset[index])..<Int(keyOffset[index] + keyLength[index])])
+                    let bucket = node * TableView.buckets + TableView.bucket(of: key)
+                    next[index] = buckets[bucket]
+                    buckets[bucket] = Int32(index)
+                }
+            }
             view = TableView(first: buffer(first), keyOffset: buffer(keyOffset), keyLength: buffer(keyLength), slot: buffer(slot),
-                             child: buffer(child), keyBytes: UnsafeRawBufferPointer(rebasing: bytes[0..<keyBytes.count]))
+                             child: buffer(child), keyBytes: keys, buckets: buffer(buckets), next: buffer(next))
         }
 
         deinit {
-            for buffer in [view.first, view.keyOffset, view.keyLength, view.slot, view.child] { buffer.baseAddress?.deallocate() }
+            for buffer in [view.first, view.keyOffset, view.keyLength, view.slot, view.child, view.buckets, view.next] {
+                buffer.baseAddress?.deallocate()
+            }
             view.keyBytes.baseAddress?.deallocate()
         }
     }
@@ -178,7 +192,9 @@ public struct JSONCapturePlan: Sendable {
 /// The table as raw buffers: node n's entries are `first[n]..<first[n + 1]`; per entry
 /// its key (`keyOffset`, `keyLength` into `keyBytes`), its capture slot (-1 for none; -2 -
 /// counter for a member the plan does not read: one load tells the scan both), and the
-/// node scanning its value (-1 for none).
+/// node scanning its value (-1 for none). A key is found through its node's `buckets`
+/// (`bucket(of:)`), whose entries chain through `next`: one comparison for most keys,
+/// in whatever order the records give them.
 struct TableView {
     let first: UnsafeBufferPointer<Int32>
     let keyOffset: UnsafeBufferPointer<Int32>
@@ -186,21 +202,55 @@ struct TableView {
     let slot: UnsafeBufferPointer<Int32>
     let child: UnsafeBufferPointer<Int32>
     let keyBytes: UnsafeRawBufferPointer
+    let buckets: UnsafeBufferPointer<Int32>
+    let next: UnsafeBufferPointer<Int32>
 
-    /// The entry of `node` for `key`, or nil.
+    /// Buckets per node.
+    static let buckets = 64
+
+    @inline(__always)
+    static func bucket(of key: UnsafeRawBufferPointer) -> Int {
+        let count = key.count
+        guard count > 0 else { return 0 }
+        return (count &* 7 &+ Int(key[0]) &* 3 &+ Int(key[count &- 1]) &* 5 &+ Int(key[count >> 1])) & (buckets - 1)
+    }
+
+    /// The entry of `node` for `key` (counted within the node), or nil.
     @inline(__always)
     func entry(_ node: Int, _ key: UnsafeRawBufferPointer) -> Int? {
-        let count = Int32(key.count)
-        var index = Int(first[node])
-        let end = Int(first[node + 1])
-        while index < end {
-            if keyLength[index] == count, count == 0 || (keyBytes[Int(keyOffset[index])] == key[0]
-               && memcmp(keyBytes.baseAddress! + Int(keyOffset[index]), key.baseAddress!, Int(count)) == 0) {
+        var index = Int(buckets[node &* Self.buckets &+ Self.bucket(of: key)])
+        while index >= 0 {
+            if Int(keyLength[index]) == key.count, Self.equal(keyBytes.baseAddress! + Int(keyOffset[index]), key) {
                 return index - Int(first[node])
             }
-            index += 1
+            index = Int(next[index])
         }
         return nil
+    }
+
+    /// Whether the `key.count` bytes at `stored` are `key`'s: short keys, the usual kind,
+    /// compared in a load or two of each side instead of a call.
+    @inline(__always)
+    static func equal(_ stored: UnsafeRawPointer, _ key: UnsafeRawBufferPointer) -> Bool {
+        let count = key.count
+        guard let bytes = key.baseAddress else { return count == 0 }
+        switch count {
+        case 8...16:
+            return stored.loadUnaligned(as: UInt64.self) == bytes.loadUnaligned(as: UInt64.self)
+                && stored.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+                    == bytes.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+        case 4..<8:
+            return stored.loadUnaligned(as: UInt32.self) == bytes.loadUnaligned(as: UInt32.self)
+                && stored.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+                    == bytes.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+        case 0..<4:
+            for offset in 0..<count where stored.load(fromByteOffset: offset, as: UInt8.self) != bytes.load(fromByteOffset: offset, as: UInt8.self) {
+                return false
+            }
+            return true
+        default:
+            return memcmp(stored, bytes, count) == 0
+        }
     }
 }
 
