@@ -2,6 +2,8 @@
 #define INGEST_CYAJL_SHIM_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <yajl/yajl_parse.h>
 #include <yajl/yajl_version.h>
 
@@ -34,30 +36,103 @@ typedef struct {
     void *swift;
     int (*on_event)(void *swift, int event);
     int (*on_key)(void *swift, const unsigned char *key, size_t length);
+
+    /* Member ends (`members_on`): while the parse is inside a record that is an object,
+       each of its own members adds two offsets from the record's `{` to `ends`, just past
+       the key and just past the value, so that the importer can step over members without
+       scanning them again (see MemberEnds.swift). CYAJL_NOT_PLAIN marks a key or string
+       value whose bytes yajl did not hand over in place: it held an escape, or crossed a read. */
+    int members_on;
+    int capture_depth;         /* records_depth + 1 inside an object record whose ends are kept, else -1 */
+    int members_lost;          /* `ends` could not grow, or the record is too large for them */
+    yajl_handle handle;
+    const unsigned char *block;  /* the bytes yajl is parsing */
+    const unsigned char *block_end;
+    long long base;              /* the block's feed offset */
+    long long record_start;      /* the feed offset of the record's `{` */
+    long long block_offset;      /* base - record_start */
+    uint32_t *ends;
+    size_t end_count, end_capacity;
 } cyajl_feed_state;
 
-static inline int cyajl_feed_scalar(void *ctx, int event) {
+#define CYAJL_NOT_PLAIN 0x80000000u
+
+/* The next block yajl parses, from `base` in the feed. */
+static inline void cyajl_set_block(cyajl_feed_state *s, const unsigned char *block, size_t length, long long base) {
+    s->block = block;
+    s->block_end = block + length;
+    s->base = base;
+    s->block_offset = base - s->record_start;
+}
+
+static inline void cyajl_lose_members(cyajl_feed_state *s) {
+    s->members_lost = 1;
+    s->capture_depth = -1;
+}
+
+static int cyajl_grow_ends(cyajl_feed_state *s) {
+    size_t capacity = s->end_capacity ? s->end_capacity * 2 : 64;
+    uint32_t *grown = (uint32_t *)realloc(s->ends, capacity * sizeof(uint32_t));
+    if (!grown) { cyajl_lose_members(s); return 0; }
+    s->ends = grown;
+    s->end_capacity = capacity;
+    return 1;
+}
+
+/* `text`/`length`: a key's, string's or number's bytes as yajl hands them (NULL for others). */
+static inline void cyajl_member_end(cyajl_feed_state *s, const unsigned char *text, size_t length, int quoted) {
+    if (s->end_count == s->end_capacity && !cyajl_grow_ends(s)) return;
+    long long offset;
+    uint32_t flag = 0;
+    if (text >= s->block && text + length < s->block_end) {
+        /* In place: the token ends right after its text (and the closing quote). */
+        offset = (long long)(text - s->block) + (long long)length + quoted + s->block_offset;
+    } else {
+        offset = (long long)yajl_get_bytes_consumed(s->handle) + s->block_offset;
+        if (quoted) flag = CYAJL_NOT_PLAIN;
+    }
+    if (offset <= 0 || offset >= (long long)CYAJL_NOT_PLAIN) { cyajl_lose_members(s); return; }
+    s->ends[s->end_count++] = (uint32_t)offset | flag;
+}
+
+static inline void cyajl_members_free(cyajl_feed_state *s) {
+    free(s->ends);
+    s->ends = NULL;
+    s->end_count = s->end_capacity = 0;
+}
+
+static inline int cyajl_feed_scalar(void *ctx, int event, const unsigned char *text, size_t length) {
     cyajl_feed_state *s = (cyajl_feed_state *)ctx;
     s->saw_value = 1;
+    if (s->depth == s->capture_depth) {
+        cyajl_member_end(s, text, length, event == CYAJL_STRING);
+        return 1;
+    }
     if (s->watch || s->depth == s->records_depth) return s->on_event(s->swift, event);
     return 1;
 }
 
-static int cyajl_feed_null(void *ctx) { return cyajl_feed_scalar(ctx, CYAJL_NULL); }
-static int cyajl_feed_boolean(void *ctx, int value) { (void)value; return cyajl_feed_scalar(ctx, CYAJL_BOOLEAN); }
+static int cyajl_feed_null(void *ctx) { return cyajl_feed_scalar(ctx, CYAJL_NULL, NULL, 0); }
+static int cyajl_feed_boolean(void *ctx, int value) { (void)value; return cyajl_feed_scalar(ctx, CYAJL_BOOLEAN, NULL, 0); }
 static int cyajl_feed_number(void *ctx, const char *text, size_t length) {
-    (void)text; (void)length;
-    return cyajl_feed_scalar(ctx, CYAJL_NUMBER);
+    return cyajl_feed_scalar(ctx, CYAJL_NUMBER, (const unsigned char *)text, length);
 }
 static int cyajl_feed_string(void *ctx, const unsigned char *text, size_t length) {
-    (void)text; (void)length;
-    return cyajl_feed_scalar(ctx, CYAJL_STRING);
+    return cyajl_feed_scalar(ctx, CYAJL_STRING, text, length);
 }
 
 static inline int cyajl_feed_start(void *ctx, int event) {
     cyajl_feed_state *s = (cyajl_feed_state *)ctx;
     s->saw_value = 1;
     if (s->watch || s->depth + 1 > s->max_depth) return s->on_event(s->swift, event);
+    if (s->depth == s->records_depth && s->members_on) {
+        s->end_count = 0;
+        s->members_lost = event != CYAJL_START_MAP;
+        s->capture_depth = event == CYAJL_START_MAP ? s->records_depth + 1 : -1;
+        /* Just past the `{`, which is never split across reads. */
+        s->record_start = s->base + (long long)yajl_get_bytes_consumed(s->handle) - 1;
+        s->block_offset = s->base - s->record_start;
+    }
     s->depth += 1;
     return 1;
 }
@@ -66,6 +141,7 @@ static inline int cyajl_feed_end(void *ctx, int event) {
     cyajl_feed_state *s = (cyajl_feed_state *)ctx;
     if (s->watch || s->depth - 1 <= s->records_depth) return s->on_event(s->swift, event);
     s->depth -= 1;
+    if (s->depth == s->capture_depth) cyajl_member_end(s, NULL, 0, 0);
     return 1;
 }
 
@@ -76,6 +152,10 @@ static int cyajl_feed_end_array(void *ctx) { return cyajl_feed_end(ctx, CYAJL_EN
 
 static int cyajl_feed_map_key(void *ctx, const unsigned char *key, size_t length) {
     cyajl_feed_state *s = (cyajl_feed_state *)ctx;
+    if (s->depth == s->capture_depth) {
+        cyajl_member_end(s, key, length, 1);
+        return 1;
+    }
     if (s->watch || s->depth == s->key_depth) return s->on_key(s->swift, key, length);
     return 1;
 }

@@ -76,7 +76,7 @@ final class FeedParser {
     /// What yajl would let through that RFC 8259 forbids.
     var strict = StrictJSONBytes()
 
-    init(options: FeedOptions, name: String) {
+    init(options: FeedOptions, name: String, memberEnds: Bool = false) {
         self.options = options
         self.name = name
         switch options.shape {
@@ -101,15 +101,20 @@ final class FeedParser {
         // Keys matter only on the way to a key path; without the callback yajl skips
         // decoding them, and a records array of objects has many.
         callbacks = .allocate(capacity: 1)
-        callbacks.initialize(to: cyajl_feed_callbacks(keyPath == nil && !keyed ? 0 : 1))
+        callbacks.initialize(to: cyajl_feed_callbacks(keyPath == nil && !keyed && !memberEnds ? 0 : 1))
         state = .allocate(capacity: 1)
-        state.initialize(to: cyajl_feed_state(
-            depth: 0, records_depth: Int32(recordsDepth), max_depth: Int32(clamping: options.maxDepth),
-            watch: inRecords ? 0 : 1, key_depth: keyed ? Int32(recordsDepth) : -1, saw_value: 0, swift: nil, on_event: nil, on_key: nil))
+        state.initialize(to: cyajl_feed_state())
+        state.pointee.records_depth = Int32(recordsDepth)
+        state.pointee.max_depth = Int32(clamping: options.maxDepth)
+        state.pointee.watch = inRecords ? 0 : 1
+        state.pointee.key_depth = keyed ? Int32(recordsDepth) : -1
+        state.pointee.members_on = memberEnds ? 1 : 0
+        state.pointee.capture_depth = -1
         state.pointee.swift = Unmanaged.passUnretained(self).toOpaque()
         state.pointee.on_event = { swift, event in FeedParser.with(swift) { $0.event(event) } }
         state.pointee.on_key = { swift, key, length in FeedParser.with(swift) { $0.mapKey(key, length) } }
         handle = yajl_alloc(callbacks, nil, state)
+        state.pointee.handle = handle
         if options.shape == .ndjson {
             _ = cyajl_config(handle, yajl_allow_multiple_values, 1)
         }
@@ -117,6 +122,7 @@ final class FeedParser {
 
     deinit {
         yajl_free(handle)
+        cyajl_members_free(state)
         callbacks.deinitialize(count: 1)
         callbacks.deallocate()
         state.deinitialize(count: 1)
@@ -132,7 +138,9 @@ final class FeedParser {
         if let (index, message) = strict.check(block) {
             throw error(message.hasPrefix("invalid UTF-8") ? .invalidUTF8 : .malformedJSON, message, at: index)
         }
-        let status = yajl_parse(handle, block.baseAddress!.assumingMemoryBound(to: UInt8.self), block.count)
+        let bytes = block.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        cyajl_set_block(state, bytes, block.count, Int64(base))
+        let status = yajl_parse(handle, bytes, block.count)
         try check(status, atEnd: false)
         if inRecords { try carryPending() }
         noteTrailingContent(in: block, base: base)
@@ -161,6 +169,8 @@ final class FeedParser {
     func finish(totalBytes: Int) throws {
         buffer = UnsafeRawBufferPointer(start: nil, count: 0)
         bufferBase = totalBytes
+        // yajl completes by parsing one space of its own, after the last byte.
+        cyajl_set_block(state, nil, 0, Int64(totalBytes))
         let status = yajl_complete_parse(handle)
         guard sawValue || status == yajl_status_client_canceled else {
             if sawContent { throw error(.truncated, "truncated input: the feed ends inside its first value") }
@@ -296,8 +306,14 @@ final class FeedParser {
             refuse(sizeRefusal(size: bytes.count, start: start), start: start)
             return deliverRefused(refusal!, end: end)
         }
+        var record = FeedRecord(index: recordCount, bytes: bytes, byteOffset: start, key: recordKey, keyText: recordKeyText)
+        let ends = state.pointee
+        if ends.capture_depth >= 0, ends.members_lost == 0, bytes.first == UInt8(ascii: "{") {
+            record.memberEnds = UnsafeBufferPointer(start: ends.ends, count: Int(ends.end_count))
+        }
+        state.pointee.capture_depth = -1
         do {
-            try onRecord?(FeedRecord(index: recordCount, bytes: bytes, byteOffset: start, key: recordKey, keyText: recordKeyText))
+            try onRecord?(record)
         } catch {
             failure = error
             return false
@@ -311,6 +327,7 @@ final class FeedParser {
 
     /// Hands on a record that broke a limit, empty, with the error it broke it with.
     func deliverRefused(_ failure: FeedError, end: Int) -> Bool {
+        state.pointee.capture_depth = -1
         let size = bufferBase + end - refusedStart
         if size > refusedReadLimit {
             self.failure = pastReadLimit()

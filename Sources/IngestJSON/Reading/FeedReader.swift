@@ -21,6 +21,11 @@ public struct FeedRecord {
     /// reader reads on past it (up to twice the size limit), so that the splitter writes
     /// it as a row the importer rejects with this reason, and the run goes on.
     public var refusal: FeedError? = nil
+    /// With `FeedReader.collectsMemberEnds`, for a record that is an object: two offsets
+    /// from its first byte per member of its own, just past the key and just past the
+    /// value, each with `MemberEnds.notPlain` set for a key or string whose bytes yajl did
+    /// not hand over in place. Valid only during the call, like `bytes`. nil when not collected.
+    public var memberEnds: UnsafeBufferPointer<UInt32>? = nil
 }
 
 /// Streams a feed through yajl and hands out its records one at a time, reading
@@ -43,6 +48,9 @@ public final class FeedReader {
     /// For records under a key path: the other top-level members, which hold no records
     /// (the first 19 names), known once the read has ended.
     public private(set) var membersOutsideRecords: [String] = []
+    /// Hand each object record's member ends with it (`FeedRecord.memberEnds`), from
+    /// yajl's own pass, so that an importer steps over members instead of scanning them.
+    public var collectsMemberEnds = false
 
     private static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
     /// The read buffer grows up to this for records larger than it (see `read`).
@@ -77,7 +85,7 @@ public final class FeedReader {
     ) throws {
         precondition(!used, "a FeedReader reads its input once")
         used = true
-        let parser = FeedParser(options: options, name: name)
+        let parser = FeedParser(options: options, name: name, memberEnds: collectsMemberEnds)
         var storage = UnsafeMutableRawBufferPointer.allocate(
             byteCount: max(1, options.readBufferSize), alignment: 16)
         defer { storage.deallocate() }

@@ -39,6 +39,9 @@ final class ChunkCommitter: @unchecked Sendable {
     private var feedHasher = Checksum()
     private var chunkHasher = Checksum()
     private var chunkFD: Int32 = -1
+    /// The current chunk's member ends file, and whether writing it failed.
+    private var endsFD: Int32 = -1
+    private var endsFailed = false
     private var chunkBytes = 0
     private(set) var committed: [ChunkInfo] = []
     private(set) var written = 0
@@ -57,6 +60,7 @@ final class ChunkCommitter: @unchecked Sendable {
 
     deinit {
         if chunkFD >= 0 { _ = Glibc.close(chunkFD) }
+        if endsFD >= 0 { _ = Glibc.close(endsFD) }
         if journalFD >= 0 { _ = Glibc.close(journalFD) }
     }
 
@@ -136,7 +140,28 @@ final class ChunkCommitter: @unchecked Sendable {
         }
     }
 
-    func endChunk(_ index: Int, firstRecord: Int, records: Int) {
+    /// The next units of the current chunk's `MemberEnds`, written beside a chunk this split
+    /// writes (and in place before the chunk is, so that whoever is told of it finds them).
+    func writeEnds(_ units: [UInt16]) {
+        enqueue { committer in
+            let index = committer.committed.count + 1
+            guard index > committer.existing.count, !committer.endsFailed else { return }
+            let path = committer.directory + "/" + MemberEnds.fileName(for: index)
+            do {
+                if committer.endsFD < 0 { committer.endsFD = try FileOps.openForWriting(path) }
+                try units.withUnsafeBytes { try FileOps.writeAll(committer.endsFD, $0, path: path) }
+            } catch {
+                // The ends only spare the importer a scan: a chunk whose ends cannot be written
+                // is scanned, and its run goes on.
+                committer.endsFailed = true
+            }
+        }
+    }
+
+    /// `memberEnds`: the last units of the chunk's `MemberEnds` (see `writeEnds`); nil when
+    /// the split writes none, and then no file of an earlier split is left to be taken for them.
+    func endChunk(_ index: Int, firstRecord: Int, records: Int, memberEnds: [UInt16]? = nil) {
+        if let memberEnds { writeEnds(memberEnds) }
         enqueue { committer in
             let digest = committer.chunkHasher.hex
             let info = ChunkInfo(index: index, firstRecord: firstRecord, records: records,
@@ -146,6 +171,7 @@ final class ChunkCommitter: @unchecked Sendable {
                     throw SplitError.feedChanged(directory: committer.directory, chunk: info.file)
                 }
             } else {
+                committer.closeEnds(chunk: index, keep: memberEnds != nil)
                 let temporary = committer.temporaryPath(index)
                 if committer.durable { try FileOps.sync(committer.chunkFD, path: temporary) }
                 try FileOps.close(committer.chunkFD, path: temporary)
@@ -190,7 +216,18 @@ final class ChunkCommitter: @unchecked Sendable {
                 chunkFD = -1
                 _ = unlink(temporaryPath(committed.count + 1))
             }
+            if endsFD >= 0 { closeEnds(chunk: committed.count + 1, keep: false) }
         }
+    }
+
+    /// Ends the chunk's member ends file: kept when it was written whole, else removed.
+    private func closeEnds(chunk index: Int, keep: Bool) {
+        if endsFD >= 0 {
+            if Glibc.close(endsFD) != 0 { endsFailed = true }
+            endsFD = -1
+        }
+        if !keep || endsFailed { _ = unlink(directory + "/" + MemberEnds.fileName(for: index)) }
+        endsFailed = false
     }
 
     private func temporaryPath(_ index: Int) -> String {

@@ -33,6 +33,8 @@ public struct SplitOptions: Sendable {
     /// With `withoutFeed`: the records of each chunk imported already. A chunk imported whole
     /// needs no file.
     public var recordsDone: [Int: Int] = [:]
+    /// Write each chunk's `MemberEnds` beside it, for an importer in this process.
+    public var writesMemberEnds = false
 
     public static let defaultChunkSize = 5_000
 
@@ -109,15 +111,16 @@ public final class Splitter {
     private var manifestPath: String { directory + "/" + SplitManifest.fileName }
     private var journalPath: String { directory + "/" + SplitJournal.fileName }
 
+    /// Whether a file in a chunk directory is the split's own: a chunk, its member ends, the manifest or the journal.
+    public static func isSplitFile(_ name: String) -> Bool {
+        ChunkInfo.index(inFileName: name) != nil || MemberEnds.index(inFileName: name) != nil
+            || name == SplitManifest.fileName || name == SplitJournal.fileName
+    }
+
     /// Splits the feed, or continues an interrupted split of it.
     /// - Throws: `FeedError` for bad input (nothing after the last complete chunk is
     ///   kept); `SplitError` when the directory belongs to another feed; `IOError`
     ///   when a file cannot be read or written.
-    /// Whether a file in a chunk directory is the split's own: a chunk, the manifest or the journal.
-    public static func isSplitFile(_ name: String) -> Bool {
-        ChunkInfo.index(inFileName: name) != nil || name == SplitManifest.fileName || name == SplitJournal.fileName
-    }
-
     public func run() throws -> SplitReport {
         guard options.chunkSize >= 1 else { throw SplitError.invalidOption("the chunk size must be at least 1") }
         try FileOps.makeDirectory(directory)
@@ -184,11 +187,14 @@ public final class Splitter {
         var shaper = RecordShaper(form: options.form)
         shaper.maxDepth = options.feed.maxDepth
         let reshapes = record(needsShaping: options)
+        // Rewritten records have other offsets than the feed's: their chunks get no ends.
+        reader.collectsMemberEnds = options.writesMemberEnds && !reshapes
+        let ends = reader.collectsMemberEnds ? MemberEndsWriter(committer: committer) : nil
 
         func endChunk(_ records: Int) throws {
             committer.write(block)
             block = committer.emptyBlock()
-            committer.endChunk(chunkIndex, firstRecord: (chunkIndex - 1) * chunkSize, records: records)
+            committer.endChunk(chunkIndex, firstRecord: (chunkIndex - 1) * chunkSize, records: records, memberEnds: ends?.take())
             try committer.checkFailure()
         }
 
@@ -233,6 +239,7 @@ public final class Splitter {
                     committer.write(block)
                     block = committer.emptyBlock()
                 }
+                // One entry of member ends per line: only a record written as the feed has it keeps its ends.
                 if let shaped {
                     // Made by JSONValue's printer or from a record without line breaks: one line.
                     if shaped.contains(0x0A) || shaped.contains(0x0D) {
@@ -240,10 +247,13 @@ public final class Splitter {
                     } else {
                         block.append(contentsOf: shaped)
                     }
+                    ends?.append(nil, length: 0)
                 } else if JSONText.containsLineBreak(record.bytes) {
                     block.append(contentsOf: JSONText.compacted(record.bytes))
+                    ends?.append(nil, length: 0)
                 } else {
                     block.append(contentsOf: record.bytes)
+                    ends?.append(record.memberEnds, length: record.bytes.count)
                 }
                 block.append(UInt8(ascii: "\n"))
                 inChunk += 1
@@ -266,7 +276,7 @@ public final class Splitter {
         let chunks = committer.committed
 
         for name in try FileOps.contents(of: directory) {
-            if let index = ChunkInfo.index(inFileName: name), index > chunks.count {
+            if let index = ChunkInfo.index(inFileName: name) ?? MemberEnds.index(inFileName: name), index > chunks.count {
                 try FileOps.remove(directory + "/" + name)
             }
         }

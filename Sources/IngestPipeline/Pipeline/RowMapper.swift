@@ -175,17 +175,24 @@ final class RowMapper {
         slotLists.deallocate()
     }
 
-    /// Adds the rows of the record at `range` of `request.text`.
+    /// Adds the rows of the record at `range` of `request.text`, stepping over its members
+    /// by `memberEnds` when the split handed them on (`MemberEnds`).
     /// - Throws: `CoercionError` or `FeedError`: the record is rejected for that reason.
     /// Its members the pipeline does not map are counted in `members`.
-    func add(record range: Range<Int>, number: Int, to request: inout BatchInsertRequest) throws {
+    func add(record range: Range<Int>, number: Int, memberEnds: RecordEnds? = nil,
+             to request: inout BatchInsertRequest) throws {
         request.beginRecord(number: number)
         let mapped = request.text.withUnsafeBytes { text in
             let record = UnsafeRawBufferPointer(rebasing: text[range])
             // A row the splitter marked as not fitting its header is rejected the slow way.
             guard !Self.isRowError(record) else { return false }
             // Records reach the mapper from chunks, whose bytes the splitter checked.
-            guard plan.pointee.capture(record, into: captures, log: members.log, splitterChecked: true) else {
+            let captured = if let memberEnds {
+                plan.pointee.capture(record, memberEnds: memberEnds, into: captures, log: members.log)
+            } else {
+                plan.pointee.capture(record, into: captures, log: members.log, splitterChecked: true)
+            }
+            guard captured else {
                 members.count(parsing: record, plan: &plan.pointee)
                 return false
             }

@@ -55,8 +55,9 @@ final class PostgresChunkSource: ChunkSource {
             logger.debug("chunk claimed", metadata: ["chunk": "\(lease.number)", "done": "\(lease.done)", "records": "\(lease.records)"])
             let started = StageTimes.now()
             do {
-                let bytes = try bytes(of: lease)
-                return ClaimedChunk(info: lease.chunk(byteSize: bytes.count), bytes: bytes, done: lease.done, readSeconds: StageTimes.now() - started)
+                let (bytes, ends) = try bytes(of: lease)
+                return ClaimedChunk(info: lease.chunk(byteSize: bytes.count), bytes: bytes, memberEndsFile: ends, done: lease.done,
+                                    readSeconds: StageTimes.now() - started)
             } catch is ChunkTakenOver {
                 continue
             } catch is ChunkNotStored {
@@ -154,13 +155,17 @@ final class PostgresChunkSource: ChunkSource {
     /// A chunk's bytes: this process's own chunk file when it has one, else the database's
     /// copy; checked against the chunk's checksum either way.
     /// - Throws: `ChunkTakenOver` when the chunk was finished (its bytes dropped) meanwhile.
-    private func bytes(of lease: ChunkLease) throws -> [UInt8] {
+    /// The chunk's bytes, and its `MemberEnds` file when this process's split wrote both.
+    private func bytes(of lease: ChunkLease) throws -> ([UInt8], String?) {
         let keptFile = keptFiles?.isReading == true ? keptFiles!.directory : nil
         let localFile = (localChunks ?? keptFile).map { $0 + "/" + ChunkInfo.fileName(for: lease.number) }
-        if let localFile, let local = try? FileOps.readFile(localFile),
-           localSplit?.localSums.withLock({ $0[lease.number] }) == lease.checksum
-            || local.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum {
-            return local
+        if let localFile, let local = try? FileOps.readFile(localFile) {
+            if let localSplit, localSplit.localSums.withLock({ $0[lease.number] }) == lease.checksum {
+                let ends = localSplit.wroteFiles.withLock { $0.contains(lease.number) }
+                    ? localChunks.map { $0 + "/" + MemberEnds.fileName(for: lease.number) } : nil
+                return (local, ends)
+            }
+            if local.withUnsafeBytes({ Checksum.hex(of: $0) }) == lease.checksum { return (local, nil) }
         }
         guard let stored = try connection.fetchBytes("SELECT bytes FROM _ingest_chunks WHERE run = $1 AND number = $2",
                                                       [String(run), String(lease.number)]) else { throw ChunkTakenOver() }
@@ -181,7 +186,7 @@ final class PostgresChunkSource: ChunkSource {
             // Not SQLite's advice (delete the file, resume): found by probing, it named neither.
             throw ImportError("chunk \(lease.number) of run \(run), as stored in \(connection.target), is not the chunk the split registered (its checksum differs): it was damaged in the database, or the chunk file it was stored from changed after the split; no process imports it as it is")
         }
-        return bytes
+        return (bytes, nil)
     }
 }
 

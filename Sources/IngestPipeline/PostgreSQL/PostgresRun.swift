@@ -242,7 +242,7 @@ public enum PostgresImport {
     ///   recorded in the run too); `ImportError` for a feed that changed; `PostgresError`.
     public static func split(feed: String, run: Int, url: PostgresURL, directory: String, options: PostgresImportOptions,
                              cancellation: SplitCancellation? = nil, keeping process: String? = nil,
-                             onStored: (@Sendable (ChunkInfo) -> Void)? = nil) throws -> Split {
+                             onStored: (@Sendable (ChunkInfo, _ written: Bool) -> Void)? = nil) throws -> Split {
         let connection = try PostgresConnection(url)
         guard let (_, found) = try record(of: run, connection) else { throw ImportError(.noImport(store: url.description)) }
         var record = found
@@ -261,6 +261,8 @@ public enum PostgresImport {
         // Stored or kept, the chunks are registered in the database; the files need no flush
         // (a process that outlives this one splits the feed again when it needs them).
         splitOptions.durable = false
+        // The chunks this process keeps are read by its own workers, which step over members by their ends.
+        splitOptions.writesMemberEnds = keeps
         let splitter = Splitter(feedPath: feed, directory: directory, options: splitOptions)
         // A kept chunk's bytes stay in its file: nothing is made of them here.
         if keeps {
@@ -275,7 +277,7 @@ public enum PostgresImport {
         // The chunk callbacks come one at a time on the split's writer thread, and end before
         // `run()` returns: the connection is theirs until then.
         let shared = UncheckedSendable(connection)
-        splitter.onChunkBytes = { chunk, _, compressed in
+        splitter.onChunkBytes = { chunk, written, compressed in
             let connection = shared.value
             guard stored.withLock({ $0.failure == nil }) else { return }
             do {
@@ -311,7 +313,7 @@ public enum PostgresImport {
                 }
                 stored.withLock { $0.chunks += 1; $0.bytes += chunk.byteSize }
                 // Its local file now holds what the database holds under this number.
-                onStored?(chunk)
+                onStored?(chunk, written)
             } catch {
                 stored.withLock { $0.failure = error }
                 stopper.cancel()

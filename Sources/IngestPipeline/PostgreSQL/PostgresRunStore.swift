@@ -235,6 +235,8 @@ final class PostgresSplitStage: Sendable {
     /// The last chunk this split wrote (0 before the first): it writes them in order, so every
     /// chunk up to it is in this process's chunk files.
     let lastWritten = Locked<Int>(0)
+    /// The chunks whose files (and `MemberEnds`) this split wrote, not found from an earlier one.
+    let wroteFiles = Locked<Set<Int>>([])
     /// Stores the chunks this split keeps when other processes want work.
     let uploader: ChunkUploader
 
@@ -253,8 +255,9 @@ final class PostgresSplitStage: Sendable {
                 // outlives this process: its chunks are all stored, as they are made.
                 try PostgresImport.split(feed: split.feed, run: run, url: join.url, directory: split.directory,
                                          options: join.options, cancellation: join.splitCancellation,
-                                         keeping: FileOps.isReadOnce(split.feed) ? nil : process) { [self] chunk in
+                                         keeping: FileOps.isReadOnce(split.feed) ? nil : process) { [self] chunk, wrote in
                     localSums.withLock { $0[chunk.index] = chunk.checksum }
+                    if wrote { wroteFiles.withLock { _ = $0.insert(chunk.index) } }
                     lastWritten.withLock { $0 = max($0, chunk.index) }
                 }
             }

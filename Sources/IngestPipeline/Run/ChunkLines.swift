@@ -56,9 +56,10 @@ extension RowMapper {
     /// Maps the record at `range` into `request`; returns why it cannot be mapped (it is
     /// then left out), or nil.
     /// - Throws: what the mapper throws other than a record's own problem.
-    func add(record range: Range<Int>, number: Int, to request: inout BatchInsertRequest, reason: inout String?) throws {
+    func add(record range: Range<Int>, number: Int, memberEnds: RecordEnds? = nil,
+             to request: inout BatchInsertRequest, reason: inout String?) throws {
         do {
-            try add(record: range, number: number, to: &request)
+            try add(record: range, number: number, memberEnds: memberEnds, to: &request)
             reason = nil
         } catch let error as CoercionError {
             reason = error.message

@@ -5,6 +5,8 @@ import IngestJSON
 struct ClaimedChunk: Sendable {
     var info: ChunkInfo
     var bytes: [UInt8]
+    /// The chunk's `MemberEnds` file, when this process's split wrote it.
+    var memberEndsFile: String? = nil
     /// Records done before this claim (the chunk's marker).
     var done: Int
     /// Seconds spent reading and checking the bytes (the report counts them as parsing).

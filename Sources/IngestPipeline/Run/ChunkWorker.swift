@@ -174,6 +174,8 @@ final class ChunkWorker {
         while !shouldStop() {
             guard let claimed = try source.claim(until: shouldStop) else { return }
             let chunk = claimed.info
+            // A missing file (removed meanwhile) only means the records are scanned.
+            let ends = claimed.memberEndsFile.flatMap(MemberEndsReader.init(path:))
             totals.times.parse += claimed.readSeconds
             logger.debug("chunk started", metadata: ["chunk": "\(chunk.index)", "records": "\(chunk.records)", "done before": "\(claimed.done)"])
             func newRequest() -> BatchInsertRequest {
@@ -202,8 +204,13 @@ final class ChunkWorker {
             var mapping = StageTimes.now()
             var next = claimed.done
             var lines = ChunkLines.Iterator(bytes: claimed.bytes, skip: claimed.done)
+            ends?.skip(claimed.done)
             while let (range, index) = lines.next() {
-                try rows.add(record: range, number: index, to: &request, reason: &reason)
+                if ends == nil {
+                    try rows.add(record: range, number: index, to: &request, reason: &reason)
+                } else {
+                    try ends!.withNext { try rows.add(record: range, number: index, memberEnds: $0, to: &request, reason: &reason) }
+                }
                 if let reason {
                     logger.trace("record rejected", metadata: ["chunk": "\(chunk.index)", "index": "\(index)", "reason": "\(reason)"])
                     rejects.append(ImportMarker.Reject(chunk, index: index, reason: reason,

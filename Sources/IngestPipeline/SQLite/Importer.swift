@@ -250,7 +250,10 @@ public final class Importer: Sendable {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         var removed = 0
         for file in files where Splitter.isSplitFile(file) {
-            if (try? FileManager.default.removeItem(atPath: directory + "/" + file)) != nil { removed += 1 }
+            // Member ends go with their chunks, uncounted: they are the run's aside, not its chunks.
+            if (try? FileManager.default.removeItem(atPath: directory + "/" + file)) != nil, MemberEnds.index(inFileName: file) == nil {
+                removed += 1
+            }
         }
         if (try? FileManager.default.contentsOfDirectory(atPath: directory))?.isEmpty == true {
             try? FileManager.default.removeItem(atPath: directory)
@@ -261,6 +264,14 @@ public final class Importer: Sendable {
             }
         }
         return removed
+    }
+
+    /// Removes the chunks' member ends from a directory whose chunks are kept: only the run
+    /// whose split wrote them reads them.
+    static func deleteMemberEnds(_ directory: String) {
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where MemberEnds.index(inFileName: file) != nil {
+            try? FileManager.default.removeItem(atPath: directory + "/" + file)
+        }
     }
 
     private func absolute(_ path: String) -> String {

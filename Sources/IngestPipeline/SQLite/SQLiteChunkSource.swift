@@ -10,13 +10,17 @@ final class SQLiteChunkSource: ChunkSource {
     let done: [Int: Int]
     /// Whether a chunk's bytes were checked already (this run wrote or verified them).
     let trusted: @Sendable (Int) -> Bool
+    /// Whether this process's split wrote a chunk's `MemberEnds` (an earlier process's are not read).
+    let endsWritten: @Sendable (Int) -> Bool
     let state: RunState
 
-    init(queue: ChunkQueue, directory: String, done: [Int: Int], trusted: @escaping @Sendable (Int) -> Bool, state: RunState) {
+    init(queue: ChunkQueue, directory: String, done: [Int: Int], trusted: @escaping @Sendable (Int) -> Bool,
+         endsWritten: @escaping @Sendable (Int) -> Bool = { _ in false }, state: RunState) {
         self.queue = queue
         self.directory = directory
         self.done = done
         self.trusted = trusted
+        self.endsWritten = endsWritten
         self.state = state
     }
 
@@ -30,7 +34,8 @@ final class SQLiteChunkSource: ChunkSource {
             throw ImportError(.chunkChanged(path: path))
         }
         let (state, index) = (self.state, chunk.index)
-        return ClaimedChunk(info: chunk, bytes: bytes, done: done[index] ?? 0, readSeconds: StageTimes.now() - started,
+        let ends = endsWritten(index) ? directory + "/" + MemberEnds.fileName(for: index) : nil
+        return ClaimedChunk(info: chunk, bytes: bytes, memberEndsFile: ends, done: done[index] ?? 0, readSeconds: StageTimes.now() - started,
                             waitForTurn: { if !state.order.waitForTurn(index) { throw CommitTurnCancelled() } },
                             finished: { state.chunkFinished(index) })
     }

@@ -132,6 +132,8 @@ final class SQLiteRunSession: RunSession {
         var splitOptions = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, form: spec.recordForm)
         splitOptions.withoutFeed = options.withoutFeed
         splitOptions.recordsDone = done
+        // Only the batch path's capture steps over members by their ends.
+        splitOptions.writesMemberEnds = !options.objectPath
         let queue = ChunkQueue(consumers: workerCount)
         let split = SplitStage(.init(
             feed: options.feed, directory: directory, options: splitOptions, done: done,
@@ -235,7 +237,7 @@ final class SQLiteRunSession: RunSession {
         finished.outcomes = outcomes
         finished.keptChunks = options.keepChunks
         try ImportMarker.save(finished, coordinator)
-        if !options.keepChunks { Importer.deleteChunks(begun.chunks) }
+        if options.keepChunks { Importer.deleteMemberEnds(begun.chunks) } else { Importer.deleteChunks(begun.chunks) }
         logger.info("import run finished", metadata: [
             "imported": "\(report.imported)", "rejected": "\(report.rejectedThisRun)", "seconds": "\(report.seconds)",
             "inserted": "\(outcomes.inserted)", "updated": "\(outcomes.updated)", "unchanged": "\(outcomes.unchanged)",
@@ -263,7 +265,8 @@ struct SQLiteRunWorkers: RunWorkers {
     func makeWorker(_ number: Int, _ logger: Logger) throws -> (source: any ChunkSource, path: ChunkWorker.Path) {
         let (verified, split) = (verified, split)
         let source = SQLiteChunkSource(queue: queue, directory: directory, done: done,
-                                       trusted: { verified.contains($0) || split.wrote($0) }, state: state)
+                                       trusted: { verified.contains($0) || split.wrote($0) },
+                                       endsWritten: { split.wrote($0) }, state: state)
         if batchPath, let (writer, rows) = importer.makeBatchPath(coordinator, firstRowOfRun: firstRowOfRun, keys: keys) {
             return (source, .batch(writer, rows))
         }

@@ -1,0 +1,109 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension JSONCapturePlan {
+    /// `capture(_:into:log:maxDepth:splitterChecked:)` for a chunk's record whose member
+    /// ends the splitter's yajl pass found (`MemberEnds`, read by `MemberEndsReader`):
+    /// the record's own members are stepped over by their ends, and only the objects the
+    /// plan reads into are scanned. It gives exactly what the scan gives: whatever the ends
+    /// cannot vouch for (an escaped or split key, a key twice, an end that does not fit the
+    /// bytes it points at) is left to the scan.
+    public func capture(_ record: UnsafeRawBufferPointer, memberEnds ends: RecordEnds,
+                        into captures: UnsafeMutableBufferPointer<JSONCapture>,
+                        log: UnsafeMutablePointer<CaptureLog>? = nil, maxDepth: Int = FeedOptions.defaultMaxDepth) -> Bool {
+        for index in 0..<slotCount { captures[index] = .absent }
+        log?.pointee.count = 0
+        var scanner = JSONScanner(bytes: record, maxDepth: maxDepth)
+        let stepped = withExtendedLifetime(table) {
+            scanner.captureMembers(table.view, ends: ends, into: captures, log: log)
+        }
+        if stepped { return true }
+        return capture(record, into: captures, log: log, maxDepth: maxDepth, splitterChecked: true)
+    }
+}
+
+extension JSONScanner {
+    /// The record's own object by its member ends: false when the ends do not vouch for
+    /// every member (the caller then scans the record).
+    mutating func captureMembers(_ plan: TableView, ends: RecordEnds,
+                                 into captures: UnsafeMutableBufferPointer<JSONCapture>,
+                                 log: UnsafeMutablePointer<CaptureLog>?) -> Bool {
+        let count = bytes.count
+        guard count > 1, count == ends.length, bytes[0] == UInt8(ascii: "{") else { return false }
+        at = 1
+        let node = JSONCapturePlan.root
+        let first = Int(plan.first[node])
+        var seen: UInt64 = 0
+        var index = 0
+        while index < ends.count {
+            let (key, value) = (ends[index], ends[index + 1])
+            index += 2
+            // Not plain: an escaped key, or one yajl saw across two reads.
+            guard key.plain else { return false }
+            let keyEnd = key.offset, valueEnd = value.offset
+            skipSpace()
+            guard at < keyEnd - 1, valueEnd <= count, bytes[at] == UInt8(ascii: "\""), bytes[keyEnd - 1] == UInt8(ascii: "\"")
+            else { return false }
+            let name = UnsafeRawBufferPointer(rebasing: bytes[(at + 1)..<(keyEnd - 1)])
+            at = keyEnd
+            skipSpace()
+            guard at < valueEnd, bytes[at] == UInt8(ascii: ":") else { return false }
+            at += 1
+            skipSpace()
+            guard at < valueEnd else { return false }
+            let found = plan.entry(node, name)
+            let slot = found.map { Int(plan.slot[first + $0]) } ?? -2
+            if let entry = found, slot >= -1 {
+                guard entry < 64, seen & (1 << entry) == 0 else { return false }
+                seen |= 1 << entry
+                let start = at
+                var kind: JSONCapture.Kind
+                switch bytes[at] {
+                case UInt8(ascii: "{"): kind = .object
+                case UInt8(ascii: "["): kind = .array
+                case UInt8(ascii: "\""): kind = .string
+                case UInt8(ascii: "t"): kind = .trueValue
+                case UInt8(ascii: "f"): kind = .falseValue
+                case UInt8(ascii: "n"): kind = .null
+                default: kind = .number
+                }
+                let child = Int(plan.child[first + entry])
+                if kind == .object && child >= 0 {
+                    guard captureObject(plan, node: child, depth: 2, into: captures, log: log), at == valueEnd else { return false }
+                } else if kind == .string {
+                    guard bytes[valueEnd - 1] == UInt8(ascii: "\"") else { return false }
+                    if !value.plain {
+                        // Escaped (or split across reads): the scan's own checks, lone surrogates included.
+                        guard let end = stringEnd(), end == valueEnd - 1 else { return false }
+                        if sawEscape { kind = .escapedString }
+                    }
+                    at = valueEnd
+                } else {
+                    at = valueEnd
+                }
+                if slot >= 0 {
+                    let quoted = kind == .string || kind == .escapedString
+                    captures[slot] = JSONCapture(kind: kind, start: Int32(quoted ? start + 1 : start),
+                                                 end: Int32(quoted ? at - 1 : at))
+                }
+            } else {
+                log?.pointee.note(node: node, key: name.baseAddress! - bytes.baseAddress!, count: name.count,
+                                  counter: found == nil ? -1 : Int32(-2 - slot))
+                at = valueEnd
+            }
+            skipSpace()
+            guard at < count else { return false }
+            let expected = index < ends.count ? UInt8(ascii: ",") : UInt8(ascii: "}")
+            guard bytes[at] == expected else { return false }
+            at += 1
+        }
+        if ends.count == 0 {
+            skipSpace()
+            guard at < count, bytes[at] == UInt8(ascii: "}") else { return false }
+            at += 1
+        }
+        skipSpace()
+        return at == count
+    }
+}
