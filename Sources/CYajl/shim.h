@@ -41,10 +41,12 @@ typedef struct {
        each of its own members adds two offsets from the record's `{` to `ends`, just past
        the key and just past the value, so that the importer can step over members without
        scanning them again (see MemberEnds.swift). CYAJL_NOT_PLAIN marks a key or string
-       value whose bytes yajl did not hand over in place: it held an escape, or crossed a read. */
+       whose bytes yajl did not hand over in place (it held an escape, or crossed a read), and
+       an array or object value with such a key or string inside. */
     int members_on;
     int capture_depth;         /* records_depth + 1 inside an object record whose ends are kept, else -1 */
     int members_lost;          /* `ends` could not grow, or the record is too large for them */
+    int value_escaped;         /* a key or string inside the member's value is not plain */
     yajl_handle handle;
     const unsigned char *block;  /* the bytes yajl is parsing */
     const unsigned char *block_end;
@@ -79,12 +81,17 @@ static int cyajl_grow_ends(cyajl_feed_state *s) {
     return 1;
 }
 
-/* `text`/`length`: a key's, string's or number's bytes as yajl hands them (NULL for others). */
-static inline void cyajl_member_end(cyajl_feed_state *s, const unsigned char *text, size_t length, int quoted) {
+/* Whether yajl handed a token's text over in place, inside the block it parses. */
+static inline int cyajl_in_place(const cyajl_feed_state *s, const unsigned char *text, size_t length) {
+    return text >= s->block && text + length < s->block_end;
+}
+
+/* `text`/`length`: a key's, string's or number's bytes as yajl hands them (NULL for others);
+   `flag`: CYAJL_NOT_PLAIN for an array or object with a key or string inside that is not. */
+static inline void cyajl_member_end(cyajl_feed_state *s, const unsigned char *text, size_t length, int quoted, uint32_t flag) {
     if (s->end_count == s->end_capacity && !cyajl_grow_ends(s)) return;
     long long offset;
-    uint32_t flag = 0;
-    if (text >= s->block && text + length < s->block_end) {
+    if (cyajl_in_place(s, text, length)) {
         /* In place: the token ends right after its text (and the closing quote). */
         offset = (long long)(text - s->block) + (long long)length + quoted + s->block_offset;
     } else {
@@ -105,9 +112,11 @@ static inline int cyajl_feed_scalar(void *ctx, int event, const unsigned char *t
     cyajl_feed_state *s = (cyajl_feed_state *)ctx;
     s->saw_value = 1;
     if (s->depth == s->capture_depth) {
-        cyajl_member_end(s, text, length, event == CYAJL_STRING);
+        cyajl_member_end(s, text, length, event == CYAJL_STRING, 0);
         return 1;
     }
+    /* Inside a member's value: an escaped string there is checked by the importer's scan. */
+    if (event == CYAJL_STRING && s->capture_depth >= 0 && !cyajl_in_place(s, text, length)) s->value_escaped = 1;
     if (s->watch || s->depth == s->records_depth) return s->on_event(s->swift, event);
     return 1;
 }
@@ -127,6 +136,7 @@ static inline int cyajl_feed_start(void *ctx, int event) {
     if (s->watch || s->depth + 1 > s->max_depth) return s->on_event(s->swift, event);
     if (s->depth == s->records_depth && s->members_on) {
         s->end_count = 0;
+        s->value_escaped = 0;
         s->members_lost = event != CYAJL_START_MAP;
         s->capture_depth = event == CYAJL_START_MAP ? s->records_depth + 1 : -1;
         /* Just past the `{`, which is never split across reads. */
@@ -141,7 +151,10 @@ static inline int cyajl_feed_end(void *ctx, int event) {
     cyajl_feed_state *s = (cyajl_feed_state *)ctx;
     if (s->watch || s->depth - 1 <= s->records_depth) return s->on_event(s->swift, event);
     s->depth -= 1;
-    if (s->depth == s->capture_depth) cyajl_member_end(s, NULL, 0, 0);
+    if (s->depth == s->capture_depth) {
+        cyajl_member_end(s, NULL, 0, 0, s->value_escaped ? CYAJL_NOT_PLAIN : 0);
+        s->value_escaped = 0;
+    }
     return 1;
 }
 
@@ -153,9 +166,10 @@ static int cyajl_feed_end_array(void *ctx) { return cyajl_feed_end(ctx, CYAJL_EN
 static int cyajl_feed_map_key(void *ctx, const unsigned char *key, size_t length) {
     cyajl_feed_state *s = (cyajl_feed_state *)ctx;
     if (s->depth == s->capture_depth) {
-        cyajl_member_end(s, key, length, 1);
+        cyajl_member_end(s, key, length, 1, 0);
         return 1;
     }
+    if (s->capture_depth >= 0 && !cyajl_in_place(s, key, length)) s->value_escaped = 1;
     if (s->watch || s->depth == s->key_depth) return s->on_key(s->swift, key, length);
     return 1;
 }

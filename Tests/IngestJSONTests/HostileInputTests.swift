@@ -29,6 +29,27 @@ import Testing
         return looked
     }
 
+    /// JSON's tokens, escapes and bytes that are not UTF-8, for `mutated`.
+    static let tokens: [[UInt8]] = ["{", "}", "[", "]", "\"", ",", ":", "\\", "\\u", "\\uD800", "\\uDC00", "-", "1e999", "null", "tru",
+                                    "[[[[[[[[", "}}}}", "\u{0}", "é"].map { Array($0.utf8) } + [[0xC0, 0x80], [0xFF], [0xED, 0xA0, 0x80]]
+
+    /// `base` with one to four random changes: a byte replaced, bytes cut, a token put in,
+    /// or a stretch of it copied elsewhere.
+    static func mutated(_ base: [UInt8], _ random: inout SeededRandom) -> [UInt8] {
+        var bytes = base
+        for _ in 0..<(1 + random.next(4)) {
+            let at = random.next(bytes.count)
+            switch random.next(4) {
+            case 0: bytes[at] = UInt8(random.next(256))
+            case 1: bytes.removeSubrange(at..<min(bytes.count, at + 1 + random.next(30)))
+            case 2: bytes.insert(contentsOf: tokens[random.next(tokens.count)], at: at)
+            default: bytes.insert(contentsOf: bytes[at..<min(bytes.count, at + random.next(60))], at: random.next(bytes.count))
+            }
+            if bytes.isEmpty { bytes = [UInt8(ascii: "[")] }
+        }
+        return bytes
+    }
+
     /// Random mutations of a generated feed (a plain seeded mutation test: libFuzzer's
     /// `-sanitize=fuzzer` needs a main-less harness this package does not build).
     /// Every outcome is records or a located `FeedError`; every record the reader gives
@@ -37,23 +58,11 @@ import Testing
     @Test func mutatedFeedsGiveRecordsOrLocatedErrors() throws {
         let iterations = ProcessInfo.processInfo.environment["INGEST_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 400
         let base = FeedGenerator(records: 12, seed: 5).bytes()
-        let tokens: [[UInt8]] = ["{", "}", "[", "]", "\"", ",", ":", "\\", "\\u", "\\uD800", "\\uDC00", "-", "1e999", "null", "tru",
-                                 "[[[[[[[[", "}}}}", "\u{0}", "é"].map { Array($0.utf8) } + [[0xC0, 0x80], [0xFF], [0xED, 0xA0, 0x80]]
         var random = SeededRandom(seed: 2026)
         let dir = try TemporaryDirectory()
         var located = 0, clean = 0
         for iteration in 0..<iterations {
-            var bytes = base
-            for _ in 0..<(1 + random.next(4)) {
-                let at = random.next(bytes.count)
-                switch random.next(4) {
-                case 0: bytes[at] = UInt8(random.next(256))
-                case 1: bytes.removeSubrange(at..<min(bytes.count, at + 1 + random.next(30)))
-                case 2: bytes.insert(contentsOf: tokens[random.next(tokens.count)], at: at)
-                default: bytes.insert(contentsOf: bytes[at..<min(bytes.count, at + random.next(60))], at: random.next(bytes.count))
-                }
-                if bytes.isEmpty { bytes = [UInt8(ascii: "[")] }
-            }
+            let bytes = Self.mutated(base, &random)
             var records: [[UInt8]] = []
             do {
                 let reader = FeedReader(source: MemoryByteSource(bytes, readSize: 1 + random.next(200)), name: "fuzz")

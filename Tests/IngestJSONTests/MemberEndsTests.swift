@@ -1,3 +1,4 @@
+import Foundation
 @testable import IngestJSON
 import IngestTestSupport
 import Testing
@@ -38,6 +39,10 @@ import Testing
         #"{"":0,"id":12}"#,
         // Offsets past 15 bits: written as 32-bit words.
         #"{"id":14,"big":""# + String(repeating: "x", count: 40_000) + #"","title":"after the big one"}"#,
+        // Escapes inside an object the plan does not read: a lone surrogate (left to the full
+        // parser, as the scan leaves it), and an escaped backslash before "uD800" (no escape).
+        #"{"id":15,"exif":{"exposure":"1\/30","k\uD800":1},"title":"t"}"#,
+        #"{"id":16,"exif":{"exposure":"1\/30","note":"a\\uD800"},"title":"t"}"#,
     ]
 
     /// The feed of `records` (and a line break inside one: such a record is compacted and gets no ends).
@@ -120,8 +125,9 @@ import Testing
         let notStepped = Set(Self.records).subtracting(steppedRecords)
         // An escaped key, a key twice (in the record or in an object the plan reads into), a lone
         // surrogate, and the record with a line break (compacted on its way to the chunk: no ends).
-        #expect(notStepped == [Self.records[7], Self.records[8], Self.records[9], Self.records[10]])
-        #expect(steppedRecords.count == Self.records.count - 4)
+        #expect(notStepped == [Self.records[7], Self.records[8], Self.records[9], Self.records[10], Self.records[16]])
+        #expect(steppedRecords.count == Self.records.count - 5)
+        #expect(Self.outcome(Array(Self.records[16].utf8), ends: nil).0.captured == false)
         // The record past 32 KiB has its ends as 32-bit words, and is stepped all the same.
         let big = try #require(read.first { $0.text.count > 40_000 })
         #expect(big.ends.first == 0xFFFF && big.ends.count == 1 + 2 + 2 + 2 * 2 * 3)
@@ -250,5 +256,46 @@ import Testing
         let lengths = (0..<5).map { _ in reader.withNext { $0?.length } }
         #expect(lengths == [lines[0].count, nil, nil, lines[3].count, lines[4].count])
         #expect(reader.withNext { $0 == nil })
+    }
+
+    /// Collecting ends changes nothing the reader gives, records or located errors, and the
+    /// capture by ends gives the scan's result on every record of hostile feeds.
+    /// INGEST_FUZZ_ITERATIONS runs more.
+    @Test func mutatedFeedsReadTheSameWithEndsAndTheirRecordsCaptureTheSame() throws {
+        let iterations = ProcessInfo.processInfo.environment["INGEST_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 400
+        let base = FeedGenerator(records: 12, seed: 7, style: .realistic).bytes()
+        var random = SeededRandom(seed: 1126)
+        var stepped = 0
+        for iteration in 0..<iterations {
+            let bytes = HostileInputTests.mutated(base, &random)
+            let readSize = 1 + random.next(200)
+            func read(collecting: Bool) -> (records: [(bytes: [UInt8], offset: Int, ends: [UInt16])], error: FeedError?) {
+                let reader = FeedReader(source: MemoryByteSource(bytes, readSize: readSize), name: "fuzz")
+                reader.collectsMemberEnds = collecting
+                var records: [(bytes: [UInt8], offset: Int, ends: [UInt16])] = []
+                do {
+                    try reader.read { record in
+                        var ends: [UInt16] = []
+                        MemberEnds.append(record.memberEnds, length: record.bytes.count, to: &ends)
+                        records.append((Array(record.bytes), record.byteOffset, ends))
+                    }
+                    return (records, nil)
+                } catch {
+                    return (records, error as? FeedError)
+                }
+            }
+            let plain = read(collecting: false), collected = read(collecting: true)
+            #expect(plain.records.map(\.bytes) == collected.records.map(\.bytes), "iteration \(iteration)")
+            #expect(plain.records.map(\.offset) == collected.records.map(\.offset), "iteration \(iteration)")
+            #expect(plain.error?.message == collected.error?.message && plain.error?.position == collected.error?.position,
+                    "iteration \(iteration)")
+            for record in collected.records where !record.bytes.contains(0x0A) && !record.bytes.contains(0x0D) {
+                let (scanned, _) = MemberEndsTests.outcome(record.bytes, ends: nil)
+                let (withEnds, didStep) = MemberEndsTests.outcome(record.bytes, ends: record.ends)
+                #expect(withEnds == scanned, "iteration \(iteration): \(String(decoding: record.bytes, as: UTF8.self))")
+                if didStep { stepped += 1 }
+            }
+        }
+        #expect(stepped > iterations, "most records are stepped (\(stepped))")
     }
 }

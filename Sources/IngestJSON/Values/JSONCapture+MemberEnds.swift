@@ -71,16 +71,9 @@ extension JSONScanner {
                 let child = Int(plan.child[first + entry])
                 if kind == .object && child >= 0 {
                     guard captureObject(plan, node: child, depth: 2, into: captures, log: log), at == valueEnd else { return false }
-                } else if kind == .string {
-                    guard bytes[valueEnd - 1] == UInt8(ascii: "\"") else { return false }
-                    if !value.plain {
-                        // Escaped (or split across reads): the scan's own checks, lone surrogates included.
-                        guard let end = stringEnd(), end == valueEnd - 1 else { return false }
-                        if sawEscape { kind = .escapedString }
-                    }
-                    at = valueEnd
                 } else {
-                    at = valueEnd
+                    guard stepOver(value, endingAt: valueEnd) else { return false }
+                    if kind == .string && sawEscape { kind = .escapedString }
                 }
                 if slot >= 0 {
                     let quoted = kind == .string || kind == .escapedString
@@ -90,7 +83,7 @@ extension JSONScanner {
             } else {
                 log?.pointee.note(node: node, key: name.baseAddress! - bytes.baseAddress!, count: name.count,
                                   counter: found == nil ? -1 : Int32(-2 - slot))
-                at = valueEnd
+                guard stepOver(value, endingAt: valueEnd) else { return false }
             }
             skipSpace()
             guard at < count else { return false }
@@ -105,5 +98,45 @@ extension JSONScanner {
         }
         skipSpace()
         return at == count
+    }
+
+    /// Whether the text from here to `end` holds a `\uD…` escape (the start of a surrogate).
+    @inline(__always)
+    private func mayHoldSurrogateEscape(before end: Int) -> Bool {
+        guard let base = bytes.baseAddress else { return false }
+        var index = at
+        while index < end, let found = memchr(base + index, Int32(UInt8(ascii: "\\")), end - index) {
+            let slash = UnsafeRawPointer(found) - base
+            if slash + 2 < end, bytes[slash + 1] == UInt8(ascii: "u"), bytes[slash + 2] | 0x20 == UInt8(ascii: "d") { return true }
+            // Past the escaped character, so that `\\u` is not taken for an escape.
+            index = slash + 2
+        }
+        return false
+    }
+
+    /// From a member's value to its end. An escaped string (or one that crossed a read) is
+    /// scanned as the scan would, lone surrogates included, and so is an array or object
+    /// with such a string inside that may be one; the rest is stepped over. Sets
+    /// `sawEscape` for a string.
+    @inline(__always)
+    private mutating func stepOver(_ value: (offset: Int, plain: Bool), endingAt valueEnd: Int) -> Bool {
+        sawEscape = false
+        switch bytes[at] {
+        case UInt8(ascii: "\""):
+            guard bytes[valueEnd - 1] == UInt8(ascii: "\"") else { return false }
+            if !value.plain {
+                guard let end = stringEnd(), end == valueEnd - 1 else { return false }
+            }
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            // Of what the scan refuses in valid JSON, only a lone surrogate can be in there:
+            // escapes are looked for (a memchr), and the value scanned when one may be that.
+            if !value.plain, mayHoldSurrogateEscape(before: valueEnd) {
+                guard skipValue(depth: 1), at == valueEnd else { return false }
+            }
+        default:
+            break
+        }
+        at = valueEnd
+        return true
     }
 }
