@@ -1,6 +1,10 @@
 #ifndef INGEST_CYAJL_SHIM_H
 #define INGEST_CYAJL_SHIM_H
 
+/* SwiftPM does not track this header of a system library target: after editing it, touch
+   Sources/IngestJSON/Reading/FeedParser.swift (which instantiates these functions), or an
+   incremental build keeps the old ones. */
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
