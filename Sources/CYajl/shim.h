@@ -63,10 +63,16 @@ typedef struct {
 
 #define CYAJL_NOT_PLAIN 0x80000000u
 
+/* Most members a record's ends are kept for (a record with more is scanned), and the
+   nesting below a member past which the importer's scan hands a record to the full
+   parser (its value is then scanned too, so that the same happens). */
+#define CYAJL_MOST_MEMBERS 65536
+#define CYAJL_SCAN_LEVELS 64
+
 /* The next block yajl parses, from `base` in the feed. */
 static inline void cyajl_set_block(cyajl_feed_state *s, const unsigned char *block, size_t length, long long base) {
     s->block = block;
-    s->block_end = block + length;
+    s->block_end = block ? block + length : block;
     s->base = base;
     s->block_offset = base - s->record_start;
 }
@@ -78,6 +84,7 @@ static inline void cyajl_lose_members(cyajl_feed_state *s) {
 
 static int cyajl_grow_ends(cyajl_feed_state *s) {
     size_t capacity = s->end_capacity ? s->end_capacity * 2 : 64;
+    if (capacity > 2 * CYAJL_MOST_MEMBERS) { cyajl_lose_members(s); return 0; }
     uint32_t *grown = (uint32_t *)realloc(s->ends, capacity * sizeof(uint32_t));
     if (!grown) { cyajl_lose_members(s); return 0; }
     s->ends = grown;
@@ -87,7 +94,9 @@ static int cyajl_grow_ends(cyajl_feed_state *s) {
 
 /* Whether yajl handed a token's text over in place, inside the block it parses. */
 static inline int cyajl_in_place(const cyajl_feed_state *s, const unsigned char *text, size_t length) {
-    return text >= s->block && text + length < s->block_end;
+    /* As integers: the pointers may belong to other allocations (yajl's own buffers). */
+    uintptr_t at = (uintptr_t)text;
+    return at >= (uintptr_t)s->block && at + length < (uintptr_t)s->block_end;
 }
 
 /* `text`/`length`: a key's, string's or number's bytes as yajl hands them (NULL for others);
@@ -138,6 +147,11 @@ static inline int cyajl_feed_start(void *ctx, int event) {
     cyajl_feed_state *s = (cyajl_feed_state *)ctx;
     s->saw_value = 1;
     if (s->watch || s->depth + 1 > s->max_depth) return s->on_event(s->swift, event);
+    /* Nested past what the scan follows: the member's key, the last end kept, is marked, so
+       that the importer scans the record (and leaves it to the full parser, as before). */
+    if (s->capture_depth >= 0 && s->depth - s->capture_depth >= CYAJL_SCAN_LEVELS && s->end_count > 0) {
+        s->ends[s->end_count - 1] |= CYAJL_NOT_PLAIN;
+    }
     if (s->depth == s->records_depth && s->members_on) {
         s->end_count = 0;
         s->value_escaped = 0;

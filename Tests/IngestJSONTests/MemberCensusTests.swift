@@ -102,6 +102,17 @@ import Testing
         #expect(census.unmapped[MemberCensus.otherPaths] == 11, "the 10 past the limit, and the last record once for its two")
     }
 
+    /// Found by probing: members past the limit share one counter, and the scan's census
+    /// counted a record with two of them as naming a member twice (the parser's did not).
+    @Test func twoMembersPastTheLimitInOneRecordAreNoRepetitionWhicheverWayTheRecordIsCounted() {
+        let filler = "{\"id\":\"0\"," + (0..<MemberCounter.pathLimit).map { "\"k\($0)\":1" }.joined(separator: ",") + "}"
+        let scanned = Self.census([filler, #"{"id":"1","x":1,"y":2}"#])
+        // An escaped key sends the same members to the parser.
+        let parsed = Self.census([filler, #"{"\u0069d":"1","x":1,"y":2}"#])
+        #expect(scanned.repeated == 0 && parsed.repeated == 0)
+        #expect(scanned.unmapped[MemberCensus.otherPaths] == 1 && parsed.unmapped[MemberCensus.otherPaths] == 1)
+    }
+
     @Test func aPlanReadingASelectionCountsWhatTheSelectiveParseLeavesOut() {
         var selection = JSONSelection.none
         selection.keep(["id"])

@@ -260,6 +260,8 @@ final class FeedParser {
     /// The record in progress broke a limit: it is read to its end without being held.
     func refuse(_ failure: FeedError, start: Int) {
         guard refusal == nil else { return }
+        // Read past without being held: its member ends are not kept either.
+        cyajl_lose_members(state)
         refusal = failure
         refusedStart = start
         pending.removeAll(keepingCapacity: false)

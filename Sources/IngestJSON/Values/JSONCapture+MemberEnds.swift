@@ -43,7 +43,8 @@ extension JSONScanner {
             guard key.plain else { return false }
             let keyEnd = key.offset, valueEnd = value.offset
             skipSpace()
-            guard at < keyEnd - 1, valueEnd <= count, bytes[at] == UInt8(ascii: "\""), bytes[keyEnd - 1] == UInt8(ascii: "\"")
+            guard at < keyEnd - 1, keyEnd < valueEnd, valueEnd <= count, bytes[at] == UInt8(ascii: "\""),
+                  bytes[keyEnd - 1] == UInt8(ascii: "\"")
             else { return false }
             let name = UnsafeRawBufferPointer(rebasing: bytes[(at + 1)..<(keyEnd - 1)])
             at = keyEnd

@@ -148,7 +148,9 @@ public final class MemberCounter {
     @inline(__always)
     private func tally(_ counter: Int, repeats: Bool = true) {
         if stamps[counter] == serial {
-            if repeats { markRepeated() }
+            // Members past the path limit share a counter: meeting it twice is no repetition
+            // (found by probing: the scan's census counted such records as "named twice").
+            if repeats && counter != otherCounter { markRepeated() }
             return
         }
         stamps[counter] = serial
