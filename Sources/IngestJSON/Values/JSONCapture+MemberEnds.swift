@@ -59,16 +59,7 @@ extension JSONScanner {
                 guard entry < 64, seen & (1 << entry) == 0 else { return false }
                 seen |= 1 << entry
                 let start = at
-                var kind: JSONCapture.Kind
-                switch bytes[at] {
-                case UInt8(ascii: "{"): kind = .object
-                case UInt8(ascii: "["): kind = .array
-                case UInt8(ascii: "\""): kind = .string
-                case UInt8(ascii: "t"): kind = .trueValue
-                case UInt8(ascii: "f"): kind = .falseValue
-                case UInt8(ascii: "n"): kind = .null
-                default: kind = .number
-                }
+                var kind = JSONCapture.Kind(firstByte: bytes[at])
                 let child = Int(plan.child[first + entry])
                 if kind == .object && child >= 0 {
                     guard captureObject(plan, node: child, depth: 2, into: captures, log: log), at == valueEnd else { return false }
@@ -76,11 +67,7 @@ extension JSONScanner {
                     guard stepOver(value, endingAt: valueEnd) else { return false }
                     if kind == .string && sawEscape { kind = .escapedString }
                 }
-                if slot >= 0 {
-                    let quoted = kind == .string || kind == .escapedString
-                    captures[slot] = JSONCapture(kind: kind, start: Int32(quoted ? start + 1 : start),
-                                                 end: Int32(quoted ? at - 1 : at))
-                }
+                if slot >= 0 { captures[slot] = JSONCapture(kind, from: start, to: at) }
             } else {
                 log?.pointee.note(node: node, key: name.baseAddress! - bytes.baseAddress!, count: name.count,
                                   counter: found == nil ? -1 : Int32(-2 - slot))

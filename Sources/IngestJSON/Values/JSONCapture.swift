@@ -21,6 +21,32 @@ public struct JSONCapture: Sendable, Equatable {
     }
 }
 
+extension JSONCapture {
+    /// The capture of the value whose text is `start..<end` (a string's without its quotes).
+    @inline(__always)
+    init(_ kind: Kind, from start: Int, to end: Int) {
+        let quoted = kind == .string || kind == .escapedString
+        self.init(kind: kind, start: Int32(quoted ? start + 1 : start), end: Int32(quoted ? end - 1 : end))
+    }
+}
+
+extension JSONCapture.Kind {
+    /// The kind of the value that begins with `byte`, in JSON the splitter validated (a
+    /// string is told apart from an escaped one once its end is found).
+    @inline(__always)
+    init(firstByte byte: UInt8) {
+        switch byte {
+        case UInt8(ascii: "{"): self = .object
+        case UInt8(ascii: "["): self = .array
+        case UInt8(ascii: "\""): self = .string
+        case UInt8(ascii: "t"): self = .trueValue
+        case UInt8(ascii: "f"): self = .falseValue
+        case UInt8(ascii: "n"): self = .null
+        default: self = .number
+        }
+    }
+}
+
 /// The key paths an importer reads from each record, compiled into a tree the capture
 /// scan walks once: each path's value is found and its byte range noted in a slot,
 /// with no value built and nothing copied. Paths may end in an object that is scanned
@@ -276,28 +302,15 @@ extension JSONScanner {
                 guard entry < 64, seen & (1 << entry) == 0 else { return false }
                 seen |= 1 << entry
                 let start = at
-                var kind: JSONCapture.Kind
+                var kind = JSONCapture.Kind(firstByte: bytes[at])
                 let child = Int(plan.child[Int(plan.first[index]) + entry])
-                switch bytes[at] {
-                case UInt8(ascii: "{"): kind = .object
-                case UInt8(ascii: "["): kind = .array
-                case UInt8(ascii: "\""): kind = .string
-                case UInt8(ascii: "t"): kind = .trueValue
-                case UInt8(ascii: "f"): kind = .falseValue
-                case UInt8(ascii: "n"): kind = .null
-                default: kind = .number
-                }
                 if kind == .object && child >= 0 {
                     guard captureObject(plan, node: child, depth: depth + 1, into: captures, log: log) else { return false }
                 } else {
                     guard skipValue(depth: depth) else { return false }
                     if kind == .string && sawEscape { kind = .escapedString }
                 }
-                if slot >= 0 {
-                    let quoted = kind == .string || kind == .escapedString
-                    captures[slot] = JSONCapture(kind: kind, start: Int32(quoted ? start + 1 : start),
-                                                 end: Int32(quoted ? at - 1 : at))
-                }
+                if slot >= 0 { captures[slot] = JSONCapture(kind, from: start, to: at) }
             } else {
                 // Counted (slot -2 - counter), or met for the first time (-1 in the log).
                 log?.pointee.note(node: index, key: key.baseAddress! - bytes.baseAddress!, count: key.count,
