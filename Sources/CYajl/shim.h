@@ -49,8 +49,8 @@ typedef struct {
        an array or object value with such a key or string inside. */
     int members_on;
     int capture_depth;         /* records_depth + 1 inside an object record whose ends are kept, else -1 */
-    int members_lost;          /* `ends` could not grow, or the record is too large for them */
-    int value_escaped;         /* a key or string inside the member's value is not plain */
+    int members_lost;          /* no ends for this record: too many members, refused, or no memory */
+    int value_escaped;         /* a key or string inside the member's value is not plain (escaped, or split by a read) */
     yajl_handle handle;
     const unsigned char *block;  /* the bytes yajl is parsing */
     const unsigned char *block_end;
@@ -192,7 +192,7 @@ static int cyajl_feed_map_key(void *ctx, const unsigned char *key, size_t length
     return 1;
 }
 
-/* The table above; `with_keys` is 0 when keys never matter (no key path). */
+/* The table above; `with_keys` is 0 when keys never matter (no key path, no member ends). */
 static inline yajl_callbacks cyajl_feed_callbacks(int with_keys) {
     yajl_callbacks callbacks = {
         cyajl_feed_null, cyajl_feed_boolean, NULL, NULL, cyajl_feed_number, cyajl_feed_string,

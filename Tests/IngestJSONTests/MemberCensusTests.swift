@@ -111,6 +111,10 @@ import Testing
         let parsed = Self.census([filler, #"{"\u0069d":"1","x":1,"y":2}"#])
         #expect(scanned.repeated == 0 && parsed.repeated == 0)
         #expect(scanned.unmapped[MemberCensus.otherPaths] == 1 && parsed.unmapped[MemberCensus.otherPaths] == 1)
+        // A key named twice among them is a repetition all the same.
+        let twice = Self.census([filler, #"{"id":"1","x":1,"x":2}"#])
+        let twiceParsed = Self.census([filler, #"{"\u0069d":"1","x":1,"x":2}"#])
+        #expect(twice.repeated == 1 && twiceParsed.repeated == 1)
     }
 
     @Test func aPlanReadingASelectionCountsWhatTheSelectiveParseLeavesOut() {

@@ -89,7 +89,9 @@ import Testing
                     guard let decoded else { return plan.capture(bytes, into: captures, log: &log, splitterChecked: true) }
                     var scanner = JSONScanner(bytes: bytes, maxDepth: FeedOptions.defaultMaxDepth)
                     stepped = scanner.captureMembers(plan.table.view, ends: decoded, into: captures, log: &log)
-                    return plan.capture(bytes, memberEnds: decoded, into: captures, log: &log)
+                    let outcome = plan.capture(bytes, memberEnds: decoded, into: captures, log: &log)
+                    #expect((outcome == .stepped) == stepped)
+                    return outcome != .refused
                 }
             }
         }
@@ -151,6 +153,19 @@ import Testing
         #expect(Self.outcome(record, ends: right).stepped)
         right[1] += 1
         #expect(!Self.outcome(record, ends: right).stepped)
+        // Ends out of step with the record's bytes: a string ended at its opening quote, a
+        // number and a literal running on into the next member, an object ended mid-way.
+        let others: [(String, [UInt16])] = [
+            (#"{"title":"abc","id":1}"#, [3, 21, 8, 10, 15, 20]),
+            (#"{"id":1,"views":2}"#, [2, 18, 5, 17]),
+            (#"{"id":true,"views":2}"#, [2, 21, 5, 20]),
+            (#"{"id":{"a":1},"b":{"c":2}}"#, [2, 26, 5, 25]),
+        ]
+        for (text, ends) in others {
+            let bytes = Array(text.utf8)
+            #expect(!Self.outcome(bytes, ends: ends).stepped, "\(text)")
+            #expect(Self.outcome(bytes, ends: ends).0 == Self.outcome(bytes, ends: nil).0, "\(text)")
+        }
         let (withWrongEnds, stepped) = Self.outcome(record, ends: wrong)
         #expect(!stepped)
         #expect(withWrongEnds == Self.outcome(record, ends: nil).0)
@@ -161,7 +176,7 @@ import Testing
         #expect(reader.withNext { $0 == nil })
     }
 
-    @Test func generatedRealisticRecordsAreAllStepped() throws {
+    @Test func generatedRealisticRecordsAreSteppedSaveWhereAKeyCrossesARead() throws {
         let feed = FeedGenerator(records: 2_000, style: .realistic).bytes()
         for readSize in [4_093, Int.max] {
             var stepped = 0
@@ -269,7 +284,7 @@ import Testing
         let iterations = ProcessInfo.processInfo.environment["INGEST_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 400
         let base = FeedGenerator(records: 12, seed: 7, style: .realistic).bytes()
         var random = SeededRandom(seed: 1126)
-        var stepped = 0
+        var stepped = 0, considered = 0
         for iteration in 0..<iterations {
             let bytes = HostileInputTests.mutated(base, &random)
             let readSize = 1 + random.next(200)
@@ -298,8 +313,11 @@ import Testing
                 let (withEnds, didStep) = MemberEndsTests.outcome(record.bytes, ends: record.ends)
                 #expect(withEnds == scanned, "iteration \(iteration): \(String(decoding: record.bytes, as: UTF8.self))")
                 if didStep { stepped += 1 }
+                considered += 1
             }
         }
-        #expect(stepped > iterations, "most records are stepped (\(stepped))")
+        // Reads of 1 to 200 bytes split many keys, whose records are scanned: a fifth or more
+        // are stepped (489 of 2,089 at the default 400 iterations).
+        #expect(stepped * 5 > considered, "records stepped: \(stepped) of \(considered)")
     }
 }

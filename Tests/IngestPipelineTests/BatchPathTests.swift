@@ -3,6 +3,7 @@ import GRDB
 import IngestJSON
 import IngestStore
 import IngestTestSupport
+import Synchronization
 import Testing
 @testable import IngestPipeline
 
@@ -139,6 +140,37 @@ import Testing
         }
         #expect(number == 3_000)
         #expect(rows.slowRecords == 0, "\(rows.slowRecords) of 3,000 records took the slow path")
+    }
+
+    /// The workers step over members by the ends their own split wrote; a resumed run, whose
+    /// chunks an earlier process wrote, scans them, and both make the same store.
+    @Test func aRunStepsByItsOwnSplitsMemberEndsAndAResumedRunScans() throws {
+        let spec = try PipelineSpec.load(path: PipelineSpecTests.root.appendingPathComponent("Pipelines/bench-photos.json").path)
+        let dir = try TemporaryDirectory()
+        let feed = dir.file("feed.json")
+        try FeedGenerator(records: 3_000, seed: 12, style: .realistic).write(to: feed)
+        let whole = try Importer(spec: spec, options: .init(feed: feed, store: dir.file("whole.sqlite"), workers: 2, saveEvery: 250,
+                                                             chunkSize: 500)).run()
+        #expect(whole.imported == 3_000)
+        // Read 256 KiB at a time, a key that a read's end splits sends its record to the scan.
+        let stepped = try #require(whole.steppedRecords)
+        #expect(stepped >= 2_990 && stepped <= 3_000, "\(stepped)")
+
+        let options = Importer.Options(feed: feed, store: dir.file("resumed.sqlite"), workers: 1, saveEvery: 250, chunkSize: 500)
+        // The split is made whole first, with its ends, by another than the runs below: neither
+        // may read those ends (a process trusts only the files its own split wrote).
+        let stopped = Importer(spec: spec, options: options)
+        var split = SplitOptions(chunkSize: 500)
+        split.writesMemberEnds = true
+        let chunks = dir.file("resumed.sqlite") + ".chunks/run-0001"
+        _ = try Splitter(feedPath: feed, directory: chunks, options: split).run()
+        #expect(FileManager.default.fileExists(atPath: chunks + "/" + MemberEnds.fileName(for: 6)))
+        stopped.stopAfterSaves.store(1, ordering: .relaxed)
+        #expect(throws: ImportError.self) { try stopped.run() }
+        let resumed = try Importer(spec: spec, options: options).run()
+        #expect(resumed.imported == 2_750)
+        #expect(resumed.steppedRecords == 0)
+        #expect(try dump(dir.file("whole.sqlite")) == dump(dir.file("resumed.sqlite")))
     }
 
     @Test(arguments: [1, 2, 4])

@@ -98,8 +98,8 @@ final class FeedParser {
             keyPath = keys.isEmpty ? nil : keys
         }
         if case .keyed = options.shape { keyed = true } else { keyed = false }
-        // Keys matter only on the way to a key path; without the callback yajl skips
-        // decoding them, and a records array of objects has many.
+        // Keys matter on the way to a key path, and for member ends; without the callback
+        // yajl skips decoding them, and a records array of objects has many.
         callbacks = .allocate(capacity: 1)
         callbacks.initialize(to: cyajl_feed_callbacks(keyPath == nil && !keyed && !memberEnds ? 0 : 1))
         state = .allocate(capacity: 1)

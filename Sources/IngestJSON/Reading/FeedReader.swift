@@ -23,8 +23,12 @@ public struct FeedRecord {
     public var refusal: FeedError? = nil
     /// With `FeedReader.collectsMemberEnds`, for a record that is an object: two offsets
     /// from its first byte per member of its own, just past the key and just past the
-    /// value, each with `MemberEnds.notPlain` set for a key or string whose bytes yajl did
-    /// not hand over in place. Valid only during the call, like `bytes`. nil when not collected.
+    /// value. `MemberEnds.notPlain` is set on a key or string whose bytes yajl did not hand
+    /// over in place (an escape, or a read's end inside it), on an array or object with
+    /// such a key or string inside, and on the key of a member nested deeper than the
+    /// importer's scan follows. Valid only during the call, like `bytes`. nil when not
+    /// collected, for a record that is not an object, and for one with more than 65,536
+    /// members or refused for its size.
     public var memberEnds: UnsafeBufferPointer<UInt32>? = nil
 }
 

@@ -11,7 +11,7 @@
 /// - for a record shorter than 32 KiB (nearly all): members + 1 (below 0x7FFF), the
 ///   record's length, then each offset in a unit, its top bit the flag;
 /// - for a longer one: 0xFFFF, then members + 1, the record's length and each offset
-///   (`notPlain`-flagged) as 32-bit words, each in two units, low first.
+///   (`notPlain`-flagged) as 32-bit words, each in two units (the words in the machine's order).
 ///
 /// The length lets the importer check that an entry is its record's.
 ///
@@ -194,7 +194,8 @@ public final class MemberEndsReader {
         }
         let entries = 2 * members
         let size = (wide ? 10 : 4) + entries * (wide ? 4 : 2)
-        guard members >= 0, members < 1 << 28, fill(size) else { return try stop(body) }
+        // No more than the split keeps (shim.h's CYAJL_MOST_MEMBERS): a damaged header asks for no more memory.
+        guard members >= 0, members <= 1 << 16, fill(size) else { return try stop(body) }
         units = UnsafeRawPointer(storage.baseAddress! + start)
         if !wide { length = Int(units.loadUnaligned(fromByteOffset: 2, as: UInt16.self)) }
         start += size

@@ -3,23 +3,35 @@ import Glibc
 #endif
 
 extension JSONCapturePlan {
+    /// How `capture(_:memberEnds:into:log:maxDepth:)` went.
+    public enum EndsCapture: Sendable {
+        /// Captured by the ends.
+        case stepped
+        /// Captured by the scan (the ends did not vouch for the record).
+        case scanned
+        /// Refused, as the scan refuses: the caller hands the record to the full parser.
+        case refused
+    }
+
     /// `capture(_:into:log:maxDepth:splitterChecked:)` for a chunk's record whose member
     /// ends the splitter's yajl pass found (`MemberEnds`, read by `MemberEndsReader`):
-    /// the record's own members are stepped over by their ends, and only the objects the
-    /// plan reads into are scanned. It gives exactly what the scan gives: whatever the ends
-    /// cannot vouch for (an escaped or split key, a key twice, an end that does not fit the
-    /// bytes it points at) is left to the scan.
+    /// the record's own members are stepped over by their ends. What is scanned still: the
+    /// arrays and objects the plan reads, strings with an escape (or split across reads),
+    /// numbers, and an array or object whose escapes may hold a lone surrogate. It gives exactly what the
+    /// scan gives: whatever the ends cannot vouch for (an escaped or split key, a key twice,
+    /// nesting deeper than the scan follows, an end that does not fit the bytes it points
+    /// at or a record of another length) leaves the whole record to the scan.
     public func capture(_ record: UnsafeRawBufferPointer, memberEnds ends: RecordEnds,
                         into captures: UnsafeMutableBufferPointer<JSONCapture>,
-                        log: UnsafeMutablePointer<CaptureLog>? = nil, maxDepth: Int = FeedOptions.defaultMaxDepth) -> Bool {
+                        log: UnsafeMutablePointer<CaptureLog>? = nil, maxDepth: Int = FeedOptions.defaultMaxDepth) -> EndsCapture {
         for index in 0..<slotCount { captures[index] = .absent }
         log?.pointee.count = 0
         var scanner = JSONScanner(bytes: record, maxDepth: maxDepth)
         let stepped = withExtendedLifetime(table) {
             scanner.captureMembers(table.view, ends: ends, into: captures, log: log)
         }
-        if stepped { return true }
-        return capture(record, into: captures, log: log, maxDepth: maxDepth, splitterChecked: true)
+        if stepped { return .stepped }
+        return capture(record, into: captures, log: log, maxDepth: maxDepth, splitterChecked: true) ? .scanned : .refused
     }
 }
 
@@ -63,6 +75,10 @@ extension JSONScanner {
                 let child = Int(plan.child[first + entry])
                 if kind == .object && child >= 0 {
                     guard captureObject(plan, node: child, depth: 2, into: captures, log: log), at == valueEnd else { return false }
+                } else if kind == .object || kind == .array {
+                    // Kept whole (its text is read to be stored anyway): scanned, so that its
+                    // end is the scan's own.
+                    guard skipValue(depth: 1), at == valueEnd else { return false }
                 } else {
                     guard stepOver(value, endingAt: valueEnd) else { return false }
                     if kind == .string && sawEscape { kind = .escapedString }
@@ -109,20 +125,32 @@ extension JSONScanner {
     @inline(__always)
     private mutating func stepOver(_ value: (offset: Int, plain: Bool), endingAt valueEnd: Int) -> Bool {
         sawEscape = false
+        // The value's last byte must be one its first allows: ends out of step with the
+        // record are found here (a safeguard for the file this process wrote, not a proof).
+        let last = bytes[valueEnd - 1]
         switch bytes[at] {
         case UInt8(ascii: "\""):
-            guard bytes[valueEnd - 1] == UInt8(ascii: "\"") else { return false }
+            guard valueEnd - at >= 2, last == UInt8(ascii: "\"") else { return false }
             if !value.plain {
                 guard let end = stringEnd(), end == valueEnd - 1 else { return false }
             }
         case UInt8(ascii: "{"), UInt8(ascii: "["):
+            // An array or object the plan does not read: its end is taken on trust, past this.
+            guard last == bytes[at] + 2 else { return false }  // `}` and `]` follow `{` and `[` by two
             // Of what the scan refuses in valid JSON, only a lone surrogate can be in there:
             // escapes are looked for (a memchr), and the value scanned when one may be that.
             if !value.plain, mayHoldSurrogateEscape(before: valueEnd) {
                 guard skipValue(depth: 1), at == valueEnd else { return false }
             }
+        case UInt8(ascii: "t"), UInt8(ascii: "n"):
+            guard valueEnd - at == 4, last == UInt8(ascii: "e") || last == UInt8(ascii: "l") else { return false }
+        case UInt8(ascii: "f"):
+            guard valueEnd - at == 5, last == UInt8(ascii: "e") else { return false }
         default:
-            break
+            // A number is short: its bytes are checked as the scan checks them.
+            var end = at
+            while end < valueEnd, Self.isNumberByte(bytes[end]) { end += 1 }
+            guard end == valueEnd else { return false }
         }
         at = valueEnd
         return true

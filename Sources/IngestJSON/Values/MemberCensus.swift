@@ -86,11 +86,16 @@ public final class MemberCounter {
     /// After `countKnown` returned false: counts the members of `record` it could not,
     /// learning them into `plan` (the plan of the scan).
     public func count(scanned record: UnsafeRawBufferPointer, plan: inout JSONCapturePlan) {
+        // Members past the path limit share a counter: a key named twice among them is told
+        // by its name (as the parser's count tells it), not by its counter.
+        var others: Set<[UInt8]> = []
         for index in 0..<log.pointee.count {
             let member = log.pointee.member(index)
             guard member.counter < 0 else { continue }
             let key = Array(UnsafeRawBufferPointer(rebasing: record[member.offset..<(member.offset + member.length)]))
-            tally(counterOf(key, at: member.node, plan: &plan))
+            let counter = counterOf(key, at: member.node, plan: &plan)
+            if counter == otherCounter, !others.insert(withUnsafeBytes(of: member.node) { Array($0) } + key).inserted { markRepeated() }
+            tally(counter)
         }
     }
 

@@ -76,6 +76,8 @@ final class RowMapper {
     private let slotLists: UnsafeMutableBufferPointer<Int32>
     /// Records that took the slow path (for tests and the profile).
     private(set) var slowRecords = 0
+    /// Records captured by their member ends, without a scan (`JSONCapturePlan.EndsCapture.stepped`).
+    private(set) var steppedRecords = 0
 
     /// Nested related objects deeper than this are mapped the slow way.
     static let maxDepth = 4
@@ -187,10 +189,13 @@ final class RowMapper {
             // A row the splitter marked as not fitting its header is rejected the slow way.
             guard !Self.isRowError(record) else { return false }
             // Records reach the mapper from chunks, whose bytes the splitter checked.
-            let captured = if let memberEnds {
-                plan.pointee.capture(record, memberEnds: memberEnds, into: captures, log: members.log)
+            var captured: Bool
+            if let memberEnds {
+                let outcome = plan.pointee.capture(record, memberEnds: memberEnds, into: captures, log: members.log)
+                if outcome == .stepped { steppedRecords += 1 }
+                captured = outcome != .refused
             } else {
-                plan.pointee.capture(record, into: captures, log: members.log, splitterChecked: true)
+                captured = plan.pointee.capture(record, into: captures, log: members.log, splitterChecked: true)
             }
             guard captured else {
                 members.count(parsing: record, plan: &plan.pointee)

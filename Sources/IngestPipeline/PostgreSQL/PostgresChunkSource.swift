@@ -153,9 +153,9 @@ final class PostgresChunkSource: ChunkSource {
     }
 
     /// A chunk's bytes: this process's own chunk file when it has one, else the database's
-    /// copy; checked against the chunk's checksum either way.
+    /// copy; checked against the chunk's checksum either way. With them, the chunk's
+    /// `MemberEnds` file when this process's split wrote the chunk (and so its ends).
     /// - Throws: `ChunkTakenOver` when the chunk was finished (its bytes dropped) meanwhile.
-    /// The chunk's bytes, and its `MemberEnds` file when this process's split wrote both.
     private func bytes(of lease: ChunkLease) throws -> ([UInt8], String?) {
         let keptFile = keptFiles?.isReading == true ? keptFiles!.directory : nil
         let localFile = (localChunks ?? keptFile).map { $0 + "/" + ChunkInfo.fileName(for: lease.number) }

@@ -235,7 +235,8 @@ final class PostgresSplitStage: Sendable {
     /// The last chunk this split wrote (0 before the first): it writes them in order, so every
     /// chunk up to it is in this process's chunk files.
     let lastWritten = Locked<Int>(0)
-    /// The chunks whose files (and `MemberEnds`) this split wrote, not found from an earlier one.
+    /// The chunks whose files this split wrote, not found from an earlier one: their
+    /// `MemberEnds` are beside them when the split keeps its chunks (a feed read once has none).
     let wroteFiles = Locked<Set<Int>>([])
     /// Stores the chunks this split keeps when other processes want work.
     let uploader: ChunkUploader

@@ -55,6 +55,9 @@ public struct ImportReport: Sendable, Codable, Equatable {
     /// The run's records' members the pipeline does not map, and records that named a
     /// member twice (over the whole run, resumed parts included); nil when there were none.
     public var members: MemberCensus?
+    /// Records the batch path captured by the split's member ends, without scanning them
+    /// again (`MemberEnds`); the rest were scanned. nil on the object path.
+    public var steppedRecords: Int? = nil
 
     /// Writes the report as pretty JSON to `path` (replacing it whole).
     /// - Throws: `IOError` or an encoding error.

@@ -23,9 +23,12 @@ final class ChunkWorker {
         var chunks = 0
         /// Chunks another process took over (`ChunkTakenOver`).
         var leasesLost = 0
+        /// Records the batch path captured by the split's member ends, without a scan.
+        var stepped = 0
 
         static func + (lhs: Totals, rhs: Totals) -> Totals {
-            Totals(times: lhs.times + rhs.times, chunks: lhs.chunks + rhs.chunks, leasesLost: lhs.leasesLost + rhs.leasesLost)
+            Totals(times: lhs.times + rhs.times, chunks: lhs.chunks + rhs.chunks, leasesLost: lhs.leasesLost + rhs.leasesLost,
+                   stepped: lhs.stepped + rhs.stepped)
         }
     }
 
@@ -120,6 +123,7 @@ final class ChunkWorker {
     /// each other's writes already) this thread saves each batch itself: fewer requests
     /// are held at once.
     private func importBatches<Writer: BatchChunkWriter>(_ writer: Writer, _ rows: RowMapper) throws {
+        defer { totals.stepped += rows.steppedRecords }
         guard writer.overlapsMapping else {
             var saver = BatchSaver(writer: writer, afterSave: afterSave, logger: logger)
             defer { totals = totals + saver.totals }

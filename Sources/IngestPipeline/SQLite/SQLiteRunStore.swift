@@ -227,7 +227,8 @@ final class SQLiteRunSession: RunSession {
                                   timeline: state.timeline, outcomes: outcomes, run: begun.number,
                                   abandonedRun: abandoned, chunksDirectory: begun.chunks, deletedChunks: deletedChunks,
                                   pipelineInferred: begun.inferred, outsideRecords: manifest.outsideRecords,
-                                  members: members.isEmpty ? nil : members)
+                                  members: members.isEmpty ? nil : members,
+                                  steppedRecords: workers.batchPath ? totals.stepped : nil)
         try report.write(to: importer.reportPath)
         // The run is finished once everything it writes is written: a report that could not
         // be written leaves it unfinished, and running the import again finishes it.
