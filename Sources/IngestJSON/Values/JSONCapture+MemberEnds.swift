@@ -17,7 +17,7 @@ extension JSONCapturePlan {
     /// ends the splitter's yajl pass found (`MemberEnds`, read by `MemberEndsReader`):
     /// the record's own members are stepped over by their ends. What is scanned still: the
     /// arrays and objects the plan reads, strings with an escape (or split across reads),
-    /// numbers, and an array or object whose escapes may hold a lone surrogate. It gives exactly what the
+    /// and an array or object whose escapes may hold a lone surrogate. It gives exactly what the
     /// scan gives: whatever the ends cannot vouch for (an escaped or split key, a key twice,
     /// nesting deeper than the scan follows, an end that does not fit the bytes it points
     /// at or a record of another length) leaves the whole record to the scan.
@@ -147,10 +147,7 @@ extension JSONScanner {
         case UInt8(ascii: "f"):
             guard valueEnd - at == 5, last == UInt8(ascii: "e") else { return false }
         default:
-            // A number is short: its bytes are checked as the scan checks them.
-            var end = at
-            while end < valueEnd, Self.isNumberByte(bytes[end]) { end += 1 }
-            guard end == valueEnd else { return false }
+            guard last >= UInt8(ascii: "0"), last <= UInt8(ascii: "9") else { return false }
         }
         at = valueEnd
         return true
