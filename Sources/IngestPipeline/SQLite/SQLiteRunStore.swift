@@ -132,8 +132,10 @@ final class SQLiteRunSession: RunSession {
         var splitOptions = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, form: spec.recordForm)
         splitOptions.withoutFeed = options.withoutFeed
         splitOptions.recordsDone = done
+        let batchPath = !options.objectPath
+            && importer.makeBatchPath(coordinator, firstRowOfRun: begun.firstRowOfRun, keys: keys) != nil
         // Only the batch path's capture steps over members by their ends.
-        splitOptions.writesMemberEnds = !options.objectPath
+        splitOptions.writesMemberEnds = batchPath
         let queue = ChunkQueue(consumers: workerCount)
         let split = SplitStage(.init(
             feed: options.feed, directory: directory, options: splitOptions, done: done,
@@ -160,8 +162,6 @@ final class SQLiteRunSession: RunSession {
             },
             mismatch: { [importer] in importer.unfinished(runRecord.withLock { $0 }, [$0]) }), queue: queue, state: state, started: started)
         self.split = split
-        let batchPath = !options.objectPath
-            && importer.makeBatchPath(coordinator, firstRowOfRun: begun.firstRowOfRun, keys: keys) != nil
         workers = SQLiteRunWorkers(importer: importer, coordinator: coordinator, keys: keys, firstRowOfRun: begun.firstRowOfRun,
                                    batchPath: batchPath, directory: directory, done: done, verified: verified,
                                    queue: queue, split: split, state: state)
