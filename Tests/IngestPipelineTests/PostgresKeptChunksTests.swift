@@ -158,10 +158,15 @@ struct PostgresKeptChunksTests {
         #expect(IngestBinary.finish(joined).status == 0)
         #expect(IngestBinary.finish(importing).status == 0)
         #expect(mostStored == 0, "no chunk stored for a process that reads the files")
+        try Self.expectBothProcessesImported(url)
+        try expectFinishedAsACleanImport(server, feed: feed, records: 20_000, in: dir)
+    }
+
+    /// The run's two processes each imported chunks.
+    static func expectBothProcessesImported(_ url: PostgresURL) throws {
         let status = try PostgresStatus.read(url: url)
         #expect(status.processes.count == 2 && status.processes.allSatisfy { $0.records > 0 },
                 "both processes imported chunks: \(status.processes.map(\.records))")
-        try expectFinishedAsACleanImport(server, feed: feed, records: 20_000, in: dir)
     }
 
     /// A joined process whose view of the importing process's chunk directory holds other
@@ -188,9 +193,7 @@ struct PostgresKeptChunksTests {
         #expect(IngestBinary.finish(importing).status == 0)
         #expect(try connection.execute("SELECT count(*) FROM _ingest_processes WHERE reads_kept")[0, 0] == "0",
                 "the joined process stopped reading the files")
-        let status = try PostgresStatus.read(url: url)
-        #expect(status.processes.count == 2 && status.processes.allSatisfy { $0.records > 0 },
-                "both processes imported chunks: \(status.processes.map(\.records))")
+        try Self.expectBothProcessesImported(url)
         try expectFinishedAsACleanImport(server, feed: feed, records: 20_000, in: dir)
     }
 

@@ -309,9 +309,8 @@ final class FeedParser {
             return deliverRefused(refusal!, end: end)
         }
         var record = FeedRecord(index: recordCount, bytes: bytes, byteOffset: start, key: recordKey, keyText: recordKeyText)
-        let ends = state.pointee
-        if ends.capture_depth >= 0, ends.members_lost == 0, bytes.first == UInt8(ascii: "{") {
-            record.memberEnds = UnsafeBufferPointer(start: ends.ends, count: Int(ends.end_count))
+        if state.pointee.capture_depth >= 0, state.pointee.members_lost == 0, bytes.first == UInt8(ascii: "{") {
+            record.memberEnds = UnsafeBufferPointer(start: state.pointee.ends, count: Int(state.pointee.end_count))
         }
         state.pointee.capture_depth = -1
         do {
