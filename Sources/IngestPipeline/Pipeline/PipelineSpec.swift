@@ -49,6 +49,8 @@ public struct PipelineSpec: Sendable {
     public var chunkSize: Int
     public var workers: Int?
     public var saveEvery: Int
+    /// Whether the import's saves record history (`"import": {"history": false}` turns it off).
+    public var history = true
     /// SHA-256 of the spec as parsed (compact JSON), kept in the import marker.
     public var hash: String
 
@@ -226,19 +228,25 @@ public struct PipelineSpec: Sendable {
         var chunkSize = SplitOptions.defaultChunkSize
         var workers: Int?
         var saveEvery = 1_000
+        var history = true
         if let importValue = top.optional("import") {
-            let options = try Fields(importValue, at: "pipeline.import", allowed: ["chunkSize", "workers", "saveEvery"])
+            let options = try Fields(importValue, at: "pipeline.import", allowed: ["chunkSize", "workers", "saveEvery", "history"])
             chunkSize = try options.optional("chunkSize").map { try Fields.positive($0, at: "pipeline.import.chunkSize") } ?? chunkSize
             workers = try options.optional("workers").map { try Fields.positive($0, at: "pipeline.import.workers") }
             if let workers, workers > Self.maxWorkers {
                 throw PipelineError("pipeline.import.workers: at most \(Self.maxWorkers) (each worker is a thread with its own context and connection)")
             }
             saveEvery = try options.optional("saveEvery").map { try Fields.positive($0, at: "pipeline.import.saveEvery") } ?? saveEvery
+            if let value = options.optional("history") {
+                guard case .bool(let flag) = value else { throw PipelineError("pipeline.import.history: expected true or false, found \(value)") }
+                history = flag
+            }
         }
         let hash = SHA256Digest.hex(Array(root.description.utf8))
         var spec = PipelineSpec(model: model, feed: shape, recordEntity: recordEntity, mappings: mappings,
                                 chunkSize: chunkSize, workers: workers, saveEvery: saveEvery, hash: hash)
         spec.recordForm = form
+        spec.history = history
         spec.discriminator = discriminator
         return spec
     }

@@ -78,6 +78,9 @@ final class PostgresChunkWriter: BatchChunkWriter {
                                                text: ChunkLines.text(ofRecord: rejection.record, in: save.bytes)))
         }
         let lines = try rejects.map { (index: $0.index, json: try $0.jsonLine()) }
+        if writer.recordsHistory, !result.history.isEmpty {
+            try writer.recordHistory(result.history, author: "import run \(run) chunk \(save.chunk.index)")
+        }
         try lease.recordSave(rejects: lines, members: save.members, records: result.records + rejects.count, done: save.done,
                              process: process, connection)
         result.rejected = rejects.map { BatchRejection(record: $0.index, reason: $0.reason) }
@@ -110,6 +113,7 @@ final class PostgresChunkWriter: BatchChunkWriter {
                 total.updated += one.updated
                 total.unchanged += one.unchanged
                 total.duplicates += one.duplicates
+                total.history.merge(one.history)
             } catch {
                 guard error.isAboutData else { throw error }
                 try connection.execute("ROLLBACK TO SAVEPOINT record")

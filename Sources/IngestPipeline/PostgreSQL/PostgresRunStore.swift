@@ -195,6 +195,7 @@ struct PostgresRunWorkers: RunWorkers {
         }
         // Discriminators, to-many mappings, the reject rule, links to itself: objects in a context.
         let coordinator = try PersistentStoreCoordinator(opened: store)
+        coordinator.recordsHistory = spec.history
         let bookkeeping = LeaseBookkeeping(run: run, owner: owner, process: process, leaseSeconds: record.leaseSeconds)
         let context = ObjectContext(coordinator: coordinator, name: "join-\(number + 1)")
         let importer = ImportWorker(context: context, spec: spec, bookkeeping: bookkeeping, firstRowOfRun: record.firstRowOfRun)
@@ -214,6 +215,7 @@ struct PostgresRunWorkers: RunWorkers {
         do {
             let writer = try PostgresBatchWriter(store: store, connection: connection, rules: spec.mappings.mapValues(\.onConflict))
             writer.firstRowOfRun = record.firstRowOfRun
+            writer.recordsHistory = spec.history
             return writer
         } catch {
             guard case .unsupported(let why) = error else { throw error }

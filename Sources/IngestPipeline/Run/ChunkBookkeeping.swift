@@ -5,6 +5,8 @@ import IngestStore
 /// records were rejected: always inside the save's own transaction, so the rows and
 /// the marker commit together or not at all.
 protocol ChunkBookkeeping: AnyObject {
+    /// The run the saves belong to (history names it as their author).
+    var run: Int { get }
     /// Starts on a chunk claimed with `done` of its records done.
     func begin(_ chunk: ChunkInfo, done: Int)
     /// Stages the chunk's marker (`done` records), `rejects` and the census of the members

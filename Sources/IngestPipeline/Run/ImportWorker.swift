@@ -198,6 +198,7 @@ final class ImportWorker {
         }
         if !staged.isEmpty {
             try bookkeeping.stage(rejects: staged, members: census, outcomes: RecordOutcomes(), chunk, done: done, records: staged.count, in: context)
+            context.transactionAuthor = "import run \(bookkeeping.run) chunk \(chunk.index)"
             try context.save()
             bookkeeping.committed(done: done)
             context.reset()
@@ -225,6 +226,7 @@ final class ImportWorker {
         }
         try bookkeeping.stage(rejects: staged, members: members, outcomes: result.outcomes, chunk, done: done,
                               records: batch.count + rejects.count, in: context)
+        context.transactionAuthor = "import run \(bookkeeping.run) chunk \(chunk.index)"
         try context.save()
         bookkeeping.committed(done: done)
         if known.count > Self.knownLimit { known.removeAll(keepingCapacity: true) }

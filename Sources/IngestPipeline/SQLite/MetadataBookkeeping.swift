@@ -7,6 +7,8 @@ final class MetadataBookkeeping: ChunkBookkeeping {
 
     init(keys: ImportMarker.Keys) { self.keys = keys }
 
+    var run: Int { keys.run }
+
     func begin(_ chunk: ChunkInfo, done: Int) {}
 
     func stage(rejects: [ImportMarker.Reject], members: MemberCensus, outcomes: RecordOutcomes, _ chunk: ChunkInfo, done: Int,

@@ -29,7 +29,7 @@ final class SQLiteChunkWriter: BatchChunkWriter {
         if !save.members.isEmpty { metadata[keys.membersKey(chunk: save.chunk.index, done: save.done)] = try ImportMarker.jsonLine(save.members) }
         // Once a chunk: its first save records what its bytes were.
         if save.from == 0 { metadata[keys.sumKey(save.chunk.index)] = save.chunk.checksum }
-        var result = try inserter.execute(prepared, metadata: metadata) { [keys] rejection in
+        var result = try inserter.execute(prepared, metadata: metadata, author: "import run \(keys.run) chunk \(save.chunk.index)") { [keys] rejection in
             let index = rejection.record  // the record's index in its chunk, as the mapper numbered it
             let reject = ImportMarker.Reject(save.chunk, index: index, reason: rejection.reason,
                                              text: ChunkLines.text(ofRecord: index, in: save.bytes))

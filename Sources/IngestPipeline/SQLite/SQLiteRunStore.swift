@@ -33,6 +33,7 @@ struct SQLiteRunStore: RunStore {
             }
             // Readers here only look keys up: a small cache each keeps memory flat however big the store grows.
             let coordinator = try PersistentStoreCoordinator(model: spec.model, path: options.store, readerCacheKiB: 512)
+            coordinator.recordsHistory = spec.history
             let (begun, abandoned) = try importer.beginRun(coordinator, chunkSize: options.chunkSize ?? spec.chunkSize)
             if !options.keepIndexes { try coordinator.deferSecondaryIndexes() }
             try coordinator.beginBulkLoad(indexesDeferred: !options.keepIndexes)

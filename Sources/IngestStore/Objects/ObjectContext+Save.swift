@@ -260,10 +260,49 @@ extension ObjectContext {
             try db.execute(sql, [.int(a), .int(b)])
         }
 
-        // 4. Metadata, in the same transaction as the rows it describes.
+        // 4. Metadata and history, in the same transaction as the rows they describe.
         if case .postgres(let connection) = db.kind, let postgresSaveHook { try postgresSaveHook(connection) }
-        plan.sequence = try coordinator.finishSave(db, metadata: stagedMetadata)
+        let history = coordinator.recordsHistory ? historyChanges(fresh: fresh, plan: plan) : nil
+        plan.sequence = try coordinator.finishSave(db, metadata: stagedMetadata, history: history, author: transactionAuthor ?? name)
         return plan
+    }
+
+    /// What the save changes, for its history transaction: new rows, updated objects with
+    /// the properties they changed, deleted ones with their uniqueness key values.
+    private func historyChanges(fresh: [ManagedObject], plan: SavePlan) -> HistoryChanges {
+        var changes = HistoryChanges()
+        for object in fresh {
+            guard let pk = (object.savedID ?? object.objectID).primaryKey else { continue }
+            changes.add(object.info.name, .insert, row: pk)
+        }
+        for (object, policy) in plan.merged where policy == .objectTrump || policy == .storeTrump {
+            guard let pk = object.savedID?.primaryKey else { continue }
+            let info = object.info
+            var properties = policy == .objectTrump ? info.attributeNames.indices.filter { object.values[$0] != nil }.map { info.attributeNames[$0] } : []
+            properties += info.toOneColumns.filter { object.toOne[$0.relationship] != nil }.map { info.relationships[$0.relationship].relationship.name }
+            changes.add(info.name, .update, row: pk, properties: properties)
+        }
+        for id in updatedSet {
+            guard let object = registered[id], !object.isDeleted, !object.isFault, let pk = id.primaryKey else { continue }
+            let info = object.info
+            var properties = info.attributeNames.indices.filter { object.changedAttributes.contains($0) }.map { info.attributeNames[$0] }
+            for (index, relationship) in info.relationships.enumerated()
+            where object.changedToOne.contains(index)
+                || (index < object.toMany.count && !(object.toMany[index].added.isEmpty && object.toMany[index].removed.isEmpty)) {
+                properties.append(relationship.relationship.name)
+            }
+            guard !properties.isEmpty else { continue }
+            changes.add(info.name, .update, row: pk, properties: properties)
+        }
+        for (id, object) in deletedSet {
+            guard let pk = id.primaryKey else { continue }
+            var tombstone: [String: Value] = [:]
+            for positions in object.info.uniquenessPositions {
+                for position in positions { tombstone[object.info.attributeNames[position]] = object.values[position] }
+            }
+            changes.addDelete(object.info.name, row: pk, tombstone: tombstone)
+        }
+        return changes
     }
 
     /// An object's attribute values, then its to-one keys: a row in column order.

@@ -35,6 +35,9 @@ public final class ObjectContext {
     public let coordinator: PersistentStoreCoordinator
     /// How `save()` resolves uniqueness conflicts. Default `.error`.
     public var mergePolicy: MergePolicy = .error
+    /// The author the store's history records for this context's saves (Core Data's
+    /// `transactionAuthor`); nil: the context's name.
+    public var transactionAuthor: String?
     /// On a PostgreSQL store: statements every save runs in its own transaction, after its
     /// rows (an importer's chunk marker and rejects, kept in tables of their own there).
     /// What it throws fails the save, which then writes nothing.

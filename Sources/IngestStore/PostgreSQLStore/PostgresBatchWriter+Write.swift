@@ -153,7 +153,7 @@ extension PostgresBatchWriter {
         // Row numbers for the new rows, so that links are numbers before anything is written.
         // New rows of entities no other links to take theirs from the table as they are
         // copied: one statement and a number a row fewer to send back and forth.
-        func numberedByTable(_ entity: Int) -> Bool { undestined[entity] && statements[entity].copyNewUnnumbered != nil }
+        func numberedByTable(_ entity: Int) -> Bool { !recordsHistory && undestined[entity] && statements[entity].copyNewUnnumbered != nil }
         for entity in plans.indices where !numberedByTable(entity) {
             let count = batches[entity].folded.count { $0.op == UInt8(ascii: "i") }
             guard count > 0 else { continue }
@@ -202,6 +202,7 @@ extension PostgresBatchWriter {
                 guard !undestined[entity], let copyStaged = statements[entity].copyStagedNew, let insertNew = statements[entity].insertNew else {
                     try connection.copyIn((numbered ? statements[entity].copyNew : statements[entity].copyNewUnnumbered!) + format, write: rows)
                     result.inserted[plans[entity].info.name] = entries.count
+                    if recordsHistory { result.history.add(plans[entity].info.name, .insert, rows: entries.map { batch.folded[$0].pk }) }
                     continue
                 }
                 // Processes that make the same related objects at once wait for each other
@@ -210,9 +211,19 @@ extension PostgresBatchWriter {
                 try connection.copyIn(copyStaged + format, write: rows)
                 let made = try connection.execute(insertNew)
                 result.inserted[plans[entity].info.name] = made.count
-                guard made.count < entries.count else { continue }
+                guard made.count < entries.count else {
+                    if recordsHistory { result.history.add(plans[entity].info.name, .insert, rows: entries.map { batch.folded[$0].pk }) }
+                    continue
+                }
                 var madeHere = Set<TextKey>()
                 for row in 0..<made.count { madeHere.insert(TextKey(made[row, 0]!)) }
+                if recordsHistory {
+                    let rows = entries.filter { index in
+                        let slot = batch.folded[index].slot
+                        return slot < 0 || madeHere.contains(batch.keys[Int(slot)])
+                    }
+                    result.history.add(plans[entity].info.name, .insert, rows: rows.map { batch.folded[$0].pk })
+                }
                 let lost = entries.compactMap { index -> TextKey? in
                     let slot = batches[entity].folded[index].slot
                     return slot < 0 ? nil : batches[entity].keys[Int(slot)]
@@ -261,6 +272,14 @@ extension PostgresBatchWriter {
             }
             let updated = try connection.execute(update)
             for row in 0..<updated.count { updatedRecords[entity].insert(Int(updated[row, 0]!)!) }
+            if recordsHistory, updated.count > 0 {
+                var entryOf: [Int64: Int] = [:]
+                for index in changes { entryOf[batch.folded[index].pk] = index }
+                for row in 0..<updated.count {
+                    guard let pk = Int64(updated[row, 1]!), let index = entryOf[pk] else { continue }
+                    result.history.add(plans[entity].info.name, .update, row: pk, properties: givenProperties(index, of: batch, entity: entity))
+                }
+            }
         }
         for (entity, record) in awaitingVerdict {
             if updatedRecords[entity].contains(record) { result.updated += 1 } else { result.unchanged += 1 }
@@ -301,6 +320,19 @@ extension PostgresBatchWriter {
             hasher.mix(linked(entity, number, batch.links[index * batch.linkCount + number]).map { UInt64(bitPattern: $0) } ?? 0)
         }
         return Int(bitPattern: UInt(hasher.value))
+    }
+
+    /// The properties entry `index` gives (its mask), its key left out: what history names for its update.
+    private func givenProperties(_ index: Int, of batch: EntityBatch, entity: Int) -> [String] {
+        let info = plans[entity].info
+        var names: [String] = []
+        for position in info.attributeNames.indices where position != plans[entity].keyPosition && batch.isSet(position, entry: index) {
+            names.append(info.attributeNames[position])
+        }
+        for (number, link) in info.toOneColumns.enumerated() where batch.isSet(info.attributeNames.count + number, entry: index) {
+            names.append(info.relationships[link.relationship].relationship.name)
+        }
+        return names
     }
 
     // MARK: - Folding

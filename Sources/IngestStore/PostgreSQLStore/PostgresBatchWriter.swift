@@ -32,6 +32,9 @@ public final class PostgresBatchWriter: BatchRequestMaking {
     let statements: [Statements]
     /// Each entity's first row number made by this run (pk ≥ it: made by this run).
     public var firstRowOfRun: [String: Int64] = [:]
+    /// Whether writes list what they change in `BatchResult.history` (on by default). New
+    /// rows then take their numbers before they are copied, so history can name them.
+    public var recordsHistory = true
 
     struct Statements {
         let stage: String
@@ -219,7 +222,7 @@ public final class PostgresBatchWriter: BatchRequestMaking {
                 + changing.map { "\(columns[$0]) = CASE WHEN \(given($0)) THEN \(values[$0]) ELSE t.\(columns[$0]) END" }.joined(separator: ", ")
                 + " FROM \(stage) s WHERE t.\"_pk\" = s._pk AND ("
                 + changing.map { "(\(given($0)) AND t.\(columns[$0]) IS DISTINCT FROM \(values[$0]))" }.joined(separator: " OR ")
-                + ") RETURNING s._rec"
+                + ") RETURNING s._rec, s._pk"
         }
         var stageNew: String?
         var copyStagedNew: String?
@@ -237,5 +240,14 @@ public final class PostgresBatchWriter: BatchRequestMaking {
                           copyNewUnnumbered: copyNewUnnumbered,
                           stageNew: stageNew, copyStagedNew: copyStagedNew, insertNew: insertNew, reserve: reserve,
                           attributeCount: attributeCount, linkCount: linkCount, maskWords: plan.maskWords)
+    }
+}
+
+extension PostgresBatchWriter {
+    /// Records a history transaction of `changes` by `author` in the connection's open
+    /// transaction (a save's last writes: it notifies history followers on commit).
+    /// - Throws: `StoreError.postgres` when the server refuses it.
+    package func recordHistory(_ changes: HistoryChanges, author: String) throws {
+        try HistoryLog.record(changes, author: author, on: StoreConnection(kind: .postgres(connection)))
     }
 }

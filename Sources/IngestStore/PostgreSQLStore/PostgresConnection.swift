@@ -131,6 +131,29 @@ package final class PostgresConnection {
         }
     }
 
+    /// Waits up to `seconds` for a notification on a channel this connection LISTENs on;
+    /// true when one (or more) came, all of them taken.
+    /// - Throws: `PostgresError.connection` when the connection broke.
+    package func waitForNotification(seconds: Double) throws(PostgresError) -> Bool {
+        func drained() -> Bool {
+            var any = false
+            while let notice = PQnotifies(raw) {
+                any = true
+                PQfreemem(notice)
+            }
+            return any
+        }
+        if drained() { return true }
+        var socket = pollfd(fd: PQsocket(raw), events: Int16(POLLIN), revents: 0)
+        guard socket.fd >= 0 else { throw .connection(target: target, reason: "the connection has no socket") }
+        if poll(&socket, 1, Int32(max(0, seconds * 1000))) > 0 {
+            guard PQconsumeInput(raw) == 1 else {
+                throw .connection(target: target, reason: PostgresURL.trimmed(String(cString: PQerrorMessage(raw))))
+            }
+        }
+        return drained()
+    }
+
     /// Whether the connection still works (a statement failed because the server went away, say).
     package var isOK: Bool { PQstatus(raw) == CONNECTION_OK }
 }

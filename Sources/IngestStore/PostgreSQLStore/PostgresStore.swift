@@ -41,7 +41,7 @@ public final class PostgresStore: Sendable {
             record text NOT NULL, PRIMARY KEY (run, chunk, index))
         """,
         membersTable,
-    ]
+    ] + HistoryLog.postgresTables
 
     /// Per save, the census of the members its records held that the pipeline does not map
     /// (`MemberCensus` as JSON), by the chunk's marker after the save.
@@ -105,6 +105,9 @@ public final class PostgresStore: Sendable {
                     }
                     if try connection.execute("SELECT to_regclass('_ingest_members') IS NULL")[0, 0] == "t" {
                         try connection.execute(Self.membersTable)
+                    }
+                    if try connection.execute("SELECT to_regclass('\(HistoryLog.changesTable)') IS NULL")[0, 0] == "t" {
+                        for statement in HistoryLog.postgresTables { try connection.execute(statement) }
                     }
                     // Once, when missing (found by review: the statement had gone with the new
                     // stores' tables only, and every import into an older store failed).

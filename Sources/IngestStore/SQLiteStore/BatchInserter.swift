@@ -99,7 +99,9 @@ public final class BatchInserter: BatchRequestMaking {
     /// Writes a prepared request (see `execute(_:metadata:rejected:)`). Related objects
     /// repeated exactly since their last write are not written again. `written` adds
     /// metadata made from what the write did, in the same transaction.
-    public func execute(_ prepared: Prepared, metadata: [String: String],
+    ///
+    /// The store's history records the write as one transaction by `author`.
+    public func execute(_ prepared: Prepared, metadata: [String: String], author: String = "batch insert",
                         rejected: (Rejection) throws -> [String: String] = { _ in [:] },
                         written: (Result) throws -> [String: String] = { _ in [:] }) throws -> Result {
         let request = prepared.request
@@ -111,12 +113,13 @@ public final class BatchInserter: BatchRequestMaking {
         defer { if !committed { forget(records: Array(request.records.indices), of: request) } }
         nonisolated(unsafe) let inserter = self
         let observed = coordinator.hasSaveObservers
+        let history = coordinator.recordsHistory
         var locked = 0.0
         var written = try coordinator.write { db in
             let start = DispatchTime.now().uptimeNanoseconds
             defer { locked = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
             return try inserter.write(request, keys: keys, resolved: resolved, contents: contents, metadata: metadata, rejected: rejected,
-                                      written: written, observed: observed, db)
+                                      written: written, observed: observed, history: history ? author : nil, db)
         }
         committed = true
         forget(records: written.leftOut, of: request)
@@ -142,7 +145,9 @@ public final class BatchInserter: BatchRequestMaking {
 
     private func write(_ request: BatchInsertRequest, keys: [Value?], resolved: [Int64], contents: [UInt64], metadata: [String: String],
                        rejected: (Rejection) throws -> [String: String], written: (Result) throws -> [String: String],
-                       observed: Bool, _ db: Database) throws -> Written {
+                       observed: Bool, history author: String?, _ db: Database) throws -> Written {
+        let history = author != nil
+        let listed = observed || history
         var result = Result()
         var stagedMetadata = metadata
         var learned: [[Value: Int64]] = Array(repeating: [:], count: plans.count)
@@ -152,7 +157,9 @@ public final class BatchInserter: BatchRequestMaking {
         // Row numbers only, inside the lock; the notice's object IDs are made after it.
         var inserted: [[Int64]] = Array(repeating: [], count: plans.count)
         var updated: [[Int64]] = Array(repeating: [], count: plans.count)
-        if observed { inserted[0].reserveCapacity(request.rows.count) }
+        // Per entity, beside `updated`: the properties each update gave (history names them).
+        var updatedProperties: [[[String]]] = Array(repeating: [], count: plans.count)
+        if listed { inserted[0].reserveCapacity(request.rows.count) }
         // Row numbers handed out in one reservation per entity; unused ones leave gaps.
         var nextKey = Array(repeating: Int64(0), count: plans.count)
         var lastKey = Array(repeating: Int64(-1), count: plans.count)
@@ -239,7 +246,7 @@ public final class BatchInserter: BatchRequestMaking {
                         learned[row.entity][key] = final
                         if made {
                             insertedCounts[row.entity] += 1
-                            if observed { inserted[row.entity].append(pk) }
+                            if listed { inserted[row.entity].append(pk) }
                         }
                         continue
                     }
@@ -285,9 +292,12 @@ public final class BatchInserter: BatchRequestMaking {
                     }
                     if stored == pk {
                         insertedCounts[row.entity] += 1
-                        if observed { inserted[row.entity].append(pk) }
+                        if listed { inserted[row.entity].append(pk) }
                     } else {
-                        if changed, observed { updated[row.entity].append(stored) }
+                        if changed, listed {
+                            updated[row.entity].append(stored)
+                            if history { updatedProperties[row.entity].append(plan.givenProperties(request, row: row)) }
+                        }
                         if rowIndex == range.lowerBound {
                             if changed { result.updated += 1 } else { result.unchanged += 1 }
                             if stored >= runStart[row.entity] { result.duplicates += 1 }
@@ -298,7 +308,18 @@ public final class BatchInserter: BatchRequestMaking {
             }
         }
         stagedMetadata.merge(try written(result)) { $1 }
-        let sequence = try coordinator.finishSave(db, metadata: stagedMetadata)
+        var changes: HistoryChanges?
+        if author != nil {
+            var made = HistoryChanges()
+            for entity in plans.indices {
+                made.add(plans[entity].info.name, .insert, rows: inserted[entity])
+                for (pk, properties) in zip(updated[entity], updatedProperties[entity]) {
+                    made.add(plans[entity].info.name, .update, row: pk, properties: properties)
+                }
+            }
+            changes = made
+        }
+        let sequence = try coordinator.finishSave(db, metadata: stagedMetadata, history: changes, author: author ?? "")
         for (entity, count) in insertedCounts.enumerated() where count > 0 { result.inserted[plans[entity].info.name] = count }
         return Written(result: result, inserted: inserted, updated: updated, sequence: sequence, learned: learned,
                        writtenFields: writtenFields, leftOut: leftOut)

@@ -18,6 +18,7 @@ extension PersistentStoreCoordinator {
                 for statement in schema.entity(entity.name)!.createStatements() { try db.execute(sql: statement) }
             }
             try writeModel(db, schema.model)
+            for statement in HistoryLog.sqliteTables { try db.execute(sql: statement) }
             try db.execute(sql: "INSERT INTO \(metadata) (key, value) VALUES ('_storeID', ?), ('_formatVersion', ?)",
                            arguments: [json(storeID.uuidString), String(formatVersion)])
             return storeID
@@ -32,6 +33,10 @@ extension PersistentStoreCoordinator {
         if stored != schema.model {
             try migrate(db, from: stored, to: schema, path: path)
             try writeModel(db, schema.model)
+        }
+        // Stores made before history (0.17) get its tables on their first open for writing.
+        if try !db.tableExists(HistoryLog.transactionsTable) {
+            for statement in HistoryLog.sqliteTables { try db.execute(sql: statement) }
         }
         return storeID
     }

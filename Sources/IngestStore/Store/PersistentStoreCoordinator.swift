@@ -20,6 +20,7 @@ public final class PersistentStoreCoordinator: Sendable {
     let schema: Schema
     let backend: Backend
     private let saveSequence = Mutex(0)
+    let historyEnabled = Atomic(true)
     private let observers = ObserverRegistry<SaveNotice>()
     /// Compiled fetch queries, by request (see `ObjectContext.selectQuery`).
     let queryCache = Mutex<[ObjectContext.QueryCacheKey: ObjectContext.SelectQuery]>([:])
@@ -301,11 +302,14 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// The end of every save's transaction, on either path: the metadata staged with the
     /// rows, the tests' fault seams, and the save's sequence number.
-    func finishSave(_ db: Database, metadata: [String: String]) throws -> Int {
-        try finishSave(StoreConnection(kind: .sqlite(db)), metadata: metadata)
+    func finishSave(_ db: Database, metadata: [String: String], history: HistoryChanges? = nil,
+                    author: @autoclosure () -> String = "") throws -> Int {
+        try finishSave(StoreConnection(kind: .sqlite(db)), metadata: metadata, history: history, author: author())
     }
 
-    func finishSave(_ connection: StoreConnection, metadata: [String: String]) throws -> Int {
+    func finishSave(_ connection: StoreConnection, metadata: [String: String], history: HistoryChanges? = nil,
+                    author: @autoclosure () -> String = "") throws -> Int {
+        if let history, !history.isEmpty, recordsHistory { try HistoryLog.record(history, author: author(), on: connection) }
         for (key, value) in metadata {
             try connection.execute("INSERT INTO \(quoted(Self.metadataTable)) (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                                    [.string(key), .string(value)])

@@ -22,6 +22,11 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case diskFull(path: String, freeBytes: Int?)
     /// A PostgreSQL store's failure: the server unreachable, or a statement it refused.
     case postgres(PostgresError)
+    /// A history token from before the store's last purge: the changes between it and the
+    /// purge are gone, so the consumer must fetch the store afresh.
+    case historyPurged(token: String, purgedBefore: String)
+    /// The history cannot answer: a token of another store, or a store without history tables.
+    case history(String)
 
     /// The first few problems of a long list, and how many more there are.
     private static func list(_ problems: [String], shown limit: Int = 3) -> String {
@@ -43,6 +48,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .diskFull(let path, let free):
             "cannot write \(path): the disk is full" + (free.map { " (\($0 / 1024) KiB free on that file system)" } ?? "")
         case .postgres(let error): error.description
+        case .historyPurged(let token, let purgedBefore):
+            "history token \(token) is from before the history was purged (it keeps positions from \(purgedBefore) on): the changes after it are gone; fetch the objects afresh and continue from coordinator.currentHistoryToken()"
+        case .history(let reason): "the store's history: \(reason)"
         }
     }
 }

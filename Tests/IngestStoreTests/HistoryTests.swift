@@ -1,0 +1,219 @@
+import Foundation
+import IngestTestSupport
+import Testing
+@testable import IngestStore
+
+/// The store's history: every save recorded in its own transaction, fetched after a
+/// token exactly once, merged into contexts of other coordinators, purged.
+@Suite struct HistoryTests {
+    /// Each change as `kind entity row [properties] [tombstone]`, in order.
+    static func lines(_ transactions: [HistoryTransaction]) -> [String] {
+        transactions.flatMap { transaction in
+            transaction.changes.map { change in
+                var line = "\(change.kind.rawValue) \(change.entity) \(change.objectID.primaryKey!)"
+                if !change.updatedProperties.isEmpty { line += " " + change.updatedProperties.joined(separator: ",") }
+                if !change.tombstone.isEmpty { line += " " + change.tombstone.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",") }
+                return line
+            }
+        }
+    }
+
+    @Test(arguments: StoreBackend.available) func everySaveRecordsItsInsertsUpdatesAndDeletesWithItsAuthor(backend: StoreBackend) throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator, name: "editor")
+        let start = try coordinator.currentHistoryToken()
+        let (p1, p2) = try context.perform {
+            let ana = context.insert("Photographer")
+            ana.id = .string("ana")
+            let p1 = insertPhoto(context, id: "p1", title: "one")
+            let p2 = insertPhoto(context, id: "p2")
+            p1.setObject(ana, forKey: "whoTook")
+            try context.save()
+            return (p1.objectID, p2.objectID)
+        }
+        try context.perform {
+            let photo = context.object(with: p1)
+            photo.title = .string("first")
+            photo.views = .int(7)
+            try context.save()
+            context.transactionAuthor = "cleanup job"
+            context.delete(context.object(with: p2))
+            try context.save()
+        }
+        let fetch = try coordinator.fetchHistory(after: start)
+        #expect(fetch.transactions.map(\.author) == ["editor", "editor", "cleanup job"])
+        let ana = try context.perform { try context.fetch("Photographer")[0].objectID.primaryKey! }
+        let lines = Self.lines(fetch.transactions)
+        #expect(Set(lines.prefix(3)) == ["insert Photographer \(ana)", "insert Photo \(p1.primaryKey!)", "insert Photo \(p2.primaryKey!)"])
+        #expect(Array(lines.dropFirst(3)) == ["update Photo \(p1.primaryKey!) title,views", "delete Photo \(p2.primaryKey!) id=\"p2\""])
+        #expect(fetch.transactions.allSatisfy { $0.process.hasSuffix(":\(getpid())") })
+        if backend == .sqlite {
+            #expect(fetch.transactions.map(\.token) == fetch.transactions.map { HistoryToken(storeID: coordinator.storeID, position: $0.position + 1) })
+        }
+        // Nothing after the returned token, and the IDs are the saved objects'.
+        #expect(try coordinator.fetchHistory(after: fetch.token).transactions.isEmpty)
+        #expect(fetch.changes.first { $0.kind == .delete }?.objectID == p2)
+        // From any transaction's token on: the rest, exactly.
+        #expect(try coordinator.fetchHistory(after: fetch.transactions[1].token).transactions.map(\.position) == [fetch.transactions[2].position])
+    }
+
+    @Test(arguments: StoreBackend.available) func aRelationshipChangeNamesTheRelationshipOnBothSides(backend: StoreBackend) throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator, name: "tagger")
+        let (photo, tag) = try context.perform {
+            let photo = insertPhoto(context, id: "p")
+            let tag = context.insert("Tag")
+            tag.name = "sea"
+            try context.save()
+            return (photo.objectID, tag.objectID)
+        }
+        let token = try coordinator.currentHistoryToken()
+        try context.perform {
+            context.object(with: photo).addObject(context.object(with: tag), toKey: "tags")
+            try context.save()
+        }
+        #expect(Set(Self.lines(try coordinator.fetchHistory(after: token).transactions))
+                == ["update Photo \(photo.primaryKey!) tags", "update Tag \(tag.primaryKey!) photos"])
+    }
+
+    @Test(arguments: StoreBackend.available) func aContextOfAnotherCoordinatorFollowsRandomSavesThroughHistoryAlone(backend: StoreBackend) throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
+        _ = directory
+        // A second coordinator on the same store: no save notice reaches it, as in another process.
+        let other = try PersistentStoreCoordinator(model: TestModel.model, url: URL(string: backend == .sqlite ? "file://" + coordinator.path : coordinator.path)!)
+        let writer = ObjectContext(coordinator: coordinator, name: "writer")
+        let viewer = ObjectContext(coordinator: other, name: "viewer")
+        var token = try other.currentHistoryToken()
+        let request = FetchRequest("Photo", sortDescriptors: [FetchSortDescriptor("title"), FetchSortDescriptor("id")])
+        let controller = try viewer.perform { () throws -> FetchedResultsController in
+            let controller = try FetchedResultsController(request: request, context: viewer, sectionNameKeyPath: "title")
+            try controller.performFetch()
+            return controller
+        }
+        var seed: UInt64 = 0x5eed
+        func next(_ bound: Int) -> Int {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((seed >> 33) % UInt64(bound))
+        }
+        var counter = 0
+        for _ in 0..<60 {
+            try writer.perform {
+                for _ in 0..<(1 + next(3)) {
+                    let existing = try writer.fetch("Photo")
+                    switch existing.isEmpty ? 0 : next(6) {
+                    case 0, 1:
+                        counter += 1
+                        insertPhoto(writer, id: "p\(counter)", title: ["A", "B", "C"][next(3)])
+                    case 2, 3:
+                        existing[next(existing.count)].title = .string(["A", "B", "C", "D"][next(4)])
+                    default:
+                        writer.delete(existing[next(existing.count)])
+                    }
+                }
+                try writer.save()
+            }
+            let fetch = try other.fetchHistory(after: token)
+            token = fetch.token
+            try viewer.perform {
+                viewer.mergeChanges(fromHistory: fetch.transactions)
+                let fresh = try viewer.fetch(request)
+                #expect(controller.fetchedObjects.map(\.objectID) == fresh.map(\.objectID))
+                #expect(controller.sections.map(\.name) == Array(Set(fresh.compactMap { $0.title?.stringValue })).sorted())
+                #expect(controller.fetchedObjects.map { $0.title?.stringValue } == fresh.map { $0.title?.stringValue })
+            }
+        }
+    }
+
+    /// On PostgreSQL a purge keeps what committed after a transaction still open began (it
+    /// could yet commit before them): a server of its own, so no other test holds one open.
+    @Test(arguments: StoreBackend.available) func aTokenFromBeforeAPurgeIsRefusedNotAnsweredWithAGap(backend: StoreBackend) throws {
+        let directory = try TemporaryDirectory()
+        let server = backend == .postgres ? try PostgresServer() : nil
+        let coordinator = try PersistentStoreCoordinator(model: TestModel.model, url: URL(string: server?.url ?? "file://" + directory.file("store.sqlite"))!)
+        let context = ObjectContext(coordinator: coordinator, name: "writer")
+        let old = try coordinator.currentHistoryToken()
+        for number in 0..<3 {
+            try context.perform {
+                insertPhoto(context, id: "p\(number)")
+                try context.save()
+            }
+        }
+        let all = try coordinator.fetchHistory(after: old)
+        #expect(all.transactions.count == 3)
+        try coordinator.purgeHistory(before: all.transactions[1].token)
+        let horizon = all.transactions[1].token.position
+        #expect(throws: StoreError.historyPurged(token: old.description, purgedBefore: "\(horizon)")) {
+            try coordinator.fetchHistory(after: old)
+        }
+        let message = "\(StoreError.historyPurged(token: old.description, purgedBefore: "\(horizon)"))"
+        #expect(message == "history token \(old) is from before the history was purged (it keeps positions from \(horizon) on): the changes after it are gone; fetch the objects afresh and continue from coordinator.currentHistoryToken()")
+        // From the purge's token on, and from the start (nil), what is kept.
+        #expect(try coordinator.fetchHistory(after: all.transactions[1].token).transactions.map(\.position) == [all.transactions[2].position])
+        #expect(try coordinator.fetchHistory(after: nil).transactions.map(\.position) == [all.transactions[2].position])
+    }
+
+    @Test func aTokenOfAnotherStoreIsRefusedAndTokensReadBackFromTheirText() throws {
+        let (first, directory) = try TestModel.store()
+        let second = try PersistentStoreCoordinator(model: TestModel.model, path: directory.file("other.sqlite"))
+        let token = try second.currentHistoryToken()
+        #expect(HistoryToken(token.description) == token)
+        #expect(HistoryToken("12") == nil && HistoryToken("x@\(token.storeID)") == nil && HistoryToken("-1@\(token.storeID)") == nil)
+        let decoded = try JSONDecoder().decode(HistoryToken.self, from: JSONEncoder().encode(token))
+        #expect(decoded == token)
+        #expect(throws: StoreError.history("token \(token) is of store \(token.storeID.uuidString.lowercased()), not of \(first.path) (\(first.storeID.uuidString.lowercased()))")) {
+            try first.fetchHistory(after: token)
+        }
+    }
+
+    @Test(arguments: StoreBackend.available) func aCoordinatorWithHistoryOffRecordsNothing(backend: StoreBackend) throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
+        _ = directory
+        let token = try coordinator.currentHistoryToken()
+        coordinator.recordsHistory = false
+        let context = ObjectContext(coordinator: coordinator, name: "quiet")
+        try context.perform {
+            insertPhoto(context, id: "p")
+            try context.save()
+        }
+        #expect(try coordinator.fetchHistory(after: token).transactions.isEmpty)
+        coordinator.recordsHistory = true
+        try context.perform {
+            insertPhoto(context, id: "q")
+            try context.save()
+        }
+        #expect(try coordinator.fetchHistory(after: token).transactions.count == 1)
+    }
+
+    @Test(arguments: StoreBackend.available) func theHistoryStreamWakesForSavesOfAnotherCoordinator(backend: StoreBackend) async throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
+        _ = directory
+        let other = try PersistentStoreCoordinator(model: TestModel.model, url: URL(string: backend == .sqlite ? "file://" + coordinator.path : coordinator.path)!)
+        let token = try other.currentHistoryToken()
+        let writer = Task.detached {
+            let context = ObjectContext(coordinator: coordinator, name: "writer")
+            for number in 0..<5 {
+                try context.perform {
+                    insertPhoto(context, id: "p\(number)")
+                    try context.save()
+                }
+                try await Task.sleep(for: .milliseconds(30))
+            }
+        }
+        var seen: [HistoryTransaction] = []
+        for try await transaction in other.history(after: token, interval: .milliseconds(20)) {
+            seen.append(transaction)
+            if seen.count == 5 { break }
+        }
+        try await writer.value
+        #expect(seen.map { $0.changes.count } == [1, 1, 1, 1, 1])
+        #expect(seen.map(\.position) == seen.map(\.position).sorted())
+    }
+
+    @Test func rowListsKeepRunsAsRanges() {
+        #expect(RowList.text([5, 1, 2, 3, 3, 9, 10, 7]) == "1-3,5,7,9-10")
+        #expect(RowList.rows("1-3,5,7,9-10") == [1, 2, 3, 5, 7, 9, 10])
+        #expect(RowList.rows("3-1") == nil && RowList.rows("a") == nil)
+    }
+}
