@@ -62,14 +62,26 @@ extension PersistentStoreCoordinator {
                 let base = token?.snapshot ?? "\(horizon):\(horizon):"
                 let target = try token?.page?.snapshot ?? currentSnapshot(connection)
                 let after = token?.page?.after ?? -1
-                let transactions = try HistoryLog.read("""
-                    position >= ? AND NOT pg_visible_in_snapshot(position::text::xid8, CAST(? AS pg_snapshot))
-                    AND pg_visible_in_snapshot(position::text::xid8, CAST(? AS pg_snapshot)) AND position > ?
-                    """, [.int(HistoryToken.xmin(of: base) ?? 0), .string(base), .string(target), .int(after)],
-                    limit: limit, schema: schema, storeID: storeID,
-                    token: { HistoryToken(storeID: storeID, snapshot: base, page: .init(snapshot: target, after: $0))! }, connection)
-                let next = transactions.count == limit ? transactions.last!.token : try postgresToken(snapshot: target)
-                return HistoryFetch(transactions: transactions, token: next)
+                func read(base: String, target: String, after: Int64, limit: Int) throws -> [HistoryTransaction] {
+                    try HistoryLog.read("""
+                        position >= ? AND NOT pg_visible_in_snapshot(position::text::xid8, CAST(? AS pg_snapshot))
+                        AND pg_visible_in_snapshot(position::text::xid8, CAST(? AS pg_snapshot)) AND position > ?
+                        """, [.int(HistoryToken.xmin(of: base) ?? 0), .string(base), .string(target), .int(after)],
+                        limit: limit, schema: schema, storeID: storeID,
+                        token: { HistoryToken(storeID: storeID, snapshot: base, page: .init(snapshot: target, after: $0))! }, connection)
+                }
+                var transactions = try read(base: base, target: target, after: after, limit: limit)
+                if transactions.count == limit { return HistoryFetch(transactions: transactions, token: transactions.last!.token) }
+                // A page of an earlier fetch ran out: what committed since comes in the same fetch.
+                var seen = target
+                if token?.page != nil {
+                    let now = try currentSnapshot(connection)
+                    let more = try read(base: target, target: now, after: -1, limit: limit - transactions.count)
+                    transactions += more
+                    if transactions.count == limit { return HistoryFetch(transactions: transactions, token: transactions.last!.token) }
+                    seen = now
+                }
+                return HistoryFetch(transactions: transactions, token: try postgresToken(snapshot: seen))
             }
         }
     }
