@@ -117,6 +117,9 @@ public final class PostgresStore: Sendable {
                         try connection.execute(Self.readsKeptColumn)
                     }
                 }
+                // The store's identity, in its object IDs and history tokens: made by the first
+                // process that opens it for writing (an importer makes no coordinator of its own).
+                try connection.execute("INSERT INTO _ingest_store VALUES ('store.id', upper(gen_random_uuid()::text)) ON CONFLICT DO NOTHING")
                 // Replaced when their text changed, so a corrected definition reaches old stores.
                 let functions = try Self.functions(connection)
                 let version = SHA256Digest.hex(Array(functions.joined(separator: ";").utf8))

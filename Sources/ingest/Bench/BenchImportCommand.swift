@@ -85,6 +85,8 @@ extension Ingest {
             var workers: String
             var runs: [ChildProcess.Result]
             var report: ImportReport?
+            /// The pipeline this import runs (history on), or its copy with history off.
+            var pipeline = ""
             var best: ChildProcess.Result { runs.min { $0.seconds < $1.seconds }! }
         }
 
@@ -102,6 +104,7 @@ extension Ingest {
                                                joinsFromDatabase: joinsFromDatabase, runs: runs, workDirectory: workDirectory).run()
             }
             let spec = try PipelineSpec.load(path: pipeline)
+            let quiet = try BenchPipeline.withoutHistory(pipeline, in: workDirectory)
             let template = "\(workDirectory)/template.sqlite"
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: template + suffix) }
             _ = try PersistentStoreCoordinator(model: spec.model, path: template)
@@ -119,7 +122,9 @@ extension Ingest {
                 if reference != nil { measured.append(Measured(name: "C reference importer (1 core)", workers: "-", runs: [])) }
                 if sqlite != nil { measured.append(Measured(name: "sqlite3 CLI (json_each staging)", workers: "-", runs: [])) }
                 let firstImport = measured.count
-                for workers in workerCounts { measured.append(Measured(name: "ingest import", workers: String(workers), runs: [])) }
+                for workers in workerCounts { measured.append(Measured(name: "ingest import", workers: String(workers), runs: [], pipeline: pipeline)) }
+                // History's cost: the same import with history off, at the first worker count.
+                measured.append(Measured(name: "ingest import, history off", workers: String(workerCounts[0]), runs: [], pipeline: quiet))
                 // Alternate the commands so that drift in the machine's speed hits all alike.
                 for _ in 0..<runs {
                     for index in measured.indices {
@@ -129,7 +134,7 @@ extension Ingest {
                         }
                         try? FileManager.default.removeItem(atPath: store + ".chunks")
                         if index >= firstImport {
-                            let result = try checked(ChildProcess.run(me, ["import", feed, "--pipeline", pipeline, "--store", store,
+                            let result = try checked(ChildProcess.run(me, ["import", feed, "--pipeline", measured[index].pipeline, "--store", store,
                                                                            "--workers", measured[index].workers, "--quiet"]), "ingest import")
                             let report = try JSONDecoder().decode(ImportReport.self, from: Data(contentsOf: URL(fileURLWithPath: store + ".report.json")))
                             if measured[index].runs.isEmpty || result.seconds < measured[index].best.seconds { measured[index].report = report }
@@ -163,6 +168,12 @@ extension Ingest {
                                  cliBest.map { Format.fixed($0 / best.seconds, places: 2) + "×" } ?? "-", stages])
                 }
                 if count == records { chartReport = (measured.first { $0.workers == "2" } ?? measured.last)?.report }
+                if let on = measured.first(where: { $0.name == "ingest import" && $0.workers == String(workerCounts[0]) }),
+                   let off = measured.first(where: { $0.name.hasSuffix("history off") }) {
+                    notes.append("history on vs off, \(on.workers) worker(s), \(Format.count(count)) records: "
+                        + "\(Format.count(Int(Double(count) / on.best.seconds))) vs \(Format.count(Int(Double(count) / off.best.seconds))) records/s "
+                        + "(\(Format.fixed(off.best.seconds / on.best.seconds, places: 2))× with history)")
+                }
             }
             print(Table.render(header: ["command", "workers", "records", "MB", "best s", "records/s", "MB/s", "peak RSS",
                                         "CPU/wall", "vs C", "vs CLI", "split / parse / map / save / index s"], rows: rows))

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The bench's pipeline, `Pipelines/bench-photos.json`, built in so that `ingest bench`
 /// runs from any directory (a test keeps the two the same).
 enum BenchPipeline {
@@ -69,5 +71,20 @@ enum BenchPipeline {
         let path = directory + "/bench-photos.json"
         try FileOpsCLI.write(text + "\n", to: path)
         return path
+    }
+
+    /// A copy of the pipeline at `path` with history turned off (`"import": {"history": false}`),
+    /// written beside the bench's files: the bench's second import of each kind.
+    static func withoutHistory(_ path: String, in directory: String) throws -> String {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        guard var root = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw CommandFailure("\(path): the pipeline is not a JSON object")
+        }
+        var options = root["import"] as? [String: Any] ?? [:]
+        options["history"] = false
+        root["import"] = options
+        let copy = directory + "/" + URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent + "-no-history.json"
+        try JSONSerialization.data(withJSONObject: root, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: copy))
+        return copy
     }
 }

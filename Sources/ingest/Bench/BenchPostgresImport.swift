@@ -34,6 +34,8 @@ struct BenchPostgresImport {
         /// Per run: the second import's seconds (the feed again, 10% of its records changed).
         var again: [Double] = []
         var peakRSS = 0
+        /// The pipeline file it imports with (history off: a copy; nil: the bench's).
+        var pipeline: String?
         var best: Double { seconds.min() ?? .nan }
         var bestIndex: Int { seconds.indices.min { seconds[$0] < seconds[$1] } ?? 0 }
     }
@@ -53,11 +55,14 @@ struct BenchPostgresImport {
         Console.error("bench: \(url): drops and makes again the tables of \(spec.model.entities.map(\.name).joined(separator: ", ")) and Ingest's bookkeeping for each run\n")
         if server == nil { Console.error("bench: the server's CPU is read from /proc where it runs on this machine; it does not here, so its column is empty\n") }
         var measured = processCounts.map { Measured(name: "ingest import + join" + (joinsFromDatabase ? " --from-database" : ""), processes: String($0)) }
+        // History's cost: the same import with history off, with the first process count.
+        measured.append(Measured(name: "ingest, history off", processes: String(processCounts[0]),
+                                 pipeline: try BenchPipeline.withoutHistory(pipeline, in: workDirectory)))
         var copy = Measured(name: "psql \\copy of the same rows", processes: "1")
         for _ in 0..<runs {
             for index in measured.indices {
                 try reset(spec.model)
-                let count = processCounts[index]
+                let count = Int(measured[index].processes)!
                 let serverBefore = server?.seconds()
                 let first = try importProcesses(me, feed: feed, count: count, measuring: &measured[index])
                 measured[index].seconds.append(first.seconds)
@@ -65,7 +70,7 @@ struct BenchPostgresImport {
                 measured[index].serverCPU.append(server.flatMap { reading in serverBefore.map { reading.seconds() - $0 } })
                 try checkCounts(run: 1)
                 // The same feed again with a tenth of its records changed: the update rules at work.
-                var ignored = Measured(name: "", processes: "")
+                var ignored = Measured(name: "", processes: "", pipeline: measured[index].pipeline)
                 measured[index].again.append(try importProcesses(me, feed: changed, count: count, measuring: &ignored).seconds)
                 try checkCounts(run: 2)
             }
@@ -104,7 +109,12 @@ struct BenchPostgresImport {
             + "CPU per record: user + system seconds of the ingest processes (or psql) and of the server's processes "
             + "(read from /proc, where the server runs on this machine), per record; CPU ×\\copy is their sum over \\copy's. "
             + "Again: the same feed imported once more into the filled store with 10% of its records' titles changed "
-            + "(the update rule applies; the rest are unchanged).")
+            + "(the update rule applies; the rest are unchanged). History off: the same import with the pipeline's "
+            + "\"import\": {\"history\": false}; history on by default.")
+        if let on = measured.first, let off = measured.last, off.pipeline != nil {
+            print("history on vs off, \(on.processes) process(es): \(Format.count(Int(Double(records) / on.best))) vs "
+                + "\(Format.count(Int(Double(records) / off.best))) records/s (\(Format.fixed(off.best / on.best, places: 2))× with history)")
+        }
     }
 
     /// The client's and the server's CPU microseconds per record of a measurement's best run.
@@ -120,7 +130,7 @@ struct BenchPostgresImport {
     private func importProcesses(_ me: String, feed: String, count: Int, measuring item: inout Measured) throws -> (seconds: Double, cpu: Double) {
         let started = ContinuousClock.now
         let runsBefore = (try? PostgresStatus.read(url: url))?.runs.count ?? 0
-        var children = [try ChildProcess.start(me, ["import", feed, "--pipeline", pipeline, "--store", target,
+        var children = [try ChildProcess.start(me, ["import", feed, "--pipeline", item.pipeline ?? pipeline, "--store", target,
                                                     "--workers", String(workersPerProcess), "--quiet"])]
         // The joins start once the run is registered (split and chunks stored).
         while ((try? PostgresStatus.read(url: url))?.runs.count ?? 0) <= runsBefore {
