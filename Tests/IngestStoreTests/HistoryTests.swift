@@ -148,7 +148,7 @@ import Testing
             try coordinator.fetchHistory(after: old)
         }
         let message = "\(StoreError.historyPurged(token: old.description, purgedBefore: "\(horizon)"))"
-        #expect(message == "history token \(old) is from before the history was purged (it keeps positions from \(horizon) on): the changes after it are gone; fetch the objects afresh and continue from coordinator.currentHistoryToken()")
+        #expect(message == "history token \(old) is from before the history was purged (it keeps positions from \(horizon) on): the changes after it are gone; fetch the objects afresh and continue from the current token (coordinator.currentHistoryToken(), or the last line of ingest history)")
         // From the purge's token on, and from the start (nil), what is kept.
         #expect(try coordinator.fetchHistory(after: all.transactions[1].token).transactions.map(\.position) == [all.transactions[2].position])
         #expect(try coordinator.fetchHistory(after: nil).transactions.map(\.position) == [all.transactions[2].position])

@@ -49,7 +49,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             "cannot write \(path): the disk is full" + (free.map { " (\($0 / 1024) KiB free on that file system)" } ?? "")
         case .postgres(let error): error.description
         case .historyPurged(let token, let purgedBefore):
-            "history token \(token) is from before the history was purged (it keeps positions from \(purgedBefore) on): the changes after it are gone; fetch the objects afresh and continue from coordinator.currentHistoryToken()"
+            "history token \(token) is from before the history was purged (it keeps positions from \(purgedBefore) on): the changes after it are gone; fetch the objects afresh and continue from the current token (coordinator.currentHistoryToken(), or the last line of ingest history)"
         case .history(let reason): "the store's history: \(reason)"
         }
     }
