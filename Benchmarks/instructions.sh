@@ -10,6 +10,7 @@
 #        of the figures before 0.5)
 # Env:   INGEST_BIN  the ingest binary (default .build/release/ingest, as ./run.sh builds it)
 #        WORK        work directory (default /tmp/ingest-instructions); feeds there are reused
+#        PIPELINE    the pipeline (default Pipelines/bench-photos.json; history on, as imports are)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -42,7 +43,7 @@ for tool in cc objcopy sqlite3 awk; do
 done
 [ -x "$INGEST_BIN" ] || { echo "error: no ingest binary at $INGEST_BIN (./run.sh --help builds it, or set INGEST_BIN)" >&2; exit 1; }
 INGEST_BIN="$(cd "$(dirname "$INGEST_BIN")" && pwd)/$(basename "$INGEST_BIN")"
-PIPELINE="$ROOT/Pipelines/bench-photos.json"
+PIPELINE="${PIPELINE:-$ROOT/Pipelines/bench-photos.json}"
 SOURCE="$ROOT/Benchmarks/reference-importer/importer.c"
 
 mkdir -p "$WORK"

@@ -211,6 +211,131 @@ import Testing
         #expect(seen.map(\.position) == seen.map(\.position).sorted())
     }
 
+    @Test(arguments: StoreBackend.available) func deletesAndUnlinksNameEveryRowTheyChangeAndBothSidesOfALink(backend: StoreBackend) throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator, name: "editor")
+        let (ana, bo, photos, tag) = try context.perform {
+            let ana = context.insert("Photographer")
+            ana.id = .string("ana")
+            let bo = context.insert("Photographer")
+            bo.id = .string("bo")
+            let photos = (0..<3).map { insertPhoto(context, id: "p\($0)") }
+            for photo in photos { photo.setObject(ana, forKey: "whoTook") }
+            let tag = context.insert("Tag")
+            tag.name = .string("sea")
+            try context.save()
+            return (ana.objectID, bo.objectID, photos.map(\.objectID), tag.objectID)
+        }
+        func changes(_ body: () throws -> Void) throws -> Set<String> {
+            let token = try coordinator.currentHistoryToken()
+            try context.perform {
+                context.reset()
+                try body()
+                try context.save()
+            }
+            return Set(Self.lines(try coordinator.fetchHistory(after: token).transactions))
+        }
+        // A to-one moved: the photo, its old and its new photographer.
+        #expect(try changes { context.object(with: photos[0]).setObject(context.object(with: bo), forKey: "whoTook") }
+                == ["update Photo \(photos[0].primaryKey!) whoTook", "update Photographer \(ana.primaryKey!) photos",
+                    "update Photographer \(bo.primaryKey!) photos"])
+        // A many-to-many link between two objects never loaded (faults): both sides.
+        #expect(try changes { context.object(with: photos[1]).addObject(context.object(with: tag), toKey: "tags") }
+                == ["update Photo \(photos[1].primaryKey!) tags", "update Tag \(tag.primaryKey!) photos"])
+        // A delete (nullify): the photos it unlinked, registered or not, and its key as it was stored.
+        #expect(try changes {
+            let photographer = context.object(with: ana)
+            photographer.id = .string("renamed")
+            context.delete(photographer)
+        } == ["delete Photographer \(ana.primaryKey!) id=\"ana\"", "update Photo \(photos[1].primaryKey!) whoTook",
+              "update Photo \(photos[2].primaryKey!) whoTook"])
+        // A delete that drops join rows: the other side of each.
+        #expect(try changes { context.delete(context.object(with: tag)) }
+                == ["delete Tag \(tag.primaryKey!) name=\"sea\"", "update Photo \(photos[1].primaryKey!) tags"])
+    }
+
+    /// PostgreSQL takes at most 65,535 parameters a statement: the changes of a save go in parts.
+    @Test(arguments: StoreBackend.available) func aSaveDeletingTenThousandObjectsRecordsEveryDelete(backend: StoreBackend) throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator, name: "bulk")
+        try context.perform {
+            for number in 0..<10_000 { context.insert("Tag").name = .string("t\(number)") }
+            try context.save()
+        }
+        let token = try coordinator.currentHistoryToken()
+        try context.perform {
+            for tag in try context.fetch("Tag") { context.delete(tag) }
+            try context.save()
+        }
+        let deletes = try coordinator.fetchHistory(after: token).changes
+        #expect(deletes.count == 10_000 && deletes.allSatisfy { $0.kind == .delete })
+        #expect(Set(deletes.compactMap { $0.tombstone["name"]?.stringValue }).count == 10_000)
+    }
+
+    /// A consumer takes its token before it fetches, so changes between the two come again:
+    /// merged twice, they leave the controller as a fresh fetch would.
+    @Test(arguments: StoreBackend.available) func changesThatComeAgainLeaveTheControllerAsAFreshFetch(backend: StoreBackend) throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
+        _ = directory
+        let writer = ObjectContext(coordinator: coordinator, name: "writer")
+        let viewer = ObjectContext(coordinator: coordinator, name: "viewer")
+        let token = try coordinator.currentHistoryToken()
+        let (x, y) = try writer.perform {
+            let x = insertPhoto(writer, id: "x", title: "A")
+            let y = insertPhoto(writer, id: "y", title: "B")
+            try writer.save()
+            return (x.objectID, y.objectID)
+        }
+        let request = FetchRequest("Photo", sortDescriptors: [FetchSortDescriptor("title")])
+        let controller = try viewer.perform { () throws -> FetchedResultsController in
+            let controller = try FetchedResultsController(request: request, context: viewer, sectionNameKeyPath: "title")
+            try controller.performFetch()
+            return controller
+        }
+        try writer.perform {
+            writer.object(with: x).title = .string("C")
+            writer.delete(writer.object(with: y))
+            try writer.save()
+        }
+        let fetch = try coordinator.fetchHistory(after: token)
+        #expect(fetch.transactions.count == 2)
+        viewer.perform {
+            viewer.mergeChanges(fromHistory: fetch.transactions)
+            #expect(controller.fetchedObjects.map(\.objectID) == [x])
+            #expect(controller.sections.map(\.name) == ["C"])
+            #expect(controller.fetchedObjects.map { $0.title?.stringValue } == ["C"])
+        }
+    }
+
+    @Test(arguments: StoreBackend.available) func purgesRefuseTokensAheadOfTheStoreAndDatesNeverPurgePastNow(backend: StoreBackend) throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator, name: "writer")
+        let start = try coordinator.currentHistoryToken()
+        try context.perform {
+            insertPhoto(context, id: "p")
+            try context.save()
+        }
+        let ahead = backend == .sqlite ? HistoryToken(storeID: coordinator.storeID, position: 1_000_000)
+            : HistoryToken("999999999:999999999:@\(coordinator.storeID.uuidString.lowercased())")!
+        #expect(throws: StoreError.self) { try coordinator.purgeHistory(before: ahead) }
+        // A date in the future purges what is there, and the current token still reads on.
+        try coordinator.purgeHistory(before: Date.now.addingTimeInterval(3_600))
+        let now = try coordinator.currentHistoryToken()
+        #expect(try coordinator.fetchHistory(after: now).transactions.isEmpty)
+        #expect(throws: StoreError.self) { try coordinator.fetchHistory(after: start) }
+    }
+
+    @Test func aDamagedSavedTokenIsRefusedWhenRead() throws {
+        let store = UUID()
+        let damaged = Data(#"{"storeID":"\#(store.uuidString)","position":0,"snapshot":"x:y:"}"#.utf8)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(HistoryToken.self, from: damaged) }
+        let negative = Data(#"{"storeID":"\#(store.uuidString)","position":-4}"#.utf8)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(HistoryToken.self, from: negative) }
+    }
+
     @Test func rowListsKeepRunsAsRanges() {
         #expect(RowList.text([5, 1, 2, 3, 3, 9, 10, 7]) == "1-3,5,7,9-10")
         #expect(RowList.rows("1-3,5,7,9-10") == [1, 2, 3, 5, 7, 9, 10])

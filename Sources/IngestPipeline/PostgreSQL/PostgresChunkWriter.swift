@@ -78,9 +78,7 @@ final class PostgresChunkWriter: BatchChunkWriter {
                                                text: ChunkLines.text(ofRecord: rejection.record, in: save.bytes)))
         }
         let lines = try rejects.map { (index: $0.index, json: try $0.jsonLine()) }
-        if writer.recordsHistory, !result.history.isEmpty {
-            try writer.recordHistory(result.history, author: "import run \(run) chunk \(save.chunk.index)")
-        }
+        try writer.recordHistory(of: result, author: "import run \(run) chunk \(save.chunk.index)")
         try lease.recordSave(rejects: lines, members: save.members, records: result.records + rejects.count, done: save.done,
                              process: process, connection)
         result.rejected = rejects.map { BatchRejection(record: $0.index, reason: $0.reason) }

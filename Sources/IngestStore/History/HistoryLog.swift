@@ -57,23 +57,29 @@ enum HistoryLog {
                                    [time, .string(author), .string(process)])
             position = sqlite3_last_insert_rowid(db.sqliteConnection)
         case .postgres:
+            // Committed durably whatever the session's synchronous_commit (importers turn it off):
+            // a consumer must never be given a change a server crash then takes back.
             position = try connection.int64("""
                 INSERT INTO \(transactionsTable) (position, time, author, process)
-                SELECT pg_current_xact_id()::text::bigint, ?, ?, ? FROM (SELECT pg_notify('\(channel)', '')) AS n RETURNING position
+                SELECT pg_current_xact_id()::text::bigint, ?, ?, ?
+                FROM (SELECT pg_notify('\(channel)', ''), set_config('synchronous_commit', 'on', true)) AS n RETURNING position
                 """, [time, .string(author), .string(process)]) ?? 0
         }
         let rows = changes.storedRows
-        guard !rows.isEmpty else { return position }
-        // One statement for all of them: a save's changes are a few groups.
-        let placeholders = Array(repeating: "(?, ?, ?, ?, ?, ?, ?)", count: rows.count).joined(separator: ", ")
-        var arguments: [Value?] = []
-        arguments.reserveCapacity(rows.count * 7)
-        for (seq, row) in rows.enumerated() {
-            arguments += [.int(position), .int(Int64(seq)), .string(row.entity), .string(row.kind), .string(row.rows),
-                          row.properties.map(Value.string), row.tombstone.map(Value.string)]
+        // A few statements at most: each holds what stays under PostgreSQL's 65,535 parameters
+        // (a cascade may delete thousands of objects, each a row with its tombstone).
+        for start in stride(from: 0, to: rows.count, by: 4_000) {
+            let part = rows[start..<min(rows.count, start + 4_000)]
+            let placeholders = Array(repeating: "(?, ?, ?, ?, ?, ?, ?)", count: part.count).joined(separator: ", ")
+            var arguments: [Value?] = []
+            arguments.reserveCapacity(part.count * 7)
+            for (seq, row) in zip(part.indices, part) {
+                arguments += [.int(position), .int(Int64(seq)), .string(row.entity), .string(row.kind), .string(row.rows),
+                              row.properties.map(Value.string), row.tombstone.map(Value.string)]
+            }
+            try connection.execute("INSERT INTO \(quoted(changesTable)) (position, seq, entity, kind, rows, properties, tombstone) VALUES \(placeholders)",
+                                   arguments)
         }
-        try connection.execute("INSERT INTO \(quoted(changesTable)) (position, seq, entity, kind, rows, properties, tombstone) VALUES \(placeholders)",
-                               arguments)
         return position
     }
 

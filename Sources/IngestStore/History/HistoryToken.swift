@@ -52,6 +52,25 @@ public struct HistoryToken: Sendable, Codable, Hashable, CustomStringConvertible
         position = given
     }
 
+    /// Reads a token as `encode(to:)` wrote it, checking it as `init?(_:)` checks text.
+    /// - Throws: `DecodingError.dataCorrupted` for a snapshot or position that is not one.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let store = try container.decode(UUID.self, forKey: .storeID)
+        if let snapshot = try container.decodeIfPresent(String.self, forKey: .snapshot) {
+            guard let token = HistoryToken(storeID: store, snapshot: snapshot, page: try container.decodeIfPresent(Page.self, forKey: .page)) else {
+                throw DecodingError.dataCorruptedError(forKey: .snapshot, in: container, debugDescription: "not a PostgreSQL snapshot (xmin:xmax:xip,…): \(snapshot)")
+            }
+            self = token
+        } else {
+            let position = try container.decode(Int64.self, forKey: .position)
+            guard position >= 0 else {
+                throw DecodingError.dataCorruptedError(forKey: .position, in: container, debugDescription: "a history position is 0 or more, not \(position)")
+            }
+            self.init(storeID: store, position: position)
+        }
+    }
+
     /// The xmin of a snapshot's text (`xmin:xmax:xip,…`), or nil when it is not one.
     static func xmin(of snapshot: String) -> Int64? {
         let parts = snapshot.split(separator: ":", omittingEmptySubsequences: false)

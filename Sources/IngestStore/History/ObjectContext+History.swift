@@ -2,8 +2,12 @@ extension ObjectContext {
     /// Brings saves read from the store's history into this context, as
     /// `mergeChanges(fromDidSave:)` brings a save of this process: updated objects
     /// registered here reload, deleted ones leave, fetched results controllers on the
-    /// context update. Transactions are applied in order: an object inserted and then
-    /// deleted among them is only deleted.
+    /// context update.
+    ///
+    /// The same change may come twice (a consumer takes its token before it fetches what it
+    /// starts from, so saves in between come again): an insert of an object this context
+    /// holds already is merged as an update, and an object deleted after an insert among
+    /// `transactions` is merged as deleted.
     public func mergeChanges(fromHistory transactions: [HistoryTransaction]) {
         checkAccess()
         guard let last = transactions.last else { return }
@@ -12,15 +16,16 @@ extension ObjectContext {
         var deleted = Set<ObjectID>()
         for transaction in transactions {
             for change in transaction.changes {
+                let id = change.objectID
                 switch change.kind {
                 case .insert:
-                    inserted.insert(change.objectID)
-                    deleted.remove(change.objectID)
+                    if registered[id] != nil { updated.insert(id) } else { inserted.insert(id) }
                 case .update:
-                    if !inserted.contains(change.objectID) { updated.insert(change.objectID) }
+                    updated.insert(id)
                 case .delete:
-                    if inserted.remove(change.objectID) == nil { deleted.insert(change.objectID) }
-                    updated.remove(change.objectID)
+                    inserted.remove(id)
+                    updated.remove(id)
+                    deleted.insert(id)
                 }
             }
         }

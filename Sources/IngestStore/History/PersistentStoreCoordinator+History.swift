@@ -43,24 +43,25 @@ extension PersistentStoreCoordinator {
         }
         let limit = max(1, limit)
         return try readingHistory { connection in
+            if let token, (token.snapshot == nil) != (connection.dialect == .sqlite) {
+                throw StoreError.history("token \(token) is a \(token.snapshot == nil ? "SQLite" : "PostgreSQL") store's, not \(path)'s")
+            }
             let purged = try purgedBefore(connection)
             if let token, let purged, token.position < purged {
                 throw StoreError.historyPurged(token: token.description, purgedBefore: "\(purged)")
             }
             switch connection.kind {
             case .sqlite:
-                if token?.snapshot != nil { throw StoreError.history("token \(token!) is a PostgreSQL store's, not \(path)'s") }
                 let start = token?.position ?? purged ?? 0
                 let transactions = try HistoryLog.read("position >= ?", [.int(start)], limit: limit, schema: schema, storeID: storeID,
                                                        token: { HistoryToken(storeID: storeID, position: $0 + 1) }, connection)
                 return HistoryFetch(transactions: transactions, token: transactions.last?.token ?? HistoryToken(storeID: storeID, position: start))
             case .postgres:
-                if let token, token.snapshot == nil { throw StoreError.history("token \(token) is a SQLite store's, not \(path)'s") }
                 // Given so far: what the token's snapshot sees (nothing, for a first fetch, but
                 // what a purge removed), and of a page, what its snapshot sees up to its position.
                 let horizon = max(purged ?? 1, 1)
                 let base = token?.snapshot ?? "\(horizon):\(horizon):"
-                let target = try token?.page?.snapshot ?? currentSnapshot(connection)
+                let target = try token?.page?.snapshot ?? currentSnapshot(connection, previous: token?.snapshot)
                 let after = token?.page?.after ?? -1
                 func read(base: String, target: String, after: Int64, limit: Int) throws -> [HistoryTransaction] {
                     try HistoryLog.read("""
@@ -75,7 +76,7 @@ extension PersistentStoreCoordinator {
                 // A page of an earlier fetch ran out: what committed since comes in the same fetch.
                 var seen = target
                 if token?.page != nil {
-                    let now = try currentSnapshot(connection)
+                    let now = try currentSnapshot(connection, previous: target)
                     let more = try read(base: target, target: now, after: -1, limit: limit - transactions.count)
                     transactions += more
                     if transactions.count == limit { return HistoryFetch(transactions: transactions, token: transactions.last!.token) }
@@ -86,9 +87,31 @@ extension PersistentStoreCoordinator {
         }
     }
 
-    private func currentSnapshot(_ connection: StoreConnection) throws -> String {
+    /// The snapshot this transaction reads in, made durable first: a token claims every
+    /// transaction its snapshot saw ended, and one whose commit (or abort) record a server
+    /// crash lost could hand its ID to a later one, which the token would then skip
+    /// (importers commit their bookkeeping without waiting for the disk). A commit that
+    /// waits for the disk, begun after the snapshot was taken, flushes every record before
+    /// it. Not needed when no transaction took an ID since `previous` (an idle poll).
+    private func currentSnapshot(_ connection: StoreConnection, previous: String? = nil) throws -> String {
         var snapshot = ""
-        try connection.query("SELECT pg_current_snapshot()::text", cached: false) { row in snapshot = row.value(.string, 0)?.stringValue ?? "" }
+        var standby = false
+        try connection.query("SELECT pg_current_snapshot()::text, pg_is_in_recovery()", cached: false) { row in
+            snapshot = row.value(.string, 0)?.stringValue ?? ""
+            standby = row.value(.bool, 1)?.boolValue ?? false
+        }
+        func xmax(_ text: String) -> Int64? { text.split(separator: ":", omittingEmptySubsequences: false).dropFirst().first.flatMap { Int64($0) } }
+        guard !standby, case .postgres(let pool) = backend, previous.flatMap(xmax) != xmax(snapshot) else { return snapshot }
+        try pool.with { other in
+            do {
+                try other.transaction {
+                    try other.execute("SET LOCAL synchronous_commit = on")
+                    _ = try other.execute("SELECT pg_current_xact_id()")
+                }
+            } catch let error as PostgresError {
+                throw StoreError.postgres(error)
+            }
+        }
         return snapshot
     }
 
@@ -105,6 +128,14 @@ extension PersistentStoreCoordinator {
     public func purgeHistory(before token: HistoryToken) throws {
         guard token.storeID == storeID else {
             throw StoreError.history("token \(token) is of store \(token.storeID.uuidString.lowercased()), not of \(path)")
+        }
+        let now = try currentHistoryToken()
+        guard (token.snapshot == nil) == (now.snapshot == nil) else {
+            throw StoreError.history("token \(token) is a \(token.snapshot == nil ? "SQLite" : "PostgreSQL") store's, not \(path)'s")
+        }
+        // A horizon past now would refuse every consumer from then on.
+        guard token.position <= now.position else {
+            throw StoreError.history("token \(token) is ahead of the store's history (now \(now)): nothing before it can be purged yet")
         }
         try writing { connection in
             guard try HistoryLog.exists(connection) else { throw StoreError.history("\(path) has no history tables") }
@@ -124,7 +155,15 @@ extension PersistentStoreCoordinator {
             try connection.int64("SELECT min(position) FROM \(quoted(HistoryLog.transactionsTable)) WHERE time >= ?",
                                  [.double(date.timeIntervalSince1970)])
         }
-        try purgeHistory(before: position.map { HistoryToken(storeID: storeID, position: $0) } ?? currentHistoryToken())
+        // Never past now: on PostgreSQL a transaction still open may hold a lower ID than one
+        // that committed after `date`.
+        let now = try currentHistoryToken()
+        let horizon = min(position ?? now.position, now.position)
+        if now.snapshot == nil {
+            try purgeHistory(before: HistoryToken(storeID: storeID, position: horizon))
+        } else if let token = HistoryToken(storeID: storeID, snapshot: "\(horizon):\(horizon):") {
+            try purgeHistory(before: token)
+        }
     }
 
     private func purgedBefore(_ connection: StoreConnection) throws -> Int64? {

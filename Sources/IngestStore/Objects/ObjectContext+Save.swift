@@ -247,9 +247,11 @@ extension ObjectContext {
                   let pk = id.primaryKey else { continue }
             guard try update(object, pk: pk, db, sqliteRows, key: key) > 0 else { throw StoreError.objectNotFound(id) }
         }
+        // Rows a delete changes besides its own (links set to NULL, join rows gone), for history.
+        var unlinked: [(entity: String, pk: Int64, relationship: String)]? = coordinator.recordsHistory ? [] : nil
         for (id, object) in deletedSet {
             guard let pk = id.primaryKey else { continue }
-            try deleteRow(object.info, pk: pk, db)
+            try deleteRow(object.info, pk: pk, db, unlinked: &unlinked)
             plan.deleted.insert(id)
         }
         for (change, inserted) in joinChanges {
@@ -262,43 +264,74 @@ extension ObjectContext {
 
         // 4. Metadata and history, in the same transaction as the rows they describe.
         if case .postgres(let connection) = db.kind, let postgresSaveHook { try postgresSaveHook(connection) }
-        let history = coordinator.recordsHistory ? historyChanges(fresh: fresh, plan: plan) : nil
+        let history = coordinator.recordsHistory ? historyChanges(fresh: fresh, plan: plan, unlinked: unlinked ?? [], key: key) : nil
         plan.sequence = try coordinator.finishSave(db, metadata: stagedMetadata, history: history, author: transactionAuthor ?? name)
         return plan
     }
 
     /// What the save changes, for its history transaction: new rows, updated objects with
     /// the properties they changed, deleted ones with their uniqueness key values.
-    private func historyChanges(fresh: [ManagedObject], plan: SavePlan) -> HistoryChanges {
+    private func historyChanges(fresh: [ManagedObject], plan: SavePlan, unlinked: [(entity: String, pk: Int64, relationship: String)],
+                                key: (ObjectID?) -> Int64?) -> HistoryChanges {
         var changes = HistoryChanges()
+        // The other side of each to-one a save sets or changes: its to-many (or to-one) inverse changed too.
+        var otherSides: [(entity: String, pk: Int64, relationship: String)] = []
+        func noteOtherSides(_ object: ManagedObject, _ index: Int, old: ObjectID?) {
+            let relationship = object.info.relationships[index]
+            for target in [old, object.toOne[index]] {
+                guard let target, let pk = key(target) else { continue }
+                otherSides.append((relationship.destination, pk, relationship.inverseName))
+            }
+        }
         for object in fresh {
             guard let pk = (object.savedID ?? object.objectID).primaryKey else { continue }
             changes.add(object.info.name, .insert, row: pk)
+            for (index, _) in object.info.toOneColumns where object.toOne[index] != nil { noteOtherSides(object, index, old: nil) }
         }
         for (object, policy) in plan.merged where policy == .objectTrump || policy == .storeTrump {
             guard let pk = object.savedID?.primaryKey else { continue }
             let info = object.info
-            var properties = policy == .objectTrump ? info.attributeNames.indices.filter { object.values[$0] != nil }.map { info.attributeNames[$0] } : []
-            properties += info.toOneColumns.filter { object.toOne[$0.relationship] != nil }.map { info.relationships[$0.relationship].relationship.name }
-            changes.add(info.name, .update, row: pk, properties: properties)
+            // Object trump writes the whole row (its key is the stored one's); store trump only fills empty links.
+            let keys = Set(info.uniquenessPositions.joined())
+            var properties = policy == .objectTrump ? info.attributeNames.indices.filter { !keys.contains($0) }.map { info.attributeNames[$0] } : []
+            properties += info.toOneColumns.filter { policy == .objectTrump || object.toOne[$0.relationship] != nil }
+                .map { info.relationships[$0.relationship].relationship.name }
+            if !properties.isEmpty { changes.add(info.name, .update, row: pk, properties: properties) }
         }
+        // Faults too: a many-to-many change between two objects not loaded fires neither fault.
+        var updated: [ObjectID: [String]] = [:]
         for id in updatedSet {
-            guard let object = registered[id], !object.isDeleted, !object.isFault, let pk = id.primaryKey else { continue }
+            guard let object = registered[id], !object.isDeleted, id.primaryKey != nil else { continue }
             let info = object.info
             var properties = info.attributeNames.indices.filter { object.changedAttributes.contains($0) }.map { info.attributeNames[$0] }
             for (index, relationship) in info.relationships.enumerated()
             where object.changedToOne.contains(index)
                 || (index < object.toMany.count && !(object.toMany[index].added.isEmpty && object.toMany[index].removed.isEmpty)) {
                 properties.append(relationship.relationship.name)
+                if object.changedToOne.contains(index), case .column = relationship.storage {
+                    noteOtherSides(object, index, old: object.committed?.toOne[index])
+                }
             }
-            guard !properties.isEmpty else { continue }
-            changes.add(info.name, .update, row: pk, properties: properties)
+            if !properties.isEmpty { updated[id] = properties }
+        }
+        // Other sides and unlinked rows not deleted by this save, merged into the updates they join.
+        var skipped = Set(deletedSet.keys)
+        for object in fresh { skipped.insert(object.savedID ?? object.objectID) }
+        for (entity, pk, relationship) in otherSides + unlinked {
+            let id = ObjectID(storeID: coordinator.storeID, entityName: entity, key: .permanent(pk))
+            guard !skipped.contains(id) else { continue }
+            if updated[id]?.contains(relationship) != true { updated[id, default: []].append(relationship) }
+        }
+        for (id, properties) in updated.sorted(by: { ($0.key.entityName, $0.key.primaryKey!) < ($1.key.entityName, $1.key.primaryKey!) }) {
+            changes.add(id.entityName, .update, row: id.primaryKey!, properties: properties)
         }
         for (id, object) in deletedSet {
             guard let pk = id.primaryKey else { continue }
+            // The key as stored: an edit made before the delete never reached the store.
+            let stored = object.committed?.values ?? object.values.array
             var tombstone: [String: Value] = [:]
             for positions in object.info.uniquenessPositions {
-                for position in positions { tombstone[object.info.attributeNames[position]] = object.values[position] }
+                for position in positions { tombstone[object.info.attributeNames[position]] = stored[position] }
             }
             changes.addDelete(object.info.name, row: pk, tombstone: tombstone)
         }
@@ -328,19 +361,29 @@ extension ObjectContext {
 
     /// Deletes a row and every reference to it: foreign keys pointing at it become NULL,
     /// its join-table rows go.
-    private func deleteRow(_ info: EntityInfo, pk: Int64, _ db: StoreConnection) throws {
+    /// `unlinked`, when history is recorded, gets the rows whose link to it went, with the
+    /// relationship that changed.
+    private func deleteRow(_ info: EntityInfo, pk: Int64, _ db: StoreConnection,
+                           unlinked: inout [(entity: String, pk: Int64, relationship: String)]?) throws {
         try db.execute(info.deleteSQL, [.int(pk)])
         for relationship in info.relationships {
             let destination = entityInfo(relationship.destination)
             let inverse = destination.relationships[destination.relationshipIndex[relationship.inverseName]!]
+            let sql: String
             switch inverse.storage {
             case .column(let column):
-                try db.execute("UPDATE \(destination.table) SET \(quoted(column)) = NULL WHERE \(quoted(column)) = ?", [.int(pk)])
-            case .joinTable(let table, _, let other):
-                try db.execute("DELETE FROM \(quoted(table)) WHERE \(quoted(other)) = ?", [.int(pk)])
+                sql = "UPDATE \(destination.table) SET \(quoted(column)) = NULL WHERE \(quoted(column)) = ?"
+                    + (unlinked == nil ? "" : " RETURNING \"_pk\"")
+            case .joinTable(let table, let source, let other):
+                sql = "DELETE FROM \(quoted(table)) WHERE \(quoted(other)) = ?" + (unlinked == nil ? "" : " RETURNING \(quoted(source))")
             case .inverseColumn:
-                break
+                continue
             }
+            guard unlinked != nil else {
+                try db.execute(sql, [.int(pk)])
+                continue
+            }
+            for row in try db.int64s(sql, [.int(pk)]) { unlinked!.append((destination.name, row, relationship.inverseName)) }
         }
     }
 

@@ -218,11 +218,9 @@ extension PostgresBatchWriter {
                 var madeHere = Set<TextKey>()
                 for row in 0..<made.count { madeHere.insert(TextKey(made[row, 0]!)) }
                 if recordsHistory {
-                    let rows = entries.filter { index in
-                        let slot = batch.folded[index].slot
-                        return slot < 0 || madeHere.contains(batch.keys[Int(slot)])
-                    }
-                    result.history.add(plans[entity].info.name, .insert, rows: rows.map { batch.folded[$0].pk })
+                    // The rows made here, by number: the server's text of a key (a date's, a bool's)
+                    // need not be the bytes this writer keys it by.
+                    result.history.add(plans[entity].info.name, .insert, rows: (0..<made.count).compactMap { made[$0, 1].flatMap { Int64($0) } })
                 }
                 let lost = entries.compactMap { index -> TextKey? in
                     let slot = batches[entity].folded[index].slot

@@ -234,7 +234,7 @@ public final class PostgresBatchWriter: BatchRequestMaking {
             copyStagedNew = "COPY \(newStage) (\(all)) FROM STDIN"
             let keyColumn = quoted(info.attributeNames[key])
             insertNew = "INSERT INTO \(info.table) (\(all)) SELECT \(all) FROM \(newStage) ORDER BY \(keyColumn) "
-                + "ON CONFLICT (\(keyColumn)) DO NOTHING RETURNING \(keyColumn)::text"
+                + "ON CONFLICT (\(keyColumn)) DO NOTHING RETURNING \(keyColumn)::text, \"_pk\""
         }
         return Statements(stage: create, copy: copy, existing: existing, update: update, copyNew: copyNew,
                           copyNewUnnumbered: copyNewUnnumbered,
@@ -249,5 +249,14 @@ extension PostgresBatchWriter {
     /// - Throws: `StoreError.postgres` when the server refuses it.
     package func recordHistory(_ changes: HistoryChanges, author: String) throws {
         try HistoryLog.record(changes, author: author, on: StoreConnection(kind: .postgres(connection)))
+    }
+
+    /// Records what `result` (and the writes merged into it) changed as one history
+    /// transaction by `author`, in the connection's open transaction: a caller of `write`
+    /// outside Ingest's importer does this once per transaction, before it commits.
+    /// - Throws: `StoreError.postgres` when the server refuses it.
+    public func recordHistory(of result: BatchResult, author: String) throws {
+        guard recordsHistory, !result.history.isEmpty else { return }
+        try recordHistory(result.history, author: author)
     }
 }

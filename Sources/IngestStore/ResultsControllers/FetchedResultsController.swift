@@ -110,13 +110,16 @@ public final class FetchedResultsController {
         guard !touched.isEmpty else { return }
         let old = sections
         var flat = old.flatMap(\.objects)
-        let leaving = notice.deleted.union(notice.updated)
+        // An insert of an object shown already (a change that came twice through history) moves it, never doubles it.
+        let leaving = notice.deleted.union(notice.updated).union(notice.inserted)
         flat.removeAll { leaving.contains($0.objectID) }
         let candidates = notice.inserted.union(notice.updated).filter { $0.entityName == entity }
         try? context.preloadRows(Array(candidates), context.entityInfo(entity))
         var arriving: [ManagedObject] = []
         for id in candidates {
             let object = context.object(with: id)
+            // Still a fault after the preload: its row is gone (deleted by a save not merged yet).
+            if object.isFault && !object.preloaded { continue }
             guard !object.isDeleted, (try? request.predicate.map { try $0.evaluate(with: object) } ?? true) == true else { continue }
             arriving.append(object)
         }

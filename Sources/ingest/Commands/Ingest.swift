@@ -90,6 +90,7 @@ extension Ingest.Resume: StoreCommand {}
 extension Ingest.Status: StoreCommand {}
 extension Ingest.Query: StoreCommand {}
 extension Ingest.Join: StoreCommand {}
+extension Ingest.History: StoreCommand {}
 
 /// A command could not do its work for a reason it explains itself.
 struct CommandFailure: Error, CustomStringConvertible {
