@@ -57,12 +57,10 @@ enum HistoryLog {
                                    [time, .string(author), .string(process)])
             position = sqlite3_last_insert_rowid(db.sqliteConnection)
         case .postgres:
-            // Committed durably whatever the session's synchronous_commit (importers turn it off):
-            // a consumer must never be given a change a server crash then takes back.
+            // Importers commit without waiting for the disk: a fetch makes what it gives durable first.
             position = try connection.int64("""
                 INSERT INTO \(transactionsTable) (position, time, author, process)
-                SELECT pg_current_xact_id()::text::bigint, ?, ?, ?
-                FROM (SELECT pg_notify('\(channel)', ''), set_config('synchronous_commit', 'on', true)) AS n RETURNING position
+                SELECT pg_current_xact_id()::text::bigint, ?, ?, ? FROM (SELECT pg_notify('\(channel)', '')) AS n RETURNING position
                 """, [time, .string(author), .string(process)]) ?? 0
         }
         let rows = changes.storedRows
@@ -81,6 +79,14 @@ enum HistoryLog {
                                    arguments)
         }
         return position
+    }
+
+    /// Flushes a SQLite store's WAL file to the disk (what its commits wrote without waiting).
+    static func flushWAL(of path: String) {
+        let descriptor = open(path + "-wal", O_RDONLY)
+        guard descriptor >= 0 else { return }
+        fsync(descriptor)
+        close(descriptor)
     }
 
     /// Whether the store has the history tables (a store written before them, opened for

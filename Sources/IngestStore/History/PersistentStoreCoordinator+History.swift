@@ -55,6 +55,10 @@ extension PersistentStoreCoordinator {
                 let start = token?.position ?? purged ?? 0
                 let transactions = try HistoryLog.read("position >= ?", [.int(start)], limit: limit, schema: schema, storeID: storeID,
                                                        token: { HistoryToken(storeID: storeID, position: $0 + 1) }, connection)
+                // Saves commit with synchronous=NORMAL: their WAL frames reach the disk at the next
+                // checkpoint. What a consumer is given must outlive a power loss, so the frames this
+                // read sees are flushed first (this read keeps the WAL from being restarted meanwhile).
+                if !transactions.isEmpty { HistoryLog.flushWAL(of: path) }
                 return HistoryFetch(transactions: transactions, token: transactions.last?.token ?? HistoryToken(storeID: storeID, position: start))
             case .postgres:
                 // Given so far: what the token's snapshot sees (nothing, for a first fetch, but
@@ -87,12 +91,13 @@ extension PersistentStoreCoordinator {
         }
     }
 
-    /// The snapshot this transaction reads in, made durable first: a token claims every
-    /// transaction its snapshot saw ended, and one whose commit (or abort) record a server
-    /// crash lost could hand its ID to a later one, which the token would then skip
-    /// (importers commit their bookkeeping without waiting for the disk). A commit that
-    /// waits for the disk, begun after the snapshot was taken, flushes every record before
-    /// it. Not needed when no transaction took an ID since `previous` (an idle poll).
+    /// The snapshot this transaction reads in, made durable first. The fetch gives the
+    /// transactions it sees, and its token claims every transaction it saw ended: with
+    /// commits that do not wait for the disk (importers'), a server crash could take such
+    /// a commit back after a consumer was given it, or hand its ID to a later transaction
+    /// the token would then skip. A commit that waits for the disk, begun after the
+    /// snapshot was taken, flushes every record before it. Not needed when the snapshot is
+    /// `previous` (an idle poll: nothing ended since).
     private func currentSnapshot(_ connection: StoreConnection, previous: String? = nil) throws -> String {
         var snapshot = ""
         var standby = false
@@ -100,8 +105,7 @@ extension PersistentStoreCoordinator {
             snapshot = row.value(.string, 0)?.stringValue ?? ""
             standby = row.value(.bool, 1)?.boolValue ?? false
         }
-        func xmax(_ text: String) -> Int64? { text.split(separator: ":", omittingEmptySubsequences: false).dropFirst().first.flatMap { Int64($0) } }
-        guard !standby, case .postgres(let pool) = backend, previous.flatMap(xmax) != xmax(snapshot) else { return snapshot }
+        guard !standby, case .postgres(let pool) = backend, previous != snapshot else { return snapshot }
         try pool.with { other in
             do {
                 try other.transaction {
