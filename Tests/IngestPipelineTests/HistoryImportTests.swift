@@ -156,7 +156,7 @@ import Testing
     func aConsumerRestarting100TimesDuringAMultiProcessImportGetsEveryChangeOnce() throws {
         let store = try Store(.postgres)
         let feed = store.directory.file("feed.json")
-        try FeedGenerator(records: 60_000, seed: 7).write(to: feed)
+        try FeedGenerator(records: 80_000, seed: 7).write(to: feed)
         let importer = try IngestBinary.start(Self.importArguments(feed, store, workers: 1))
         var consumer = try store.open()
         let joined = try IngestBinary.start(["join", store.target, "--workers", "1", "--quiet"])
@@ -175,7 +175,7 @@ import Testing
         }
         while importer.process.isRunning || joined.process.isRunning {
             _ = try fetchOnce()
-            if restarts < 100, Bool.random() {
+            if restarts < 100 {
                 consumer = try PersistentStoreCoordinator(existingStoreAt: store.target, readOnly: true)
                 restarts += 1
             }
@@ -187,7 +187,7 @@ import Testing
         while try fetchOnce() {}
         let (_, stored) = try Self.insertsAndRows(consumer)
         #expect(received.mapValues { $0.sorted() } == stored)
-        #expect(stored["Photo"]?.count == 60_000)
+        #expect(stored["Photo"]?.count == 80_000)
     }
 }
 

@@ -309,9 +309,11 @@ import Testing
         }
     }
 
+    /// A server of its own on PostgreSQL, as `aTokenFromBeforeAPurgeIsRefusedNotAnsweredWithAGap`.
     @Test(arguments: StoreBackend.available) func purgesRefuseTokensAheadOfTheStoreAndDatesNeverPurgePastNow(backend: StoreBackend) throws {
-        let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        let directory = try TemporaryDirectory()
+        let server = backend == .postgres ? try PostgresServer() : nil
+        let coordinator = try PersistentStoreCoordinator(model: TestModel.model, url: URL(string: server?.url ?? "file://" + directory.file("store.sqlite"))!)
         let context = ObjectContext(coordinator: coordinator, name: "writer")
         let start = try coordinator.currentHistoryToken()
         try context.perform {
