@@ -61,7 +61,8 @@ import Testing
                 stored[entity] = try context.fetch(entity).map { $0.objectID.primaryKey! }.sorted()
             }
         }
-        return (inserted.mapValues { $0.sorted() }, stored)
+        // An entity with no rows yet has no inserts either (a kill before the first save).
+        return (inserted.mapValues { $0.sorted() }, stored.filter { !$0.value.isEmpty })
     }
 
     static func importArguments(_ feed: String, _ store: Store, workers: Int = 2) -> [String] {
@@ -69,9 +70,10 @@ import Testing
          "--chunk-size", "1000", "--quiet"] + (store.server == nil ? [] : ["--lease-seconds", "2"])
     }
 
-    /// Process A imports (on PostgreSQL with a second process joined); this process's
-    /// context and a fetched results controller follow through the history stream alone,
-    /// and end equal to a fresh fetch.
+    /// Process A imports (on PostgreSQL with a second process joined); this process's main
+    /// context and a fetched results controller on it follow through the history stream
+    /// alone, and end equal to a fresh fetch.
+    @MainActor
     @Test(arguments: Backend.available) func aViewerProcessFollowsAnImporterThroughHistoryAlone(backend: Backend) async throws {
         let store = try Store(backend)
         let feed = store.directory.file("feed.json")
@@ -81,35 +83,34 @@ import Testing
         var joined: IngestBinary.Running?
         if store.server != nil { joined = try IngestBinary.start(["join", store.target, "--quiet"]) }
 
-        let viewer = ObjectContext(coordinator: coordinator, name: "viewer")
+        let viewer = ObjectContext(.main, coordinator: coordinator, name: "viewer")
         let request = FetchRequest("Photographer", sortDescriptors: [FetchSortDescriptor("name"), FetchSortDescriptor("id")])
-        let controller = try await viewer.perform { viewer in
+        let controller = try viewer.perform { () throws -> FetchedResultsController in
             let controller = try FetchedResultsController(request: request, context: viewer)
             try controller.performFetch()
-            return SendableBox(controller)
+            return controller
         }
-        let merged = Mutex<HistoryToken?>(nil)
-        let viewerBox = SendableBox(viewer)
-        let follower = Task.detached {
+        var merged: HistoryToken?
+        let follower = Task { @MainActor in
             for try await transaction in coordinator.history(after: nil, interval: .milliseconds(20)) {
-                try await viewerBox.value.perform { $0.mergeChanges(fromHistory: [transaction]) }
-                merged.withLock { $0 = transaction.token }
+                viewer.perform { viewer.mergeChanges(fromHistory: [transaction]) }
+                merged = transaction.token
             }
         }
-        // Waited for off the cooperative threads, which the follower needs.
+        // Waited for off the main thread, which the follower needs.
         let processes = SendableBox([importer] + (joined.map { [$0] } ?? []))
         let outcomes = await Self.offThePool { processes.value.map(IngestBinary.finish) }
         #expect(outcomes.allSatisfy { $0.status == 0 }, "\(outcomes.map(\.stderr))")
         // Caught up: nothing after the last transaction merged.
-        while try merged.withLock({ $0 }).map({ try coordinator.fetchHistory(after: $0).transactions.isEmpty }) != true {
+        while try merged.map({ try coordinator.fetchHistory(after: $0).transactions.isEmpty }) != true {
             try await Task.sleep(for: .milliseconds(20))
         }
         follower.cancel()
-        try await viewer.perform { (viewer: ObjectContext) -> Void in
+        try viewer.perform {
             let fresh = try viewer.fetch(request)
             #expect(fresh.count > 100)
-            #expect(controller.value.fetchedObjects.map(\.objectID) == fresh.map(\.objectID))
-            #expect(controller.value.fetchedObjects.map { $0["name"] ?? nil } == fresh.map { $0["name"] ?? nil })
+            #expect(controller.fetchedObjects.map(\.objectID) == fresh.map(\.objectID))
+            #expect(controller.fetchedObjects.map { $0["name"] ?? nil } == fresh.map { $0["name"] ?? nil })
         }
         let (inserted, stored) = try Self.insertsAndRows(coordinator)
         #expect(inserted == stored)

@@ -6,6 +6,15 @@ import Testing
 /// The store's history: every save recorded in its own transaction, fetched after a
 /// token exactly once, merged into contexts of other coordinators, purged.
 @Suite struct HistoryTests {
+    /// A store on a PostgreSQL server of its own (a SQLite file on SQLite): no other test's
+    /// open transaction holds back what a purge may delete. Keep the directory and server.
+    static func storeOfItsOwn(on backend: StoreBackend) throws -> (PersistentStoreCoordinator, TemporaryDirectory, PostgresServer?) {
+        let directory = try TemporaryDirectory()
+        let server = backend == .postgres ? try PostgresServer() : nil
+        let url = URL(string: server?.url ?? "file://" + directory.file("store.sqlite"))!
+        return (try PersistentStoreCoordinator(model: TestModel.model, url: url), directory, server)
+    }
+
     /// Each change as `kind entity row [properties] [tombstone]`, in order.
     static func lines(_ transactions: [HistoryTransaction]) -> [String] {
         transactions.flatMap { transaction in
@@ -129,9 +138,8 @@ import Testing
     /// On PostgreSQL a purge keeps what committed after a transaction still open began (it
     /// could yet commit before them): a server of its own, so no other test holds one open.
     @Test(arguments: StoreBackend.available) func aTokenFromBeforeAPurgeIsRefusedNotAnsweredWithAGap(backend: StoreBackend) throws {
-        let directory = try TemporaryDirectory()
-        let server = backend == .postgres ? try PostgresServer() : nil
-        let coordinator = try PersistentStoreCoordinator(model: TestModel.model, url: URL(string: server?.url ?? "file://" + directory.file("store.sqlite"))!)
+        let (coordinator, directory, server) = try Self.storeOfItsOwn(on: backend)
+        _ = (directory, server)
         let context = ObjectContext(coordinator: coordinator, name: "writer")
         let old = try coordinator.currentHistoryToken()
         for number in 0..<3 {
@@ -311,9 +319,8 @@ import Testing
 
     /// A server of its own on PostgreSQL, as `aTokenFromBeforeAPurgeIsRefusedNotAnsweredWithAGap`.
     @Test(arguments: StoreBackend.available) func purgesRefuseTokensAheadOfTheStoreAndDatesNeverPurgePastNow(backend: StoreBackend) throws {
-        let directory = try TemporaryDirectory()
-        let server = backend == .postgres ? try PostgresServer() : nil
-        let coordinator = try PersistentStoreCoordinator(model: TestModel.model, url: URL(string: server?.url ?? "file://" + directory.file("store.sqlite"))!)
+        let (coordinator, directory, server) = try Self.storeOfItsOwn(on: backend)
+        _ = (directory, server)
         let context = ObjectContext(coordinator: coordinator, name: "writer")
         let start = try coordinator.currentHistoryToken()
         try context.perform {

@@ -185,7 +185,7 @@ extension PersistentStoreCoordinator {
         case .sqlite:
             return try read { db in
                 let connection = StoreConnection(kind: .sqlite(db))
-                guard try HistoryLog.exists(connection) else { throw StoreError.history("\(path) has no history tables (it was last opened for writing by a version before 0.17)") }
+                guard try HistoryLog.exists(connection) else { throw StoreError.history("\(path) has no history tables (it was last opened for writing by a version of Ingest without history; open it for writing once)") }
                 return try body(connection)
             }
         case .postgres(let pool):
