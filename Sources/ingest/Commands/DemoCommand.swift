@@ -59,6 +59,20 @@ extension Ingest {
             print("   ./run.sh query \(store) Photo --where \"whoTook.name BEGINSWITH[c] 'ana'\" --sort views:desc --limit 3 --fields title,views,whoTook.name")
             let table = Ingest.Query.render(rows, keys: ["title", "views", "whoTook.name"], as: .table)
             print(table.split(separator: "\n").map { "   " + $0 }.joined(separator: "\n"))
+            // What a service following the store would have been given, by its history.
+            var token: HistoryToken?
+            var transactions = 0
+            var changes = 0
+            while true {
+                let fetch = try coordinator.fetchHistory(after: token, limit: 200)
+                transactions += fetch.transactions.count
+                changes += fetch.transactions.reduce(0) { $0 + $1.changes.count }
+                token = fetch.token
+                if fetch.transactions.isEmpty { break }
+            }
+            print("4. its change history, as a service following the store gets it: \(Format.count(transactions)) transactions, "
+                + "\(Format.count(changes)) changes; continue after \(token!)")
+            print("   ./run.sh history \(store) --format table | head")
         }
     }
 }
