@@ -83,6 +83,11 @@ let package = Package(
             dependencies: ["IngestPipeline", "IngestJSON", "IngestStore", "IngestTestSupport",
                            .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        // Uses typed classes `ingest codegen` generated (Models.swift, from Fixtures/models/albums.json).
+        .testTarget(
+            name: "GeneratedModelTests",
+            dependencies: ["IngestStore", "IngestTestSupport"]
+        ),
         .testTarget(
             name: "IngestStoreTests",
             dependencies: ["IngestStore", "IngestTestSupport", .product(name: "GRDB", package: "GRDB.swift")]
