@@ -12,6 +12,7 @@ pkg-config --exists yajl 2>/dev/null || need+=(libyajl-dev)
 [ -f /usr/include/zlib.h ] || need+=(zlib1g-dev)                 # gzip feeds
 [ -f /usr/include/postgresql/libpq-fe.h ] || need+=(libpq-dev)   # PostgreSQL stores (libpq)
 [ -f /usr/include/zstd.h ] || need+=(libzstd-dev)                # PostgreSQL runs' chunks, compressed
+[ -f /usr/include/libxml2/libxml/parser.h ] || need+=(libxml2-dev)  # Xcode model files (FoundationXML links libxml2)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)  # the PostgreSQL tests' server
 command -v json_verify >/dev/null 2>&1 || need+=(yajl-tools)   # bench split's reference parser
 command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)           # bench fetch's reference shell
