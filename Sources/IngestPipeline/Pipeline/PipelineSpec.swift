@@ -110,11 +110,57 @@ public struct PipelineSpec: Sendable {
                                 problem: "cannot read the pipeline file (\(error.localizedDescription))")
         }
         do {
-            return try parse(Array(data))
+            return try parse(try embeddingModelFile(Array(data), pipelinePath: path))
         } catch var error as PipelineError {
             error.file = path
             throw error
         }
+    }
+
+    /// The pipeline file's text with the model file it names (`"model": "Photos.xcdatamodeld"`)
+    /// embedded, as runs keep it (a process on another machine has no such file); the
+    /// file's text as it is when it embeds its model.
+    /// - Throws: `PipelineError` when the file or the model file cannot be read.
+    public static func resolvedText(path: String) throws -> [UInt8] {
+        do {
+            return try embeddingModelFile(FileOps.readFile(path), pipelinePath: path)
+        } catch var error as PipelineError {
+            error.file = path
+            throw error
+        } catch {
+            throw PipelineError(kind: .unreadable, file: path, place: nil, problem: "cannot read the pipeline file (\(error))")
+        }
+    }
+
+    /// `bytes` with a named model file read (relative to the pipeline's directory) and put in
+    /// its place; `bytes` unchanged when the model is embedded (or the text is not JSON:
+    /// `parse` says why).
+    static func embeddingModelFile(_ bytes: [UInt8], pipelinePath: String) throws -> [UInt8] {
+        guard case .object(var members)? = try? JSONValue.parse(bytes),
+              let index = members.firstIndex(where: { $0.key == "model" }), case .string(let name) = members[index].value else { return bytes }
+        let file = name.hasPrefix("/") ? URL(fileURLWithPath: name)
+            : URL(fileURLWithPath: pipelinePath).deletingLastPathComponent().appendingPathComponent(name)
+        let model: Model
+        do {
+            switch file.pathExtension {
+            case "xcdatamodeld", "xcdatamodel":
+                model = try Model.load(xcdatamodel: file)
+            default:
+                guard let data = FileManager.default.contents(atPath: file.path) else {
+                    throw PipelineError("pipeline.model: cannot read the model file \(file.path)")
+                }
+                model = try Model.load(json: data)
+            }
+        } catch let error as PipelineError {
+            throw error
+        } catch let error as ModelError {
+            throw PipelineError("pipeline.model: \(file.path): \(error.message)")
+        } catch {
+            throw PipelineError("pipeline.model: \(error)")
+        }
+        let embedded = try JSONValue.parse(Array(model.jsonData()))
+        members[index] = JSONMember("model", embedded)
+        return Array(JSONValue.object(members).description.utf8)
     }
 
     /// Parses a pipeline from its JSON text.
@@ -130,6 +176,9 @@ public struct PipelineSpec: Sendable {
         }
         let top = try Fields(root, at: "pipeline", allowed: ["model", "feed", "record", "mappings", "import"])
         let model: Model
+        if case .string(let name)? = top.optional("model") {
+            throw PipelineError("pipeline.model: names a model file (\(name)), which only a pipeline read from its file can load")
+        }
         do {
             model = try Model.load(json: Data(try top.required("model").description.utf8), strict: strict)
         } catch let error as ModelError {

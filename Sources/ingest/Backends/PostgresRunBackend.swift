@@ -27,7 +27,8 @@ struct PostgresRunBackend: RunBackend {
         var bytes: [UInt8]
         if let pipeline = command.pipeline {
             _ = try PipelineSpec.load(path: pipeline)
-            bytes = try FileOps.readFile(pipeline)
+            // A model file it names goes in with it: joined processes read the run's pipeline from the database.
+            bytes = try PipelineSpec.resolvedText(path: pipeline)
             if command.evolve {
                 bytes = try command.evolved(bytes, file: pipeline, unmapped: (try? PostgresImport.latestPipeline(url: url))??.unmapped ?? MemberCensus())
             }

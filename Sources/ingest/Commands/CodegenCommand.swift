@@ -12,12 +12,13 @@ extension Ingest {
             typed fetch request (Photo.fetchRequest()). Add the file to a target that depends on
             IngestStore; run this again when the model changes.
 
-            Example:
+            Examples:
               ingest codegen Pipelines/photos.json -o Sources/App/Models.swift
+              ingest codegen Photos.xcdatamodeld -o Sources/App/Models.swift
             """
         )
 
-        @Argument(help: "A pipeline file (its model) or a model file (JSON, as Model.load(json:) reads).")
+        @Argument(help: "A pipeline file (its model), a model file (JSON, as Model.load(json:) reads), or an Xcode model (.xcdatamodeld, .xcdatamodel).")
         var input: String
 
         @Option(name: .shortAndLong, help: ArgumentHelp("The Swift file to write ('-' or none: standard output).", valueName: "file"))
@@ -41,6 +42,8 @@ extension Ingest {
 
         /// The model of a pipeline file, or of a model file.
         static func model(at path: String) throws -> Model {
+            let url = URL(fileURLWithPath: path)
+            if ["xcdatamodeld", "xcdatamodel"].contains(url.pathExtension) { return try Model.load(xcdatamodel: url) }
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw CommandFailure("\(path): cannot read the file")
             }
