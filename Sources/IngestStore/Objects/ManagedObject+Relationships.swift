@@ -39,8 +39,8 @@ extension ManagedObject {
         let inverse = member.info.relationshipIndex[relationship.inverseName]!
         if member.info.relationships[inverse].isToMany {
             guard !context.members(of: self, index).contains(member.objectID) else { return }
-            toMany[index].insert(member.objectID)
-            member.toMany[inverse].insert(objectID)
+            context.changeToMany(self, index) { $0.insert(member.objectID) }
+            context.changeToMany(member, inverse) { $0.insert(objectID) }
             context.noteJoinChange(self, index, member, inserted: true)
         } else {
             member.setToOne(inverse, to: self, updateInverse: true)
@@ -56,8 +56,8 @@ extension ManagedObject {
         let inverse = member.info.relationshipIndex[relationship.inverseName]!
         if member.info.relationships[inverse].isToMany {
             guard context.members(of: self, index).contains(member.objectID) else { return }
-            toMany[index].remove(member.objectID)
-            member.toMany[inverse].remove(objectID)
+            context.changeToMany(self, index) { $0.remove(member.objectID) }
+            context.changeToMany(member, inverse) { $0.remove(objectID) }
             context.noteJoinChange(self, index, member, inserted: false)
         } else {
             member.fireFault()
@@ -71,9 +71,11 @@ extension ManagedObject {
         fireFault()
         let old = toOne[index]
         guard old != target?.objectID else { return }
+        let before = context.undoRecorder.map { _ in context.tracking(of: self) }
         noteChange()
         toOne[index] = target?.objectID
         changedToOne.insert(index)
+        if let before { context.undoRecorder?.record(.toOne(self, index, before: old, after: toOne[index], before, context.tracking(of: self))) }
         guard updateInverse else { return }
         let relationship = info.relationships[index]
         let destination = context.entityInfo(relationship.destination)
@@ -82,14 +84,14 @@ extension ManagedObject {
         if let old {
             let previous = context.object(with: old)
             if inverseIsToMany {
-                previous.toMany[inverse].remove(objectID)
+                context.changeToMany(previous, inverse) { $0.remove(objectID) }
             } else {
                 previous.setToOne(inverse, to: nil, updateInverse: false)
             }
         }
         if let target {
             if inverseIsToMany {
-                target.toMany[inverse].insert(objectID)
+                context.changeToMany(target, inverse) { $0.insert(objectID) }
             } else {
                 target.fireFault()
                 if let partner = target.toOne[inverse], partner != objectID {

@@ -105,6 +105,19 @@ public final class ManagedObject {
         precondition(index >= 0 && index < values.count, "entity \(info.name) has no attribute at position \(index)")
         confinement.check()
         fireFault()
+        if let recorder = context.undoRecorder {
+            let before = (values[index], context.tracking(of: self))
+            defer {
+                if before.0 != values[index] {
+                    recorder.record(.value(self, index, before: before.0, after: values[index], before.1, context.tracking(of: self)))
+                }
+            }
+            return setValueTracked(newValue, index)
+        }
+        setValueTracked(newValue, index)
+    }
+
+    private func setValueTracked(_ newValue: Value?, _ index: Int) {
         if isInserted {
             // A new object's row is written whole: no need to track which keys changed.
             values[index] = newValue

@@ -174,11 +174,13 @@ extension ObjectContext {
         let change = source == "_a"
             ? JoinChange(table: table, a: object.objectID, b: member.objectID)
             : JoinChange(table: table, a: member.objectID, b: object.objectID)
+        let before = joinChanges[change]
         if joinChanges[change] == !inserted {
             joinChanges[change] = nil
         } else {
             joinChanges[change] = inserted
         }
+        undoRecorder?.record(.join(change, before: before, after: joinChanges[change]))
         noteUpdated(object)
         noteUpdated(member)
     }

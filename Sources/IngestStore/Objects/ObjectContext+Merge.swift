@@ -7,6 +7,8 @@ extension ObjectContext {
     /// the notice's IDs.
     public func mergeChanges(fromDidSave notice: SaveNotice) {
         checkAccess()
+        // Objects reload from the store: changes recorded against what they held are void.
+        undoManager?.removeAllActions()
         var change = ObjectsDidChange()
         for id in notice.updated {
             guard let object = registered[id] else { continue }

@@ -429,6 +429,8 @@ extension ObjectContext {
         deletedSet = [:]
         joinChanges = [:]
         stagedMetadata = [:]
+        // Committed: what the undo manager holds cannot be taken back (see ContextUndoManager).
+        undoManager?.removeAllActions()
         processPendingChanges()
         guard observed else { return }
         let notice = SaveNotice(inserted: plan.inserted, updated: plan.updated, deleted: plan.deleted,

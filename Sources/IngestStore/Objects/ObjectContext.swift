@@ -38,6 +38,8 @@ public final class ObjectContext {
     /// The author the store's history records for this context's saves (Core Data's
     /// `transactionAuthor`); nil: the context's name.
     public var transactionAuthor: String?
+    /// Records changes for `undo()` and `redo()` when set (nil by default, as Core Data's on iOS).
+    public var undoManager: ContextUndoManager?
     /// On a PostgreSQL store: statements every save runs in its own transaction, after its
     /// rows (an importer's chunk marker and rejects, kept in tables of their own there).
     /// What it throws fails the save, which then writes nothing.
@@ -162,6 +164,7 @@ public final class ObjectContext {
         registered[id] = object
         insertedList.append(object)
         if onObjectsDidChange != nil { pendingDidChange.inserted.insert(id) }
+        undoRecorder?.record(.insert(object))
         return object
     }
 
@@ -201,8 +204,10 @@ public final class ObjectContext {
             object.isInserted = false
             object.isDeleted = true
             if onObjectsDidChange != nil { pendingDidChange.inserted.remove(object.objectID) }
+            undoRecorder?.record(.discard(object))
             return
         }
+        undoRecorder?.record(.delete(object, tracking(of: object)))
         object.isDeleted = true
         deletedSet[object.objectID] = object
         updatedSet.remove(object.objectID)
@@ -211,9 +216,9 @@ public final class ObjectContext {
 
     func noteUpdated(_ object: ManagedObject) {
         guard !object.isInserted, !object.isDeleted else { return }
-        if updatedSet.insert(object.objectID).inserted, onObjectsDidChange != nil {
-            pendingDidChange.updated.insert(object.objectID)
-        }
+        guard updatedSet.insert(object.objectID).inserted else { return }
+        if onObjectsDidChange != nil { pendingDidChange.updated.insert(object.objectID) }
+        undoRecorder?.record(.updated(object))
     }
 
     // MARK: - State
@@ -244,6 +249,7 @@ public final class ObjectContext {
     public func reset() {
         checkAccess()
         postgresSaveHook = nil
+        undoManager?.removeAllActions()
         registered.removeAll(keepingCapacity: true)
         insertedList.removeAll(keepingCapacity: true)
         updatedSet.removeAll(keepingCapacity: true)
@@ -258,6 +264,7 @@ public final class ObjectContext {
     public func rollback() {
         checkAccess()
         postgresSaveHook = nil
+        undoManager?.removeAllActions()
         for object in insertedList {
             registered[object.objectID] = nil
             object.isInserted = false
@@ -354,6 +361,7 @@ public final class ObjectContext {
 
     /// Posts what changed since the last notice to `onObjectsDidChange`.
     func processPendingChanges() {
+        undoManager?.closeGroup()
         guard !pendingDidChange.isEmpty else { return }
         let notice = pendingDidChange
         pendingDidChange = ObjectsDidChange()

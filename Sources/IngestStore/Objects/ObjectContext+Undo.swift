@@ -1,0 +1,100 @@
+extension ObjectContext {
+    /// Takes back the last group of changes (see `ContextUndoManager`); nothing when there
+    /// is none, or no undo manager.
+    public func undo() {
+        checkAccess()
+        guard let manager = undoManager, let group = manager.takeUndo() else { return }
+        replay(group.reversed(), forward: false, manager)
+        manager.pushRedo(group)
+    }
+
+    /// Makes again the last group `undo()` took back.
+    public func redo() {
+        checkAccess()
+        guard let manager = undoManager, let group = manager.takeRedo() else { return }
+        replay(group, forward: true, manager)
+        manager.pushUndo(group)
+    }
+
+    /// The undo manager, when it records (not while it replays).
+    var undoRecorder: ContextUndoManager? {
+        guard let undoManager, !undoManager.isReplaying else { return nil }
+        return undoManager
+    }
+
+    func tracking(of object: ManagedObject) -> ContextUndoManager.Tracking {
+        ContextUndoManager.Tracking(changedAttributes: object.changedAttributes, changedToOne: object.changedToOne,
+                                    committed: object.committed, updated: updatedSet.contains(object.objectID))
+    }
+
+    /// Changes a to-many's members, recording the change.
+    func changeToMany(_ object: ManagedObject, _ index: Int, _ change: (inout ToManyState) -> Void) {
+        guard let recorder = undoRecorder else { return change(&object.toMany[index]) }
+        let before = object.toMany[index]
+        change(&object.toMany[index])
+        recorder.record(.toMany(object, index, before: before, after: object.toMany[index]))
+    }
+
+    private func restore(_ tracking: ContextUndoManager.Tracking, of object: ManagedObject) {
+        object.changedAttributes = tracking.changedAttributes
+        object.changedToOne = tracking.changedToOne
+        object.committed = tracking.committed
+        guard !object.isInserted, !object.isDeleted else { return }
+        if tracking.updated { updatedSet.insert(object.objectID) } else { updatedSet.remove(object.objectID) }
+    }
+
+    private func reinsert(_ object: ManagedObject) {
+        object.isInserted = true
+        object.isDeleted = false
+        registered[object.objectID] = object
+        insertedList.append(object)
+        if onObjectsDidChange != nil { pendingDidChange.inserted.insert(object.objectID) }
+    }
+
+    private func discard(_ object: ManagedObject) {
+        insertedList.removeAll { $0 === object }
+        registered[object.objectID] = nil
+        object.isInserted = false
+        object.isDeleted = true
+        if onObjectsDidChange != nil { pendingDidChange.inserted.remove(object.objectID) }
+    }
+
+    private func replay<S: Sequence>(_ steps: S, forward: Bool, _ manager: ContextUndoManager) where S.Element == ContextUndoManager.Step {
+        manager.isReplaying = true
+        defer { manager.isReplaying = false }
+        for step in steps {
+            switch step {
+            case .value(let object, let index, let before, let after, let old, let new):
+                object.values[index] = forward ? after : before
+                restore(forward ? new : old, of: object)
+            case .toOne(let object, let index, let before, let after, let old, let new):
+                object.toOne[index] = forward ? after : before
+                restore(forward ? new : old, of: object)
+            case .toMany(let object, let index, let before, let after):
+                object.toMany[index] = forward ? after : before
+            case .join(let change, let before, let after):
+                joinChanges[change] = forward ? after : before
+            case .insert(let object):
+                if forward { reinsert(object) } else { discard(object) }
+            case .discard(let object):
+                if forward { discard(object) } else { reinsert(object) }
+            case .updated(let object):
+                if forward { updatedSet.insert(object.objectID) } else { updatedSet.remove(object.objectID) }
+            case .delete(let object, let tracking):
+                if forward {
+                    object.isDeleted = true
+                    deletedSet[object.objectID] = object
+                    updatedSet.remove(object.objectID)
+                } else {
+                    object.isDeleted = false
+                    deletedSet[object.objectID] = nil
+                    if tracking.updated { updatedSet.insert(object.objectID) }
+                }
+            }
+            if case .value(let object, _, _, _, _, _) = step, onObjectsDidChange != nil, !object.isInserted {
+                pendingDidChange.updated.insert(object.objectID)
+            }
+        }
+        processPendingChanges()
+    }
+}
