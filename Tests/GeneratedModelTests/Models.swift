@@ -9,7 +9,7 @@ public struct Photo: TypedObject {
     public let managedObject: ManagedObject
 
     public init(_ object: ManagedObject) {
-        precondition(object.entityName == Self.entityName, "a \(object.entityName) is not a Photo")
+        Swift.precondition(object.entityName == Self.entityName, "a \(object.entityName) is not a Photo")
         managedObject = object
     }
 
@@ -105,7 +105,7 @@ public struct Album: TypedObject {
     public let managedObject: ManagedObject
 
     public init(_ object: ManagedObject) {
-        precondition(object.entityName == Self.entityName, "a \(object.entityName) is not a Album")
+        Swift.precondition(object.entityName == Self.entityName, "a \(object.entityName) is not a Album")
         managedObject = object
     }
 
@@ -129,7 +129,7 @@ public struct Tag: TypedObject {
     public let managedObject: ManagedObject
 
     public init(_ object: ManagedObject) {
-        precondition(object.entityName == Self.entityName, "a \(object.entityName) is not a Tag")
+        Swift.precondition(object.entityName == Self.entityName, "a \(object.entityName) is not a Tag")
         managedObject = object
     }
 

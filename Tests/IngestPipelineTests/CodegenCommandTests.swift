@@ -27,6 +27,11 @@ import Testing
         let refused = try IngestBinary.run(["codegen", model])
         #expect(refused.status == 1)
         #expect(refused.stderr == "ingest: \(model): Photo.managedObject: 'managedObject' is a name the generated types use themselves\n")
+        let shadowing = try dir.write("dates.json", Array("""
+            {"entities": [{"name": "Date", "attributes": [{"name": "day", "type": "string"}]}]}
+            """.utf8))
+        #expect(try IngestBinary.run(["codegen", shadowing]).stderr
+                == "ingest: \(shadowing): entity Date: 'Date' is a name the generated file uses for a type of its own\n")
         let notAModel = try dir.write("notes.json", Array("[1, 2]".utf8))
         let wrong = try IngestBinary.run(["codegen", notAModel])
         #expect(wrong.status == 1 && wrong.stderr.hasPrefix("ingest: \(notAModel): neither a pipeline (with a \"model\") nor a model file: "), "\(wrong.stderr)")

@@ -46,4 +46,15 @@ import Testing
             try PipelineSpec.parse(Array(#"{"model": "Missing.xcdatamodeld", "record": "Photo", "mappings": {}}"#.utf8))
         }
     }
+
+    @Test func evolvingAPipelineThatNamesItsModelFileIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let pipeline = try Self.pipelineBeside(directory)
+        let before = try String(contentsOfFile: pipeline, encoding: .utf8)
+        let feed = try directory.write("feed.json", Array(#"[{"id": "a", "title": "One", "views": 3, "camera": "X100"}]"#.utf8))
+        let refused = try IngestBinary.run(["import", feed, "--pipeline", pipeline, "--store", directory.file("s.sqlite"), "--evolve", "--quiet"])
+        #expect(refused.status == 1)
+        #expect(refused.stderr == "ingest: \(pipeline): the pipeline names its model file (Photos.xcdatamodeld), which --evolve cannot change: add the attributes to the model, then import\n")
+        #expect(try String(contentsOfFile: pipeline, encoding: .utf8) == before)
+    }
 }

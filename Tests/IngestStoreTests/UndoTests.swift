@@ -150,4 +150,56 @@ import Testing
         let reader = ObjectContext(coordinator: coordinator, name: "reader")
         reader.perform { #expect(reader.object(with: ids["p1"]!).title == "Saved") }
     }
+
+    /// An undo, a save or a merge inside an explicit group ends what it recorded, not the
+    /// group: its end still matches its beginning.
+    @Test func anUndoInsideAnExplicitGroupLeavesItsEndValid() throws {
+        let (context, _, directory, ids) = try Self.setUp(.sqlite)
+        _ = directory
+        try context.perform {
+            let photo = context.object(with: ids["p1"]!)
+            context.undoManager!.beginUndoGrouping()
+            photo.title = "x"
+            context.undo()
+            #expect(photo.title == "Harbour")
+            photo.title = "y"
+            try context.save()
+            context.undoManager!.endUndoGrouping()
+            #expect(!context.undoManager!.canUndo)
+        }
+    }
+
+    /// A main context's performs run inline on the main queue: each still ends a group.
+    @MainActor
+    @Test func aMainContextsPerformsAreGroupsToo() throws {
+        let (coordinator, directory) = try TestModel.store()
+        _ = directory
+        let context = ObjectContext(.main, coordinator: coordinator, name: "main")
+        let photo = try context.perform {
+            let photo = insertPhoto(context, id: "p", title: "Harbour")
+            try context.save()
+            context.undoManager = ContextUndoManager()
+            return photo
+        }
+        context.perform { photo.title = "A" }
+        context.perform { photo.title = "B" }
+        context.perform {
+            context.undo()
+            #expect(photo.title == "A")
+        }
+    }
+
+    /// Objects given permanent IDs before a save: the history naming the temporary ones ends.
+    @Test func permanentIDsEndTheHistoryThatNamesTemporaryOnes() throws {
+        let (context, _, directory, ids) = try Self.setUp(.sqlite)
+        _ = directory
+        try context.perform {
+            let photo = insertPhoto(context, id: "p9")
+            photo.setObject(context.object(with: ids["ana"]!), forKey: "whoTook")
+            try context.obtainPermanentIDs(for: [photo])
+            #expect(!context.undoManager!.canUndo)
+            context.undo()
+            #expect(photo.object(forKey: "whoTook")?.objectID == ids["ana"]!)
+        }
+    }
 }

@@ -91,4 +91,30 @@ import Testing
             try Model.load(xcdatamodel: package)
         }
     }
+
+    @Test func booleanDefaultsAsCoreDataReadsThemAndValidationRulesRefused() throws {
+        let directory = try TemporaryDirectory()
+        let model = URL(fileURLWithPath: directory.file("Small.xcdatamodel"))
+        try FileManager.default.createDirectory(at: model, withIntermediateDirectories: true)
+        try Data("""
+            <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+            <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0">
+                <entity name="Flag" representedClassName="Flag" syncable="YES">
+                    <attribute name="on" attributeType="Boolean" defaultValueString="1" usesScalarValueType="YES"/>
+                    <attribute name="off" attributeType="Boolean" defaultValueString="0" usesScalarValueType="YES"/>
+                </entity>
+            </model>
+            """.utf8).write(to: model.appendingPathComponent("contents"))
+        #expect(try Model.load(xcdatamodel: model) == Model(entities: [Entity("Flag", attributes: [
+            Attribute("on", .bool, optional: false, default: .bool(true)), Attribute("off", .bool, optional: false, default: .bool(false)),
+        ])]))
+        try Data("""
+            <model><entity name="Flag"><attribute name="level" attributeType="Integer 16" minValueString="0"/>
+            <compoundIndexes><compoundIndex><index value="level"/></compoundIndex></compoundIndexes></entity></model>
+            """.utf8).write(to: model.appendingPathComponent("contents"))
+        #expect(throws: XcodeModelError(path: model.appendingPathComponent("contents").path, problems: [
+            "Flag.level: validation rules (minValueString) are not supported",
+            "Flag: compound indexes (compoundIndexes) are not supported",
+        ])) { try Model.load(xcdatamodel: model) }
+    }
 }

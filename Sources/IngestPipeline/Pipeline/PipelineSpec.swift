@@ -132,6 +132,14 @@ public struct PipelineSpec: Sendable {
         }
     }
 
+    /// The model file a pipeline's text names (`"model": "Photos.xcdatamodeld"`), or nil
+    /// when it embeds its model.
+    public static func namedModelFile(_ bytes: [UInt8]) -> String? {
+        guard case .object(let members)? = try? JSONValue.parse(bytes),
+              case .string(let name)? = members.first(where: { $0.key == "model" })?.value else { return nil }
+        return name
+    }
+
     /// `bytes` with a named model file read (relative to the pipeline's directory) and put in
     /// its place; `bytes` unchanged when the model is embedded (or the text is not JSON:
     /// `parse` says why).
@@ -149,7 +157,7 @@ public struct PipelineSpec: Sendable {
                 guard let data = FileManager.default.contents(atPath: file.path) else {
                     throw PipelineError("pipeline.model: cannot read the model file \(file.path)")
                 }
-                model = try Model.load(json: data)
+                model = try Model.load(json: data, strict: true)
             }
         } catch let error as PipelineError {
             throw error

@@ -108,8 +108,10 @@ struct XcodeModelReader {
                     problems.append("\(name).\(indexName): indexes \(property), which is not an attribute of \(name)")
                 }
             }
+            if element.compoundIndexes > 0 { problems.append("\(name): compound indexes (compoundIndexes) are not supported") }
             entities.append(Entity(name, attributes: attributes, relationships: relationships, uniquenessConstraints: element.constraints))
         }
+        problems += collector.unsupported.sorted().map { "the model: \($0) are not supported" }
         if !problems.isEmpty { throw XcodeModelError(path: path, problems: problems) }
         return Model(entities: entities)
     }
@@ -120,6 +122,9 @@ struct XcodeModelReader {
         let xcodeType = element["attributeType"] ?? "Undefined"
         if element["derived"] == "YES" { problems.append("\(place): derived attributes are not supported") }
         if element["transient"] == "YES" { problems.append("\(place): transient attributes are not supported") }
+        for rule in ["minValueString", "maxValueString", "regularExpressionString"] where element[rule] != nil {
+            problems.append("\(place): validation rules (\(rule)) are not supported")
+        }
         let type: AttributeType
         switch xcodeType {
         case "String": type = .string
@@ -151,7 +156,7 @@ struct XcodeModelReader {
         case .string: .string(text)
         case .int16, .int32, .int64: Int64(text).map(Value.int)
         case .double: Double(text).map(Value.double)
-        case .bool: text == "YES" ? .bool(true) : text == "NO" ? .bool(false) : nil
+        case .bool: ["YES", "1", "true"].contains(text) ? .bool(true) : ["NO", "0", "false"].contains(text) ? .bool(false) : nil
         case .uuid: UUID(uuidString: text).map(Value.uuid)
         case .decimal: Decimal(string: text) != nil ? .decimal(text) : nil
         case .date, .binary: nil
@@ -192,7 +197,11 @@ struct XcodeModelReader {
             var relationships: [[String: String]] = []
             var fetchIndexes: [(name: String?, properties: [String])] = []
             var constraints: [[String]] = []
+            var compoundIndexes = 0
         }
+
+        /// Elements of the model Ingest cannot honour, outside any entity.
+        var unsupported = Set<String>()
 
         var sawModel = false
         var entities: [EntityElement] = []
@@ -222,12 +231,16 @@ struct XcodeModelReader {
 
         func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?,
                     attributes: [String: String] = [:]) {
+            let parent = open.last
             open.append(elementName)
             switch elementName {
             case "model": sawModel = true
             case "entity": entities.append(EntityElement(attributes: attributes))
-            case "attribute" where !entities.isEmpty: entities[entities.count - 1].attributeElements.append(attributes)
-            case "relationship" where !entities.isEmpty: entities[entities.count - 1].relationships.append(attributes)
+            case "attribute" where parent == "entity": entities[entities.count - 1].attributeElements.append(attributes)
+            case "relationship" where parent == "entity": entities[entities.count - 1].relationships.append(attributes)
+            case "compoundIndex" where !entities.isEmpty: entities[entities.count - 1].compoundIndexes += 1
+            case "attribute" where parent != "entity", "composite":
+                unsupported.insert(elementName == "composite" ? "composite attributes" : "attributes outside an entity")
             case "fetchIndex" where !entities.isEmpty: entities[entities.count - 1].fetchIndexes.append((attributes["name"], []))
             case "fetchIndexElement" where !entities.isEmpty:
                 if let property = attributes["property"], !entities[entities.count - 1].fetchIndexes.isEmpty {

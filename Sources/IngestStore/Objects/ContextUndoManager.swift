@@ -63,12 +63,11 @@ public final class ContextUndoManager {
         if explicitDepth == 0 { closeGroup() }
     }
 
-    /// Forgets every group.
+    /// Forgets every group (a group begun stays open, empty, for its end).
     public func removeAllActions() {
         undoStack.removeAll()
         redoStack.removeAll()
         open.removeAll()
-        explicitDepth = 0
     }
 
     func record(_ step: Step) {
@@ -85,9 +84,13 @@ public final class ContextUndoManager {
         if levelsOfUndo > 0, undoStack.count > levelsOfUndo { undoStack.removeFirst(undoStack.count - levelsOfUndo) }
     }
 
+    /// The last group, the one being recorded first (an explicit group still open ends
+    /// here, and what follows until its end is a group of its own).
     func takeUndo() -> [Step]? {
-        explicitDepth = 0
-        closeGroup()
+        if !open.isEmpty {
+            undoStack.append(open)
+            open.removeAll()
+        }
         return undoStack.popLast()
     }
 

@@ -22,8 +22,20 @@ extension ObjectContext {
         guard hasChanges || !stagedMetadata.isEmpty || postgresSaveHook != nil else { return }
         // A hook belongs to one save, whether it commits or not.
         defer { postgresSaveHook = nil }
-        try applyDeleteRules()
-        try validate()
+        // Delete rules change objects on the save's behalf: not the user's changes to undo. A
+        // save that fails after them leaves those changes, and the history cannot take them back.
+        let recording = undoManager.map { !$0.isReplaying } ?? false
+        let rulesRun = !deletedSet.isEmpty
+        undoManager?.isReplaying = true
+        do {
+            try applyDeleteRules()
+            try validate()
+            if recording { undoManager?.isReplaying = false }
+        } catch {
+            if recording { undoManager?.isReplaying = false }
+            if rulesRun { undoManager?.removeAllActions() }
+            throw error
+        }
         let policy = mergePolicy
         nonisolated(unsafe) let context = self
         let plan: SavePlan
@@ -32,6 +44,7 @@ extension ObjectContext {
         } catch {
             // The transaction rolled back: the keys it handed out were never used.
             for object in insertedList { object.savedID = nil }
+            if rulesRun { undoManager?.removeAllActions() }
             throw error
         }
         finishSave(plan)

@@ -40,6 +40,8 @@ public final class ObjectContext {
     public var transactionAuthor: String?
     /// Records changes for `undo()` and `redo()` when set (nil by default, as Core Data's on iOS).
     public var undoManager: ContextUndoManager?
+    /// `perform` calls running inline on the queue, nested.
+    @exclusivity(unchecked) var performDepth = 0
     /// On a PostgreSQL store: statements every save runs in its own transaction, after its
     /// rows (an importer's chunk marker and rejects, kept in tables of their own there).
     /// What it throws fails the save, which then writes nothing.
@@ -95,7 +97,15 @@ public final class ObjectContext {
 
     /// Runs `body` on the context's queue and waits for it (at once when already there).
     public func perform<T>(_ body: () throws -> T) rethrows -> T {
-        if isOnQueue { return try body() }
+        if isOnQueue {
+            // A main context's perform runs inline: the outermost one still ends an undo group.
+            performDepth += 1
+            defer {
+                performDepth -= 1
+                if performDepth == 0 { undoManager?.closeGroup() }
+            }
+            return try body()
+        }
         return try queue.sync {
             enter()
             defer { leave() }
@@ -302,6 +312,8 @@ public final class ObjectContext {
     /// changes are kept on top of the reloaded values.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         checkAccess()
+        // The object reloads: changes recorded against what it held are void.
+        undoManager?.removeAllActions()
         guard !object.isInserted else { return }
         if mergeChanges && object.hasChanges {
             if let row = loadRow(object.objectID, object.info) {
@@ -318,6 +330,8 @@ public final class ObjectContext {
     /// - Throws: `StoreError.database` when the keys cannot be reserved.
     public func obtainPermanentIDs(for objects: [ManagedObject]) throws {
         checkAccess()
+        // Objects change their IDs: recorded changes name the old ones.
+        undoManager?.removeAllActions()
         let temporary = objects.filter { $0.objectID.isTemporary }
         var mapping: [ObjectID: ObjectID] = [:]
         for group in Dictionary(grouping: temporary, by: { ObjectIdentifier($0.info) }).values {

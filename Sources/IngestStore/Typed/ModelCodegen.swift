@@ -18,6 +18,12 @@ public enum ModelCodegen {
     /// Names a generated type already uses for its own members.
     static let reserved: Set<String> = ["managedObject", "objectID", "entityName", "init", "self", "Self", "Type", "Protocol"]
 
+    /// Types the generated file names: an entity of one of these names would hide it.
+    static let typeNames: Set<String> = [
+        "String", "Int16", "Int32", "Int64", "Double", "Bool", "Date", "Data", "UUID", "Decimal", "ManagedObject", "TypedObject",
+        "TypedFetchRequest", "ObjectID", "QueryPredicate", "FetchSortDescriptor", "Swift", "Foundation", "IngestStore",
+    ]
+
     static let keywords: Set<String> = [
         "associatedtype", "class", "deinit", "enum", "extension", "fileprivate", "func", "import", "init", "inout", "internal",
         "let", "open", "operator", "private", "precedencegroup", "protocol", "public", "rethrows", "static", "struct",
@@ -40,12 +46,15 @@ public enum ModelCodegen {
             """
         for entity in model.entities {
             try check(entity.name, "entity \(entity.name)")
+            if keywords.contains(entity.name) || typeNames.contains(entity.name) {
+                throw Problem(description: "entity \(entity.name): '\(entity.name)' is a name the generated file uses for a type of its own")
+            }
             out += "\n/// The entity `\(entity.name)`, typed.\n"
             out += "public struct \(entity.name): TypedObject {\n"
             out += "    public static let entityName = \(literal(entity.name))\n"
             out += "    public let managedObject: ManagedObject\n\n"
             out += "    public init(_ object: ManagedObject) {\n"
-            out += "        precondition(object.entityName == Self.entityName, \"a \\(object.entityName) is not a \(entity.name)\")\n"
+            out += "        Swift.precondition(object.entityName == Self.entityName, \"a \\(object.entityName) is not a \(entity.name)\")\n"
             out += "        managedObject = object\n    }\n"
             for attribute in entity.attributes {
                 try check(attribute.name, "\(entity.name).\(attribute.name)")

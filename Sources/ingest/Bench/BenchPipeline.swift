@@ -1,4 +1,5 @@
 import Foundation
+import IngestPipeline
 
 /// The bench's pipeline, `Pipelines/bench-photos.json`, built in so that `ingest bench`
 /// runs from any directory (a test keeps the two the same).
@@ -76,7 +77,8 @@ enum BenchPipeline {
     /// A copy of the pipeline at `path` with history turned off (`"import": {"history": false}`),
     /// written beside the bench's files: the bench's second import of each kind.
     static func withoutHistory(_ path: String, in directory: String) throws -> String {
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        // A model file the pipeline names goes in with it: the copy is in another directory.
+        let data = Data(try PipelineSpec.resolvedText(path: path))
         guard var root = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             throw CommandFailure("\(path): the pipeline is not a JSON object")
         }

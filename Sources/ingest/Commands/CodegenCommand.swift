@@ -50,7 +50,7 @@ extension Ingest {
             let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
             if object?["model"] != nil { return try PipelineSpec.load(path: path).model }
             do {
-                return try Model.load(json: data)
+                return try Model.load(json: data, strict: true)
             } catch {
                 throw CommandFailure("\(path): neither a pipeline (with a \"model\") nor a model file: \(error)")
             }

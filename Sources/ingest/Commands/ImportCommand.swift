@@ -147,6 +147,9 @@ extension Ingest {
         /// feed adds, the file rewritten when it changed; else `pipeline` as it is.
         func evolved(_ pipeline: [UInt8], file: String?, unmapped: MemberCensus) throws -> [UInt8] {
             guard evolve else { return pipeline }
+            if let file, let model = PipelineSpec.namedModelFile(try FileOps.readFile(file)) {
+                throw CommandFailure("\(file): the pipeline names its model file (\(model)), which --evolve cannot change: add the attributes to the model, then import")
+            }
             let evolution = try PipelineUpdate.evolve(pipeline, feed: feed, sample: sample ?? 1_000, unmapped: unmapped)
             if !quiet { PipelineUpdate.explain(evolution, title: "ingest: --evolve: \(feed) against the pipeline" + (file.map { " \($0)" } ?? "")) }
             guard !evolution.added.isEmpty else { return pipeline }

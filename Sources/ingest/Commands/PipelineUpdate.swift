@@ -31,6 +31,9 @@ enum PipelineUpdate {
     /// `pipeline` evolved by a sample of `feed`, read the way the pipeline reads the feed.
     /// - Throws: what `PipelineInference.infer` and `PipelineEvolution.evolve` throw.
     static func evolve(_ pipeline: [UInt8], feed: String, sample: Int, unmapped: MemberCensus) throws -> PipelineEvolution.Evolution {
+        if let model = PipelineSpec.namedModelFile(pipeline) {
+            throw CommandFailure("the pipeline names its model file (\(model)), which an update cannot change: add the attributes to the model")
+        }
         let spec = try PipelineSpec.parse(pipeline)
         let inference = try PipelineInference.infer(feed: feed, options: .init(sample: sample, shape: spec.feed, form: spec.recordForm))
         return try PipelineEvolution.evolve(pipeline, by: inference, unmapped: unmapped)
