@@ -153,7 +153,11 @@ extension PostgresBatchWriter {
         // Row numbers for the new rows, so that links are numbers before anything is written.
         // New rows of entities no other links to take theirs from the table as they are
         // copied: one statement and a number a row fewer to send back and forth.
-        func numberedByTable(_ entity: Int) -> Bool { !recordsHistory && undestined[entity] && statements[entity].copyNewUnnumbered != nil }
+        // With history on, such rows need numbers history can name: the table still gives them
+        // (see `tableNumbered`), found by key where they are not one run. Keyless ones take theirs first.
+        func numberedByTable(_ entity: Int) -> Bool {
+            undestined[entity] && statements[entity].copyNewUnnumbered != nil && (!recordsHistory || plans[entity].keyPosition != nil)
+        }
         for entity in plans.indices where !numberedByTable(entity) {
             let count = batches[entity].folded.count { $0.op == UInt8(ascii: "i") }
             guard count > 0 else { continue }
@@ -200,9 +204,18 @@ extension PostgresBatchWriter {
                 }
                 let format = binary ? " (FORMAT binary)" : ""
                 guard !undestined[entity], let copyStaged = statements[entity].copyStagedNew, let insertNew = statements[entity].insertNew else {
+                    let before = recordsHistory && !numbered ? try lastNumber(entity, taking: true) : nil
                     try connection.copyIn((numbered ? statements[entity].copyNew : statements[entity].copyNewUnnumbered!) + format, write: rows)
                     result.inserted[plans[entity].info.name] = entries.count
-                    if recordsHistory { result.history.add(plans[entity].info.name, .insert, rows: entries.map { batch.folded[$0].pk }) }
+                    if recordsHistory {
+                        let pks: [Int64]
+                        if let before {
+                            pks = try tableNumbered(entries, of: batch, entity: entity, after: before)
+                        } else {
+                            pks = entries.map { batch.folded[$0].pk }
+                        }
+                        result.history.add(plans[entity].info.name, .insert, rows: pks)
+                    }
                     continue
                 }
                 // Processes that make the same related objects at once wait for each other
@@ -318,6 +331,29 @@ extension PostgresBatchWriter {
             hasher.mix(linked(entity, number, batch.links[index * batch.linkCount + number]).map { UInt64(bitPattern: $0) } ?? 0)
         }
         return Int(bitPattern: UInt(hasher.value))
+    }
+
+    /// The last number this session drew from the entity's identity sequence; `taking`
+    /// draws one first (a COPY that the table numbers then draws the ones after it).
+    private func lastNumber(_ entity: Int, taking: Bool) throws(PostgresError) -> Int64 {
+        let sequence = "pg_get_serial_sequence('\(plans[entity].info.table.replacingOccurrences(of: "'", with: "''"))', '_pk')"
+        let rows = try connection.execute("SELECT \(taking ? "nextval" : "currval")(\(sequence))")
+        return Int64(rows[0, 0] ?? "") ?? 0
+    }
+
+    /// The numbers the table gave the rows `entries` just copied, after `first` was drawn:
+    /// the run after it when this session drew them one after another (alone on the
+    /// sequence, the usual case), else found by their keys.
+    private func tableNumbered(_ entries: [Int], of batch: EntityBatch, entity: Int, after first: Int64) throws(PostgresError) -> [Int64] {
+        let last = try lastNumber(entity, taking: false)
+        if last - first == Int64(entries.count) { return Array((first + 1)...last) }
+        let keys = entries.compactMap { index -> String? in
+            let slot = batch.folded[index].slot
+            return slot < 0 ? nil : batch.keys[Int(slot)].text
+        }
+        guard let existing = statements[entity].existing else { return [] }
+        let found = try connection.execute(existing, [Self.arrayLiteral(keys)])
+        return (0..<found.count).compactMap { found[$0, 1].flatMap { Int64($0) } }
     }
 
     /// The properties entry `index` gives (its mask), its key left out: what history names for its update.

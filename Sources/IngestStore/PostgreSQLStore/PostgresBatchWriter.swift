@@ -32,8 +32,7 @@ public final class PostgresBatchWriter: BatchRequestMaking {
     let statements: [Statements]
     /// Each entity's first row number made by this run (pk ≥ it: made by this run).
     public var firstRowOfRun: [String: Int64] = [:]
-    /// Whether writes list what they change in `BatchResult.history` (on by default). New
-    /// rows then take their numbers before they are copied, so history can name them.
+    /// Whether writes list what they change in `BatchResult.history` (on by default).
     public var recordsHistory = true
 
     struct Statements {
