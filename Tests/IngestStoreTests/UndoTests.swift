@@ -202,4 +202,30 @@ import Testing
             #expect(photo.object(forKey: "whoTook")?.objectID == ids["ana"]!)
         }
     }
+
+    /// A view listening for object changes hears of what undo and redo change.
+    @Test func undoAndRedoTellTheContextsListeners() throws {
+        let (context, _, directory, ids) = try Self.setUp(.sqlite)
+        _ = directory
+        var heard: [ObjectsDidChange] = []
+        let p3 = context.perform {
+            context.onObjectsDidChange = { heard.append($0) }
+            let p3 = insertPhoto(context, id: "p3")
+            context.delete(context.object(with: ids["p2"]!))
+            context.object(with: ids["p1"]!).setObject(context.object(with: ids["bo"]!), forKey: "whoTook")
+            return p3.objectID
+        }
+        context.perform {
+            heard.removeAll()
+            context.undo()
+        }
+        #expect(heard.count == 1)
+        #expect(heard.first?.inserted == [ids["p2"]!] && heard.first?.deleted == [p3])
+        #expect(heard.first?.updated == [ids["p1"]!, ids["ana"]!, ids["bo"]!])
+        context.perform {
+            heard.removeAll()
+            context.redo()
+        }
+        #expect(heard.first?.inserted == [p3] && heard.first?.deleted == [ids["p2"]!])
+    }
 }

@@ -59,6 +59,32 @@ extension ObjectContext {
         if onObjectsDidChange != nil { pendingDidChange.inserted.remove(object.objectID) }
     }
 
+    /// What a replayed step changed, for `onObjectsDidChange`: an object back in the context
+    /// is inserted, one gone from it deleted, any other changed one updated.
+    private func noteReplayed(_ step: ContextUndoManager.Step, forward: Bool) {
+        func changed(_ object: ManagedObject) {
+            guard !object.isDeleted, !pendingDidChange.inserted.contains(object.objectID) else { return }
+            pendingDidChange.updated.insert(object.objectID)
+        }
+        func arrived(_ object: ManagedObject) {
+            if pendingDidChange.deleted.remove(object.objectID) == nil { pendingDidChange.inserted.insert(object.objectID) }
+        }
+        func left(_ object: ManagedObject) {
+            pendingDidChange.updated.remove(object.objectID)
+            if pendingDidChange.inserted.remove(object.objectID) == nil { pendingDidChange.deleted.insert(object.objectID) }
+        }
+        switch step {
+        case .value(let object, _, _, _, _, _), .toOne(let object, _, _, _, _, _), .toMany(let object, _, _, _), .updated(let object):
+            changed(object)
+        case .join:
+            break
+        case .insert(let object):
+            forward ? arrived(object) : left(object)
+        case .discard(let object), .delete(let object, _):
+            forward ? left(object) : arrived(object)
+        }
+    }
+
     private func replay<S: Sequence>(_ steps: S, forward: Bool, _ manager: ContextUndoManager) where S.Element == ContextUndoManager.Step {
         manager.isReplaying = true
         defer { manager.isReplaying = false }
@@ -91,9 +117,7 @@ extension ObjectContext {
                     if tracking.updated { updatedSet.insert(object.objectID) }
                 }
             }
-            if case .value(let object, _, _, _, _, _) = step, onObjectsDidChange != nil, !object.isInserted {
-                pendingDidChange.updated.insert(object.objectID)
-            }
+            if onObjectsDidChange != nil { noteReplayed(step, forward: forward) }
         }
         processPendingChanges()
     }
