@@ -18,6 +18,13 @@ import Testing
         static let available: [Backend] = PostgresServer.isAvailable ? [.sqlite, .postgres] : [.sqlite]
     }
 
+    /// Reported as skipped, with the reason, where no PostgreSQL server can start: the
+    /// tests taking a `Backend` then ran on SQLite only.
+    @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
+    func theProcessTestsRunOnPostgreSQLToo() {
+        #expect(Backend.available == [.sqlite, .postgres])
+    }
+
     /// A store to import into: a SQLite file, or a database on a server of the test's own.
     struct Store {
         let directory: TemporaryDirectory

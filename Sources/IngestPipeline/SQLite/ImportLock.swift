@@ -1,4 +1,5 @@
 import Foundation
+import IngestStore
 import IngestJSON
 #if canImport(Glibc)
 import Glibc
@@ -38,10 +39,7 @@ final class ImportLock {
         }
         // Read again under the lock: what is there now was left by a holder that is gone.
         previous = Self.read(descriptor)
-        var host = [CChar](repeating: 0, count: 256)
-        gethostname(&host, host.count - 1)
-        let hostName = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let holder = Holder(pid: getpid(), host: hostName, startedAt: Date.now.ISO8601Format())
+        let holder = Holder(pid: getpid(), host: HostName.current, startedAt: Date.now.ISO8601Format())
         let bytes = Array((try JSONEncoder().encode(holder)))
         guard ftruncate(descriptor, 0) == 0,
               bytes.withUnsafeBytes({ pwrite(descriptor, $0.baseAddress, $0.count, 0) }) == bytes.count else {
@@ -81,10 +79,7 @@ final class ImportLock {
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
             let recorded = descriptor >= 0 ? read(descriptor) : nil
             if descriptor >= 0 { close(descriptor) }
-            var host = [CChar](repeating: 0, count: 256)
-            gethostname(&host, host.count - 1)
-            let hostName = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            let holder = recorded ?? Holder(pid: pid, host: hostName, startedAt: "")
+            let holder = recorded ?? Holder(pid: pid, host: HostName.current, startedAt: "")
             return (holder, ProcessState.isStopped(pid: Int(pid)))
         }
         return nil

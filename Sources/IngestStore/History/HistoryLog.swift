@@ -38,11 +38,7 @@ enum HistoryLog {
     ]
 
     /// `host:pid`, as history transactions name their process.
-    static let process: String = {
-        var host = [CChar](repeating: 0, count: 256)
-        gethostname(&host, host.count - 1)
-        return String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + ":\(getpid())"
-    }()
+    static let process = HostName.current + ":\(getpid())"
 
     /// Writes a history transaction and its changes in the connection's open transaction;
     /// returns its position. On PostgreSQL it also notifies `channel`, delivered on commit.

@@ -38,14 +38,9 @@ extension PersistentStoreCoordinator {
     ///   `StoreError.history` for a token of another store or a store without history;
     ///   the store's errors.
     public func fetchHistory(after token: HistoryToken?, limit: Int = 10_000) throws -> HistoryFetch {
-        if let token, token.storeID != storeID {
-            throw StoreError.history("token \(token) is of store \(token.storeID.uuidString.lowercased()), not of \(path) (\(storeID.uuidString.lowercased()))")
-        }
+        if let token { try check(token) }
         let limit = max(1, limit)
         return try readingHistory { connection in
-            if let token, (token.snapshot == nil) != (connection.dialect == .sqlite) {
-                throw StoreError.history("token \(token) is a \(token.snapshot == nil ? "SQLite" : "PostgreSQL") store's, not \(path)'s")
-            }
             let purged = try purgedBefore(connection)
             if let token, let purged, token.position < purged {
                 throw StoreError.historyPurged(token: token.description, purgedBefore: "\(purged)")
@@ -130,13 +125,8 @@ extension PersistentStoreCoordinator {
     /// with `StoreError.historyPurged`, never answered with a gap.
     /// - Throws: `StoreError.history` for a token of another store; the store's errors.
     public func purgeHistory(before token: HistoryToken) throws {
-        guard token.storeID == storeID else {
-            throw StoreError.history("token \(token) is of store \(token.storeID.uuidString.lowercased()), not of \(path)")
-        }
+        try check(token)
         let now = try currentHistoryToken()
-        guard (token.snapshot == nil) == (now.snapshot == nil) else {
-            throw StoreError.history("token \(token) is a \(token.snapshot == nil ? "SQLite" : "PostgreSQL") store's, not \(path)'s")
-        }
         // A horizon past now would refuse every consumer from then on.
         guard token.position <= now.position else {
             throw StoreError.history("token \(token) is ahead of the store's history (now \(now)): nothing before it can be purged yet")
@@ -167,6 +157,16 @@ extension PersistentStoreCoordinator {
             try purgeHistory(before: HistoryToken(storeID: storeID, position: horizon))
         } else if let token = HistoryToken(storeID: storeID, snapshot: "\(horizon):\(horizon):") {
             try purgeHistory(before: token)
+        }
+    }
+
+    /// Refuses a token of another store, or of the other backend.
+    private func check(_ token: HistoryToken) throws {
+        guard token.storeID == storeID else {
+            throw StoreError.history("token \(token) is of store \(token.storeID.uuidString.lowercased()), not of \(path) (\(storeID.uuidString.lowercased()))")
+        }
+        guard (token.snapshot == nil) == (dialect == .sqlite) else {
+            throw StoreError.history("token \(token) is a \(token.snapshot == nil ? "SQLite" : "PostgreSQL") store's, not \(path)'s")
         }
     }
 

@@ -336,8 +336,7 @@ extension PostgresBatchWriter {
     /// The last number this session drew from the entity's identity sequence; `taking`
     /// draws one first (a COPY that the table numbers then draws the ones after it).
     private func lastNumber(_ entity: Int, taking: Bool) throws(PostgresError) -> Int64 {
-        let sequence = "pg_get_serial_sequence('\(plans[entity].info.table.replacingOccurrences(of: "'", with: "''"))', '_pk')"
-        let rows = try connection.execute("SELECT \(taking ? "nextval" : "currval")(\(sequence))")
+        let rows = try connection.execute("SELECT \(taking ? "nextval" : "currval")(\(statements[entity].sequence))")
         return Int64(rows[0, 0] ?? "") ?? 0
     }
 

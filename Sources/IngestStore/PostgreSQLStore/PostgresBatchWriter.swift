@@ -54,6 +54,8 @@ public final class PostgresBatchWriter: BatchRequestMaking {
         let insertNew: String?
         /// Reserves row numbers: `$1` of them from the table's identity sequence.
         var reserve: String
+        /// The identity sequence, as `oid::oid` (resolved once, in `init`).
+        var sequence = ""
         let attributeCount: Int
         let linkCount: Int
         let maskWords: Int
@@ -153,6 +155,7 @@ public final class PostgresBatchWriter: BatchRequestMaking {
             let table = plan.info.table.replacingOccurrences(of: "'", with: "''")
             let sequence = try connection.execute("SELECT pg_get_serial_sequence('\(table)', '_pk')::regclass::oid")[0, 0] ?? "0"
             made.reserve = made.reserve.replacingOccurrences(of: "%SEQUENCE%", with: "\(sequence)::oid")
+            made.sequence = "\(sequence)::oid"
             statements.append(made)
         }
         self.statements = statements

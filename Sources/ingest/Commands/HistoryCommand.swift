@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import IngestJSON
+import IngestPipeline
 import IngestStore
 
 extension Ingest {
@@ -85,7 +86,7 @@ extension Ingest {
         /// Prints each transaction as it comes, until the process is interrupted.
         private func followHistory(_ coordinator: PersistentStoreCoordinator, after token: HistoryToken?) throws {
             let done = DispatchSemaphore(value: 0)
-            let failure = Locked<(any Error)?>(nil)
+            let failure = Locked<String?>(nil)
             let format = format
             let interval = Duration.milliseconds(interval)
             Task.detached {
@@ -97,12 +98,12 @@ extension Ingest {
                         fflush(nil)
                     }
                 } catch {
-                    failure.set(error)
+                    failure.withLock { $0 = "\(error)" }
                 }
                 done.signal()
             }
             done.wait()
-            if let error = failure.get() { throw error }
+            if let error = failure.withLock({ $0 }) { throw CommandFailure(error) }
         }
 
         private func line(_ change: HistoryChange, of transaction: HistoryTransaction) -> String {
@@ -142,13 +143,4 @@ extension Ingest {
             text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
         }
     }
-}
-
-/// A value shared by a task and the thread waiting for it.
-private final class Locked<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: T
-    init(_ value: T) { self.value = value }
-    func get() -> T { lock.withLock { value } }
-    func set(_ new: T) { lock.withLock { value = new } }
 }
