@@ -29,5 +29,14 @@ struct ChangeMask: Equatable, ExpressibleByArrayLiteral {
         words.1[word] |= 1 << UInt64(index % 64)
     }
 
+    mutating func remove(_ index: Int) {
+        if index < 64 {
+            words.0 &= ~(1 << UInt64(index))
+            return
+        }
+        let word = index / 64 - 1
+        if word < words.1.count { words.1[word] &= ~(1 << UInt64(index % 64)) }
+    }
+
     static func == (lhs: ChangeMask, rhs: ChangeMask) -> Bool { lhs.words.0 == rhs.words.0 && lhs.words.1 == rhs.words.1 }
 }

@@ -145,6 +145,7 @@ extension ObjectContext {
     func members(of object: ManagedObject, _ index: Int) -> Set<ObjectID> {
         if object.toMany[index].committed == nil {
             object.toMany[index].committed = object.objectID.isTemporary ? [] : storedMembers(of: object, index)
+            toManyHolders[ObjectIdentifier(object)] = object
         }
         let state = object.toMany[index]
         return state.committed!.union(state.added).subtracting(state.removed)

@@ -28,7 +28,7 @@ extension ObjectContext {
         }
         // Relationship members may have changed with any of these rows: reload them when next read.
         if !notice.inserted.isEmpty || !notice.deleted.isEmpty || !notice.updated.isEmpty {
-            for object in registered.values {
+            for object in toManyHolders.values {
                 for index in object.toMany.indices where object.toMany[index].committed != nil && !object.objectID.isTemporary {
                     object.toMany[index].committed = nil
                 }

@@ -6,6 +6,8 @@ struct SavePlan {
     var inserted: Set<ObjectID> = []
     var updated: Set<ObjectID> = []
     var deleted: Set<ObjectID> = []
+    /// Updated objects whose rows another writer deleted, given up by the merge policy.
+    var vanished: Set<ObjectID> = []
     var sequence = 0
 }
 
@@ -201,6 +203,8 @@ extension ObjectContext {
             }
         }
         if !conflicts.isEmpty { throw StoreError.uniquenessConflict(conflicts) }
+        plan.vanished = try resolveStoreConflicts(db, policy: policy)
+        plan.deleted = plan.vanished
 
         // 2. Keys for the new rows.
         for group in Dictionary(grouping: fresh.filter(\.objectID.isTemporary), by: { ObjectIdentifier($0.info) }).values {
@@ -240,7 +244,7 @@ extension ObjectContext {
             let finalID = object.savedID!
             let pk = finalID.primaryKey!
             switch policy {
-            case .objectTrump:
+            case .objectTrump, .overwrite:
                 try update(object, pk: pk, db, sqliteRows, key: key)
             case .storeTrump:
                 for (relationship, column) in object.info.toOneColumns {
@@ -254,7 +258,7 @@ extension ObjectContext {
             plan.updated.insert(finalID)
         }
         for id in updatedSet {
-            guard let object = registered[id], !object.isDeleted else { continue }
+            guard let object = registered[id], !object.isDeleted, !plan.vanished.contains(id) else { continue }
             plan.updated.insert(id)
             guard !object.isFault, !object.changedAttributes.isEmpty || !object.changedToOne.isEmpty,
                   let pk = id.primaryKey else { continue }
@@ -301,20 +305,21 @@ extension ObjectContext {
             changes.add(object.info.name, .insert, row: pk)
             for (index, _) in object.info.toOneColumns where object.toOne[index] != nil { noteOtherSides(object, index, old: nil) }
         }
-        for (object, policy) in plan.merged where policy == .objectTrump || policy == .storeTrump {
+        for (object, policy) in plan.merged where policy != .rollback && policy != .error {
             guard let pk = object.savedID?.primaryKey else { continue }
             let info = object.info
             // Object trump writes the whole row (its key is the stored one's); store trump only fills empty links.
             let keys = Set(info.uniquenessPositions.joined())
-            var properties = policy == .objectTrump ? info.attributeNames.indices.filter { !keys.contains($0) }.map { info.attributeNames[$0] } : []
-            properties += info.toOneColumns.filter { policy == .objectTrump || object.toOne[$0.relationship] != nil }
+            var properties = policy.writesObject ? info.attributeNames.indices.filter { !keys.contains($0) }.map { info.attributeNames[$0] } : []
+            properties += info.toOneColumns
+                .filter { policy.writesObject || object.toOne[$0.relationship] != nil }
                 .map { info.relationships[$0.relationship].relationship.name }
             if !properties.isEmpty { changes.add(info.name, .update, row: pk, properties: properties) }
         }
         // Faults too: a many-to-many change between two objects not loaded fires neither fault.
         var updated: [ObjectID: [String]] = [:]
         for id in updatedSet {
-            guard let object = registered[id], !object.isDeleted, id.primaryKey != nil else { continue }
+            guard let object = registered[id], !object.isDeleted, id.primaryKey != nil, !plan.vanished.contains(id) else { continue }
             let info = object.info
             var properties = info.attributeNames.indices.filter { object.changedAttributes.contains($0) }.map { info.attributeNames[$0] }
             for (index, relationship) in info.relationships.enumerated()
@@ -405,9 +410,6 @@ extension ObjectContext {
     private func finishSave(_ plan: SavePlan) {
         var plan = plan
         let merged = Set(plan.merged.map { ObjectIdentifier($0.object) })
-        // One pass over the registry: new IDs, references to them, change tracking cleared.
-        var next: [ObjectID: ManagedObject] = [:]
-        next.reserveCapacity(registered.count)
         let mapping = plan.mapping
         let fixReferences = !mapping.isEmpty
         let observed = coordinator.hasSaveObservers || !changeListeners.isEmpty
@@ -415,11 +417,10 @@ extension ObjectContext {
         for object in insertedList where observed && !merged.contains(ObjectIdentifier(object)) {
             plan.inserted.insert(object.savedID ?? object.objectID)
         }
-        for object in registered.values {
-            if let saved = object.savedID {
-                object.objectID = saved
-                object.savedID = nil
-            }
+        // Only what the save touched (new, changed and deleted objects, holders of to-many
+        // state), not the whole registry: a context may hold many more objects than a save
+        // changes. Only a changed object can refer to a new one's temporary ID.
+        func settle(_ object: ManagedObject) {
             object.isInserted = false
             if fixReferences && !object.info.relationships.isEmpty {
                 for index in object.toOne.indices {
@@ -429,13 +430,31 @@ extension ObjectContext {
             if !object.changedAttributes.isEmpty { object.changedAttributes = [] }
             if !object.changedToOne.isEmpty { object.changedToOne = [] }
             object.committed = nil
-            for index in object.toMany.indices { object.toMany[index] = ToManyState() }
-            // An object merged onto a row that this context already holds yields to it.
-            if merged.contains(ObjectIdentifier(object)), next[object.objectID] != nil { continue }
-            next[object.objectID] = object
         }
-        registered = next
-        for (object, policy) in plan.merged where policy != .objectTrump { object.turnIntoFault() }
+        var moved: [ManagedObject] = []
+        for object in insertedList {
+            if let saved = object.savedID {
+                if registered[object.objectID] === object { registered[object.objectID] = nil }
+                object.objectID = saved
+                object.savedID = nil
+                moved.append(object)
+            }
+            settle(object)
+        }
+        for id in updatedSet { if let object = registered[id] { settle(object) } }
+        for object in deletedSet.values { settle(object) }
+        for object in toManyHolders.values {
+            settle(object)
+            for index in object.toMany.indices { object.toMany[index] = ToManyState() }
+        }
+        toManyHolders.removeAll(keepingCapacity: true)
+        // An object merged onto a row that this context already holds yields to it.
+        for object in moved where !merged.contains(ObjectIdentifier(object)) { registered[object.objectID] = object }
+        for object in moved where merged.contains(ObjectIdentifier(object)) && registered[object.objectID] == nil {
+            registered[object.objectID] = object
+        }
+        for (object, policy) in plan.merged where !policy.writesObject { object.turnIntoFault() }
+        for id in plan.vanished { registered[id]?.isDeleted = true }
         for id in plan.deleted { registered[id] = nil }
         insertedList.removeAll(keepingCapacity: true)
         updatedSet.removeAll(keepingCapacity: true)

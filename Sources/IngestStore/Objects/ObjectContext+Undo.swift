@@ -29,6 +29,7 @@ extension ObjectContext {
 
     /// Changes a to-many's members, recording the change.
     func changeToMany(_ object: ManagedObject, _ index: Int, _ change: (inout ToManyState) -> Void) {
+        toManyHolders[ObjectIdentifier(object)] = object
         guard let recorder = undoRecorder else { return change(&object.toMany[index]) }
         let before = object.toMany[index]
         change(&object.toMany[index])
@@ -98,6 +99,7 @@ extension ObjectContext {
                 restore(forward ? new : old, of: object)
             case .toMany(let object, let index, let before, let after):
                 object.toMany[index] = forward ? after : before
+                toManyHolders[ObjectIdentifier(object)] = object
             case .join(let change, let before, let after):
                 joinChanges[change] = forward ? after : before
             case .insert(let object):

@@ -6,18 +6,45 @@ import Synchronization
 import Glibc
 #endif
 
-/// How a save resolves uniqueness conflicts (an insert whose unique key another row holds).
-public enum MergePolicy: Sendable {
-    /// The save throws, naming the conflicting objects and keys; nothing is written.
+/// How a save resolves conflicts, as Core Data's five merge policies do.
+///
+/// Two kinds of conflict reach it:
+/// - **the store changed** (optimistic locking): an object this save updates or deletes
+///   whose row changed in the store since the context read it (another context, another
+///   process). The save compares the row, read again inside its transaction (and locked
+///   there on PostgreSQL), with what the context read, property by property;
+/// - **uniqueness**: an inserted object whose unique key a stored row (or another
+///   inserted object) already holds.
+public enum MergePolicy: Sendable, CaseIterable {
+    /// The save throws `StoreError.mergeConflict` (the store changed) or
+    /// `.uniquenessConflict`, naming the objects and properties; nothing is written.
+    /// Core Data's `NSErrorMergePolicy`; the default.
     case error
-    /// The saving context's values win: they are written onto the existing row, and the
-    /// object takes that row's ObjectID.
+    /// Property by property, the context's changes win: the properties it changed are
+    /// written, the ones only the store changed are taken from the store. An inserted
+    /// object is written onto the existing row and takes its ObjectID.
+    /// Core Data's `NSMergeByPropertyObjectTrumpMergePolicy`.
     case objectTrump
-    /// The stored values win: the object takes the existing row's ObjectID and values;
-    /// its relationship changes still apply.
+    /// Property by property, the store's changes win: a property both changed keeps the
+    /// stored value; the context's other changes are written. An inserted object takes
+    /// the existing row's ObjectID and values; its relationship changes still apply.
+    /// Core Data's `NSMergeByPropertyStoreTrumpMergePolicy`.
     case storeTrump
-    /// The object's changes are dropped: it becomes the existing row as stored.
+    /// The object as the context holds it is written whole, over what the store holds,
+    /// properties the context never changed included.
+    /// Core Data's `NSOverwriteMergePolicy`.
+    case overwrite
+    /// The object's changes are dropped: it becomes the row as stored.
+    /// Core Data's `NSRollbackMergePolicy`.
     case rollback
+
+    /// Core Data's name for `.objectTrump`.
+    public static var mergeByPropertyObjectTrump: MergePolicy { .objectTrump }
+    /// Core Data's name for `.storeTrump`.
+    public static var mergeByPropertyStoreTrump: MergePolicy { .storeTrump }
+
+    /// Whether the context's values are written over a uniqueness conflict's row.
+    var writesObject: Bool { self == .objectTrump || self == .overwrite }
 }
 
 /// A scratch pad of managed objects on one queue, in the manner of Core Data's
@@ -33,7 +60,7 @@ public final class ObjectContext {
     public let name: String
     public let kind: Kind
     public let coordinator: PersistentStoreCoordinator
-    /// How `save()` resolves uniqueness conflicts. Default `.error`.
+    /// How `save()` resolves conflicts with the store and uniqueness conflicts. Default `.error`.
     public var mergePolicy: MergePolicy = .error
     /// The author the store's history records for this context's saves (Core Data's
     /// `transactionAuthor`); nil: the context's name.
@@ -61,6 +88,9 @@ public final class ObjectContext {
     @exclusivity(unchecked) var insertedList: [ManagedObject] = []
     @exclusivity(unchecked) var updatedSet: Set<ObjectID> = []
     @exclusivity(unchecked) var deletedSet: [ObjectID: ManagedObject] = [:]
+    /// Objects whose to-many state is loaded or changed: what a save, a merge or a rollback
+    /// resets, instead of every registered object (a context may hold hundreds of thousands).
+    @exclusivity(unchecked) var toManyHolders: [ObjectIdentifier: ManagedObject] = [:]
     @exclusivity(unchecked) var joinChanges: [JoinChange: Bool] = [:]
     @exclusivity(unchecked) var stagedMetadata: [String: String] = [:]
     @exclusivity(unchecked) var pendingDidChange = ObjectsDidChange()
@@ -169,6 +199,7 @@ public final class ObjectContext {
             for index in info.relationships.indices where info.relationships[index].isToMany {
                 object.toMany[index].committed = []
             }
+            toManyHolders[ObjectIdentifier(object)] = object
         }
         object.isInserted = true
         registered[id] = object
@@ -261,6 +292,7 @@ public final class ObjectContext {
         postgresSaveHook = nil
         undoManager?.removeAllActions()
         registered.removeAll(keepingCapacity: true)
+        toManyHolders.removeAll(keepingCapacity: true)
         insertedList.removeAll(keepingCapacity: true)
         updatedSet.removeAll(keepingCapacity: true)
         deletedSet = [:]
@@ -294,7 +326,7 @@ public final class ObjectContext {
                 object.toMany[index].removed = []
             }
         }
-        for object in registered.values {
+        for object in toManyHolders.values {
             for index in object.toMany.indices {
                 object.toMany[index].added = []
                 object.toMany[index].removed = []

@@ -110,7 +110,10 @@ extension ObjectContext {
                     next += fetched
                 }
                 for owner in owners where owner.toMany[index].committed == nil {
-                    if let pk = owner.objectID.primaryKey { owner.toMany[index].committed = members[pk] ?? [] }
+                    if let pk = owner.objectID.primaryKey {
+                        owner.toMany[index].committed = members[pk] ?? []
+                        toManyHolders[ObjectIdentifier(owner)] = owner
+                    }
                 }
             case .joinTable:
                 // Many-to-many: the members' IDs come one query per owner today.

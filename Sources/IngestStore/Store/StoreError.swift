@@ -10,6 +10,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case validation([String])
     /// Uniqueness conflicts under the `.error` merge policy; nothing was written.
     case uniquenessConflict([String])
+    /// Objects this save changes whose rows changed in the store since the context read
+    /// them, under the `.error` merge policy (or, under any policy, rows deleted from the
+    /// store that the policy cannot give up); nothing was written.
+    case mergeConflict([MergeConflict])
     /// An object ID that names no row (deleted, or never saved).
     case objectNotFound(ObjectID)
     case unknownEntity(String)
@@ -41,6 +45,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             "the store at \(path) was made with a different model: " + Self.list(differences, shown: 5)
         case .validation(let problems): "the save failed validation: " + Self.list(problems)
         case .uniquenessConflict(let conflicts): "the save conflicts with uniqueness constraints: " + Self.list(conflicts)
+        case .mergeConflict(let conflicts):
+            "the save conflicts with changes made in the store since the objects were read: " + Self.list(conflicts.map(\.description))
         case .objectNotFound(let id): "no object with ID \(id) in the store"
         case .unknownEntity(let name): "the model has no entity '\(name)'"
         case .unknownProperty(let entity, let property): "entity \(entity) has no property '\(property)'"

@@ -14,6 +14,11 @@ extension Ingest {
             entity, saved every 5,000 and the context reset after each save; the raw run binds \
             the same rows on one prepared statement with the same transaction size.
 
+            Then updates: a process changes two attributes of each of the --objects objects of a \
+            stored copy, through a context (fetched in batches of 5,000, saved every 5,000: each \
+            save reads its rows again to check them for conflicts) and through one prepared \
+            UPDATE.
+
             Example:
               ingest bench store --objects 1000000 --runs 3
             """
@@ -60,6 +65,26 @@ extension Ingest {
                 let median = 100 * BenchSplit.median(raw) / BenchSplit.median(context)
                 notes.append("\(Format.count(count)) objects: the context inserts at \(Format.fixed(ratio, places: 0))% of the raw rate (best runs), \(Format.fixed(median, places: 0))% (median runs)")
             }
+            // Updates, on a stored copy made by an untimed run.
+            var raw: [ChildProcess.Result] = []
+            var context: [ChildProcess.Result] = []
+            let source = "\(workDirectory)/store-source-\(objects).sqlite"
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: source + suffix) }
+            let made = try ChildProcess.run(me, ["bench", "store-run", "--mode", "raw", "--objects", String(objects), "--path", source])
+            guard made.status == 0 else { throw CommandFailure("bench store-run raw failed with exit status \(made.status)") }
+            for _ in 0..<runs {
+                for mode in ["update-raw", "update-context"] {
+                    let path = "\(workDirectory)/store-\(mode)-\(objects).sqlite"
+                    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+                    try FileManager.default.copyItem(atPath: source, toPath: path)
+                    let result = try ChildProcess.run(me, ["bench", "store-run", "--mode", mode, "--objects", String(objects), "--path", path])
+                    guard result.status == 0 else { throw CommandFailure("bench store-run \(mode) failed with exit status \(result.status)") }
+                    if mode == "update-raw" { raw.append(result) } else { context.append(result) }
+                }
+            }
+            rows.append(row("raw sqlite3 UPDATE (prepared statement)", objects, raw))
+            rows.append(row("ObjectContext fetch + change + save", objects, context))
+            notes.append("\(Format.count(objects)) updates: the context at \(Format.fixed(100 * BenchSplit.best(raw) / BenchSplit.best(context), places: 0))% of the raw rate (best runs)")
             print(Table.render(header: ["run", "objects", "best s", "median s", "objects/s", "peak RSS"], rows: rows))
             notes.forEach { print($0) }
             let change = 100 * Double(rss[1] - rss[0]) / Double(rss[0])
@@ -105,7 +130,9 @@ extension Ingest {
             switch mode {
             case "context": try runContext(coordinator)
             case "raw": try runRaw()
-            default: throw ValidationError("--mode is context or raw")
+            case "update-context": try runContextUpdate(coordinator)
+            case "update-raw": try runRawUpdate()
+            default: throw ValidationError("--mode is context, raw, update-context or update-raw")
             }
         }
 
@@ -122,6 +149,56 @@ extension Ingest {
                     }
                 }
             }
+        }
+
+        /// Changes `count` and `note` of every stored item, in saves of `batch`; each batch's
+        /// objects become faults after their save, as an importer's would.
+        private func runContextUpdate(_ coordinator: PersistentStoreCoordinator) throws {
+            let context = ObjectContext(coordinator: coordinator, name: "bench")
+            var request = FetchRequest("Item")
+            request.fetchBatchSize = Self.batch
+            try context.perform {
+                let items = try context.fetchResults(request)
+                var batch: [ManagedObject] = []
+                for (i, item) in items.enumerated() {
+                    item["count"] = .int(-Int64(i))
+                    item["note"] = .string("updated")
+                    batch.append(item)
+                    if batch.count == Self.batch || i == items.count - 1 {
+                        try context.save()
+                        for object in batch { context.refresh(object, mergeChanges: false) }
+                        batch.removeAll(keepingCapacity: true)
+                    }
+                }
+            }
+        }
+
+        /// The updates' reference: one prepared UPDATE by key, the same transaction size.
+        private func runRawUpdate() throws {
+            var db: OpaquePointer?
+            guard sqlite3_open(path, &db) == SQLITE_OK, let db else { throw CommandFailure("cannot open \(path)") }
+            defer { sqlite3_close(db) }
+            sqlite3_exec(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL", nil, nil, nil)
+            var statement: OpaquePointer?
+            guard sqlite3_prepare_v3(db, "UPDATE \"Item\" SET \"count\" = ?, \"note\" = ? WHERE \"_pk\" = ?", -1,
+                                     UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK, let statement else {
+                throw CommandFailure("cannot prepare: \(String(cString: sqlite3_errmsg(db)))")
+            }
+            defer { sqlite3_finalize(statement) }
+            let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+            sqlite3_exec(db, "BEGIN", nil, nil, nil)
+            for i in 0..<objects {
+                sqlite3_bind_int64(statement, 1, -Int64(i))
+                sqlite3_bind_text(statement, 2, "updated", -1, transient)
+                sqlite3_bind_int64(statement, 3, Int64(i + 1))
+                guard sqlite3_step(statement) == SQLITE_DONE else { throw CommandFailure(String(cString: sqlite3_errmsg(db))) }
+                sqlite3_reset(statement)
+                if (i + 1) % Self.batch == 0 {
+                    sqlite3_exec(db, "COMMIT", nil, nil, nil)
+                    sqlite3_exec(db, "BEGIN", nil, nil, nil)
+                }
+            }
+            sqlite3_exec(db, "COMMIT", nil, nil, nil)
         }
 
         /// The reference: one prepared INSERT, values bound with sqlite3_bind_*, the same
