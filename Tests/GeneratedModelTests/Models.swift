@@ -9,9 +9,12 @@ public struct Photo: TypedObject {
     public let managedObject: ManagedObject
 
     public init(_ object: ManagedObject) {
-        Swift.precondition(object.entityName == Self.entityName, "a \(object.entityName) is not a Photo")
+        Swift.precondition(object.isKind(ofEntity: Self.entityName), "a \(object.entityName) is not a Photo")
         managedObject = object
     }
+
+    /// This object as a `Clip`, when it is one.
+    public var asClip: Clip? { managedObject.isKind(ofEntity: "Clip") ? Clip(managedObject) : nil }
 
     /// `id`: string, required.
     public var id: String? {
@@ -105,7 +108,7 @@ public struct Album: TypedObject {
     public let managedObject: ManagedObject
 
     public init(_ object: ManagedObject) {
-        Swift.precondition(object.entityName == Self.entityName, "a \(object.entityName) is not a Album")
+        Swift.precondition(object.isKind(ofEntity: Self.entityName), "a \(object.entityName) is not a Album")
         managedObject = object
     }
 
@@ -129,7 +132,7 @@ public struct Tag: TypedObject {
     public let managedObject: ManagedObject
 
     public init(_ object: ManagedObject) {
-        Swift.precondition(object.entityName == Self.entityName, "a \(object.entityName) is not a Tag")
+        Swift.precondition(object.isKind(ofEntity: Self.entityName), "a \(object.entityName) is not a Tag")
         managedObject = object
     }
 
@@ -145,4 +148,106 @@ public struct Tag: TypedObject {
     public func addToPhotos(_ value: Photo) { managedObject.addObject(value.managedObject, toKey: "photos") }
 
     public func removeFromPhotos(_ value: Photo) { managedObject.removeObject(value.managedObject, fromKey: "photos") }
+}
+
+/// The entity `Clip`, typed.
+public struct Clip: TypedObject {
+    public static let entityName = "Clip"
+    public let managedObject: ManagedObject
+
+    public init(_ object: ManagedObject) {
+        Swift.precondition(object.isKind(ofEntity: Self.entityName), "a \(object.entityName) is not a Clip")
+        managedObject = object
+    }
+
+    /// `id`: string, required.
+    public var id: String? {
+        get { managedObject.typedValue("id") }
+        nonmutating set { managedObject.setTypedValue(newValue, "id") }
+    }
+
+    /// `title`: string, optional.
+    public var title: String? {
+        get { managedObject.typedValue("title") }
+        nonmutating set { managedObject.setTypedValue(newValue, "title") }
+    }
+
+    /// `views`: int64, required.
+    public var views: Int64 {
+        get { managedObject.typedValue("views") ?? 0 }
+        nonmutating set { managedObject.setTypedValue(newValue, "views") }
+    }
+
+    /// `rating`: double, required.
+    public var rating: Double {
+        get { managedObject.typedValue("rating") ?? 2.5 }
+        nonmutating set { managedObject.setTypedValue(newValue, "rating") }
+    }
+
+    /// `width`: int32, optional.
+    public var width: Int32? {
+        get { managedObject.typedValue("width") }
+        nonmutating set { managedObject.setTypedValue(newValue, "width") }
+    }
+
+    /// `orientation`: int16, required.
+    public var orientation: Int16 {
+        get { managedObject.typedValue("orientation") ?? 0 }
+        nonmutating set { managedObject.setTypedValue(newValue, "orientation") }
+    }
+
+    /// `isPublic`: bool, required.
+    public var isPublic: Bool {
+        get { managedObject.typedValue("isPublic") ?? true }
+        nonmutating set { managedObject.setTypedValue(newValue, "isPublic") }
+    }
+
+    /// `taken`: date, optional.
+    public var taken: Date? {
+        get { managedObject.typedValue("taken") }
+        nonmutating set { managedObject.setTypedValue(newValue, "taken") }
+    }
+
+    /// `thumbnail`: binary, optional.
+    public var thumbnail: Data? {
+        get { managedObject.typedValue("thumbnail") }
+        nonmutating set { managedObject.setTypedValue(newValue, "thumbnail") }
+    }
+
+    /// `uuid`: uuid, optional.
+    public var uuid: UUID? {
+        get { managedObject.typedValue("uuid") }
+        nonmutating set { managedObject.setTypedValue(newValue, "uuid") }
+    }
+
+    /// `price`: decimal, optional.
+    public var price: Decimal? {
+        get { managedObject.typedValue("price") }
+        nonmutating set { managedObject.setTypedValue(newValue, "price") }
+    }
+
+    /// `default`: string, optional.
+    public var `default`: String? {
+        get { managedObject.typedValue("default") }
+        nonmutating set { managedObject.setTypedValue(newValue, "default") }
+    }
+
+    /// `duration`: double, optional.
+    public var duration: Double? {
+        get { managedObject.typedValue("duration") }
+        nonmutating set { managedObject.setTypedValue(newValue, "duration") }
+    }
+
+    /// `album`: to-one Album (inverse `photos`).
+    public var album: Album? {
+        get { managedObject.object(forKey: "album").map(Album.init) }
+        nonmutating set { managedObject.setObject(newValue?.managedObject, forKey: "album") }
+    }
+
+    /// `tags`: to-many Tag (inverse `photos`).
+    public var tags: [Tag] { managedObject.objects(forKey: "tags").map(Tag.init) }
+
+    public func addToTags(_ value: Tag) { managedObject.addObject(value.managedObject, toKey: "tags") }
+
+    public func removeFromTags(_ value: Tag) { managedObject.removeObject(value.managedObject, fromKey: "tags") }
 }

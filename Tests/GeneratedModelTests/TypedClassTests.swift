@@ -110,4 +110,29 @@ import Testing
             #expect(throws: StoreError.validation(["Photo \"p\": orientation is required"])) { try context.save() }
         }
     }
+
+    /// A subentity's typed class has its parent's properties too; a fetch of the parent's
+    /// type returns its objects, which `asClip` tells apart (Core Data's `as? Clip`).
+    @Test func aSubentitysTypeInheritsAndAParentsFetchIncludesIt() throws {
+        let (coordinator, directory) = try Self.store()
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator, name: "typed")
+        let clipID = try context.perform {
+            let photo = context.insert(Photo.self)
+            photo.id = "p1"; photo.orientation = 1
+            let clip = context.insert(Clip.self)
+            clip.id = "c1"; clip.orientation = 1; clip.title = "Harbour at dusk"; clip.duration = 12.5
+            try context.save()
+            return clip.objectID
+        }
+        let reader = ObjectContext(coordinator: coordinator, name: "reader")
+        try reader.perform {
+            let photos = try reader.fetch(Photo.fetchRequest(sortDescriptors: [FetchSortDescriptor("id")]))
+            #expect(photos.map(\.id) == ["c1", "p1"])
+            #expect(photos.map { $0.asClip?.duration } == [12.5, nil])
+            #expect(try reader.fetch(Clip.fetchRequest()).map(\.title) == ["Harbour at dusk"])
+            #expect(reader.object(with: clipID, as: Clip.self).duration == 12.5)
+            #expect(reader.object(with: clipID, as: Photo.self).asClip != nil)
+        }
+    }
 }

@@ -63,7 +63,7 @@ import Testing
         // A typo in the model dropped what it meant without a word (a uniqueness constraint, optional: false, an index).
         func modelError(_ model: String) -> String? { error(#"{"model": \#(model), "record": "P", "mappings": {"P": {}}}"#) }
         #expect(modelError(#"{"entities": [{"name": "P", "attributes": [{"name": "id", "type": "string"}], "uniqe": [["id"]]}]}"#)
-            == "pipeline.model: entities[0].uniqe: unknown field 'uniqe' (expected name, attributes, relationships, unique)")
+            == "pipeline.model: entities[0].uniqe: unknown field 'uniqe' (expected name, parent, abstract, attributes, relationships, unique)")
         #expect(modelError(#"{"entities": [{"name": "P", "attributes": [{"name": "id", "type": "string", "optinal": false}]}]}"#)
             == "pipeline.model: entities[0].attributes[0].optinal: unknown field 'optinal' (expected name, type, optional, default, indexed)")
         #expect(modelError(#"{"entities": [{"name": "P", "attributes": [{"name": "id", "type": "string"}], "relationships": [{"name": "q", "destination": "P", "inverse": "q", "tomany": true}]}]}"#)

@@ -218,6 +218,33 @@ import Testing
         }
     }
 
+    /// A delete whose nullify rule unlinks an object this save also changes is no conflict:
+    /// nobody else wrote, and the store still holds the link until the delete runs.
+    @Test(arguments: StoreBackend.available) func aNullifyRuleUnlinkingAChangedObjectIsNoConflict(backend: StoreBackend) throws {
+        for policy in MergePolicy.allCases {
+            let (coordinators, directory) = try Self.coordinators(1, on: backend)
+            _ = directory
+            let context = ObjectContext(coordinator: coordinators[0], name: "editor")
+            context.mergePolicy = policy
+            let (photoID, anaID) = try context.perform {
+                let ana = context.insert("Photographer"); ana.id = "ana"
+                let photo = insertPhoto(context, id: "p1", title: "Harbour")
+                photo.setObject(ana, forKey: "whoTook")
+                try context.save()
+                context.reset()
+                return (photo.objectID, ana.objectID)
+            }
+            try context.perform {
+                let photo = context.object(with: photoID)
+                photo.title = "Pier"
+                context.delete(context.object(with: anaID))
+                try context.save()
+                #expect(photo.title == "Pier" && photo.object(forKey: "whoTook") == nil, "\(policy)")
+            }
+            #expect(try Self.stored(coordinators[0]) == "Pier 0 -", "\(policy)")
+        }
+    }
+
     /// Many contexts, each on its own coordinator, add to one counter at once; each save
     /// that meets a conflict refreshes and tries again. Without the check inside the save's
     /// transaction, increments would be lost.

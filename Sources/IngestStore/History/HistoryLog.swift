@@ -135,9 +135,10 @@ enum HistoryLog {
             var changes = transactions[offset].changes
             transactions[offset].changes = []
             changes.reserveCapacity(changes.count + rows.count)
+            let idName = schema.entity(entity)?.rootName ?? entity
             for pk in rows {
-                changes.append(HistoryChange(kind: kind, objectID: ObjectID(storeID: storeID, entityName: entity, key: .permanent(pk)),
-                                             updatedProperties: properties, tombstone: tombstone))
+                changes.append(HistoryChange(kind: kind, objectID: ObjectID(storeID: storeID, entityName: idName, key: .permanent(pk)),
+                                             entity: entity, updatedProperties: properties, tombstone: tombstone))
             }
             transactions[offset].changes = changes
         }

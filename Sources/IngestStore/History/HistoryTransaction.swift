@@ -25,7 +25,8 @@ public struct HistoryChange: Sendable, Equatable {
 
     public var kind: Kind
     public var objectID: ObjectID
-    public var entity: String { objectID.entityName }
+    /// The object's entity. (Its ID names its hierarchy's root, as every ID does; see `ObjectID`.)
+    public var entity: String
     /// For an update, the attributes and relationships it changed. A context's save names
     /// exactly those; the batch path names those the record gave, of which the store
     /// changed at least one (an update that changes nothing is not recorded).
@@ -33,9 +34,10 @@ public struct HistoryChange: Sendable, Equatable {
     /// For a delete, the object's uniqueness key values (empty for an entity without one).
     public var tombstone: [String: Value]
 
-    public init(kind: Kind, objectID: ObjectID, updatedProperties: [String] = [], tombstone: [String: Value] = [:]) {
+    public init(kind: Kind, objectID: ObjectID, entity: String? = nil, updatedProperties: [String] = [], tombstone: [String: Value] = [:]) {
         self.kind = kind
         self.objectID = objectID
+        self.entity = entity ?? objectID.entityName
         self.updatedProperties = updatedProperties
         self.tombstone = tombstone
     }

@@ -84,10 +84,6 @@ struct XcodeModelReader {
         var entities: [Entity] = []
         for element in collector.entities {
             let name = element.attributes["name"] ?? "?"
-            if let parent = element.attributes["parentEntity"] {
-                problems.append("\(name): its parent entity \(parent): entity inheritance is not supported yet")
-            }
-            if element.attributes["isAbstract"] == "YES" { problems.append("\(name): abstract entities are not supported yet") }
             var attributes: [Attribute] = []
             for attributeElement in element.attributeElements {
                 if let made = attribute(attributeElement, entity: name, problems: &problems) { attributes.append(made) }
@@ -109,7 +105,8 @@ struct XcodeModelReader {
                 }
             }
             if element.compoundIndexes > 0 { problems.append("\(name): compound indexes (compoundIndexes) are not supported") }
-            entities.append(Entity(name, attributes: attributes, relationships: relationships, uniquenessConstraints: element.constraints))
+            entities.append(Entity(name, parent: element.attributes["parentEntity"], abstract: element.attributes["isAbstract"] == "YES",
+                                   attributes: attributes, relationships: relationships, uniquenessConstraints: element.constraints))
         }
         problems += collector.unsupported.sorted().map { "the model: \($0) are not supported" }
         if !problems.isEmpty { throw XcodeModelError(path: path, problems: problems) }

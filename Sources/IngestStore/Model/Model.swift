@@ -47,19 +47,49 @@ public struct Relationship: Sendable, Hashable, Codable {
 }
 
 /// A kind of object: its attributes, relationships and uniqueness constraints.
+///
+/// An entity may have a parent (Core Data's "Parent Entity"): it inherits the parent's
+/// attributes, relationships and uniqueness constraints, and a fetch of the parent returns
+/// its objects too. In a `Model`, `attributes`, `relationships` and `uniquenessConstraints`
+/// hold the inherited ones first, then the entity's own (`declaredAttributes`…).
 public struct Entity: Sendable, Hashable, Codable {
     public var name: String
+    /// The entity this one inherits from, or nil.
+    public var parent: String?
+    /// An abstract entity has no objects of its own, only its subentities' (Core Data's
+    /// "Abstract Entity"): inserting one traps.
+    public var isAbstract: Bool
     public var attributes: [Attribute]
     public var relationships: [Relationship]
     /// Each constraint is a set of attribute names whose values together are unique.
     public var uniquenessConstraints: [[String]]
+    /// How many of the leading attributes, relationships and constraints come from the parent.
+    public internal(set) var inheritedCounts = InheritedCounts()
 
-    public init(_ name: String, attributes: [Attribute], relationships: [Relationship] = [],
-                uniquenessConstraints: [[String]] = []) {
+    /// The leading properties an entity inherits (see `Entity`).
+    public struct InheritedCounts: Sendable, Hashable {
+        public internal(set) var attributes = 0
+        public internal(set) var relationships = 0
+        public internal(set) var uniquenessConstraints = 0
+    }
+
+    public init(_ name: String, parent: String? = nil, abstract isAbstract: Bool = false, attributes: [Attribute],
+                relationships: [Relationship] = [], uniquenessConstraints: [[String]] = []) {
         self.name = name
+        self.parent = parent
+        self.isAbstract = isAbstract
         self.attributes = attributes
         self.relationships = relationships
         self.uniquenessConstraints = uniquenessConstraints
+    }
+
+    /// The attributes this entity declares itself, without the inherited ones.
+    public var declaredAttributes: ArraySlice<Attribute> { attributes.dropFirst(inheritedCounts.attributes) }
+    /// The relationships this entity declares itself.
+    public var declaredRelationships: ArraySlice<Relationship> { relationships.dropFirst(inheritedCounts.relationships) }
+    /// The uniqueness constraints this entity declares itself.
+    public var declaredUniquenessConstraints: ArraySlice<[String]> {
+        uniquenessConstraints.dropFirst(inheritedCounts.uniquenessConstraints)
     }
 
     public func attribute(_ name: String) -> Attribute? { attributes.first { $0.name == name } }
@@ -71,9 +101,61 @@ public struct Entity: Sendable, Hashable, Codable {
 public struct Model: Sendable, Hashable, Codable {
     public var entities: [Entity]
 
-    public init(entities: [Entity]) { self.entities = entities }
+    /// A model of `entities`; subentities get their parents' properties (see `Entity`).
+    public init(entities: [Entity]) { self.entities = Self.inheriting(entities) }
 
     public func entity(_ name: String) -> Entity? { entities.first { $0.name == name } }
+
+    /// Whether any entity has a parent.
+    public var hasInheritance: Bool { entities.contains { $0.parent != nil } }
+
+    /// The entity at the top of `name`'s hierarchy (itself when it has no parent).
+    public func rootEntity(of name: String) -> String {
+        var current = name
+        var seen: Set<String> = [name]
+        while let parent = entity(current)?.parent, seen.insert(parent).inserted { current = parent }
+        return current
+    }
+
+    /// `name` and every entity below it, parents before their children, in model order.
+    public func subentities(of name: String, includingItself: Bool = true) -> [String] {
+        var result = includingItself ? [name] : []
+        var frontier = [name]
+        while let next = frontier.popLast() {
+            for child in entities where child.parent == next && child.name != name && !result.contains(child.name) {
+                result.append(child.name)
+                frontier.append(child.name)
+            }
+        }
+        return entities.map(\.name).filter { result.contains($0) }
+    }
+
+    /// Each entity with its parent's properties in front of its own, parents first. Entities
+    /// whose parent is missing or in a cycle are left as they are, for `validated()` to name.
+    static func inheriting(_ entities: [Entity]) -> [Entity] {
+        guard entities.contains(where: { $0.parent != nil || $0.inheritedCounts != Entity.InheritedCounts() }) else { return entities }
+        var resolved: [String: Entity] = [:]
+        func resolve(_ entity: Entity, _ path: Set<String>) -> Entity {
+            if let done = resolved[entity.name] { return done }
+            var result = entity
+            result.attributes = Array(entity.declaredAttributes)
+            result.relationships = Array(entity.declaredRelationships)
+            result.uniquenessConstraints = Array(entity.declaredUniquenessConstraints)
+            result.inheritedCounts = Entity.InheritedCounts()
+            if let parentName = entity.parent, !path.contains(parentName),
+               let parent = entities.first(where: { $0.name == parentName }) {
+                let base = resolve(parent, path.union([entity.name]))
+                result.attributes = base.attributes + result.attributes
+                result.relationships = base.relationships + result.relationships
+                result.uniquenessConstraints = base.uniquenessConstraints + result.uniquenessConstraints
+                result.inheritedCounts = Entity.InheritedCounts(attributes: base.attributes.count, relationships: base.relationships.count,
+                                                                uniquenessConstraints: base.uniquenessConstraints.count)
+            }
+            resolved[entity.name] = result
+            return result
+        }
+        return entities.map { resolve($0, [$0.name]) }
+    }
 
     /// Loads a model from its JSON description (the form `jsonData()` writes). `strict`
     /// (a model a person wrote, in a pipeline) refuses fields it does not know: a typo such
@@ -94,7 +176,7 @@ public struct Model: Sendable, Hashable, Codable {
 
     public init(from decoder: any Decoder) throws {
         try ModelKeys.refuseUnknown(in: decoder, known: Keys.self)
-        entities = try decoder.container(keyedBy: Keys.self).decode([Entity].self, forKey: .entities)
+        entities = Self.inheriting(try decoder.container(keyedBy: Keys.self).decode([Entity].self, forKey: .entities))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -203,12 +285,14 @@ extension Relationship {
 }
 
 extension Entity {
-    private enum Keys: String, CodingKey, CaseIterable { case name, attributes, relationships, unique }
+    private enum Keys: String, CodingKey, CaseIterable { case name, parent, abstract, attributes, relationships, unique }
 
     public init(from decoder: any Decoder) throws {
         try ModelKeys.refuseUnknown(in: decoder, known: Keys.self)
         let c = try decoder.container(keyedBy: Keys.self)
         name = try c.decode(String.self, forKey: .name)
+        parent = try c.decodeIfPresent(String.self, forKey: .parent)
+        isAbstract = try c.decodeIfPresent(Bool.self, forKey: .abstract) ?? false
         attributes = try c.decodeIfPresent([Attribute].self, forKey: .attributes) ?? []
         relationships = try c.decodeIfPresent([Relationship].self, forKey: .relationships) ?? []
         uniquenessConstraints = try c.decodeIfPresent([[String]].self, forKey: .unique) ?? []
@@ -217,9 +301,12 @@ extension Entity {
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: Keys.self)
         try c.encode(name, forKey: .name)
-        try c.encode(attributes, forKey: .attributes)
-        try c.encode(relationships, forKey: .relationships)
-        try c.encode(uniquenessConstraints, forKey: .unique)
+        // Written only when set: models without inheritance keep the bytes (and the hash) they had.
+        try c.encodeIfPresent(parent, forKey: .parent)
+        if isAbstract { try c.encode(true, forKey: .abstract) }
+        try c.encode(Array(declaredAttributes), forKey: .attributes)
+        try c.encode(Array(declaredRelationships), forKey: .relationships)
+        try c.encode(Array(declaredUniquenessConstraints), forKey: .unique)
     }
 }
 

@@ -15,6 +15,56 @@ extension Model {
     /// - Throws: `ModelError` naming the first problem found.
     public func validated() throws -> Model {
         guard !entities.isEmpty else { throw ModelError("the model has no entities") }
+        // Entities changed in place (`model.entities[i].attributes.append`) inherit again.
+        let model = Model(entities: entities)
+        try model.checkInheritance()
+        return try model.checkedEntities()
+    }
+
+    /// Parents exist and form no cycle; inherited properties are not declared again; the
+    /// entities of one hierarchy (one table) do not declare the same name twice; a
+    /// subentity's uniqueness constraint includes an attribute of its own.
+    private func checkInheritance() throws {
+        for entity in entities {
+            guard let parent = entity.parent else { continue }
+            guard self.entity(parent) != nil else { throw ModelError("entity \(entity.name) has unknown parent '\(parent)'") }
+            var seen: Set<String> = [entity.name]
+            var current = parent
+            while true {
+                guard seen.insert(current).inserted else {
+                    throw ModelError("entity \(entity.name)'s parents form a cycle (\(seen.sorted().joined(separator: ", ")))")
+                }
+                guard let next = self.entity(current)?.parent else { break }
+                current = next
+            }
+        }
+        for root in entities where root.parent == nil {
+            let members = subentities(of: root.name)
+            guard members.count > 1 else { continue }
+            var owner: [String: String] = [:]
+            for name in members {
+                let entity = self.entity(name)!
+                for property in entity.declaredAttributes.map(\.name) + entity.declaredRelationships.map(\.name) {
+                    if let first = owner[property.lowercased()] {
+                        let inherited = subentities(of: first).contains(name)
+                        throw ModelError(inherited
+                            ? "\(name).\(property) is already inherited from \(first)"
+                            : "\(first).\(property) and \(name).\(property) would share \(root.name)'s table (one table holds a hierarchy): give them different names")
+                    }
+                    owner[property.lowercased()] = name
+                }
+            }
+            for name in members where name != root.name {
+                let entity = self.entity(name)!
+                let own = Set(entity.declaredAttributes.map(\.name))
+                for constraint in entity.declaredUniquenessConstraints where !constraint.contains(where: own.contains) {
+                    throw ModelError("uniqueness constraint on \(name) (\(constraint.joined(separator: ", "))) names only inherited attributes: declare it on the entity that declares them, or include an attribute \(name) declares (its hierarchy shares one table, and one index)")
+                }
+            }
+        }
+    }
+
+    private func checkedEntities() throws -> Model {
         var seen = Set<String>()
         for entity in entities {
             try Self.checkName(entity.name, what: "entity")
@@ -43,7 +93,8 @@ extension Model {
                 guard let inverse = destination.relationship(relationship.inverse) else {
                     throw ModelError("relationship \(label) names inverse '\(relationship.inverse)', which \(destination.name) does not have")
                 }
-                guard inverse.destination == entity.name, inverse.inverse == relationship.name else {
+                // An inherited relationship's inverse points at the ancestor that declares it.
+                guard inverse.destination == declaring(relationship.name, in: entity), inverse.inverse == relationship.name else {
                     throw ModelError("relationship \(label) and its inverse \(destination.name).\(inverse.name) do not point at each other")
                 }
             }
@@ -55,6 +106,17 @@ extension Model {
             }
         }
         return self
+    }
+
+    /// The entity in `entity`'s chain of parents (itself included) that declares `relationship`.
+    func declaring(_ relationship: String, in entity: Entity) -> String {
+        var current = entity
+        var seen: Set<String> = [entity.name]
+        while !current.declaredRelationships.contains(where: { $0.name == relationship }),
+              let parent = current.parent, seen.insert(parent).inserted, let next = self.entity(parent) {
+            current = next
+        }
+        return current.name
     }
 
     private static func checkName(_ name: String, what: String) throws {

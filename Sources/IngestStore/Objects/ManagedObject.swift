@@ -81,7 +81,13 @@ public final class ManagedObject {
     /// The context this object lives in.
     public var context: ObjectContext { owner }
 
+    /// The object's own entity (its ID names its hierarchy's root; see `ObjectID`).
     public var entityName: String { info.name }
+
+    /// Whether the object is of entity `name` or of one of its subentities.
+    public func isKind(ofEntity name: String) -> Bool {
+        info.name == name || context.coordinator.schema.entity(name)?.includes(info) == true
+    }
 
     /// Whether the object has changes not yet saved.
     public var hasChanges: Bool { isInserted || isDeleted || !changedAttributes.isEmpty || !changedToOne.isEmpty }

@@ -21,8 +21,8 @@ extension ObjectContext {
         checkAccess()
         let info = entityInfo(entity)
         let stored = try coordinator.count(info.name)
-        let inserted = insertedList.filter { $0.info === info }.count
-        let deleted = deletedSet.values.filter { $0.info === info }.count
+        let inserted = insertedList.filter { info.includes($0.info) }.count
+        let deleted = deletedSet.values.filter { info.includes($0.info) }.count
         return stored + inserted - deleted
     }
 
@@ -30,10 +30,12 @@ extension ObjectContext {
         checkAccess()
         let info = entityInfo(entity)
         var sql = "SELECT \(info.selectColumns) FROM \(info.table)"
+        var conditions = info.entityCondition().map { [$0] } ?? []
         if let filter {
             let column = quoted(info.attributes[filter.index].name)
-            sql += filter.value == nil ? " WHERE \(column) IS NULL" : " WHERE \(column) = ?"
+            conditions.append(filter.value == nil ? "\(column) IS NULL" : "\(column) = ?")
         }
+        if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
         sql += " ORDER BY \"_pk\""
         let arguments: [Value?] = filter?.value.map { [$0] } ?? []
         let fetched: [ManagedObject] = try coordinator.reading { db in try materialize(db, sql, arguments, info) }
@@ -48,12 +50,12 @@ extension ObjectContext {
             seen.insert(id)
         }
         // Unsaved changes: inserted objects, and changed ones that now match.
-        for object in insertedList where object.info === info {
+        for object in insertedList where info.includes(object.info) {
             if filter.map({ object.values[$0.index] == $0.value }) ?? true { result.append(object) }
         }
         if let filter {
             for id in updatedSet where !seen.contains(id) {
-                guard let object = registered[id], object.info === info, !object.isFault,
+                guard let object = registered[id], info.includes(object.info), !object.isFault,
                       object.values[filter.index] == filter.value else { continue }
                 result.append(object)
             }
@@ -71,19 +73,37 @@ extension ObjectContext {
                      eachRow: ((ManagedObject, StoreRow) -> Void)? = nil) throws -> [ManagedObject] {
         var objects: [ManagedObject] = []
         try db.query(sql, arguments) { row in
-            let id = ObjectID(storeID: coordinator.storeID, entityName: info.name, key: .permanent(row.key(0) ?? 0))
+            let id = ObjectID(storeID: coordinator.storeID, entityName: info.rootName, key: .permanent(row.key(0) ?? 0))
+            // A subentity's row, in a fetch of an ancestor, becomes an object of its own entity.
+            let layout = info.entityColumn.flatMap { row.key($0) }.flatMap { info.subentityLayouts[$0] }
             let object: ManagedObject
             if let registeredObject = registered[id] {
                 object = registeredObject
             } else {
-                object = ManagedObject(id: id, info: info, context: self, fault: true)
+                object = ManagedObject(id: id, info: layout.map { entityInfo($0.name) } ?? info, context: self, fault: true)
                 registered[id] = object
             }
-            if object.isFault && !object.preloaded { fill(object, row, from: 1) }
+            if object.isFault && !object.preloaded {
+                if let layout, object.info !== info { fill(object, row, layout) } else { fill(object, row, from: 1) }
+            }
             eachRow?(object, row)
             objects.append(object)
         }
         return objects
+    }
+
+    /// Writes a subentity's columns, where a fetch of an ancestor put them, into its fault.
+    private func fill(_ object: ManagedObject, _ row: StoreRow, _ layout: SubentityLayout) {
+        let info = object.info
+        for (index, column) in layout.attributeColumns.enumerated() {
+            object.values[index] = row.value(info.attributeTypes[index], column)
+        }
+        for (offset, column) in info.toOneColumns.enumerated() {
+            object.toOne[column.relationship] = row.key(layout.toOneColumns[offset]).map {
+                ObjectID(storeID: coordinator.storeID, entityName: info.relationships[column.relationship].destinationRoot, key: .permanent($0))
+            }
+        }
+        object.preloaded = true
     }
 
     /// Writes a row's columns into a fault's values and to-one keys.
@@ -95,7 +115,7 @@ extension ObjectContext {
         let base = first + info.attributes.count
         for (offset, column) in info.toOneColumns.enumerated() {
             object.toOne[column.relationship] = row.key(base + offset).map {
-                ObjectID(storeID: coordinator.storeID, entityName: info.relationships[column.relationship].destination, key: .permanent($0))
+                ObjectID(storeID: coordinator.storeID, entityName: info.relationships[column.relationship].destinationRoot, key: .permanent($0))
             }
         }
         object.preloaded = true
@@ -112,7 +132,7 @@ extension ObjectContext {
         for (offset, column) in info.toOneColumns.enumerated() {
             if let key = row.key(base + offset) {
                 toOne[column.relationship] = ObjectID(storeID: coordinator.storeID,
-                                                      entityName: info.relationships[column.relationship].destination,
+                                                      entityName: info.relationships[column.relationship].destinationRoot,
                                                       key: .permanent(key))
             }
         }
@@ -164,7 +184,7 @@ extension ObjectContext {
         do {
             rowQueries += 1
             let keys = try coordinator.reading { db in try db.int64s(sql, [.int(pk)]) }
-            return Set(keys.map { ObjectID(storeID: coordinator.storeID, entityName: relationship.destination, key: .permanent($0)) })
+            return Set(keys.map { ObjectID(storeID: coordinator.storeID, entityName: relationship.destinationRoot, key: .permanent($0)) })
         } catch {
             preconditionFailure("cannot load \(object.objectID).\(relationship.relationship.name): \(error)")
         }

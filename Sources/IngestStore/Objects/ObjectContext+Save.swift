@@ -88,9 +88,12 @@ extension ObjectContext {
                         if destination.relationships[inverse].isToMany {
                             if other.toMany[inverse].committed != nil { other.toMany[inverse].remove(object.objectID) }
                         } else if other.toOne[inverse] == object.objectID {
+                            // Not a change of the other object's (the delete makes it in the
+                            // store), and its snapshot keeps the row as read: the conflict
+                            // check compares that with the store, which holds the link until
+                            // the delete runs.
                             other.toOne[inverse] = nil
                         }
-                        other.committed?.toOne[inverse] = nil
                     }
                 }
             }
@@ -142,10 +145,14 @@ extension ObjectContext {
         case object(ManagedObject)
     }
 
+    /// A constraint's values: the same constraint for an entity and the subentities that
+    /// inherit it (one hierarchy's attribute names are unique, so its columns name it).
     private struct UniqueKey: Hashable {
-        var entity: ObjectIdentifier
-        var constraint: Int
+        var root: String
+        var columns: [String]
         var values: [Value]
+
+        func constraintIndex(in info: EntityInfo) -> Int { info.uniquenessConstraints.firstIndex(of: columns)! }
     }
 
     private func writeChanges(_ db: StoreConnection, policy: MergePolicy) throws -> SavePlan {
@@ -173,7 +180,7 @@ extension ObjectContext {
                     values.append(value)
                 }
                 guard values.count == positions.count else { continue }
-                let key = UniqueKey(entity: ObjectIdentifier(object.info), constraint: constraintIndex, values: values)
+                let key = UniqueKey(root: object.info.rootName, columns: object.info.uniquenessConstraints[constraintIndex], values: values)
                 conflicting = key
                 if let earlier = seen[key] {
                     target = .object(earlier)
@@ -190,8 +197,23 @@ extension ObjectContext {
                 fresh.append(object)
                 continue
             }
+            // A key held by an object of another entity of the hierarchy: no policy merges two entities.
+            let otherEntity: String? = switch target {
+            case .object(let earlier): earlier.info === object.info ? nil : earlier.info.name
+            case .row(let pk): try storedEntity(of: pk, object.info, db).flatMap { $0 == object.info.name ? nil : $0 }
+            }
+            if let otherEntity {
+                let constraint = object.info.uniquenessConstraints[conflicting!.constraintIndex(in: object.info)]
+                let description = zip(constraint, conflicting!.values).map { "\($0) = \($1)" }.joined(separator: ", ")
+                let other = switch target {
+                case .row(let pk): "the stored \(otherEntity) row \(pk)"
+                case .object(let earlier): "\(earlier.objectID), a \(otherEntity) inserted in the same save,"
+                }
+                conflicts.append("\(object.objectID) (a \(object.info.name)) has \(description), as \(other) does; no merge policy makes one entity's object another's")
+                continue
+            }
             if policy == .error {
-                let constraint = object.info.uniquenessConstraints[conflicting!.constraint]
+                let constraint = object.info.uniquenessConstraints[conflicting!.constraintIndex(in: object.info)]
                 let description = zip(constraint, conflicting!.values).map { "\($0) = \($1)" }.joined(separator: ", ")
                 let other = switch target {
                 case .row(let pk): "the stored \(object.info.name) row \(pk)"
@@ -208,7 +230,7 @@ extension ObjectContext {
 
         // 2. Keys for the new rows.
         for group in Dictionary(grouping: fresh.filter(\.objectID.isTemporary), by: { ObjectIdentifier($0.info) }).values {
-            let entity = group[0].info.name
+            let entity = group[0].info.rootName
             let keys = try coordinator.reserveKeys(group.count, for: group[0].info, db)
             for (object, key) in zip(group, keys) {
                 let id = ObjectID(storeID: coordinator.storeID, entityName: entity, key: .permanent(key))
@@ -219,7 +241,7 @@ extension ObjectContext {
         for (object, target) in mergedTargets {
             switch target {
             case .row(let pk):
-                object.savedID = ObjectID(storeID: coordinator.storeID, entityName: object.info.name, key: .permanent(pk))
+                object.savedID = ObjectID(storeID: coordinator.storeID, entityName: object.info.rootName, key: .permanent(pk))
             case .object(let earlier):
                 object.savedID = earlier.savedID ?? earlier.objectID
             }
@@ -286,6 +308,13 @@ extension ObjectContext {
         return plan
     }
 
+    /// The entity of stored row `pk` of `info`'s table, when the table holds a hierarchy.
+    private func storedEntity(of pk: Int64, _ info: EntityInfo, _ db: StoreConnection) throws -> String? {
+        guard info.code != nil else { return nil }
+        guard let code = try db.int64s("SELECT \"_entity\" FROM \(info.table) WHERE \"_pk\" = ?", [.int(pk)]).first else { return nil }
+        return coordinator.schema.model.entities[Int(code) - 1].name
+    }
+
     /// What the save changes, for its history transaction: new rows, updated objects with
     /// the properties they changed, deleted ones with their uniqueness key values.
     private func historyChanges(fresh: [ManagedObject], plan: SavePlan, unlinked: [(entity: String, pk: Int64, relationship: String)],
@@ -297,7 +326,7 @@ extension ObjectContext {
             let relationship = object.info.relationships[index]
             for target in [old, object.toOne[index]] {
                 guard let target, let pk = key(target) else { continue }
-                otherSides.append((relationship.destination, pk, relationship.inverseName))
+                otherSides.append((relationship.destinationRoot, pk, relationship.inverseName))
             }
         }
         for object in fresh {
@@ -333,7 +362,7 @@ extension ObjectContext {
             if !properties.isEmpty { updated[id] = properties }
         }
         // Other sides and unlinked rows not deleted by this save, merged into the updates they join.
-        var skipped = Set(deletedSet.keys)
+        var skipped = Set(deletedSet.keys).union(plan.vanished)
         for object in fresh { skipped.insert(object.savedID ?? object.objectID) }
         for (entity, pk, relationship) in otherSides + unlinked {
             let id = ObjectID(storeID: coordinator.storeID, entityName: entity, key: .permanent(pk))
@@ -341,7 +370,7 @@ extension ObjectContext {
             if updated[id]?.contains(relationship) != true { updated[id, default: []].append(relationship) }
         }
         for (id, properties) in updated.sorted(by: { ($0.key.entityName, $0.key.primaryKey!) < ($1.key.entityName, $1.key.primaryKey!) }) {
-            changes.add(id.entityName, .update, row: id.primaryKey!, properties: properties)
+            changes.add(registered[id]?.info.name ?? id.entityName, .update, row: id.primaryKey!, properties: properties)
         }
         for (id, object) in deletedSet {
             guard let pk = id.primaryKey else { continue }
@@ -401,7 +430,7 @@ extension ObjectContext {
                 try db.execute(sql, [.int(pk)])
                 continue
             }
-            for row in try db.int64s(sql, [.int(pk)]) { unlinked!.append((destination.name, row, relationship.inverseName)) }
+            for row in try db.int64s(sql, [.int(pk)]) { unlinked!.append((destination.rootName, row, relationship.inverseName)) }
         }
     }
 
@@ -454,7 +483,10 @@ extension ObjectContext {
             registered[object.objectID] = object
         }
         for (object, policy) in plan.merged where !policy.writesObject { object.turnIntoFault() }
-        for id in plan.vanished { registered[id]?.isDeleted = true }
+        for id in plan.vanished {
+            registered[id]?.isDeleted = true
+            if onObjectsDidChange != nil { pendingDidChange.deleted.insert(id) }
+        }
         for id in plan.deleted { registered[id] = nil }
         insertedList.removeAll(keepingCapacity: true)
         updatedSet.removeAll(keepingCapacity: true)

@@ -64,8 +64,10 @@ extension ObjectContext {
         for group in Dictionary(grouping: objects, by: { ObjectIdentifier($0.info) }).values {
             let info = group[0].info
             let width = 1 + info.attributes.count + info.toOneColumns.count
-            let tuple = "(" + Array(repeating: "?", count: width).joined(separator: ", ") + ")"
-            let columns = ([quoted("_pk")] + info.attributes.map { quoted($0.name) } + info.toOneColumns.map { quoted($0.column) })
+            // A hierarchy's row carries its entity's number, written into the statement.
+            let tuple = "(?" + (info.code.map { ", \($0)" } ?? "") + String(repeating: ", ?", count: width - 1) + ")"
+            let columns = [quoted("_pk")] + (info.code == nil ? [] : [quoted("_entity")])
+                + info.attributes.map { quoted($0.name) } + info.toOneColumns.map { quoted($0.column) }
             // PostgreSQL takes at most 65,535 parameters a statement.
             let step = max(1, 30_000 / width)
             for start in stride(from: 0, to: group.count, by: step) {

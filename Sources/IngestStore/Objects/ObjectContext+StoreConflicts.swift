@@ -93,13 +93,19 @@ extension ObjectContext {
         case .objectTrump:
             for index in attributes where !object.changedAttributes.contains(index) { object.values[index] = now.values[index] }
             for index in toOnes where !object.changedToOne.contains(index) { object.toOne[index] = now.toOne[index] }
-        case .overwrite, .error:
+        case .overwrite:
+            // Written back to what the context read: changes of the row, for its history.
+            for index in attributes { object.changedAttributes.insert(index) }
+            for index in toOnes { object.changedToOne.insert(index) }
+        case .error:
             break
         case .rollback:
             for index in 0..<object.values.count { object.values[index] = now.values[index] }
             for (index, _) in object.info.toOneColumns { object.toOne[index] = now.toOne[index] }
             object.changedAttributes = []
             object.changedToOne = []
+            // Nothing of its row is written: not an update for the save's notice.
+            updatedSet.remove(object.objectID)
         }
         object.committed = object.hasChanges ? now : nil
     }

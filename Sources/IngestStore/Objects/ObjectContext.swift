@@ -193,7 +193,8 @@ public final class ObjectContext {
     public func insert(_ entity: String) -> ManagedObject {
         checkAccess()
         let info = entityInfo(entity)
-        let id = ObjectID.temporary(storeID: coordinator.storeID, entityName: entity)
+        precondition(!info.entity.isAbstract, "entity \(entity) is abstract: insert one of its subentities (\(coordinator.schema.model.subentities(of: entity, includingItself: false).joined(separator: ", ")))")
+        let id = ObjectID.temporary(storeID: coordinator.storeID, entityName: info.rootName)
         let object = ManagedObject(id: id, info: info, context: self, fault: false)
         if !info.relationships.isEmpty {
             for index in info.relationships.indices where info.relationships[index].isToMany {
@@ -213,10 +214,36 @@ public final class ObjectContext {
     /// Does no I/O.
     public func object(with id: ObjectID) -> ManagedObject {
         checkAccess()
+        let id = normalized(id)
         if let object = registered[id] { return object }
-        let object = ManagedObject(id: id, info: entityInfo(id.entityName), context: self, fault: true)
+        let object = ManagedObject(id: id, info: concreteInfo(id), context: self, fault: true)
         registered[id] = object
         return object
+    }
+
+    /// `id` naming its hierarchy's root, as the context keys objects (an ID parsed from a
+    /// URI may name a subentity).
+    func normalized(_ id: ObjectID) -> ObjectID {
+        guard let info = coordinator.schema.entity(id.entityName), info.rootName != id.entityName else { return id }
+        return ObjectID(storeID: id.storeID, entityName: info.rootName, key: id.key)
+    }
+
+    /// The entity of the row `id` names. An ID names its hierarchy's root, so where the root
+    /// has subentities the row says which it is: one query, as Core Data's foreign keys
+    /// carry the entity beside the key. A row that does not exist gets the root's entity
+    /// (its fault traps when fired, as any fault of a deleted row does).
+    func concreteInfo(_ id: ObjectID) -> EntityInfo {
+        let info = entityInfo(id.entityName)
+        guard info.entityColumn != nil, let pk = id.primaryKey else { return info }
+        rowQueries += 1
+        let code: Int64?
+        do {
+            code = try coordinator.reading { db in try db.int64s("SELECT \"_entity\" FROM \(info.table) WHERE \"_pk\" = ?", [.int(pk)]).first }
+        } catch {
+            preconditionFailure("cannot read the entity of \(id): \(error)")
+        }
+        guard let code, let layout = info.subentityLayouts[code] else { return info }
+        return entityInfo(layout.name)
     }
 
     /// The object for `id`, loaded.
@@ -228,7 +255,7 @@ public final class ObjectContext {
             if !object.isFault { return object }
         }
         guard id.storeID == coordinator.storeID, coordinator.schema.entity(id.entityName) != nil,
-              let row = try loadRowOrThrow(id, entityInfo(id.entityName)) else { throw StoreError.objectNotFound(id) }
+              let row = try loadRowOrThrow(normalized(id), registered[normalized(id)]?.info ?? concreteInfo(normalized(id))) else { throw StoreError.objectNotFound(id) }
         let object = self.object(with: id)
         if object.isFault { object.apply(row) }
         return object
@@ -367,7 +394,7 @@ public final class ObjectContext {
         let temporary = objects.filter { $0.objectID.isTemporary }
         var mapping: [ObjectID: ObjectID] = [:]
         for group in Dictionary(grouping: temporary, by: { ObjectIdentifier($0.info) }).values {
-            let entity = group[0].info.name
+            let entity = group[0].info.rootName
             let keys = try coordinator.reserveKeys(group.count, for: group[0].info)
             for (object, key) in zip(group, keys) {
                 mapping[object.objectID] = ObjectID(storeID: coordinator.storeID, entityName: entity, key: .permanent(key))

@@ -68,7 +68,10 @@ extension ObjectContext {
             order.append(try compiler.sortTerm(descriptor, entity: info))
         }
         var sql = "SELECT \(columns.map(\.sql).joined(separator: ", ")) FROM \(info.table) t0 \(compiler.joins.joined(separator: " "))"
-        if let condition { sql += " WHERE \(condition)" }
+        let entityCondition = info.entityCondition(alias: "t0", includingSubentities: fetch.request.includesSubentities)
+        if let condition = [entityCondition, condition.map { "(\($0))" }].compactMap({ $0 }).joined(separator: " AND ").nilIfEmpty {
+            sql += " WHERE \(condition)"
+        }
         if !groups.isEmpty { sql += " GROUP BY " + groups.joined(separator: ", ") }
         if let having { sql += " HAVING \(having)" }
         if !order.isEmpty { sql += " ORDER BY " + order.joined(separator: ", ") }
@@ -116,7 +119,7 @@ extension ObjectContext {
         let query = try selectQuery(request, info, columns: "t0.\"_pk\"", window: true)
         return try coordinator.reading { db in
             try db.int64s(query.sql, query.arguments).map {
-                ObjectID(storeID: coordinator.storeID, entityName: info.name, key: .permanent($0))
+                ObjectID(storeID: coordinator.storeID, entityName: info.rootName, key: .permanent($0))
             }
         }
     }

@@ -11,6 +11,8 @@ public struct FetchRequest: Sendable, Hashable {
     /// Whether the context's unsaved inserts, changes and deletes count (Core Data's default: yes).
     public var includesPendingChanges: Bool
     /// Rows read per batch by `ObjectContext.fetchResults(_:)`; 0 reads them all at once.
+    /// Whether objects of the entity's subentities come back too (Core Data's default: yes).
+    public var includesSubentities = true
     public var fetchBatchSize: Int = 0
     /// Relationship key paths (`whoTook`, `photos.tags`) whose objects `fetch(_:)` reads
     /// along with the results: one query per relationship, not one per object.
@@ -62,8 +64,8 @@ extension ObjectContext {
     }
 
     func hasPendingChanges(for info: EntityInfo) -> Bool {
-        insertedList.contains { $0.info === info } || deletedSet.values.contains { $0.info === info }
-            || updatedSet.contains { $0.entityName == info.name }
+        insertedList.contains { info.includes($0.info) } || deletedSet.values.contains { info.includes($0.info) }
+            || updatedSet.contains { $0.entityName == info.rootName }
     }
 
     struct SelectQuery: Sendable {
@@ -109,7 +111,10 @@ extension ObjectContext {
             order.append("t0.\"_pk\"")
         }
         var sql = "SELECT \(countOnly ? "count(*)" : columns) FROM \(info.table) t0 \(compiler.joins.joined(separator: " "))"
-        if let condition { sql += " WHERE \(condition)" }
+        let entityCondition = info.entityCondition(alias: "t0", includingSubentities: request.includesSubentities)
+        if let condition = [entityCondition, condition.map { "(\($0))" }].compactMap({ $0 }).joined(separator: " AND ").nilIfEmpty {
+            sql += " WHERE \(condition)"
+        }
         if !order.isEmpty { sql += " ORDER BY " + order.joined(separator: ", ") }
         if window && (request.fetchLimit != nil || request.fetchOffset > 0) {
             let limit = compiler.bindLimit(request.fetchLimit)
@@ -117,7 +122,7 @@ extension ObjectContext {
             sql += " LIMIT \(limit) OFFSET \(offset)"
         }
         let arguments = compiler.arguments
-        if countOnly && condition == nil { sql = "SELECT count(*) FROM \(info.table) t0" }
+        if countOnly && condition == nil && entityCondition == nil { sql = "SELECT count(*) FROM \(info.table) t0" }
         return SelectQuery(sql: sql, arguments: arguments)
     }
 
@@ -133,11 +138,14 @@ extension ObjectContext {
             result.append(object)
             seen.insert(ObjectIdentifier(object))
         }
-        for object in insertedList where object.info === info && !seen.contains(ObjectIdentifier(object)) {
+        func belongs(_ object: ManagedObject) -> Bool {
+            request.includesSubentities ? info.includes(object.info) : object.info === info
+        }
+        for object in insertedList where belongs(object) && !seen.contains(ObjectIdentifier(object)) {
             if try matches(object) { result.append(object); seen.insert(ObjectIdentifier(object)) }
         }
         for id in updatedSet {
-            guard let object = registered[id], object.info === info, !object.isDeleted,
+            guard let object = registered[id], belongs(object), !object.isDeleted,
                   !seen.contains(ObjectIdentifier(object)) else { continue }
             if try matches(object) { result.append(object) }
         }
@@ -161,4 +169,9 @@ extension PersistentStoreCoordinator {
                                                   window: !countOnly, countOnly: countOnly)
         return (query.sql, query.arguments)
     }
+}
+
+extension String {
+    /// nil for the empty string.
+    var nilIfEmpty: String? { isEmpty ? nil : self }
 }

@@ -129,7 +129,7 @@ public final class BatchInserter: BatchRequestMaking {
             func ids(_ rows: [[Int64]]) -> Set<ObjectID> {
                 var ids = Set<ObjectID>(minimumCapacity: rows.reduce(0) { $0 + $1.count })
                 for (entity, keys) in rows.enumerated() {
-                    let name = plans[entity].info.name
+                    let name = plans[entity].info.rootName
                     for key in keys { ids.insert(ObjectID(storeID: storeID, entityName: name, key: .permanent(key))) }
                 }
                 return ids

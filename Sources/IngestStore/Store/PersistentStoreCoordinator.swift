@@ -275,7 +275,8 @@ public final class PersistentStoreCoordinator: Sendable {
     /// - Throws: `StoreError.unknownEntity` or `StoreError.database`.
     public func count(_ entity: String) throws -> Int {
         guard let info = schema.entity(entity) else { throw StoreError.unknownEntity(entity) }
-        return try reading { connection in Int(try connection.int64("SELECT count(*) FROM \(info.table)") ?? 0) }
+        let condition = info.entityCondition().map { " WHERE " + $0 } ?? ""
+        return try reading { connection in Int(try connection.int64("SELECT count(*) FROM \(info.table)\(condition)") ?? 0) }
     }
 
     // MARK: - Save notices
@@ -330,12 +331,13 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Reserves `count` row numbers for `entity` inside the current write transaction.
     func reserveKeys(_ count: Int, for entity: EntityInfo, _ db: Database) throws -> Int64 {
         let table = quoted(Self.sequenceTable)
-        var next = try Int64.fetchOne(db, sql: "SELECT next FROM \(table) WHERE entity = ?", arguments: [entity.name])
+        // A hierarchy's entities share their table, and its numbers (kept under the root's name).
+        var next = try Int64.fetchOne(db, sql: "SELECT next FROM \(table) WHERE entity = ?", arguments: [entity.rootName])
         if next == nil {
             next = (try Int64.fetchOne(db, sql: "SELECT max(\"_pk\") FROM \(entity.table)") ?? 0) + 1
         }
         try db.execute(sql: "INSERT OR REPLACE INTO \(table) (entity, next) VALUES (?, ?)",
-                       arguments: [entity.name, next! + Int64(count)])
+                       arguments: [entity.rootName, next! + Int64(count)])
         return next!
     }
 
@@ -347,7 +349,7 @@ public final class PersistentStoreCoordinator: Sendable {
         try read { db in
             var next: [String: Int64] = [:]
             for entity in schema.entities.values {
-                next[entity.name] = try Int64.fetchOne(db, sql: "SELECT next FROM \(quoted(Self.sequenceTable)) WHERE entity = ?", arguments: [entity.name])
+                next[entity.name] = try Int64.fetchOne(db, sql: "SELECT next FROM \(quoted(Self.sequenceTable)) WHERE entity = ?", arguments: [entity.rootName])
                     ?? (try Int64.fetchOne(db, sql: "SELECT max(\"_pk\") FROM \(entity.table)") ?? 0) + 1
             }
             return next

@@ -20,7 +20,14 @@ extension Schema {
         for entity in model.entities {
             let info = self.entity(entity.name)!
             guard let before = old.entity(entity.name) else {
+                if let parent = entity.parent {
+                    migration.differences.append("entity \(entity.name) was added below \(parent): a hierarchy's table is not migrated in place")
+                }
                 migration.statements += info.createStatements(dialect)
+                continue
+            }
+            if before.parent != entity.parent || before.isAbstract != entity.isAbstract {
+                migration.differences.append("entity \(entity.name)'s parent or abstract flag changed")
                 continue
             }
             for attribute in before.attributes {
@@ -34,7 +41,8 @@ extension Schema {
                     migration.differences.append("attribute \(entity.name).\(attribute.name) changed (optional, default or indexed)")
                 }
             }
-            for attribute in entity.attributes where before.attribute(attribute.name) == nil {
+            // Declared ones only: a subentity inherits its parent's new column, made once.
+            for attribute in entity.declaredAttributes where before.attribute(attribute.name) == nil {
                 guard attribute.isOptional else {
                     migration.differences.append("required attribute \(entity.name).\(attribute.name) was added")
                     continue
@@ -48,7 +56,7 @@ extension Schema {
             for relationship in before.relationships where entity.relationship(relationship.name) != relationship {
                 migration.differences.append("relationship \(entity.name).\(relationship.name) was removed or changed")
             }
-            for relationship in entity.relationships where before.relationship(relationship.name) == nil {
+            for relationship in entity.declaredRelationships where before.relationship(relationship.name) == nil {
                 let info = info.relationships[info.relationshipIndex[relationship.name]!]
                 switch info.storage {
                 case .column(let column):

@@ -19,15 +19,46 @@ struct RelationshipInfo: Sendable {
     let relationship: Relationship
     let index: Int
     let destination: String
+    /// The destination's hierarchy root: what the related objects' IDs name.
+    let destinationRoot: String
     let inverseName: String
     let storage: RelationshipStorage
     var isToMany: Bool { relationship.isToMany }
 }
 
+/// Where a subentity's row sits in a fetch of an ancestor: the columns (counted from
+/// `_pk`, 0) of its attributes and its to-one keys.
+struct SubentityLayout: Sendable {
+    let name: String
+    let attributeColumns: [Int]
+    let toOneColumns: [Int]
+}
+
 /// An entity with its table, columns and statements worked out once.
+///
+/// Entity inheritance keeps one table per hierarchy, named after its root entity, with a
+/// column `_entity` holding each row's entity (its position in the model, from 1) and the
+/// columns of every entity in the hierarchy. An entity outside any hierarchy has its own
+/// table without `_entity`, as before inheritance existed.
 final class EntityInfo: Sendable {
     let entity: Entity
+    /// The quoted table: the hierarchy root's.
     let table: String
+    /// The hierarchy's root entity (this one when it has no parent).
+    let rootName: String
+    /// This entity's number in `_entity`; nil outside a hierarchy.
+    let code: Int64?
+    /// The numbers of this entity and every entity below it.
+    let subtreeCodes: [Int64]
+    /// Subentities (not this one) by number, for fetches that meet their rows.
+    let subentityLayouts: [Int64: SubentityLayout]
+    /// The select list's column holding `_entity`, when subentities' rows can come back.
+    let entityColumn: Int?
+    /// Whether the table holds rows of other entities than this one and its subentities:
+    /// queries then filter on `_entity`.
+    let needsEntityFilter: Bool
+    /// The hierarchy's other entities' own statements (indexes), made with the root's table.
+    private let hierarchyMembers: [Entity]
     let attributes: [Attribute]
     let attributeIndex: [String: Int]
     /// The attributes' names, types, whether required, and defaults, as flat arrays:
@@ -78,7 +109,19 @@ final class EntityInfo: Sendable {
 
     init(_ entity: Entity, model: Model) {
         self.entity = entity
-        table = quoted(entity.name)
+        let rootName = model.rootEntity(of: entity.name)
+        self.rootName = rootName
+        let table = quoted(rootName)
+        self.table = table
+        let hierarchy = model.subentities(of: rootName)
+        let inHierarchy = hierarchy.count > 1
+        func number(_ name: String) -> Int64 { Int64(model.entities.firstIndex { $0.name == name }! + 1) }
+        let code = inHierarchy ? number(entity.name) : nil
+        self.code = code
+        let subtree = model.subentities(of: entity.name)
+        subtreeCodes = inHierarchy ? subtree.map(number) : []
+        needsEntityFilter = inHierarchy && entity.name != rootName
+        hierarchyMembers = inHierarchy && entity.name == rootName ? hierarchy.dropFirst().map { model.entity($0)! } : []
         attributes = entity.attributes
         attributeIndex = Dictionary(uniqueKeysWithValues: entity.attributes.enumerated().map { ($1.name, $0) })
         attributeNames = entity.attributes.map(\.name)
@@ -104,7 +147,8 @@ final class EntityInfo: Sendable {
                 storage = .inverseColumn("_" + inverse.name)
             case (true, true):
                 // One table per pair, named after the side that sorts first.
-                let mine = "\(entity.name).\(relationship.name)"
+                // An inherited relationship shares the table of the ancestor that declares it.
+                let mine = "\(model.declaring(relationship.name, in: entity)).\(relationship.name)"
                 let theirs = "\(relationship.destination).\(inverse.name)"
                 let table = "_join_" + min(mine, theirs)
                 storage = mine <= theirs
@@ -113,14 +157,44 @@ final class EntityInfo: Sendable {
             }
             relationships.append(RelationshipInfo(relationship: relationship, index: index,
                                                   destination: relationship.destination,
+                                                  destinationRoot: model.rootEntity(of: relationship.destination),
                                                   inverseName: relationship.inverse, storage: storage))
         }
         self.relationships = relationships
         relationshipIndex = Dictionary(uniqueKeysWithValues: entity.relationships.enumerated().map { ($1.name, $0) })
         toOneColumns = toOne
         let columns = entity.attributes.map { quoted($0.name) } + toOne.map { quoted($0.1) }
-        let allColumns = [quoted("_pk")] + columns
-        insertSQL = "INSERT INTO \(table) (\(allColumns.joined(separator: ", "))) VALUES (\(allColumns.map { _ in "?" }.joined(separator: ", ")))"
+        var allColumns = [quoted("_pk")] + columns
+        // The entity's number is part of the statement, not a bound value: binding stays as it was.
+        insertSQL = code.map { code in
+            "INSERT INTO \(table) (\(([quoted("_pk"), quoted("_entity")] + columns).joined(separator: ", "))) VALUES (?, \(code)\(columns.map { _ in ", ?" }.joined()))"
+        } ?? "INSERT INTO \(table) (\(allColumns.joined(separator: ", "))) VALUES (\(allColumns.map { _ in "?" }.joined(separator: ", ")))"
+        // A fetch of an entity with subentities reads `_entity` and their own columns after its row.
+        var layouts: [Int64: SubentityLayout] = [:]
+        if subtree.count > 1 {
+            entityColumn = allColumns.count
+            allColumns.append(quoted("_entity"))
+            var position: [String: Int] = Dictionary(uniqueKeysWithValues: allColumns.enumerated().map { ($1, $0) })
+            for name in subtree.dropFirst() {
+                let sub = model.entity(name)!
+                var attributeColumns: [Int] = []
+                for attribute in sub.attributes {
+                    let column = quoted(attribute.name)
+                    if position[column] == nil { position[column] = allColumns.count; allColumns.append(column) }
+                    attributeColumns.append(position[column]!)
+                }
+                var toOneColumns: [Int] = []
+                for relationship in sub.relationships where !relationship.isToMany {
+                    let column = quoted("_" + relationship.name)
+                    if position[column] == nil { position[column] = allColumns.count; allColumns.append(column) }
+                    toOneColumns.append(position[column]!)
+                }
+                layouts[number(name)] = SubentityLayout(name: name, attributeColumns: attributeColumns, toOneColumns: toOneColumns)
+            }
+        } else {
+            entityColumn = nil
+        }
+        subentityLayouts = layouts
         updateSQL = columns.isEmpty
             ? "SELECT 1"
             : "UPDATE \(table) SET \(columns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE \"_pk\" = ?"
@@ -130,40 +204,77 @@ final class EntityInfo: Sendable {
         deleteSQL = "DELETE FROM \(table) WHERE \"_pk\" = ?"
         selectByKeySQL = "SELECT \(allColumns.joined(separator: ", ")) FROM \(table) WHERE \"_pk\" = ?"
         uniqueLookupSQL = entity.uniquenessConstraints.map { constraint in
-            "SELECT \"_pk\" FROM \(quoted(entity.name)) WHERE " + constraint.map { "\(quoted($0)) = ?" }.joined(separator: " AND ")
+            "SELECT \"_pk\" FROM \(quoted(rootName)) WHERE " + constraint.map { "\(quoted($0)) = ?" }.joined(separator: " AND ")
         }
+    }
+
+    /// The condition that keeps this entity's rows and its subentities' (`alias."_entity" IN (…)`),
+    /// or nil when every row of the table is one.
+    func entityCondition(alias: String? = nil, includingSubentities: Bool = true) -> String? {
+        let column = (alias.map { $0 + "." } ?? "") + quoted("_entity")
+        if !includingSubentities, let code, subtreeCodes.count > 1 { return "\(column) = \(code)" }
+        guard needsEntityFilter else { return nil }
+        return subtreeCodes.count == 1 ? "\(column) = \(subtreeCodes[0])" : "\(column) IN (\(subtreeCodes.map(String.init).joined(separator: ", ")))"
+    }
+
+    /// Whether an object of `other` is one of this entity's (itself or a subentity).
+    func includes(_ other: EntityInfo) -> Bool {
+        other === self || (code != nil && other.code.map(subtreeCodes.contains) == true)
     }
 
     /// The indexes that only speed up reads (attribute indexes, to-one columns): a bulk
     /// load may drop them and build them again at the end. Uniqueness indexes are not here.
     var secondaryIndexes: [(name: String, create: String)] {
+        guard !needsEntityFilter else { return [] }   // the root's list holds a subentity's
+        var indexes = Self.declaredIndexes(entity, table: table)
+        for member in hierarchyMembers { indexes += Self.declaredIndexes(member, table: table) }
+        if code != nil {
+            let index = "_index_\(name)__entity"
+            indexes.append((index, "CREATE INDEX IF NOT EXISTS \(quoted(index)) ON \(table) (\"_entity\")"))
+        }
+        return indexes
+    }
+
+    /// Indexes of the attributes and to-ones `entity` declares, on `table`.
+    private static func declaredIndexes(_ entity: Entity, table: String) -> [(name: String, create: String)] {
         var indexes: [(name: String, create: String)] = []
-        for attribute in attributes where attribute.isIndexed {
-            let index = "_index_\(name)_\(attribute.name)"
+        for attribute in entity.declaredAttributes where attribute.isIndexed {
+            let index = "_index_\(entity.name)_\(attribute.name)"
             indexes.append((index, "CREATE INDEX IF NOT EXISTS \(quoted(index)) ON \(table) (\(quoted(attribute.name)))"))
         }
-        for (_, column) in toOneColumns {
-            let index = "_index_\(name)\(column)"
-            indexes.append((index, "CREATE INDEX IF NOT EXISTS \(quoted(index)) ON \(table) (\(quoted(column)))"))
+        for relationship in entity.declaredRelationships where !relationship.isToMany {
+            let index = "_index_\(entity.name)_\(relationship.name)"
+            indexes.append((index, "CREATE INDEX IF NOT EXISTS \(quoted(index)) ON \(table) (\(quoted("_" + relationship.name)))"))
         }
         return indexes
     }
 
     /// Statements that create this entity's table and indexes, in SQLite's words or
-    /// PostgreSQL's (there: only what is missing, so many processes may run them).
+    /// PostgreSQL's (there: only what is missing, so many processes may run them). A
+    /// hierarchy's root makes the table for all its entities; the others make only their
+    /// join tables.
     func createStatements(_ dialect: SQLDialect = .sqlite) -> [String] {
         let postgres = dialect == .postgres
         let ifMissing = postgres ? "IF NOT EXISTS " : ""
         let integer = postgres ? "bigint" : "INTEGER"
-        var columns = [quoted("_pk") + (postgres ? " bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY" : " INTEGER PRIMARY KEY")]
-        columns += attributes.map { quoted($0.name) + " " + (postgres ? $0.type.postgresType : $0.type.sqlType) }
-        columns += toOneColumns.map { quoted($0.column) + " " + integer }
-        var statements = ["CREATE TABLE \(ifMissing)\(table) (\(columns.joined(separator: ", ")))"]
-        for (i, constraint) in entity.uniquenessConstraints.enumerated() {
-            statements.append("CREATE UNIQUE INDEX \(ifMissing)\(quoted("_unique_\(name)_\(i)")) ON \(table) (\(constraint.map(quoted).joined(separator: ", ")))")
+        var statements: [String] = []
+        if !needsEntityFilter {
+            var columns = [quoted("_pk") + (postgres ? " bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY" : " INTEGER PRIMARY KEY")]
+            if code != nil { columns.append(quoted("_entity") + " " + integer + " NOT NULL") }
+            for member in [entity] + hierarchyMembers {
+                columns += member.declaredAttributes.map { quoted($0.name) + " " + (postgres ? $0.type.postgresType : $0.type.sqlType) }
+                columns += member.declaredRelationships.filter { !$0.isToMany }.map { quoted("_" + $0.name) + " " + integer }
+            }
+            statements.append("CREATE TABLE \(ifMissing)\(table) (\(columns.joined(separator: ", ")))")
+            for member in [entity] + hierarchyMembers {
+                let first = member.inheritedCounts.uniquenessConstraints
+                for (i, constraint) in member.declaredUniquenessConstraints.enumerated() {
+                    statements.append("CREATE UNIQUE INDEX \(ifMissing)\(quoted("_unique_\(member.name)_\(first + i)")) ON \(table) (\(constraint.map(quoted).joined(separator: ", ")))")
+                }
+            }
+            statements += secondaryIndexes.map(\.create)
         }
-        statements += secondaryIndexes.map(\.create)
-        for info in relationships {
+        for info in relationships[entity.inheritedCounts.relationships...] {
             if case .joinTable(let joinTable, "_a", _) = info.storage {
                 statements.append("CREATE TABLE \(ifMissing)\(quoted(joinTable)) (\"_a\" \(integer) NOT NULL, \"_b\" \(integer) NOT NULL, PRIMARY KEY (\"_a\", \"_b\"))"
                                   + (postgres ? "" : " WITHOUT ROWID"))

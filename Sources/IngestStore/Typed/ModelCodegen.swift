@@ -54,8 +54,13 @@ public enum ModelCodegen {
             out += "    public static let entityName = \(literal(entity.name))\n"
             out += "    public let managedObject: ManagedObject\n\n"
             out += "    public init(_ object: ManagedObject) {\n"
-            out += "        Swift.precondition(object.entityName == Self.entityName, \"a \\(object.entityName) is not a \(entity.name)\")\n"
+            out += "        Swift.precondition(object.isKind(ofEntity: Self.entityName), \"a \\(object.entityName) is not a \(entity.name)\")\n"
             out += "        managedObject = object\n    }\n"
+            // Core Data's `as? Video`: a parent's view of an object that may be a subentity's.
+            for sub in model.subentities(of: entity.name, includingItself: false) {
+                out += "\n    /// This object as a `\(sub)`, when it is one.\n"
+                out += "    public var as\(sub.prefix(1).uppercased() + sub.dropFirst()): \(sub)? { managedObject.isKind(ofEntity: \(literal(sub))) ? \(sub)(managedObject) : nil }\n"
+            }
             for attribute in entity.attributes {
                 try check(attribute.name, "\(entity.name).\(attribute.name)")
                 out += "\n" + property(attribute)

@@ -60,8 +60,9 @@ extension ObjectContext {
 
     /// The object with `id`, typed (a fault until its values are read).
     public func object<T: TypedObject>(with id: ObjectID, as type: T.Type) -> T {
-        precondition(id.entityName == T.entityName, "\(id) is not a \(T.entityName)")
-        return T(object(with: id))
+        let object = object(with: id)
+        precondition(object.isKind(ofEntity: T.entityName), "\(id) is not a \(T.entityName)")
+        return T(object)
     }
 }
 

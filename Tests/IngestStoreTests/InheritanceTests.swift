@@ -1,0 +1,179 @@
+import Foundation
+import GRDB
+import IngestTestSupport
+import Testing
+@testable import IngestStore
+
+/// Entity inheritance: Media (abstract) → Photo, Video → Clip, and Album's items, read from
+/// an Xcode model. One table per hierarchy; a fetch of a parent returns its subentities'
+/// objects as their own entities.
+@Suite struct InheritanceTests {
+    static let model = try! Model.load(xcdatamodel: XcodeModelTests.models.appendingPathComponent("Media.xcdatamodel"))
+
+    /// A store holding Photo m1, Video m2 and Clip m3 in album "trip" (m1, m2), saved.
+    static func store(on backend: StoreBackend) throws -> (PersistentStoreCoordinator, TemporaryDirectory, [String: ObjectID]) {
+        let (coordinator, directory) = try TestModel.store(model, on: backend)
+        let context = ObjectContext(coordinator: coordinator, name: "setup")
+        let ids = try context.perform {
+            let album = context.insert("Album"); album.name = "trip"
+            let photo = context.insert("Photo"); photo.id = "m1"; photo.title = "Harbour"; photo.views = 5; photo.width = .int(800)
+            let video = context.insert("Video"); video.id = "m2"; video.title = "Dock"; video.views = 9; video.duration = .double(12.5)
+            let clip = context.insert("Clip"); clip.id = "m3"; clip.title = "Pier"; clip.views = 1; clip.duration = .double(3); clip.source = "cam"
+            photo.setObject(album, forKey: "album")
+            video.setObject(album, forKey: "album")
+            try context.save()
+            return ["trip": album.objectID, "m1": photo.objectID, "m2": video.objectID, "m3": clip.objectID]
+        }
+        return (coordinator, directory, ids)
+    }
+
+    static func describe(_ objects: [ManagedObject]) -> [String] {
+        objects.map { "\($0.entityName) \($0.id!.stringValue!)" }
+    }
+
+    @Test func theXcodeModelsSubentitiesInheritTheirParentsProperties() throws {
+        let clip = try #require(Self.model.entity("Clip"))
+        #expect(clip.parent == "Video" && !clip.isAbstract && Self.model.entity("Media")!.isAbstract)
+        #expect(clip.attributes.map(\.name) == ["id", "title", "views", "duration", "source"])
+        #expect(clip.declaredAttributes.map(\.name) == ["source"])
+        #expect(clip.relationships.map(\.name) == ["album"] && clip.uniquenessConstraints == [["id"]])
+        // The JSON form keeps what each entity declares, and reads back to the same model.
+        let json = String(decoding: Self.model.jsonData(), as: UTF8.self)
+        #expect(json.contains(#"{"attributes":[{"indexed":false,"name":"source","optional":true,"type":"string"}],"name":"Clip","parent":"Video","relationships":[],"unique":[]}"#))
+        #expect(try Model.load(json: Self.model.jsonData()) == Self.model)
+    }
+
+    @Test(arguments: StoreBackend.available) func aFetchOfTheParentReturnsItsSubentitiesObjectsAsTheirOwnEntities(backend: StoreBackend) throws {
+        let (coordinator, directory, ids) = try Self.store(on: backend)
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator, name: "reader")
+        try context.perform {
+            let byID = [FetchSortDescriptor("id")]
+            let media = try context.fetch(FetchRequest("Media", sortDescriptors: byID))
+            #expect(Self.describe(media) == ["Photo m1", "Video m2", "Clip m3"])
+            #expect(media[0].width == .int(800) && media[1].duration == .double(12.5) && media[2].source == "cam")
+            #expect(Self.describe(try context.fetch(FetchRequest("Video", sortDescriptors: byID))) == ["Video m2", "Clip m3"])
+            var own = FetchRequest("Video")
+            own.includesSubentities = false
+            #expect(Self.describe(try context.fetch(own)) == ["Video m2"])
+            #expect(try context.count(for: own) == 1)
+            #expect(try context.count("Media") == 3 && context.count(for: FetchRequest("Video")) == 2)
+            #expect(try coordinator.count("Photo") == 1 && coordinator.count("Clip") == 1)
+            // IDs name the hierarchy's table; the object knows its entity.
+            #expect(media.map(\.objectID.entityName) == ["Media", "Media", "Media"])
+            #expect(media.map(\.objectID) == [ids["m1"], ids["m2"], ids["m3"]])
+            // Unsaved objects count where they belong.
+            let photo = context.insert("Photo"); photo.id = "m4"
+            #expect(Self.describe(try context.fetch(FetchRequest("Media", sortDescriptors: byID))) == ["Photo m1", "Video m2", "Clip m3", "Photo m4"])
+            #expect(Self.describe(try context.fetch(FetchRequest("Video", sortDescriptors: byID))) == ["Video m2", "Clip m3"])
+            #expect(try context.count("Media") == 4 && context.count("Video") == 2)
+        }
+        // An ID alone (a fault in a fresh context) becomes an object of the row's own entity.
+        let fresh = ObjectContext(coordinator: coordinator, name: "fresh")
+        fresh.perform {
+            let clip = fresh.object(with: ids["m3"]!)
+            #expect(clip.entityName == "Clip" && clip.source == "cam" && clip.title == "Pier")
+            let parsed = fresh.object(with: ObjectID(uri: ids["m2"]!.uri.replacingOccurrences(of: "/Media/", with: "/Video/"))!)
+            #expect(parsed.entityName == "Video" && parsed.objectID == ids["m2"])
+        }
+    }
+
+    @Test(arguments: StoreBackend.available) func predicatesSortsAndRelationshipsWorkOverInheritedProperties(backend: StoreBackend) throws {
+        let (coordinator, directory, ids) = try Self.store(on: backend)
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator, name: "reader")
+        try context.perform {
+            func fetch(_ entity: String, _ format: String, by key: String, ascending: Bool = true) throws -> [String] {
+                Self.describe(try context.fetch(FetchRequest(entity, predicate: try QueryPredicate(format: format),
+                                                             sortDescriptors: [FetchSortDescriptor(key, ascending: ascending)])))
+            }
+            #expect(try fetch("Video", "views > 0", by: "views", ascending: false) == ["Video m2", "Clip m3"])
+            #expect(try fetch("Media", "title BEGINSWITH 'P' OR title == 'Harbour'", by: "title") == ["Photo m1", "Clip m3"])
+            #expect(try fetch("Video", "duration > 5", by: "id") == ["Video m2"])
+            #expect(try fetch("Media", "album.name == 'trip'", by: "views") == ["Photo m1", "Video m2"])
+            #expect(try fetch("Clip", "source == 'cam' AND views < 2", by: "id") == ["Clip m3"])
+            #expect(throws: QueryPredicateError.self) { try fetch("Media", "duration > 5", by: "id") }
+            let albums = try context.fetch(FetchRequest("Album", predicate: try QueryPredicate(format: "ANY items.views > 8")))
+            #expect(albums.map(\.objectID) == [ids["trip"]])
+            let items = albums[0].objects(forKey: "items").sorted { $0.id!.stringValue! < $1.id!.stringValue! }
+            #expect(Self.describe(items) == ["Photo m1", "Video m2"])
+            #expect(items[1].duration == .double(12.5))
+            #expect(items[0].object(forKey: "album")?.objectID == ids["trip"])
+            // A delete cascades through the relationship to the parent entity.
+            context.delete(albums[0])
+            try context.save()
+        }
+        #expect(try coordinator.count("Media") == 1 && coordinator.count("Clip") == 1)
+    }
+
+    @Test(arguments: StoreBackend.available) func aParentsUniquenessConstraintSpansTheHierarchy(backend: StoreBackend) throws {
+        let (coordinator, directory, ids) = try Self.store(on: backend)
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator, name: "writer")
+        context.mergePolicy = .objectTrump
+        try context.perform {
+            let video = context.insert("Video"); video.id = "m1"; video.title = "not a photo"
+            let error = try #require(throws: StoreError.self) { try context.save() }
+            #expect(error.description == "the save conflicts with uniqueness constraints: \(video.objectID) (a Video) has id = \"m1\", as the stored Photo row \(ids["m1"]!.primaryKey!) does; no merge policy makes one entity's object another's")
+            context.rollback()
+            let photo = context.insert("Photo"); photo.id = "m1"; photo.title = "Harbour again"
+            try context.save()
+            #expect(photo.objectID == ids["m1"])
+        }
+        #expect(try coordinator.count("Media") == 3)
+    }
+
+    @Test(arguments: StoreBackend.available) func changesAndDeletesOfSubentityObjectsAreSavedAndRecorded(backend: StoreBackend) throws {
+        let (coordinator, directory, ids) = try Self.store(on: backend)
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator, name: "editor")
+        let token = try coordinator.currentHistoryToken()
+        try context.perform {
+            let clip = context.object(with: ids["m3"]!)
+            clip.source = "phone"
+            clip.title = "Jetty"
+            context.delete(context.object(with: ids["m1"]!))
+            try context.save()
+        }
+        let reader = ObjectContext(coordinator: coordinator, name: "reader")
+        try reader.perform {
+            let clips = try reader.fetch(FetchRequest("Clip"))
+            #expect(clips.map { "\($0.title!) \($0.source!)" } == ["\"Jetty\" \"phone\""])
+            #expect(Self.describe(try reader.fetch(FetchRequest("Media", sortDescriptors: [FetchSortDescriptor("id")]))) == ["Video m2", "Clip m3"])
+        }
+        let changes = try coordinator.fetchHistory(after: token).changes
+        #expect(changes.map { "\($0.kind) \($0.entity) \($0.objectID.entityName)" }.sorted() == ["delete Photo Media", "update Clip Media"])
+    }
+
+    @Test func oneTableHoldsTheHierarchy() throws {
+        let (coordinator, directory, _) = try Self.store(on: .sqlite)
+        _ = coordinator
+        let queue = try DatabaseQueue(path: directory.file("store.sqlite"))
+        let (tables, columns, entities) = try queue.read { db in
+            (try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%' ORDER BY name"),
+             try Row.fetchAll(db, sql: "PRAGMA table_info(\"Media\")").map { $0["name"] as String },
+             try Int64.fetchAll(db, sql: "SELECT \"_entity\" FROM \"Media\" ORDER BY id"))
+        }
+        #expect(tables == ["Album", "Media"])
+        #expect(columns == ["_pk", "_entity", "id", "title", "views", "_album", "width", "duration", "source"])
+        let numbers = ["Photo", "Video", "Clip"].map { name in Int64(Self.model.entities.firstIndex { $0.name == name }! + 1) }
+        #expect(entities == numbers)
+    }
+
+    @Test func modelsWithInheritanceProblemsAreRefusedByName() {
+        func problem(_ entities: [Entity]) -> String? {
+            do { _ = try Model(entities: entities).validated(); return nil } catch { return "\(error)" }
+        }
+        let media = Entity("Media", attributes: [Attribute("id", .string)])
+        #expect(problem([media, Entity("Photo", parent: "Medium", attributes: [])]) == "invalid model: entity Photo has unknown parent 'Medium'")
+        #expect(problem([Entity("A", parent: "B", attributes: []), Entity("B", parent: "A", attributes: [])])
+            == "invalid model: entity A's parents form a cycle (A, B)")
+        #expect(problem([media, Entity("Photo", parent: "Media", attributes: [Attribute("id", .string)])])
+            == "invalid model: Photo.id is already inherited from Media")
+        #expect(problem([media, Entity("Photo", parent: "Media", attributes: [Attribute("code", .string)]),
+                         Entity("Video", parent: "Media", attributes: [Attribute("code", .int64)])])
+            == "invalid model: Photo.code and Video.code would share Media's table (one table holds a hierarchy): give them different names")
+        #expect(problem([media, Entity("Photo", parent: "Media", attributes: [Attribute("width", .int32)], uniquenessConstraints: [["id"]])])
+            == "invalid model: uniqueness constraint on Photo (id) names only inherited attributes: declare it on the entity that declares them, or include an attribute Photo declares (its hierarchy shares one table, and one index)")
+    }
+}
