@@ -114,7 +114,7 @@ import Testing
         try context.perform {
             let video = context.insert("Video"); video.id = "m1"; video.title = "not a photo"
             let error = try #require(throws: StoreError.self) { try context.save() }
-            #expect(error.description == "the save conflicts with uniqueness constraints: \(video.objectID) (a Video) has id = \"m1\", as the stored Photo row \(ids["m1"]!.primaryKey!) does; no merge policy makes one entity's object another's")
+            #expect(error.description == "the save conflicts with uniqueness constraints: Video \"m1\" has id = \"m1\", as the stored Photo row \(ids["m1"]!.primaryKey!) does; no merge policy makes one entity's object another's")
             context.rollback()
             let photo = context.insert("Photo"); photo.id = "m1"; photo.title = "Harbour again"
             try context.save()

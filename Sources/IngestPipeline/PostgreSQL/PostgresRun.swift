@@ -203,7 +203,7 @@ public enum PostgresImport {
             let run = Int(try connection.execute("SELECT coalesce(max(run), 0) + 1 FROM _ingest_runs")[0, 0]!)!
             var firstRows: [String: Int64] = [:]
             for entity in spec.model.entities {
-                let next = try connection.execute("SELECT coalesce(max(\"_pk\"), 0) + 1 FROM \"\(entity.name.replacingOccurrences(of: "\"", with: "\"\""))\"")
+                let next = try connection.execute("SELECT coalesce(max(\"_pk\"), 0) + 1 FROM \(spec.model.storageTable(of: entity.name))")
                 firstRows[entity.name] = Int64(next[0, 0]!)!
             }
             // Absolute, so a process in another directory of this machine can split it again.

@@ -128,8 +128,8 @@ public struct PostgresStatus: Sendable {
         let model = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model'")
         if model.count == 1, let parsed = try? Model.load(json: Data(model[0, 0]!.utf8)) {
             for entity in parsed.entities {
-                let table = "\"" + entity.name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-                status.counts[entity.name] = Int(try connection.execute("SELECT count(*) FROM \(table)")[0, 0]!)!
+                let condition = parsed.rowCondition(of: entity.name).map { " WHERE " + $0 } ?? ""
+                status.counts[entity.name] = Int(try connection.execute("SELECT count(*) FROM \(parsed.storageTable(of: entity.name))\(condition)")[0, 0]!)!
             }
         }
         return status
@@ -191,17 +191,19 @@ extension PostgresStatus {
         }
         func quote(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
         for entity in model.entities {
-            for (number, constraint) in entity.uniquenessConstraints.enumerated() {
+            // A subentity's inherited constraints have their index under the entity declaring them.
+            for (offset, constraint) in entity.declaredUniquenessConstraints.enumerated() {
+                let number = entity.inheritedCounts.uniquenessConstraints + offset
                 let index = try connection.execute("SELECT indisunique FROM pg_index WHERE indexrelid = to_regclass($1)",
                                                    [quote("_unique_\(entity.name)_\(number)")])
                 if index.count != 1 || index[0, 0] != "t" {
                     problems.append("\(entity.name): the unique index of (\(constraint.joined(separator: ", "))) is missing")
                 }
             }
-            for relationship in entity.relationships where !relationship.isToMany {
+            for relationship in entity.declaredRelationships where !relationship.isToMany {
                 let dangling = try connection.execute("""
-                    SELECT count(*) FROM \(quote(entity.name)) t WHERE t.\(quote("_" + relationship.name)) IS NOT NULL
-                      AND NOT EXISTS (SELECT 1 FROM \(quote(relationship.destination)) d WHERE d."_pk" = t.\(quote("_" + relationship.name)))
+                    SELECT count(*) FROM \(model.storageTable(of: entity.name)) t WHERE t.\(quote("_" + relationship.name)) IS NOT NULL
+                      AND NOT EXISTS (SELECT 1 FROM \(model.storageTable(of: relationship.destination)) d WHERE d."_pk" = t.\(quote("_" + relationship.name)))
                     """)
                 if dangling[0, 0] != "0" {
                     problems.append("\(entity.name).\(relationship.name): \(dangling[0, 0]!) row(s) point at no \(relationship.destination)")

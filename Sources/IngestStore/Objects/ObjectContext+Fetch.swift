@@ -177,6 +177,19 @@ extension ObjectContext {
         let destination = entityInfo(relationship.destination)
         let sql: String
         switch relationship.storage {
+        case .inverseColumn(let column) where destination.entityColumn != nil:
+            // Members that may be of subentities: their rows come along (with `_entity`), so
+            // each becomes an object of its own entity now, with nothing left to read.
+            do {
+                rowQueries += 1
+                let members = try coordinator.reading { db in
+                    try materialize(db, "SELECT \(destination.selectColumns) FROM \(destination.table) WHERE \(quoted(column)) = ?",
+                                    [.int(pk)], destination)
+                }
+                return Set(members.map(\.objectID))
+            } catch {
+                preconditionFailure("cannot load \(object.objectID).\(relationship.relationship.name): \(error)")
+            }
         case .inverseColumn(let column): sql = "SELECT \"_pk\" FROM \(destination.table) WHERE \(quoted(column)) = ?"
         case .joinTable(let table, let source, let other): sql = "SELECT \(quoted(other)) FROM \(quoted(table)) WHERE \(quoted(source)) = ?"
         case .column: preconditionFailure("a to-one relationship has no members")

@@ -209,7 +209,7 @@ extension ObjectContext {
                 case .row(let pk): "the stored \(otherEntity) row \(pk)"
                 case .object(let earlier): "\(earlier.objectID), a \(otherEntity) inserted in the same save,"
                 }
-                conflicts.append("\(object.objectID) (a \(object.info.name)) has \(description), as \(other) does; no merge policy makes one entity's object another's")
+                conflicts.append("\(label(object)) has \(description), as \(other) does; no merge policy makes one entity's object another's")
                 continue
             }
             if policy == .error {

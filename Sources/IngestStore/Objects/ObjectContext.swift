@@ -211,14 +211,32 @@ public final class ObjectContext {
     }
 
     /// The object for `id`: the registered one, or a fault that loads its row when read.
-    /// Does no I/O.
+    /// Does no I/O, except for an ID of an entity with subentities: the row says which
+    /// entity the object is, so it is read then (and the fault holds it).
     public func object(with id: ObjectID) -> ManagedObject {
         checkAccess()
         let id = normalized(id)
         if let object = registered[id] { return object }
-        let object = ManagedObject(id: id, info: concreteInfo(id), context: self, fault: true)
+        if let object = hierarchyObject(id) { return object }
+        let object = ManagedObject(id: id, info: entityInfo(id.entityName), context: self, fault: true)
         registered[id] = object
         return object
+    }
+
+    /// The object for an ID of an entity with subentities, made from its row (one query, as
+    /// Core Data's foreign keys carry the entity beside the key); nil for any other ID, or
+    /// when the row is gone (its fault then traps when fired, as any deleted row's does).
+    private func hierarchyObject(_ id: ObjectID) -> ManagedObject? {
+        let info = entityInfo(id.entityName)
+        guard info.entityColumn != nil, let pk = id.primaryKey else { return nil }
+        rowQueries += 1
+        do {
+            return try coordinator.reading { db in
+                try materialize(db, "SELECT \(info.selectColumns) FROM \(info.table) WHERE \"_pk\" = ?", [.int(pk)], info).first
+            }
+        } catch {
+            preconditionFailure("cannot read \(id): \(error)")
+        }
     }
 
     /// `id` naming its hierarchy's root, as the context keys objects (an ID parsed from a
@@ -228,34 +246,22 @@ public final class ObjectContext {
         return ObjectID(storeID: id.storeID, entityName: info.rootName, key: id.key)
     }
 
-    /// The entity of the row `id` names. An ID names its hierarchy's root, so where the root
-    /// has subentities the row says which it is: one query, as Core Data's foreign keys
-    /// carry the entity beside the key. A row that does not exist gets the root's entity
-    /// (its fault traps when fired, as any fault of a deleted row does).
-    func concreteInfo(_ id: ObjectID) -> EntityInfo {
-        let info = entityInfo(id.entityName)
-        guard info.entityColumn != nil, let pk = id.primaryKey else { return info }
-        rowQueries += 1
-        let code: Int64?
-        do {
-            code = try coordinator.reading { db in try db.int64s("SELECT \"_entity\" FROM \(info.table) WHERE \"_pk\" = ?", [.int(pk)]).first }
-        } catch {
-            preconditionFailure("cannot read the entity of \(id): \(error)")
-        }
-        guard let code, let layout = info.subentityLayouts[code] else { return info }
-        return entityInfo(layout.name)
-    }
-
     /// The object for `id`, loaded.
     /// - Throws: `StoreError.objectNotFound` when the store has no such row.
     public func existingObject(with id: ObjectID) throws -> ManagedObject {
         checkAccess()
+        guard id.storeID == coordinator.storeID, coordinator.schema.entity(id.entityName) != nil else { throw StoreError.objectNotFound(id) }
+        let id = normalized(id)
         if let object = registered[id] {
             if object.isDeleted { throw StoreError.objectNotFound(id) }
             if !object.isFault { return object }
+        } else if entityInfo(id.entityName).entityColumn != nil {
+            // Made from its row, when there is one.
+            guard let object = hierarchyObject(id) else { throw StoreError.objectNotFound(id) }
+            object.fireFault()
+            return object
         }
-        guard id.storeID == coordinator.storeID, coordinator.schema.entity(id.entityName) != nil,
-              let row = try loadRowOrThrow(normalized(id), registered[normalized(id)]?.info ?? concreteInfo(normalized(id))) else { throw StoreError.objectNotFound(id) }
+        guard let row = try loadRowOrThrow(id, registered[id]?.info ?? entityInfo(id.entityName)) else { throw StoreError.objectNotFound(id) }
         let object = self.object(with: id)
         if object.isFault { object.apply(row) }
         return object

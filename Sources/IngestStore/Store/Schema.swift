@@ -304,3 +304,14 @@ struct Schema: Sendable {
 
     func entity(_ name: String) -> EntityInfo? { entities[name] }
 }
+
+extension Model {
+    /// The quoted table holding `entity`'s rows: its hierarchy root's (see `EntityInfo`).
+    package func storageTable(of entity: String) -> String { quoted(rootEntity(of: entity)) }
+
+    /// The condition (on `_entity`) that keeps `entity`'s rows and its subentities' in its
+    /// table, or nil when every row of the table is one.
+    package func rowCondition(of entity: String) -> String? {
+        EntityInfo(self.entity(entity)!, model: self).entityCondition()
+    }
+}

@@ -7,7 +7,7 @@ extension Ingest {
         static let configuration = CommandConfiguration(
             abstract: "Measure throughput and memory (build with -c release first: ./run.sh does).",
             discussion: "Example: ingest bench import --runs 3",
-            subcommands: [BenchSplit.self, BenchStore.self, BenchFetch.self, BenchImport.self, BenchStoreRun.self]
+            subcommands: [BenchSplit.self, BenchStore.self, BenchFetch.self, BenchImport.self, BenchHierarchy.self, BenchStoreRun.self]
         )
     }
 
