@@ -122,6 +122,11 @@ import Testing
             photo.id = "p1"; photo.orientation = 1
             let clip = context.insert(Clip.self)
             clip.id = "c1"; clip.orientation = 1; clip.title = "Harbour at dusk"; clip.duration = 12.5
+            // An inherited many-to-many: the parent's join table.
+            let sea = context.insert(Tag.self)
+            sea.name = "sea"
+            clip.addToTags(sea)
+            photo.addToTags(sea)
             try context.save()
             return clip.objectID
         }
@@ -133,6 +138,10 @@ import Testing
             #expect(try reader.fetch(Clip.fetchRequest()).map(\.title) == ["Harbour at dusk"])
             #expect(reader.object(with: clipID, as: Clip.self).duration == 12.5)
             #expect(reader.object(with: clipID, as: Photo.self).asClip != nil)
+            let sea = try #require(try reader.fetch(Tag.fetchRequest()).first)
+            #expect(sea.photos.compactMap(\.id).sorted() == ["c1", "p1"])
+            #expect(sea.photos.compactMap(\.asClip).map(\.duration) == [12.5])
+            #expect(reader.object(with: clipID, as: Clip.self).tags.map(\.name) == ["sea"])
         }
     }
 }

@@ -20,8 +20,11 @@ import Testing
         let first = try Self.importFeed(Self.feed, into: store)
         #expect(first.status == 0, "\(first.stderr)")
         // Again: every record meets its own object, unchanged.
-        let again = try Self.importFeed(Self.feed, into: store)
+        let again = try IngestBinary.run(["import", Self.feed, "--pipeline", Self.pipeline, "--store", store.target])
         #expect(again.status == 0, "\(again.stderr)")
+        #expect((again.stdout + again.stderr).contains("records: 0 inserted, 0 updated, 5 unchanged"), "\(again.stdout) \(again.stderr)")
+        let check = try IngestBinary.run(["status", store.target, "--check"])
+        #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
         let coordinator = try store.open()
         let context = ObjectContext(coordinator: coordinator, name: "reader")
         try context.perform {

@@ -83,4 +83,20 @@ import Testing
         #expect(spec.mappings["Person"]?.key == ["name"])
         #expect(spec.feed == .keyPath(["data", "items"]))
     }
+
+    @Test func anAbstractEntitysMappingIsRefusedNamingItsSubentities() {
+        let json = #"""
+            {"model": {"entities": [
+                {"name": "Media", "abstract": true, "attributes": [{"name": "id", "type": "string"}], "unique": [["id"]]},
+                {"name": "Photo", "parent": "Media", "attributes": [{"name": "width", "type": "int64"}]},
+                {"name": "Video", "parent": "Media", "attributes": [{"name": "duration", "type": "double"}]}]},
+             "record": "Media", "mappings": {"Media": {"attributes": {"id": "id"}}}}
+            """#
+        #expect(throws: PipelineError.self) { try PipelineSpec.parse(Array(json.utf8)) }
+        do {
+            _ = try PipelineSpec.parse(Array(json.utf8))
+        } catch {
+            #expect("\(error)".hasSuffix(#"pipeline.mappings.Media: Media is abstract, so no record becomes one: map its subentities (Photo, Video) and choose among them with "record": {"by": …}"#), "\(error)")
+        }
+    }
 }

@@ -269,8 +269,13 @@ public struct PipelineSpec: Sendable {
         for entity in discriminator?.candidates ?? [recordEntity] where mappings[entity] == nil {
             throw PipelineError("pipeline.mappings: no mapping for the record entity '\(entity)'")
         }
-        for mapping in mappings.values {
+        for mapping in mappings.values.sorted(by: { $0.entity < $1.entity }) {
             let entity = model.entity(mapping.entity)!
+            if entity.isAbstract {
+                let subentities = model.subentities(of: entity.name, includingItself: false)
+                throw PipelineError("pipeline.mappings.\(entity.name): \(entity.name) is abstract, so no record becomes one: map its subentities ("
+                    + (subentities.isEmpty ? "it has none" : subentities.joined(separator: ", ")) + ") and choose among them with \"record\": {\"by\": …}")
+            }
             for relationship in mapping.relationships {
                 let destination = entity.relationship(relationship.relationship)!.destination
                 guard let target = mappings[destination] else {

@@ -90,10 +90,9 @@ final class RowMapper {
         // Records of several entities: the object path maps each by its own.
         guard spec.discriminator == nil else { return nil }
         for (name, mapping) in spec.mappings {
+            // `entityIndex` is nil for what the batch path does not write (`BatchEntityPlan.supports`:
+            // an entity of a hierarchy, say), which the object path then writes.
             guard let entity = spec.model.entity(name), inserter.entityIndex(name) != nil else { return nil }
-            // An entity of a hierarchy shares its table with the others (`_entity` tells them
-            // apart): contexts write those rows, and check a key another entity holds.
-            if entity.parent != nil || spec.model.subentities(of: name).count > 1 { return nil }
             let constraint = entity.uniquenessConstraints.first ?? []
             if name != spec.recordEntity || !mapping.key.isEmpty, mapping.key != constraint { return nil }
             for relationship in mapping.relationships where entity.relationship(relationship.relationship)!.isToMany { return nil }

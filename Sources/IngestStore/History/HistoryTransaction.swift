@@ -25,7 +25,9 @@ public struct HistoryChange: Sendable, Equatable {
 
     public var kind: Kind
     public var objectID: ObjectID
-    /// The object's entity. (Its ID names its hierarchy's root, as every ID does; see `ObjectID`.)
+    /// The object's entity. (Its ID names its hierarchy's root, as every ID does; see
+    /// `ObjectID`.) A row a save changed only as the other side of a link, which the saving
+    /// context had not loaded, is named by the relationship's destination entity.
     public var entity: String
     /// For an update, the attributes and relationships it changed. A context's save names
     /// exactly those; the batch path names those the record gave, of which the store

@@ -117,17 +117,29 @@ public struct Model: Sendable, Hashable, Codable {
         return current
     }
 
-    /// `name` and every entity below it, parents before their children, in model order.
+    /// `name` (first, when included), then every entity below it, in model order.
     public func subentities(of name: String, includingItself: Bool = true) -> [String] {
-        var result = includingItself ? [name] : []
+        var below: Set<String> = []
         var frontier = [name]
         while let next = frontier.popLast() {
-            for child in entities where child.parent == next && child.name != name && !result.contains(child.name) {
-                result.append(child.name)
+            for child in entities where child.parent == next && child.name != name && !below.contains(child.name) {
+                below.insert(child.name)
                 frontier.append(child.name)
             }
         }
-        return entities.map(\.name).filter { result.contains($0) }
+        return (includingItself ? [name] : []) + entities.map(\.name).filter(below.contains)
+    }
+
+    /// The number `_entity` holds for rows of `name` in its hierarchy's table: from the
+    /// name alone (32-bit FNV-1a, kept positive), so it stays the same however the model's
+    /// entities are ordered or added to. Validation refuses two in one hierarchy that meet.
+    public static func entityCode(_ name: String) -> Int64 {
+        var hash: UInt32 = 2_166_136_261
+        for byte in name.utf8 {
+            hash ^= UInt32(byte)
+            hash = hash &* 16_777_619
+        }
+        return Int64(hash & 0x7FFF_FFFF)
     }
 
     /// Each entity with its parent's properties in front of its own, parents first. Entities

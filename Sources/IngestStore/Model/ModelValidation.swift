@@ -54,6 +54,12 @@ extension Model {
                     owner[property.lowercased()] = name
                 }
             }
+            var codes: [Int64: String] = [:]
+            for name in members {
+                if let other = codes.updateValue(name, forKey: Self.entityCode(name)) {
+                    throw ModelError("entities \(other) and \(name) of \(root.name)'s hierarchy have the same number in its table (\(Self.entityCode(name))): rename one")
+                }
+            }
             for name in members where name != root.name {
                 let entity = self.entity(name)!
                 let own = Set(entity.declaredAttributes.map(\.name))

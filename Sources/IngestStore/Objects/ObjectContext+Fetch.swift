@@ -190,6 +190,17 @@ extension ObjectContext {
             } catch {
                 preconditionFailure("cannot load \(object.objectID).\(relationship.relationship.name): \(error)")
             }
+        case .joinTable(let table, let source, let other) where destination.entityColumn != nil:
+            do {
+                rowQueries += 1
+                let members = try coordinator.reading { db in
+                    try materialize(db, "SELECT \(destination.aliasedSelectColumns) FROM \(quoted(table)) j JOIN \(destination.table) t0 ON t0.\"_pk\" = j.\(quoted(other)) WHERE j.\(quoted(source)) = ?",
+                                    [.int(pk)], destination)
+                }
+                return Set(members.map(\.objectID))
+            } catch {
+                preconditionFailure("cannot load \(object.objectID).\(relationship.relationship.name): \(error)")
+            }
         case .inverseColumn(let column): sql = "SELECT \"_pk\" FROM \(destination.table) WHERE \(quoted(column)) = ?"
         case .joinTable(let table, let source, let other): sql = "SELECT \(quoted(other)) FROM \(quoted(table)) WHERE \(quoted(source)) = ?"
         case .column: preconditionFailure("a to-one relationship has no members")

@@ -312,7 +312,8 @@ extension ObjectContext {
     private func storedEntity(of pk: Int64, _ info: EntityInfo, _ db: StoreConnection) throws -> String? {
         guard info.code != nil else { return nil }
         guard let code = try db.int64s("SELECT \"_entity\" FROM \(info.table) WHERE \"_pk\" = ?", [.int(pk)]).first else { return nil }
-        return coordinator.schema.model.entities[Int(code) - 1].name
+        return info.subtreeCodes.isEmpty ? nil
+            : coordinator.schema.model.subentities(of: info.rootName).first { Model.entityCode($0) == code } ?? "unknown entity (\(code))"
     }
 
     /// What the save changes, for its history transaction: new rows, updated objects with

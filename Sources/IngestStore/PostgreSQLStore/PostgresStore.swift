@@ -90,7 +90,7 @@ public final class PostgresStore: Sendable {
                 // make is refused by name, not by the first column its statements miss.
                 // In the schema the tables will be made in, not anywhere on the search_path.
                 if try connection.execute("SELECT to_regclass(quote_ident(current_schema()) || '._ingest_store') IS NULL")[0, 0] == "t" {
-                    let taken = try schema.entities.values.map(\.table).sorted().filter { table in
+                    let taken = try Set(schema.entities.values.map(\.table)).sorted().filter { table in
                         try connection.execute("SELECT to_regclass(quote_ident(current_schema()) || '.' || $1) IS NOT NULL", [table])[0, 0] == "t"
                     }
                     if !taken.isEmpty { throw PostgresError.foreignTables(target: url.description, tables: taken) }
@@ -178,7 +178,7 @@ public final class PostgresStore: Sendable {
             let columns = try connection.execute("""
                 SELECT column_name FROM information_schema.columns
                 WHERE table_schema = current_schema() AND table_name = $1 AND data_type = 'text' AND collation_name IS DISTINCT FROM 'C'
-                """, [info.name])
+                """, [info.rootName])
             for row in 0..<columns.count where text.contains(columns[row, 0]!) {
                 try connection.execute("ALTER TABLE \(info.table) ALTER COLUMN \(quoted(columns[row, 0]!)) TYPE text COLLATE \"C\"")
             }
@@ -263,7 +263,8 @@ public final class PostgresStore: Sendable {
             joins += " LEFT JOIN \(destination.table) d\(number) ON d\(number).\"_pk\" = t.\(quoted(column))"
             columns.append("(d\(number).\(quoted(key)))::text")
         }
-        let rows = try connection.execute("SELECT " + (columns.isEmpty ? "1" : columns.joined(separator: ", ")) + " FROM \(info.table) t\(joins)")
+        let condition = info.entityCondition(alias: "t").map { " WHERE " + $0 } ?? ""
+        let rows = try connection.execute("SELECT " + (columns.isEmpty ? "1" : columns.joined(separator: ", ")) + " FROM \(info.table) t\(joins)\(condition)")
         return (0..<rows.count).map { row in (0..<columns.count).map { rows[row, $0] } }
     }
 }

@@ -10,9 +10,9 @@ public struct FetchRequest: Sendable, Hashable {
     public var fetchOffset: Int
     /// Whether the context's unsaved inserts, changes and deletes count (Core Data's default: yes).
     public var includesPendingChanges: Bool
-    /// Rows read per batch by `ObjectContext.fetchResults(_:)`; 0 reads them all at once.
     /// Whether objects of the entity's subentities come back too (Core Data's default: yes).
     public var includesSubentities = true
+    /// Rows read per batch by `ObjectContext.fetchResults(_:)`; 0 reads them all at once.
     public var fetchBatchSize: Int = 0
     /// Relationship key paths (`whoTook`, `photos.tags`) whose objects `fetch(_:)` reads
     /// along with the results: one query per relationship, not one per object.
@@ -44,7 +44,7 @@ extension ObjectContext {
         rowQueries += 1
         if pending { result = try applyPendingChanges(to: result, request, info) }
         for keyPath in request.relationshipKeyPathsForPrefetching {
-            try prefetch(keyPath.split(separator: ".").map(String.init), for: result)
+            try prefetch(keyPath.split(separator: ".").map(String.init), for: result, of: info)
         }
         return result
     }

@@ -75,11 +75,13 @@ extension ObjectContext {
 
     /// Reads, for every object given, the objects at the end of `keyPath` (relationships
     /// only), one query per relationship on the path, not one per object.
-    func prefetch(_ keyPath: [String], for objects: [ManagedObject]) throws {
+    /// `entity` is the fetch's: its objects may be of subentities, whose inherited
+    /// relationships sit at the same positions.
+    func prefetch(_ keyPath: [String], for objects: [ManagedObject], of entity: EntityInfo) throws {
         var owners = objects
+        var info = entity
         for key in keyPath {
-            guard let first = owners.first else { return }
-            let info = first.info
+            guard !owners.isEmpty else { return }
             guard let index = info.relationshipIndex[key] else {
                 throw QueryPredicateError("entity \(info.name) has no relationship '\(key)' to prefetch", column: 0)
             }
@@ -121,6 +123,7 @@ extension ObjectContext {
                 try preloadRows(next.map(\.objectID), destination)
             }
             owners = next
+            info = destination
         }
     }
 }

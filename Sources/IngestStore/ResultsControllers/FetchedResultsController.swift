@@ -106,18 +106,21 @@ public final class FetchedResultsController {
 
     private func apply(_ notice: SaveNotice) {
         let entity = request.entityName
-        let touched = notice.inserted.union(notice.updated).union(notice.deleted).filter { $0.entityName == entity }
+        let info = context.entityInfo(entity)
+        // IDs name their hierarchy's root: which entity an object is, its row says (below).
+        let touched = notice.inserted.union(notice.updated).union(notice.deleted).filter { $0.entityName == info.rootName }
         guard !touched.isEmpty else { return }
         let old = sections
         var flat = old.flatMap(\.objects)
         // An insert of an object shown already (a change that came twice through history) moves it, never doubles it.
         let leaving = notice.deleted.union(notice.updated).union(notice.inserted)
         flat.removeAll { leaving.contains($0.objectID) }
-        let candidates = notice.inserted.union(notice.updated).filter { $0.entityName == entity }
-        try? context.preloadRows(Array(candidates), context.entityInfo(entity))
+        let candidates = notice.inserted.union(notice.updated).filter { $0.entityName == info.rootName }
+        try? context.preloadRows(Array(candidates), info.rootName == entity ? info : context.entityInfo(info.rootName))
         var arriving: [ManagedObject] = []
         for id in candidates {
             let object = context.object(with: id)
+            guard request.includesSubentities ? info.includes(object.info) : object.info === info else { continue }
             // Still a fault after the preload: its row is gone (deleted by a save not merged yet).
             if object.isFault && !object.preloaded { continue }
             guard !object.isDeleted, (try? request.predicate.map { try $0.evaluate(with: object) } ?? true) == true else { continue }

@@ -37,7 +37,7 @@ struct SubentityLayout: Sendable {
 /// An entity with its table, columns and statements worked out once.
 ///
 /// Entity inheritance keeps one table per hierarchy, named after its root entity, with a
-/// column `_entity` holding each row's entity (its position in the model, from 1) and the
+/// column `_entity` holding each row's entity (`Model.entityCode`, from its name) and the
 /// columns of every entity in the hierarchy. An entity outside any hierarchy has its own
 /// table without `_entity`, as before inheritance existed.
 final class EntityInfo: Sendable {
@@ -46,7 +46,7 @@ final class EntityInfo: Sendable {
     let table: String
     /// The hierarchy's root entity (this one when it has no parent).
     let rootName: String
-    /// This entity's number in `_entity`; nil outside a hierarchy.
+    /// This entity's number in `_entity` (`Model.entityCode`); nil outside a hierarchy.
     let code: Int64?
     /// The numbers of this entity and every entity below it.
     let subtreeCodes: [Int64]
@@ -115,7 +115,7 @@ final class EntityInfo: Sendable {
         self.table = table
         let hierarchy = model.subentities(of: rootName)
         let inHierarchy = hierarchy.count > 1
-        func number(_ name: String) -> Int64 { Int64(model.entities.firstIndex { $0.name == name }! + 1) }
+        func number(_ name: String) -> Int64 { Model.entityCode(name) }
         let code = inHierarchy ? number(entity.name) : nil
         self.code = code
         let subtree = model.subentities(of: entity.name)

@@ -58,6 +58,10 @@ public enum ModelCodegen {
             out += "        managedObject = object\n    }\n"
             // Core Data's `as? Video`: a parent's view of an object that may be a subentity's.
             for sub in model.subentities(of: entity.name, includingItself: false) {
+                let view = "as" + sub.prefix(1).uppercased() + sub.dropFirst()
+                if entity.attribute(view) != nil || entity.relationship(view) != nil {
+                    throw Problem(description: "\(entity.name).\(view): the name of the view of its subentity \(sub) (rename the property)")
+                }
                 out += "\n    /// This object as a `\(sub)`, when it is one.\n"
                 out += "    public var as\(sub.prefix(1).uppercased() + sub.dropFirst()): \(sub)? { managedObject.isKind(ofEntity: \(literal(sub))) ? \(sub)(managedObject) : nil }\n"
             }
