@@ -118,12 +118,14 @@ public struct Album: TypedObject {
         nonmutating set { managedObject.setTypedValue(newValue, "name") }
     }
 
-    /// `photos`: to-many Photo (inverse `album`).
+    /// `photos`: ordered to-many Photo (inverse `album`).
     public var photos: [Photo] { managedObject.objects(forKey: "photos").map(Photo.init) }
 
     public func addToPhotos(_ value: Photo) { managedObject.addObject(value.managedObject, toKey: "photos") }
 
     public func removeFromPhotos(_ value: Photo) { managedObject.removeObject(value.managedObject, fromKey: "photos") }
+
+    public func insertIntoPhotos(_ value: Photo, at index: Int) { managedObject.insertObject(value.managedObject, at: index, forKey: "photos") }
 }
 
 /// The entity `Tag`, typed.

@@ -87,12 +87,15 @@ import Testing
             #expect(photos.map(\.id) == ["p3", "p2"])
             #expect(try context.count(for: request) == 2)
             #expect(photos[0].album == album && photos[0].album?.name == "Trips")
-            #expect(Set(album.photos.map(\.id)) == ["p1", "p2", "p3"])
+            // Album.photos is ordered: in the order the photos joined it.
+            #expect(album.photos.map(\.id) == ["p1", "p2", "p3"])
+            album.insertIntoPhotos(photos[0], at: 0)
+            #expect(album.photos.map(\.id) == ["p3", "p1", "p2"])
             #expect(Set(sea.photos.compactMap(\.id)) == ["p1", "p3"])
             sea.removeFromPhotos(photos[0])
             photos[1].album = nil
             try context.save()
-            #expect(Set(sea.photos.compactMap(\.id)) == ["p1"] && album.photos.count == 2)
+            #expect(Set(sea.photos.compactMap(\.id)) == ["p1"] && album.photos.map(\.id) == ["p3", "p1"])
             #expect(try context.fetch(Tag.fetchRequest()).map(\.name) == ["sea"])
         }
     }

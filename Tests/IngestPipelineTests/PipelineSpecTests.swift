@@ -67,7 +67,7 @@ import Testing
         #expect(modelError(#"{"entities": [{"name": "P", "attributes": [{"name": "id", "type": "string", "optinal": false}]}]}"#)
             == "pipeline.model: entities[0].attributes[0].optinal: unknown field 'optinal' (expected name, type, optional, default, indexed)")
         #expect(modelError(#"{"entities": [{"name": "P", "attributes": [{"name": "id", "type": "string"}], "relationships": [{"name": "q", "destination": "P", "inverse": "q", "tomany": true}]}]}"#)
-            == "pipeline.model: entities[0].relationships[0].tomany: unknown field 'tomany' (expected name, destination, inverse, toMany, deleteRule)")
+            == "pipeline.model: entities[0].relationships[0].tomany: unknown field 'tomany' (expected name, destination, inverse, toMany, ordered, deleteRule)")
         #expect(modelError(#"{"entities": [{"name": "P", "attributes": [{"name": "id", "type": "string"}]}], "version": 2}"#)
             == "pipeline.model: version: unknown field 'version' (expected entities)")
         // A pipeline a store kept (a PostgreSQL run's) is read as the version that kept it did.

@@ -37,6 +37,7 @@ import Testing
         #expect(clip.attributes.map(\.name) == ["id", "title", "views", "duration", "source"])
         #expect(clip.declaredAttributes.map(\.name) == ["source"])
         #expect(clip.relationships.map(\.name) == ["album"] && clip.uniquenessConstraints == [["id"]])
+        #expect(Self.model.entity("Album")!.relationship("items")!.isOrdered)
         // The JSON form keeps what each entity declares, and reads back to the same model.
         let json = String(decoding: Self.model.jsonData(), as: UTF8.self)
         #expect(json.contains(#"{"attributes":[{"indexed":false,"name":"source","optional":true,"type":"string"}],"name":"Clip","parent":"Video","relationships":[],"unique":[]}"#))
@@ -95,7 +96,8 @@ import Testing
             #expect(throws: QueryPredicateError.self) { try fetch("Media", "duration > 5", by: "id") }
             let albums = try context.fetch(FetchRequest("Album", predicate: try QueryPredicate(format: "ANY items.views > 8")))
             #expect(albums.map(\.objectID) == [ids["trip"]])
-            let items = albums[0].objects(forKey: "items").sorted { $0.id!.stringValue! < $1.id!.stringValue! }
+            // Album.items is ordered (Xcode's "Ordered"): in the order the links were made.
+            let items = albums[0].objects(forKey: "items")
             #expect(Self.describe(items) == ["Photo m1", "Video m2"])
             #expect(items[1].duration == .double(12.5))
             #expect(items[0].object(forKey: "album")?.objectID == ids["trip"])
@@ -155,7 +157,7 @@ import Testing
              try Int64.fetchAll(db, sql: "SELECT \"_entity\" FROM \"Media\" ORDER BY id"))
         }
         #expect(tables == ["Album", "Media"])
-        #expect(columns == ["_pk", "_entity", "id", "title", "views", "_album", "width", "duration", "source"])
+        #expect(columns == ["_pk", "_entity", "id", "title", "views", "_album", "_album_order", "width", "duration", "source"])
         // From the names alone (FNV-1a), pinned: stores keep them, so they must never change.
         #expect(entities == [1_394_710_915, 1_533_528_076, 1_396_562_715])
         #expect(["Photo", "Video", "Clip"].map(Model.entityCode) == entities)

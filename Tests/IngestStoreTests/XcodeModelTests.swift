@@ -60,7 +60,6 @@ import Testing
             "Photo.location: Transformable attributes are not supported",
             "Photo.scale: Float attributes are not supported",
             "Photo.views: the default \"many\" is not a valid Integer 64",
-            "Photo.pages: ordered relationships are not supported",
             "Photo.pages: the delete rule No Action is not supported (Nullify, Cascade or Deny)",
             "Photo.cover: relationships without an inverse are not supported (set its inverse in Xcode)",
             "Photo.byNameAndViews: fetch indexes over 2 properties are not supported (one property each)",

@@ -171,7 +171,6 @@ struct XcodeModelReader {
             problems.append("\(place): relationships without an inverse are not supported (set its inverse in Xcode)")
             return nil
         }
-        if element["ordered"] == "YES" { problems.append("\(place): ordered relationships are not supported") }
         if element["optional"] != "YES" { problems.append("\(place): required relationships are not supported (mark it optional)") }
         let rule: DeleteRule
         switch element["deletionRule"] ?? "Nullify" {
@@ -183,7 +182,8 @@ struct XcodeModelReader {
             rule = .nullify
         }
         let toMany = element["toMany"] == "YES"
-        return Relationship(name, to: destination, inverse: inverse, toMany: toMany, deleteRule: rule)
+        return Relationship(name, to: destination, inverse: inverse, toMany: toMany, ordered: toMany && element["ordered"] == "YES",
+                            deleteRule: rule)
     }
 
     /// Gathers the elements the model needs as the parser meets them.

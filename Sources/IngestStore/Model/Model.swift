@@ -34,14 +34,18 @@ public struct Relationship: Sendable, Hashable, Codable {
     public var destination: String
     public var inverse: String
     public var isToMany: Bool
+    /// A to-many whose members keep the order they were put in (Core Data's ordered
+    /// relationships, an `NSOrderedSet` there): `objects(forKey:)` returns them in order.
+    public var isOrdered: Bool
     public var deleteRule: DeleteRule
 
-    public init(_ name: String, to destination: String, inverse: String, toMany: Bool = false,
+    public init(_ name: String, to destination: String, inverse: String, toMany: Bool = false, ordered: Bool = false,
                 deleteRule: DeleteRule = .nullify) {
         self.name = name
         self.destination = destination
         self.inverse = inverse
         self.isToMany = toMany
+        self.isOrdered = ordered
         self.deleteRule = deleteRule
     }
 }
@@ -274,7 +278,7 @@ extension Attribute {
 }
 
 extension Relationship {
-    private enum Keys: String, CodingKey, CaseIterable { case name, destination, inverse, toMany, deleteRule }
+    private enum Keys: String, CodingKey, CaseIterable { case name, destination, inverse, toMany, ordered, deleteRule }
 
     public init(from decoder: any Decoder) throws {
         try ModelKeys.refuseUnknown(in: decoder, known: Keys.self)
@@ -283,6 +287,7 @@ extension Relationship {
         destination = try c.decode(String.self, forKey: .destination)
         inverse = try c.decode(String.self, forKey: .inverse)
         isToMany = try c.decodeIfPresent(Bool.self, forKey: .toMany) ?? false
+        isOrdered = try c.decodeIfPresent(Bool.self, forKey: .ordered) ?? false
         deleteRule = try c.decodeIfPresent(DeleteRule.self, forKey: .deleteRule) ?? .nullify
     }
 
@@ -292,6 +297,8 @@ extension Relationship {
         try c.encode(destination, forKey: .destination)
         try c.encode(inverse, forKey: .inverse)
         try c.encode(isToMany, forKey: .toMany)
+        // Written only when set: models without ordered relationships keep their bytes and hash.
+        if isOrdered { try c.encode(true, forKey: .ordered) }
         try c.encode(deleteRule, forKey: .deleteRule)
     }
 }

@@ -93,6 +93,9 @@ extension Model {
                 guard properties.insert(relationship.name.lowercased()).inserted else {
                     throw ModelError("duplicate property name '\(label)'")
                 }
+                if relationship.isOrdered && !relationship.isToMany {
+                    throw ModelError("relationship \(label) is ordered but to-one: only a to-many keeps an order")
+                }
                 guard let destination = self.entity(relationship.destination) else {
                     throw ModelError("relationship \(label) has unknown destination '\(relationship.destination)'")
                 }

@@ -16,11 +16,26 @@ extension ManagedObject {
         setToOne(index, to: target, updateInverse: true)
     }
 
-    /// The members of a to-many relationship, in no particular order.
+    /// The members of a to-many relationship: in order for an ordered one (Core Data's
+    /// `NSOrderedSet`), otherwise in no particular order.
     public func objects(forKey key: String) -> [ManagedObject] {
         let index = relationshipIndex(key, toMany: true)
         context.checkAccess()
+        if info.relationships[index].orderColumn != nil {
+            return context.orderedMembers(of: self, index).map { context.object(with: $0) }
+        }
         return context.members(of: self, index).map { context.object(with: $0) }
+    }
+
+    /// Puts `member` at `index` of an ordered to-many relationship (at the end when `index`
+    /// is past it), adding it when it is not a member yet; its inverse follows.
+    public func insertObject(_ member: ManagedObject, at index: Int, forKey key: String) {
+        let relationshipIndex = relationshipIndex(key, toMany: true)
+        context.checkAccess()
+        precondition(info.relationships[relationshipIndex].orderColumn != nil,
+                     "\(info.name).\(key) is not ordered: use addObject(_:toKey:)")
+        addObject(member, toKey: key)
+        context.changeToMany(self, relationshipIndex) { $0.move(member.objectID, to: index) }
     }
 
     /// The IDs of a to-many relationship's members, without loading them.

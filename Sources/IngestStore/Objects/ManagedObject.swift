@@ -13,13 +13,34 @@ struct ToManyState {
     var committed: Set<ObjectID>?
     var added: Set<ObjectID> = []
     var removed: Set<ObjectID> = []
+    /// For an ordered relationship, once loaded: the members in order, changes applied.
+    var order: [ObjectID]?
+    /// Whether `order` changed since it was loaded (the save writes the positions).
+    var orderChanged = false
 
+    /// Adds a member (callers know it is not one): at the end of an ordered relationship.
     mutating func insert(_ id: ObjectID) {
         if removed.remove(id) == nil { added.insert(id) }
+        if order != nil {
+            order!.append(id)
+            orderChanged = true
+        }
     }
 
     mutating func remove(_ id: ObjectID) {
         if added.remove(id) == nil { removed.insert(id) }
+        if let position = order?.firstIndex(of: id) {
+            order!.remove(at: position)
+            orderChanged = true
+        }
+    }
+
+    /// Moves a member of an ordered relationship to `index` (clamped to the end).
+    mutating func move(_ id: ObjectID, to index: Int) {
+        guard let position = order?.firstIndex(of: id) else { return }
+        order!.remove(at: position)
+        order!.insert(id, at: min(max(0, index), order!.count))
+        orderChanged = true
     }
 }
 

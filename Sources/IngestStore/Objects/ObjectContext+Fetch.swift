@@ -163,52 +163,62 @@ extension ObjectContext {
 
     /// The members of a to-many relationship: as stored (loaded once), plus this context's changes.
     func members(of object: ManagedObject, _ index: Int) -> Set<ObjectID> {
-        if object.toMany[index].committed == nil {
-            object.toMany[index].committed = object.objectID.isTemporary ? [] : storedMembers(of: object, index)
-            toManyHolders[ObjectIdentifier(object)] = object
-        }
+        if object.toMany[index].committed == nil { load(object, index) }
         let state = object.toMany[index]
         return state.committed!.union(state.added).subtracting(state.removed)
     }
 
-    private func storedMembers(of object: ManagedObject, _ index: Int) -> Set<ObjectID> {
+    /// The members of an ordered to-many, in order.
+    func orderedMembers(of object: ManagedObject, _ index: Int) -> [ObjectID] {
+        if object.toMany[index].committed == nil { load(object, index) }
+        return object.toMany[index].order ?? Array(members(of: object, index))
+    }
+
+    /// Reads the stored members (in order, for an ordered relationship); changes made
+    /// before (to an ordered one, `changeToMany` loads first) are kept on top.
+    func load(_ object: ManagedObject, _ index: Int) {
+        let stored = object.objectID.isTemporary ? [] : storedMembers(of: object, index)
+        object.toMany[index].committed = Set(stored)
+        if object.info.relationships[index].orderColumn != nil {
+            let state = object.toMany[index]
+            object.toMany[index].order = stored.filter { !state.removed.contains($0) } + state.added.filter { !stored.contains($0) }
+        }
+        toManyHolders[ObjectIdentifier(object)] = object
+    }
+
+    /// The stored members, in order for an ordered relationship (members without a position,
+    /// written by an import's batch path, come last, in the order they were stored).
+    private func storedMembers(of object: ManagedObject, _ index: Int) -> [ObjectID] {
         guard let pk = object.objectID.primaryKey else { return [] }
         let relationship = object.info.relationships[index]
         let destination = entityInfo(relationship.destination)
         let sql: String
+        var materialized = false
         switch relationship.storage {
-        case .inverseColumn(let column) where destination.entityColumn != nil:
+        case .inverseColumn(let column):
+            let order = relationship.orderColumn.map { " ORDER BY t0.\(quoted($0)) IS NULL, t0.\(quoted($0)), t0.\"_pk\"" } ?? ""
             // Members that may be of subentities: their rows come along (with `_entity`), so
             // each becomes an object of its own entity now, with nothing left to read.
-            do {
-                rowQueries += 1
-                let members = try coordinator.reading { db in
-                    try materialize(db, "SELECT \(destination.selectColumns) FROM \(destination.table) WHERE \(quoted(column)) = ?",
-                                    [.int(pk)], destination)
-                }
-                return Set(members.map(\.objectID))
-            } catch {
-                preconditionFailure("cannot load \(object.objectID).\(relationship.relationship.name): \(error)")
-            }
-        case .joinTable(let table, let source, let other) where destination.entityColumn != nil:
-            do {
-                rowQueries += 1
-                let members = try coordinator.reading { db in
-                    try materialize(db, "SELECT \(destination.aliasedSelectColumns) FROM \(quoted(table)) j JOIN \(destination.table) t0 ON t0.\"_pk\" = j.\(quoted(other)) WHERE j.\(quoted(source)) = ?",
-                                    [.int(pk)], destination)
-                }
-                return Set(members.map(\.objectID))
-            } catch {
-                preconditionFailure("cannot load \(object.objectID).\(relationship.relationship.name): \(error)")
-            }
-        case .inverseColumn(let column): sql = "SELECT \"_pk\" FROM \(destination.table) WHERE \(quoted(column)) = ?"
-        case .joinTable(let table, let source, let other): sql = "SELECT \(quoted(other)) FROM \(quoted(table)) WHERE \(quoted(source)) = ?"
+            materialized = destination.entityColumn != nil
+            sql = materialized
+                ? "SELECT \(destination.aliasedSelectColumns) FROM \(destination.table) t0 WHERE t0.\(quoted(column)) = ?\(order)"
+                : "SELECT t0.\"_pk\" FROM \(destination.table) t0 WHERE t0.\(quoted(column)) = ?\(order)"
+        case .joinTable(let table, let source, let other):
+            let order = relationship.orderColumn.map { " ORDER BY j.\(quoted($0)) IS NULL, j.\(quoted($0)), j.\(quoted(other))" } ?? ""
+            materialized = destination.entityColumn != nil
+            sql = materialized
+                ? "SELECT \(destination.aliasedSelectColumns) FROM \(quoted(table)) j JOIN \(destination.table) t0 ON t0.\"_pk\" = j.\(quoted(other)) WHERE j.\(quoted(source)) = ?\(order)"
+                : "SELECT j.\(quoted(other)) FROM \(quoted(table)) j WHERE j.\(quoted(source)) = ?\(order)"
         case .column: preconditionFailure("a to-one relationship has no members")
         }
         do {
             rowQueries += 1
+            if materialized {
+                let members = try coordinator.reading { db in try materialize(db, sql, [.int(pk)], destination) }
+                return members.map(\.objectID)
+            }
             let keys = try coordinator.reading { db in try db.int64s(sql, [.int(pk)]) }
-            return Set(keys.map { ObjectID(storeID: coordinator.storeID, entityName: relationship.destinationRoot, key: .permanent($0)) })
+            return keys.map { ObjectID(storeID: coordinator.storeID, entityName: relationship.destinationRoot, key: .permanent($0)) }
         } catch {
             preconditionFailure("cannot load \(object.objectID).\(relationship.relationship.name): \(error)")
         }

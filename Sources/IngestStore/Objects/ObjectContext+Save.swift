@@ -300,12 +300,38 @@ extension ObjectContext {
                 : "DELETE FROM \(quoted(change.table)) WHERE \"_a\" = ? AND \"_b\" = ?"
             try db.execute(sql, [.int(a), .int(b)])
         }
+        try writePositions(db, key: key)
 
         // 4. Metadata and history, in the same transaction as the rows they describe.
         if case .postgres(let connection) = db.kind, let postgresSaveHook { try postgresSaveHook(connection) }
         let history = coordinator.recordsHistory ? historyChanges(fresh: fresh, plan: plan, unlinked: unlinked ?? [], key: key) : nil
         plan.sequence = try coordinator.finishSave(db, metadata: stagedMetadata, history: history, author: transactionAuthor ?? name)
         return plan
+    }
+
+    /// Writes the positions of the members of every ordered to-many whose order changed:
+    /// after the rows and links, so each member's link (or join row) is there to hold it.
+    /// A member linked to another owner meanwhile is left alone (the condition on the link).
+    private func writePositions(_ db: StoreConnection, key: (ObjectID?) -> Int64?) throws {
+        for object in toManyHolders.values where !object.isDeleted {
+            for (index, relationship) in object.info.relationships.enumerated() {
+                guard let orderColumn = relationship.orderColumn, object.toMany[index].orderChanged,
+                      let owner = key(object.savedID ?? object.objectID), let order = object.toMany[index].order else { continue }
+                let sql: String
+                switch relationship.storage {
+                case .inverseColumn(let column):
+                    sql = "UPDATE \(entityInfo(relationship.destination).table) SET \(quoted(orderColumn)) = ? WHERE \"_pk\" = ? AND \(quoted(column)) = ?"
+                case .joinTable(let table, let source, let other):
+                    sql = "UPDATE \(quoted(table)) SET \(quoted(orderColumn)) = ? WHERE \(quoted(other)) = ? AND \(quoted(source)) = ?"
+                case .column:
+                    continue
+                }
+                for (position, member) in order.enumerated() {
+                    guard let memberKey = key(member) else { continue }
+                    try db.execute(sql, [.int(Int64(position)), .int(memberKey), .int(owner)])
+                }
+            }
+        }
     }
 
     /// The entity of stored row `pk` of `info`'s table, when the table holds a hierarchy.
@@ -354,7 +380,8 @@ extension ObjectContext {
             var properties = info.attributeNames.indices.filter { object.changedAttributes.contains($0) }.map { info.attributeNames[$0] }
             for (index, relationship) in info.relationships.enumerated()
             where object.changedToOne.contains(index)
-                || (index < object.toMany.count && !(object.toMany[index].added.isEmpty && object.toMany[index].removed.isEmpty)) {
+                || (index < object.toMany.count && !(object.toMany[index].added.isEmpty && object.toMany[index].removed.isEmpty
+                                                      && !object.toMany[index].orderChanged)) {
                 properties.append(relationship.relationship.name)
                 if object.changedToOne.contains(index), case .column = relationship.storage {
                     noteOtherSides(object, index, old: object.committed?.toOne[index])

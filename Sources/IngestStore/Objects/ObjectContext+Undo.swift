@@ -30,10 +30,18 @@ extension ObjectContext {
     /// Changes a to-many's members, recording the change.
     func changeToMany(_ object: ManagedObject, _ index: Int, _ change: (inout ToManyState) -> Void) {
         toManyHolders[ObjectIdentifier(object)] = object
-        guard let recorder = undoRecorder else { return change(&object.toMany[index]) }
-        let before = object.toMany[index]
-        change(&object.toMany[index])
-        recorder.record(.toMany(object, index, before: before, after: object.toMany[index]))
+        let ordered = object.info.relationships[index].orderColumn != nil
+        // An ordered relationship's order is known once its stored members are read: first.
+        if ordered && object.toMany[index].committed == nil { load(object, index) }
+        if let recorder = undoRecorder {
+            let before = object.toMany[index]
+            change(&object.toMany[index])
+            recorder.record(.toMany(object, index, before: before, after: object.toMany[index]))
+        } else {
+            change(&object.toMany[index])
+        }
+        // A new order is a change of the owner's (a move changes no link): the save writes it.
+        if ordered && object.toMany[index].orderChanged && !object.isInserted { noteUpdated(object) }
     }
 
     private func restore(_ tracking: ContextUndoManager.Tracking, of object: ManagedObject) {

@@ -199,6 +199,7 @@ public final class ObjectContext {
         if !info.relationships.isEmpty {
             for index in info.relationships.indices where info.relationships[index].isToMany {
                 object.toMany[index].committed = []
+                if info.relationships[index].orderColumn != nil { object.toMany[index].order = [] }
             }
             toManyHolders[ObjectIdentifier(object)] = object
         }

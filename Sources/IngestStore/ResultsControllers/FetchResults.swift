@@ -111,7 +111,8 @@ extension ObjectContext {
                     for (owner, member) in owned { members[owner, default: []].insert(member) }
                     next += fetched
                 }
-                for owner in owners where owner.toMany[index].committed == nil {
+                // An ordered relationship's members are read in order when first used.
+                for owner in owners where owner.toMany[index].committed == nil && relationship.orderColumn == nil {
                     if let pk = owner.objectID.primaryKey {
                         owner.toMany[index].committed = members[pk] ?? []
                         toManyHolders[ObjectIdentifier(owner)] = owner

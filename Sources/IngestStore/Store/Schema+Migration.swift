@@ -62,9 +62,14 @@ extension Schema {
                 case .column(let column):
                     migration.statements.append("ALTER TABLE \(self.entity(entity.name)!.table) ADD COLUMN \(quoted(column)) \(postgres ? "bigint" : "INTEGER")")
                     migration.statements.append("CREATE INDEX \(quoted("_index_\(entity.name)\(column)")) ON \(self.entity(entity.name)!.table) (\(quoted(column)))")
+                    if model.entity(relationship.destination)?.relationship(relationship.inverse)?.isOrdered == true {
+                        migration.statements.append("ALTER TABLE \(self.entity(entity.name)!.table) ADD COLUMN \(quoted(column + "_order")) \(postgres ? "bigint" : "INTEGER")")
+                    }
                 case .joinTable(let table, "_a", _):
                     let integer = postgres ? "bigint" : "INTEGER"
-                    migration.statements.append("CREATE TABLE \(quoted(table)) (\"_a\" \(integer) NOT NULL, \"_b\" \(integer) NOT NULL, PRIMARY KEY (\"_a\", \"_b\"))"
+                    let orders = (relationship.isOrdered ? ", \"_a_order\" \(integer)" : "")
+                        + (model.entity(relationship.destination)?.relationship(relationship.inverse)?.isOrdered == true ? ", \"_b_order\" \(integer)" : "")
+                    migration.statements.append("CREATE TABLE \(quoted(table)) (\"_a\" \(integer) NOT NULL, \"_b\" \(integer) NOT NULL\(orders), PRIMARY KEY (\"_a\", \"_b\"))"
                                                 + (postgres ? "" : " WITHOUT ROWID"))
                     migration.statements.append("CREATE INDEX \(quoted(table + "_b")) ON \(quoted(table)) (\"_b\", \"_a\")")
                 default:

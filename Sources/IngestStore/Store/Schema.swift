@@ -23,6 +23,9 @@ struct RelationshipInfo: Sendable {
     let destinationRoot: String
     let inverseName: String
     let storage: RelationshipStorage
+    /// For an ordered to-many: the column holding each member's position, on the
+    /// destination's table (beside its key column) or on the join table (this side's).
+    let orderColumn: String?
     var isToMany: Bool { relationship.isToMany }
 }
 
@@ -59,6 +62,8 @@ final class EntityInfo: Sendable {
     let needsEntityFilter: Bool
     /// The hierarchy's other entities' own statements (indexes), made with the root's table.
     private let hierarchyMembers: [Entity]
+    /// Relationships of this entity and its hierarchy whose inverse is an ordered to-many.
+    private let orderedInverses: Set<String>
     let attributes: [Attribute]
     let attributeIndex: [String: Int]
     /// The attributes' names, types, whether required, and defaults, as flat arrays:
@@ -122,6 +127,9 @@ final class EntityInfo: Sendable {
         subtreeCodes = inHierarchy ? subtree.map(number) : []
         needsEntityFilter = inHierarchy && entity.name != rootName
         hierarchyMembers = inHierarchy && entity.name == rootName ? hierarchy.dropFirst().map { model.entity($0)! } : []
+        orderedInverses = Set(([entity] + hierarchyMembers).flatMap(\.relationships).filter { relationship in
+            model.entity(relationship.destination)?.relationship(relationship.inverse)?.isOrdered == true
+        }.map(\.name))
         attributes = entity.attributes
         attributeIndex = Dictionary(uniqueKeysWithValues: entity.attributes.enumerated().map { ($1.name, $0) })
         attributeNames = entity.attributes.map(\.name)
@@ -155,10 +163,18 @@ final class EntityInfo: Sendable {
                     ? .joinTable(table: table, sourceColumn: "_a", destinationColumn: "_b")
                     : .joinTable(table: table, sourceColumn: "_b", destinationColumn: "_a")
             }
+            var orderColumn: String?
+            if relationship.isOrdered {
+                switch storage {
+                case .inverseColumn(let column): orderColumn = column + "_order"
+                case .joinTable(_, let source, _): orderColumn = source + "_order"
+                case .column: break
+                }
+            }
             relationships.append(RelationshipInfo(relationship: relationship, index: index,
                                                   destination: relationship.destination,
                                                   destinationRoot: model.rootEntity(of: relationship.destination),
-                                                  inverseName: relationship.inverse, storage: storage))
+                                                  inverseName: relationship.inverse, storage: storage, orderColumn: orderColumn))
         }
         self.relationships = relationships
         relationshipIndex = Dictionary(uniqueKeysWithValues: entity.relationships.enumerated().map { ($1.name, $0) })
@@ -263,7 +279,11 @@ final class EntityInfo: Sendable {
             if code != nil { columns.append(quoted("_entity") + " " + integer + " NOT NULL") }
             for member in [entity] + hierarchyMembers {
                 columns += member.declaredAttributes.map { quoted($0.name) + " " + (postgres ? $0.type.postgresType : $0.type.sqlType) }
-                columns += member.declaredRelationships.filter { !$0.isToMany }.map { quoted("_" + $0.name) + " " + integer }
+                for relationship in member.declaredRelationships where !relationship.isToMany {
+                    columns.append(quoted("_" + relationship.name) + " " + integer)
+                    // The position among the inverse's members, when that to-many is ordered.
+                    if orderedInverses.contains(relationship.name) { columns.append(quoted("_" + relationship.name + "_order") + " " + integer) }
+                }
             }
             statements.append("CREATE TABLE \(ifMissing)\(table) (\(columns.joined(separator: ", ")))")
             for member in [entity] + hierarchyMembers {
@@ -276,7 +296,10 @@ final class EntityInfo: Sendable {
         }
         for info in relationships[entity.inheritedCounts.relationships...] {
             if case .joinTable(let joinTable, "_a", _) = info.storage {
-                statements.append("CREATE TABLE \(ifMissing)\(quoted(joinTable)) (\"_a\" \(integer) NOT NULL, \"_b\" \(integer) NOT NULL, PRIMARY KEY (\"_a\", \"_b\"))"
+                // Each ordered side keeps its members' positions.
+                let orders = (info.relationship.isOrdered ? ", \"_a_order\" \(integer)" : "")
+                    + (orderedInverses.contains(info.relationship.name) ? ", \"_b_order\" \(integer)" : "")
+                statements.append("CREATE TABLE \(ifMissing)\(quoted(joinTable)) (\"_a\" \(integer) NOT NULL, \"_b\" \(integer) NOT NULL\(orders), PRIMARY KEY (\"_a\", \"_b\"))"
                                   + (postgres ? "" : " WITHOUT ROWID"))
                 statements.append("CREATE INDEX \(ifMissing)\(quoted(joinTable + "_b")) ON \(quoted(joinTable)) (\"_b\", \"_a\")")
             }

@@ -145,7 +145,7 @@ public enum ModelCodegen {
         let name = identifier(relationship.name)
         let key = literal(relationship.name)
         let destination = relationship.destination
-        let doc = "    /// `\(relationship.name)`: to-\(relationship.isToMany ? "many" : "one") \(destination) (inverse `\(relationship.inverse)`).\n"
+        let doc = "    /// `\(relationship.name)`: \(relationship.isOrdered ? "ordered " : "")to-\(relationship.isToMany ? "many" : "one") \(destination) (inverse `\(relationship.inverse)`).\n"
         guard relationship.isToMany else {
             return doc + """
                     public var \(name): \(destination)? {
@@ -163,6 +163,10 @@ public enum ModelCodegen {
 
                 public func removeFrom\(suffix)(_ value: \(destination)) { managedObject.removeObject(value.managedObject, fromKey: \(key)) }
 
-            """
+            """ + (relationship.isOrdered ? """
+
+                public func insertInto\(suffix)(_ value: \(destination), at index: Int) { managedObject.insertObject(value.managedObject, at: index, forKey: \(key)) }
+
+            """ : "")
     }
 }
