@@ -24,6 +24,8 @@ final class ImportWorker {
     private var created: [EntityKey: ManagedObject] = [:]
     private let toManyRelationships: Set<RelationshipKey>
     private let toManyRules: [RelationshipKey: ToManyRule]
+    /// Ordered to-manys: a record's list gives their order too.
+    private let orderedRelationships: Set<RelationshipKey>
     /// Each entity's first row made by this run: an older row met again is an update of
     /// the store, a newer one a duplicate within the feed.
     private let firstRowOfRun: [String: Int64]
@@ -92,6 +94,9 @@ final class ImportWorker {
             }
         }
         self.toManyRules = toManyRules
+        orderedRelationships = Set(spec.model.entities.flatMap { entity in
+            entity.relationships.filter(\.isOrdered).map { RelationshipKey(entity: entity.name, relationship: $0.name) }
+        })
         context.mergePolicy = .objectTrump
     }
 
@@ -348,6 +353,12 @@ final class ImportWorker {
                 for member in related where !members.contains(ObjectIdentifier(member)) {
                     object.addObject(member, toKey: relationship)
                     if !isNew { changed = true }
+                }
+                // Replaced, an ordered relationship takes the record's order as well.
+                if orderedRelationships.contains(key), !isNew, toManyRules[key] == .replace,
+                   object.objects(forKey: relationship).map(ObjectIdentifier.init) != related.map(ObjectIdentifier.init) {
+                    for (index, member) in related.enumerated() { object.insertObject(member, at: index, forKey: relationship) }
+                    changed = true
                 }
             } else if let target = related.first {
                 if !isNew && object.object(forKey: relationship) !== target { changed = true }

@@ -425,6 +425,7 @@ public final class ObjectContext {
                 object.toMany[index].committed = object.toMany[index].committed.map { Set($0.map { mapping[$0] ?? $0 }) }
                 object.toMany[index].added = Set(object.toMany[index].added.map { mapping[$0] ?? $0 })
                 object.toMany[index].removed = Set(object.toMany[index].removed.map { mapping[$0] ?? $0 })
+                object.toMany[index].order = object.toMany[index].order.map { $0.map { mapping[$0] ?? $0 } }
             }
         }
         for object in moved {
