@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import IngestTestSupport
 import Testing
 @testable import IngestStore
@@ -9,7 +10,8 @@ import Testing
 @Suite struct OrderedRelationshipTests {
     static let model = Model(entities: [
         Entity("Playlist", attributes: [Attribute("name", .string)],
-               relationships: [Relationship("tracks", to: "Track", inverse: "playlist", toMany: true, ordered: true)]),
+               relationships: [Relationship("tracks", to: "Track", inverse: "playlist", toMany: true, ordered: true)],
+               uniquenessConstraints: [["name"]]),
         Entity("Track", attributes: [Attribute("title", .string)],
                relationships: [Relationship("playlist", to: "Playlist", inverse: "tracks"),
                                Relationship("tags", to: "Tag", inverse: "tracks", toMany: true, ordered: true)]),
@@ -109,7 +111,9 @@ import Testing
             #expect(Self.titles(playlist.objects(forKey: "tracks")) == ["c", "a", "b"])
             context.undo()
             #expect(Self.titles(playlist.objects(forKey: "tracks")) == ["a", "b", "c"])
+            #expect(!context.hasChanges)
             context.redo()
+            #expect(context.updatedObjects.map(\.objectID) == [mix])
             try context.save()
         }
         #expect(Self.stored(coordinator, mix, "tracks") == ["c", "a", "b"])
@@ -122,8 +126,103 @@ import Testing
                 Entity("Track", attributes: [], relationships: [Relationship("playlist", to: "Playlist", inverse: "tracks", ordered: true)]),
             ]).validated()
         }
+        #expect(throws: ModelError("relationship Track.playlist_order: its column would be playlist's position column (playlist's inverse is ordered): rename it")) {
+            _ = try Model(entities: [
+                Entity("Playlist", attributes: [], relationships: [Relationship("tracks", to: "Track", inverse: "playlist", toMany: true, ordered: true),
+                                                                   Relationship("others", to: "Track", inverse: "playlist_order", toMany: true)]),
+                Entity("Track", attributes: [], relationships: [Relationship("playlist", to: "Playlist", inverse: "tracks"),
+                                                                Relationship("playlist_order", to: "Playlist", inverse: "others")]),
+            ]).validated()
+        }
         let json = String(decoding: Self.model.jsonData(), as: UTF8.self)
         #expect(json.contains(#""name":"tracks","ordered":true"#))
         #expect(try Model.load(json: Self.model.jsonData()) == Self.model)
+    }
+
+    /// A playlist "mix" holding a, b, c (saved); returns the store, the playlist and the tracks by title.
+    static func mix(on backend: StoreBackend) throws -> (PersistentStoreCoordinator, TemporaryDirectory, ObjectID, [String: ObjectID]) {
+        let (coordinator, directory) = try TestModel.store(model, on: backend)
+        let context = ObjectContext(coordinator: coordinator, name: "setup")
+        let (mix, tracks) = try context.perform {
+            let mix = context.insert("Playlist"); mix.name = "mix"
+            var tracks: [String: ManagedObject] = [:]
+            for title in ["a", "b", "c"] {
+                let track = context.insert("Track"); track.title = .string(title)
+                mix.addObject(track, toKey: "tracks")
+                tracks[title] = track
+            }
+            try context.save()
+            return (mix.objectID, tracks.mapValues(\.objectID))   // permanent once saved
+        }
+        return (coordinator, directory, mix, tracks)
+    }
+
+    @Test(arguments: StoreBackend.available) func rollbackAndDeletesLeaveTheStoredOrder(backend: StoreBackend) throws {
+        let (coordinator, directory, mix, _) = try Self.mix(on: backend)
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator, name: "editor")
+        try context.perform {
+            let playlist = context.object(with: mix)
+            let tracks = playlist.objects(forKey: "tracks")
+            playlist.insertObject(tracks[2], at: 0, forKey: "tracks")
+            let d = context.insert("Track"); d.title = "d"
+            playlist.insertObject(d, at: 1, forKey: "tracks")
+            #expect(Self.titles(playlist.objects(forKey: "tracks")) == ["c", "d", "a", "b"])
+            context.rollback()
+            #expect(Self.titles(playlist.objects(forKey: "tracks")) == ["a", "b", "c"])
+            try context.save()
+            // A deleted member leaves the order (nullify), in memory and in the store.
+            context.delete(playlist.objects(forKey: "tracks")[1])
+            try context.save()
+            #expect(Self.titles(playlist.objects(forKey: "tracks")) == ["a", "c"])
+        }
+        #expect(Self.stored(coordinator, mix, "tracks") == ["a", "c"])
+    }
+
+    @Test(arguments: StoreBackend.available) func anUnsavedMoveSurvivesAMergeAndNewMembersFollowIt(backend: StoreBackend) throws {
+        let (coordinator, directory, mix, tracks) = try Self.mix(on: backend)
+        _ = directory
+        let editor = ObjectContext(coordinator: coordinator, name: "editor")
+        let other = ObjectContext(coordinator: coordinator, name: "other")
+        editor.perform {
+            let playlist = editor.object(with: mix)
+            playlist.insertObject(editor.object(with: tracks["c"]!), at: 0, forKey: "tracks")
+        }
+        let notice = try other.perform {
+            let d = other.insert("Track"); d.title = "d"
+            other.object(with: mix).addObject(d, toKey: "tracks")
+            let saved = Mutex<SaveNotice?>(nil)
+            let token = coordinator.addSaveObserver { notice in saved.withLock { $0 = notice } }
+            try other.save()
+            coordinator.removeSaveObserver(token)
+            return try #require(saved.withLock { $0 })
+        }
+        try editor.perform {
+            editor.mergeChanges(fromDidSave: notice)
+            let playlist = editor.object(with: mix)
+            #expect(Self.titles(playlist.objects(forKey: "tracks")) == ["c", "a", "b", "d"])
+            try editor.save()
+        }
+        #expect(Self.stored(coordinator, mix, "tracks") == ["c", "a", "b", "d"])
+    }
+
+    @Test(arguments: StoreBackend.available) func permanentIDsAndAnOwnerMergedByUniquenessKeepTheOrder(backend: StoreBackend) throws {
+        let (coordinator, directory, mix, _) = try Self.mix(on: backend)
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator, name: "importer")
+        context.mergePolicy = .objectTrump
+        try context.perform {
+            // A new "mix" (the stored one's key) with one track: merged onto the stored row, its
+            // track follows the stored ones.
+            let again = context.insert("Playlist"); again.name = "mix"
+            let e = context.insert("Track"); e.title = "e"
+            let f = context.insert("Track"); f.title = "f"
+            again.addObject(e, toKey: "tracks")
+            try context.obtainPermanentIDs(for: [again, e, f])
+            again.insertObject(f, at: 0, forKey: "tracks")
+            #expect(Self.titles(again.objects(forKey: "tracks")) == ["f", "e"])
+            try context.save()
+        }
+        #expect(Self.stored(coordinator, mix, "tracks") == ["a", "b", "c", "f", "e"])
     }
 }

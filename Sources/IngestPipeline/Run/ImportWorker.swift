@@ -355,10 +355,14 @@ final class ImportWorker {
                     if !isNew { changed = true }
                 }
                 // Replaced, an ordered relationship takes the record's order as well.
-                if orderedRelationships.contains(key), !isNew, toManyRules[key] == .replace,
-                   object.objects(forKey: relationship).map(ObjectIdentifier.init) != related.map(ObjectIdentifier.init) {
-                    for (index, member) in related.enumerated() { object.insertObject(member, at: index, forKey: relationship) }
-                    changed = true
+                if orderedRelationships.contains(key), !isNew, toManyRules[key] == .replace {
+                    // A member listed twice takes its first place.
+                    var seen = Set<ObjectIdentifier>()
+                    let wanted = related.filter { seen.insert(ObjectIdentifier($0)).inserted }
+                    if object.objects(forKey: relationship).map(ObjectIdentifier.init) != wanted.map(ObjectIdentifier.init) {
+                        for (index, member) in wanted.enumerated() { object.insertObject(member, at: index, forKey: relationship) }
+                        changed = true
+                    }
                 }
             } else if let target = related.first {
                 if !isNew && object.object(forKey: relationship) !== target { changed = true }

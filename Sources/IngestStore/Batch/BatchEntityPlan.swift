@@ -29,11 +29,16 @@ public final class BatchEntityPlan: Sendable {
 
     /// Whether the batch path can write `entity`: at most one uniqueness constraint, of
     /// one attribute (the key it upserts on), and no to-one relationship whose inverse is also to-one
-    /// (those keep a column on both sides), and no entity of a hierarchy (its table holds
+    /// (those keep a column on both sides), no member of an ordered to-many, and no entity of a hierarchy (its table holds
     /// other entities' rows too, told apart by `_entity`, which the batch statements do
     /// not write: contexts write those).
     public static func supports(_ entity: Entity, in model: Model) -> Bool {
         guard entity.parent == nil, model.subentities(of: entity.name).count == 1 else { return false }
+        // A member of an ordered to-many keeps its position beside its link, which the
+        // batch statements would leave behind when they change the link.
+        guard !entity.relationships.contains(where: { relationship in
+            model.entity(relationship.destination)?.relationship(relationship.inverse)?.isOrdered == true
+        }) else { return false }
         guard entity.uniquenessConstraints.count <= 1, entity.uniquenessConstraints.allSatisfy({ $0.count == 1 }) else { return false }
         return entity.relationships.allSatisfy { relationship in
             relationship.isToMany || model.entity(relationship.destination)?.relationship(relationship.inverse)?.isToMany == true

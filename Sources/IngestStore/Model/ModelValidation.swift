@@ -96,6 +96,11 @@ extension Model {
                 if relationship.isOrdered && !relationship.isToMany {
                     throw ModelError("relationship \(label) is ordered but to-one: only a to-many keeps an order")
                 }
+                if relationship.name.hasSuffix("_order"), !relationship.isToMany,
+                   let other = entity.relationship(String(relationship.name.dropLast(6))), !other.isToMany,
+                   self.entity(other.destination)?.relationship(other.inverse)?.isOrdered == true {
+                    throw ModelError("relationship \(label): its column would be \(other.name)'s position column (\(other.name)'s inverse is ordered): rename it")
+                }
                 guard let destination = self.entity(relationship.destination) else {
                     throw ModelError("relationship \(label) has unknown destination '\(relationship.destination)'")
                 }

@@ -113,6 +113,10 @@ public final class ManagedObject {
     /// Whether the object has changes not yet saved.
     public var hasChanges: Bool { isInserted || isDeleted || !changedAttributes.isEmpty || !changedToOne.isEmpty }
 
+    /// Whether an ordered to-many of the object has a new order not yet saved (a move
+    /// changes no link, so `hasChanges` does not see it; merges must keep it).
+    var hasUnsavedOrder: Bool { toMany.contains { $0.orderChanged } }
+
     // MARK: - Attributes
 
     /// The attribute's value; setting it marks the object changed.

@@ -181,7 +181,15 @@ extension ObjectContext {
         object.toMany[index].committed = Set(stored)
         if object.info.relationships[index].orderColumn != nil {
             let state = object.toMany[index]
-            object.toMany[index].order = stored.filter { !state.removed.contains($0) } + state.added.filter { !stored.contains($0) }
+            let current = Set(stored).union(state.added).subtracting(state.removed)
+            // A local order not saved yet (read again after a merge) stays; members that
+            // came meanwhile follow it, in their stored order.
+            var order = state.orderChanged ? (state.order ?? []).filter(current.contains) : []
+            var placed = Set(order)
+            for id in stored + state.added.sorted(by: { $0.uri < $1.uri }) where current.contains(id) && placed.insert(id).inserted {
+                order.append(id)
+            }
+            object.toMany[index].order = order
         }
         toManyHolders[ObjectIdentifier(object)] = object
     }

@@ -12,7 +12,7 @@ extension ObjectContext {
         var change = ObjectsDidChange()
         for id in notice.updated {
             guard let object = registered[id] else { continue }
-            if object.hasChanges {
+            if object.hasChanges || object.hasUnsavedOrder {
                 refresh(object, mergeChanges: true)
             } else {
                 object.turnIntoFault()
@@ -28,7 +28,8 @@ extension ObjectContext {
         }
         // Relationship members may have changed with any of these rows: reload them when next read.
         if !notice.inserted.isEmpty || !notice.deleted.isEmpty || !notice.updated.isEmpty {
-            for object in toManyHolders.values {
+            // Not an inserted object's: it has no stored members to read.
+            for object in toManyHolders.values where !object.isInserted {
                 for index in object.toMany.indices where object.toMany[index].committed != nil && !object.objectID.isTemporary {
                     object.toMany[index].committed = nil
                 }

@@ -253,7 +253,9 @@ extension ObjectContext {
         let mapping = plan.mapping
         func key(_ id: ObjectID?) -> Int64? {
             guard let id else { return nil }
-            return id.primaryKey ?? mapping[id]?.primaryKey
+            // A mapped ID first: an object given a permanent ID early (obtainPermanentIDs) may yet merge onto a stored row.
+            if !mapping.isEmpty, let mapped = mapping[id] { return mapped.primaryKey }
+            return id.primaryKey
         }
 
         // 3. Rows.
@@ -300,7 +302,7 @@ extension ObjectContext {
                 : "DELETE FROM \(quoted(change.table)) WHERE \"_a\" = ? AND \"_b\" = ?"
             try db.execute(sql, [.int(a), .int(b)])
         }
-        try writePositions(db, key: key)
+        try writePositions(db, plan: plan, key: key)
 
         // 4. Metadata and history, in the same transaction as the rows they describe.
         if case .postgres(let connection) = db.kind, let postgresSaveHook { try postgresSaveHook(connection) }
@@ -311,24 +313,61 @@ extension ObjectContext {
 
     /// Writes the positions of the members of every ordered to-many whose order changed:
     /// after the rows and links, so each member's link (or join row) is there to hold it.
-    /// A member linked to another owner meanwhile is left alone (the condition on the link).
-    private func writePositions(_ db: StoreConnection, key: (ObjectID?) -> Int64?) throws {
-        for object in toManyHolders.values where !object.isDeleted {
+    /// A member linked to another owner meanwhile is left alone (the condition on the link);
+    /// one that left its owner for none loses its position. Owners go in key order (two
+    /// saves lock rows in the same order), their positions many to a statement.
+    private func writePositions(_ db: StoreConnection, plan: SavePlan, key: (ObjectID?) -> Int64?) throws {
+        let merged = Dictionary(plan.merged.map { (ObjectIdentifier($0.object), $0.policy) }, uniquingKeysWith: { a, _ in a })
+        let owners = toManyHolders.values.filter { !$0.isDeleted && $0.hasUnsavedOrder }
+            .compactMap { owner in key(owner.savedID ?? owner.objectID).map { (owner, $0) } }
+            .sorted { ($0.0.info.rootName, $0.1) < ($1.0.info.rootName, $1.1) }
+        for (object, owner) in owners {
+            // An object a uniqueness policy merged onto a stored row: under rollback the store
+            // wins; otherwise its members follow the stored ones.
+            let policy = merged[ObjectIdentifier(object)]
+            if policy == .rollback { continue }
             for (index, relationship) in object.info.relationships.enumerated() {
-                guard let orderColumn = relationship.orderColumn, object.toMany[index].orderChanged,
-                      let owner = key(object.savedID ?? object.objectID), let order = object.toMany[index].order else { continue }
-                let sql: String
+                let state = object.toMany[index]
+                guard let orderColumn = relationship.orderColumn, state.orderChanged, let order = state.order else { continue }
+                let destination = entityInfo(relationship.destination)
+                let keys = order.compactMap(key)
+                var first: Int64 = 0
+                let target: String, member: String, owned: String
                 switch relationship.storage {
                 case .inverseColumn(let column):
-                    sql = "UPDATE \(entityInfo(relationship.destination).table) SET \(quoted(orderColumn)) = ? WHERE \"_pk\" = ? AND \(quoted(column)) = ?"
+                    let left = state.removed.compactMap(key)
+                    if !left.isEmpty {
+                        try db.execute("UPDATE \(destination.table) SET \(quoted(orderColumn)) = NULL WHERE \"_pk\" IN (\(left.map { _ in "?" }.joined(separator: ", "))) AND \(quoted(column)) IS NULL",
+                                       left.map { .int($0) })
+                    }
+                    (target, member, owned) = (destination.table, "\(destination.table).\"_pk\"", "\(destination.table).\(quoted(column))")
+                    if policy != nil {
+                        first = try db.int64("SELECT coalesce(max(\(quoted(orderColumn))) + 1, 0) FROM \(destination.table) WHERE \(quoted(column)) = ?"
+                                             + (keys.isEmpty ? "" : " AND \"_pk\" NOT IN (\(keys.map { _ in "?" }.joined(separator: ", ")))"),
+                                             [.int(owner)] + keys.map { .int($0) }) ?? 0
+                    }
                 case .joinTable(let table, let source, let other):
-                    sql = "UPDATE \(quoted(table)) SET \(quoted(orderColumn)) = ? WHERE \(quoted(other)) = ? AND \(quoted(source)) = ?"
+                    (target, member, owned) = (quoted(table), "\(quoted(table)).\(quoted(other))", "\(quoted(table)).\(quoted(source))")
+                    if policy != nil {
+                        first = try db.int64("SELECT coalesce(max(\(quoted(orderColumn))) + 1, 0) FROM \(quoted(table)) WHERE \(quoted(source)) = ?"
+                                             + (keys.isEmpty ? "" : " AND \(quoted(other)) NOT IN (\(keys.map { _ in "?" }.joined(separator: ", ")))"),
+                                             [.int(owner)] + keys.map { .int($0) }) ?? 0
+                    }
                 case .column:
                     continue
                 }
-                for (position, member) in order.enumerated() {
-                    guard let memberKey = key(member) else { continue }
-                    try db.execute(sql, [.int(Int64(position)), .int(memberKey), .int(owner)])
+                for start in stride(from: 0, to: keys.count, by: 500) {
+                    let part = keys[start..<min(keys.count, start + 500)]
+                    var arguments: [Value?] = []
+                    arguments.reserveCapacity(part.count * 2 + 1)
+                    for (offset, memberKey) in part.enumerated() {
+                        arguments.append(.int(memberKey))
+                        arguments.append(.int(first + Int64(start + offset)))
+                    }
+                    arguments.append(.int(owner))
+                    try db.execute("UPDATE \(target) SET \(quoted(orderColumn)) = v.column2 FROM (VALUES "
+                                   + part.map { _ in "(?, ?)" }.joined(separator: ", ")
+                                   + ") AS v WHERE \(member) = v.column1 AND \(owned) = ?", arguments)
                 }
             }
         }
@@ -447,7 +486,9 @@ extension ObjectContext {
             let sql: String
             switch inverse.storage {
             case .column(let column):
-                sql = "UPDATE \(destination.table) SET \(quoted(column)) = NULL WHERE \(quoted(column)) = ?"
+                // A position among the deleted owner's members goes with the link.
+                let position = relationship.orderColumn.map { ", \(quoted($0)) = NULL" } ?? ""
+                sql = "UPDATE \(destination.table) SET \(quoted(column)) = NULL\(position) WHERE \(quoted(column)) = ?"
                     + (unlinked == nil ? "" : " RETURNING \"_pk\"")
             case .joinTable(let table, let source, let other):
                 sql = "DELETE FROM \(quoted(table)) WHERE \(quoted(other)) = ?" + (unlinked == nil ? "" : " RETURNING \(quoted(source))")

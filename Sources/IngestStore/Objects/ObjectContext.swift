@@ -364,6 +364,8 @@ public final class ObjectContext {
             for index in object.toMany.indices {
                 object.toMany[index].added = []
                 object.toMany[index].removed = []
+                // An ordered one reads its stored order again: the local one held undone changes.
+                if object.toMany[index].order != nil { object.toMany[index] = ToManyState() }
             }
         }
         insertedList = []
@@ -381,7 +383,7 @@ public final class ObjectContext {
         // The object reloads: changes recorded against what it held are void.
         undoManager?.removeAllActions()
         guard !object.isInserted else { return }
-        if mergeChanges && object.hasChanges {
+        if mergeChanges && (object.hasChanges || object.hasUnsavedOrder) {
             if let row = loadRow(object.objectID, object.info) {
                 object.apply(row)
                 for index in object.toMany.indices { object.toMany[index].committed = nil }
