@@ -21,6 +21,22 @@ import Testing
         }
     }
 
+    /// Photo p1 ("Harbour") saved through one coordinator; a context on each, the editor's
+    /// with `policy`.
+    static func photoInTwoStores(_ policy: MergePolicy, on backend: StoreBackend) throws
+        -> ([PersistentStoreCoordinator], TemporaryDirectory, other: ObjectContext, editor: ObjectContext, ObjectID) {
+        let (coordinators, directory) = try coordinators(2, on: backend)
+        let other = ObjectContext(coordinator: coordinators[0], name: "other")
+        let id = try other.perform {
+            let photo = insertPhoto(other, id: "p1", title: "Harbour")
+            try other.save()
+            return photo.objectID
+        }
+        let editor = ObjectContext(coordinator: coordinators[1], name: "editor")
+        editor.mergePolicy = policy
+        return (coordinators, directory, other, editor, id)
+    }
+
     struct Race {
         let directory: TemporaryDirectory
         let store: PersistentStoreCoordinator
@@ -152,16 +168,8 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func anObjectWhoseRowWasDeletedConflictsUnlessThePolicyGivesItUp(backend: StoreBackend) throws {
         for policy in MergePolicy.allCases {
-            let (coordinators, directory) = try Self.coordinators(2, on: backend)
+            let (coordinators, directory, other, editor, id) = try Self.photoInTwoStores(policy, on: backend)
             _ = directory
-            let other = ObjectContext(coordinator: coordinators[0], name: "other")
-            let id = try other.perform {
-                let photo = insertPhoto(other, id: "p1", title: "Harbour")
-                try other.save()
-                return photo.objectID
-            }
-            let editor = ObjectContext(coordinator: coordinators[1], name: "editor")
-            editor.mergePolicy = policy
             let photo = editor.perform {
                 let photo = editor.object(with: id)
                 photo.title = "Pier"
@@ -187,16 +195,8 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func deletingAnObjectTheStoreChangedConflictsUnderTheErrorPolicyOnly(backend: StoreBackend) throws {
         for policy in [MergePolicy.error, .storeTrump] {
-            let (coordinators, directory) = try Self.coordinators(2, on: backend)
+            let (coordinators, directory, other, editor, id) = try Self.photoInTwoStores(policy, on: backend)
             _ = directory
-            let other = ObjectContext(coordinator: coordinators[0], name: "other")
-            let id = try other.perform {
-                let photo = insertPhoto(other, id: "p1", title: "Harbour")
-                try other.save()
-                return photo.objectID
-            }
-            let editor = ObjectContext(coordinator: coordinators[1], name: "editor")
-            editor.mergePolicy = policy
             editor.perform {
                 let photo = editor.object(with: id)
                 _ = photo.title

@@ -175,68 +175,59 @@ extension Ingest {
 
         /// The updates' reference: one prepared UPDATE by key, the same transaction size.
         private func runRawUpdate() throws {
-            var db: OpaquePointer?
-            guard sqlite3_open(path, &db) == SQLITE_OK, let db else { throw CommandFailure("cannot open \(path)") }
-            defer { sqlite3_close(db) }
-            sqlite3_exec(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL", nil, nil, nil)
-            var statement: OpaquePointer?
-            guard sqlite3_prepare_v3(db, "UPDATE \"Item\" SET \"count\" = ?, \"note\" = ? WHERE \"_pk\" = ?", -1,
-                                     UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK, let statement else {
-                throw CommandFailure("cannot prepare: \(String(cString: sqlite3_errmsg(db)))")
-            }
-            defer { sqlite3_finalize(statement) }
-            let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
-            sqlite3_exec(db, "BEGIN", nil, nil, nil)
-            for i in 0..<objects {
+            try Self.runPrepared(path, "UPDATE \"Item\" SET \"count\" = ?, \"note\" = ? WHERE \"_pk\" = ?", rows: objects) { statement, i in
                 sqlite3_bind_int64(statement, 1, -Int64(i))
-                sqlite3_bind_text(statement, 2, "updated", -1, transient)
+                sqlite3_bind_text(statement, 2, "updated", -1, Self.transient)
                 sqlite3_bind_int64(statement, 3, Int64(i + 1))
-                guard sqlite3_step(statement) == SQLITE_DONE else { throw CommandFailure(String(cString: sqlite3_errmsg(db))) }
-                sqlite3_reset(statement)
-                if (i + 1) % Self.batch == 0 {
-                    sqlite3_exec(db, "COMMIT", nil, nil, nil)
-                    sqlite3_exec(db, "BEGIN", nil, nil, nil)
-                }
             }
-            sqlite3_exec(db, "COMMIT", nil, nil, nil)
         }
 
         /// The reference: one prepared INSERT, values bound with sqlite3_bind_*, the same
         /// transaction size and pragmas as the store.
         private func runRaw() throws {
-            var db: OpaquePointer?
-            guard sqlite3_open(path, &db) == SQLITE_OK, let db else { throw CommandFailure("cannot open \(path)") }
-            defer { sqlite3_close(db) }
-            sqlite3_exec(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL", nil, nil, nil)
             let sql = "INSERT INTO \"Item\" (\"_pk\", \"name\", \"count\", \"price\", \"flag\", \"created\", \"code\", \"ratio\", \"note\", \"key\", \"payload\") VALUES (?,?,?,?,?,?,?,?,?,?,?)"
-            var statement: OpaquePointer?
-            guard sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK, let statement else {
-                throw CommandFailure("cannot prepare: \(String(cString: sqlite3_errmsg(db)))")
-            }
-            defer { sqlite3_finalize(statement) }
-            let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
-            sqlite3_exec(db, "BEGIN", nil, nil, nil)
-            for i in 0..<objects {
+            try Self.runPrepared(path, sql, rows: objects) { statement, i in
                 sqlite3_bind_int64(statement, 1, Int64(i + 1))
                 for (offset, value) in Self.values(i).enumerated() {
                     let index = Int32(offset + 2)
                     switch value {
                     case .string(var text):
-                        _ = text.withUTF8 { sqlite3_bind_text(statement, index, $0.baseAddress, Int32($0.count), transient) }
+                        _ = text.withUTF8 { sqlite3_bind_text(statement, index, $0.baseAddress, Int32($0.count), Self.transient) }
                     case .int(let number): sqlite3_bind_int64(statement, index, number)
                     case .double(let number): sqlite3_bind_double(statement, index, number)
                     case .bool(let flag): sqlite3_bind_int64(statement, index, flag ? 1 : 0)
                     case .date(let date): sqlite3_bind_double(statement, index, date.timeIntervalSinceReferenceDate)
                     case .uuid(let uuid):
-                        _ = withUUIDText(uuid) { sqlite3_bind_text(statement, index, $0.baseAddress, Int32($0.count), transient) }
+                        _ = withUUIDText(uuid) { sqlite3_bind_text(statement, index, $0.baseAddress, Int32($0.count), Self.transient) }
                     case .binary(let bytes):
-                        _ = bytes.withUnsafeBytes { sqlite3_bind_blob(statement, index, $0.baseAddress, Int32($0.count), transient) }
+                        _ = bytes.withUnsafeBytes { sqlite3_bind_blob(statement, index, $0.baseAddress, Int32($0.count), Self.transient) }
                     default: sqlite3_bind_null(statement, index)
                     }
                 }
+            }
+        }
+
+        /// SQLite copies what is bound with this destructor.
+        private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+
+        /// Runs `sql`, prepared once, for rows 0..<`rows` as `bind` binds them, committing
+        /// every `batch` rows, with the store's pragmas: the raw sqlite3 runs.
+        private static func runPrepared(_ path: String, _ sql: String, rows: Int, bind: (OpaquePointer, Int) -> Void) throws {
+            var db: OpaquePointer?
+            guard sqlite3_open(path, &db) == SQLITE_OK, let db else { throw CommandFailure("cannot open \(path)") }
+            defer { sqlite3_close(db) }
+            sqlite3_exec(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL", nil, nil, nil)
+            var statement: OpaquePointer?
+            guard sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK, let statement else {
+                throw CommandFailure("cannot prepare: \(String(cString: sqlite3_errmsg(db)))")
+            }
+            defer { sqlite3_finalize(statement) }
+            sqlite3_exec(db, "BEGIN", nil, nil, nil)
+            for i in 0..<rows {
+                bind(statement, i)
                 guard sqlite3_step(statement) == SQLITE_DONE else { throw CommandFailure(String(cString: sqlite3_errmsg(db))) }
                 sqlite3_reset(statement)
-                if (i + 1) % Self.batch == 0 {
+                if (i + 1) % batch == 0 {
                     sqlite3_exec(db, "COMMIT", nil, nil, nil)
                     sqlite3_exec(db, "BEGIN", nil, nil, nil)
                 }
