@@ -190,18 +190,19 @@ import Testing
         }
         let notice = try other.perform {
             let d = other.insert("Track"); d.title = "d"
-            other.object(with: mix).addObject(d, toKey: "tracks")
+            other.object(with: mix).insertObject(d, at: 0, forKey: "tracks")
             let saved = Mutex<SaveNotice?>(nil)
             let token = coordinator.addSaveObserver { notice in saved.withLock { $0 = notice } }
             try other.save()
             coordinator.removeSaveObserver(token)
             return try #require(saved.withLock { $0 })
         }
+        #expect(Self.stored(coordinator, mix, "tracks") == ["d", "a", "b", "c"])
+        // Saved without reading the relationship first: the save takes the merged order.
         try editor.perform {
             editor.mergeChanges(fromDidSave: notice)
-            let playlist = editor.object(with: mix)
-            #expect(Self.titles(playlist.objects(forKey: "tracks")) == ["c", "a", "b", "d"])
             try editor.save()
+            #expect(Self.titles(editor.object(with: mix).objects(forKey: "tracks")) == ["c", "a", "b", "d"])
         }
         #expect(Self.stored(coordinator, mix, "tracks") == ["c", "a", "b", "d"])
     }

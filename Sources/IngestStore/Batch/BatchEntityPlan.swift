@@ -37,7 +37,7 @@ public final class BatchEntityPlan: Sendable {
         // A member of an ordered to-many keeps its position beside its link, which the
         // batch statements would leave behind when they change the link.
         guard !entity.relationships.contains(where: { relationship in
-            model.entity(relationship.destination)?.relationship(relationship.inverse)?.isOrdered == true
+            !relationship.isToMany && model.entity(relationship.destination)?.relationship(relationship.inverse)?.isOrdered == true
         }) else { return false }
         guard entity.uniquenessConstraints.count <= 1, entity.uniquenessConstraints.allSatisfy({ $0.count == 1 }) else { return false }
         return entity.relationships.allSatisfy { relationship in

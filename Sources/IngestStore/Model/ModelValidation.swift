@@ -96,9 +96,12 @@ extension Model {
                 if relationship.isOrdered && !relationship.isToMany {
                     throw ModelError("relationship \(label) is ordered but to-one: only a to-many keeps an order")
                 }
-                if relationship.name.hasSuffix("_order"), !relationship.isToMany,
-                   let other = entity.relationship(String(relationship.name.dropLast(6))), !other.isToMany,
-                   self.entity(other.destination)?.relationship(other.inverse)?.isOrdered == true {
+                // Any to-one of the table (the hierarchy's, as SQLite compares column names ignoring case).
+                if relationship.name.lowercased().hasSuffix("_order"), !relationship.isToMany,
+                   let other = subentities(of: rootEntity(of: entity.name)).compactMap({ self.entity($0) }).flatMap(\.relationships).first(where: {
+                       !$0.isToMany && $0.name.lowercased() == relationship.name.lowercased().dropLast(6)
+                           && self.entity($0.destination)?.relationship($0.inverse)?.isOrdered == true
+                   }) {
                     throw ModelError("relationship \(label): its column would be \(other.name)'s position column (\(other.name)'s inverse is ordered): rename it")
                 }
                 guard let destination = self.entity(relationship.destination) else {

@@ -38,6 +38,13 @@ extension ObjectContext {
             if rulesRun { undoManager?.removeAllActions() }
             throw error
         }
+        // An ordered relationship read again after a merge takes its merged order now, before
+        // the transaction (reading goes through another connection): the save writes it.
+        for object in toManyHolders.values where object.hasUnsavedOrder && !object.objectID.isTemporary && !object.isInserted {
+            for index in object.toMany.indices where object.toMany[index].orderChanged && object.toMany[index].committed == nil {
+                load(object, index)
+            }
+        }
         let policy = mergePolicy
         nonisolated(unsafe) let context = self
         let plan: SavePlan

@@ -124,7 +124,7 @@ public final class PostgresBatchWriter: BatchRequestMaking {
             for (relationship, _) in info.toOneColumns {
                 let destination = info.relationships[relationship].destination
                 guard let target = positions[destination], plans[target].keyPosition != nil else {
-                    throw .unsupported("\(info.name).\(info.relationships[relationship].relationship.name) links to \(destination), which has no single-attribute key")
+                    throw .unsupported("\(info.name).\(info.relationships[relationship].relationship.name) links to \(destination), which the batch path does not write (it has no single-attribute key, or contexts write it: a hierarchy's entity, a member of an ordered to-many)")
                 }
                 // One INSERT cannot see the rows it inserts, so a link within one entity would be lost.
                 guard target != index else {
