@@ -40,7 +40,8 @@ extension ObjectContext {
         }
         // An ordered relationship read again after a merge takes its merged order now, before
         // the transaction (reading goes through another connection): the save writes it.
-        for object in toManyHolders.values where object.hasUnsavedOrder && !object.objectID.isTemporary && !object.isInserted {
+        for object in toManyHolders.values where coordinator.schema.hasOrderedRelationships
+            && object.hasUnsavedOrder && !object.objectID.isTemporary && !object.isInserted {
             for index in object.toMany.indices where object.toMany[index].orderChanged && object.toMany[index].committed == nil {
                 load(object, index)
             }
@@ -159,7 +160,10 @@ extension ObjectContext {
         var columns: [String]
         var values: [Value]
 
-        func constraintIndex(in info: EntityInfo) -> Int { info.uniquenessConstraints.firstIndex(of: columns)! }
+        /// `id = "p1", …`, as conflict messages give the key.
+        var description: String {
+            zip(columns, values).map { "\($0) = \($1)" }.joined(separator: ", ")
+        }
     }
 
     private func writeChanges(_ db: StoreConnection, policy: MergePolicy) throws -> SavePlan {
@@ -209,9 +213,8 @@ extension ObjectContext {
             case .object(let earlier): earlier.info === object.info ? nil : earlier.info.name
             case .row(let pk): try storedEntity(of: pk, object.info, db).flatMap { $0 == object.info.name ? nil : $0 }
             }
+            let description = conflicting!.description
             if let otherEntity {
-                let constraint = object.info.uniquenessConstraints[conflicting!.constraintIndex(in: object.info)]
-                let description = zip(constraint, conflicting!.values).map { "\($0) = \($1)" }.joined(separator: ", ")
                 let other = switch target {
                 case .row(let pk): "the stored \(otherEntity) row \(pk)"
                 case .object(let earlier): "\(earlier.objectID), a \(otherEntity) inserted in the same save,"
@@ -220,8 +223,6 @@ extension ObjectContext {
                 continue
             }
             if policy == .error {
-                let constraint = object.info.uniquenessConstraints[conflicting!.constraintIndex(in: object.info)]
-                let description = zip(constraint, conflicting!.values).map { "\($0) = \($1)" }.joined(separator: ", ")
                 let other = switch target {
                 case .row(let pk): "the stored \(object.info.name) row \(pk)"
                 case .object(let earlier): "\(earlier.objectID), inserted in the same save"

@@ -83,4 +83,11 @@ extension ObjectContext {
             }
         }
     }
+
+    /// The entity of stored row `pk` of `info`'s table, when the table holds a hierarchy.
+    func storedEntity(of pk: Int64, _ info: EntityInfo, _ db: StoreConnection) throws -> String? {
+        guard info.code != nil else { return nil }
+        guard let code = try db.int64s("SELECT \"_entity\" FROM \(info.table) WHERE \"_pk\" = ?", [.int(pk)]).first else { return nil }
+        return coordinator.schema.model.subentities(of: info.rootName).first { Model.entityCode($0) == code } ?? "unknown entity (\(code))"
+    }
 }

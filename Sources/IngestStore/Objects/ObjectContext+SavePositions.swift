@@ -1,4 +1,4 @@
-/// A save's positions of ordered to-many members, and the entity of a hierarchy's row.
+/// A save's positions of ordered to-many members.
 extension ObjectContext {
     /// Writes the positions of the members of every ordered to-many whose order changed:
     /// after the rows and links, so each member's link (or join row) is there to hold it.
@@ -6,6 +6,8 @@ extension ObjectContext {
     /// one that left its owner for none loses its position. Owners go in key order, their
     /// positions many to a statement.
     func writePositions(_ db: StoreConnection, plan: SavePlan, key: (ObjectID?) -> Int64?) throws {
+        // Most models have none: no walk over the holders of to-many state on every save.
+        guard coordinator.schema.hasOrderedRelationships else { return }
         let merged = Dictionary(plan.merged.map { (ObjectIdentifier($0.object), $0.policy) }, uniquingKeysWith: { a, _ in a })
         // Objects merged onto a row go after its other owner object (if any), whose positions they follow.
         let owners = toManyHolders.values.filter { !$0.isDeleted && $0.hasUnsavedOrder }
@@ -67,12 +69,4 @@ extension ObjectContext {
     }
 
     private static func placeholders(_ count: Int) -> String { Array(repeating: "?", count: count).joined(separator: ", ") }
-
-    /// The entity of stored row `pk` of `info`'s table, when the table holds a hierarchy.
-    func storedEntity(of pk: Int64, _ info: EntityInfo, _ db: StoreConnection) throws -> String? {
-        guard info.code != nil else { return nil }
-        guard let code = try db.int64s("SELECT \"_entity\" FROM \(info.table) WHERE \"_pk\" = ?", [.int(pk)]).first else { return nil }
-        return info.subtreeCodes.isEmpty ? nil
-            : coordinator.schema.model.subentities(of: info.rootName).first { Model.entityCode($0) == code } ?? "unknown entity (\(code))"
-    }
 }

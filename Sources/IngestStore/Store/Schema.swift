@@ -318,11 +318,14 @@ struct Schema: Sendable {
     let model: Model
     let entities: [String: EntityInfo]
     let hasRelationships: Bool
+    /// Whether any to-many keeps an order (saves then write positions).
+    let hasOrderedRelationships: Bool
 
     init(_ model: Model) {
         self.model = model
         entities = Dictionary(uniqueKeysWithValues: model.entities.map { ($0.name, EntityInfo($0, model: model)) })
         hasRelationships = model.entities.contains { !$0.relationships.isEmpty }
+        hasOrderedRelationships = model.entities.contains { $0.relationships.contains(where: \.isOrdered) }
     }
 
     func entity(_ name: String) -> EntityInfo? { entities[name] }
