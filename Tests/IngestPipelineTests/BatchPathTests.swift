@@ -121,6 +121,28 @@ import Testing
         #expect(try dump(dir.file("store-0.sqlite")) == dump(dir.file("store-1.sqlite")))
     }
 
+    /// A chunk of 2 GiB or more (records of hundreds of KB, thousands to a chunk) crashed the
+    /// import and every resume at `Int32(offset)`: a record past 2 GiB into its chunk is
+    /// mapped with its values copied, and stored as the same record early in a chunk is.
+    @Test func aRecordPastTwoGiBIntoItsChunkIsStoredAsOneNearItsStart() throws {
+        let spec = Self.spec
+        let record = Array(#"{"id": "p-far", "title": "Far into the chunk", "views": 7, "photographer": {"id": "g-1", "name": "Ada"}}"#.utf8)
+        var stores: [[String]] = []
+        for padding in [0, Int(Int32.max) - 10] {
+            let dir = try TemporaryDirectory()
+            let inserter = BatchInserter(coordinator: try PersistentStoreCoordinator(model: spec.model, path: dir.file("s.sqlite")))
+            let rows = try #require(RowMapper(mapper: RecordMapper(spec: spec), inserter: inserter))
+            var text = [UInt8](repeating: UInt8(ascii: " "), count: padding)
+            text += record
+            var request = inserter.makeRequest(text: text)
+            try rows.add(record: padding..<text.count, number: 0, to: &request)
+            text = []
+            _ = try inserter.execute(request, metadata: [:])
+            stores.append(try dump(dir.file("s.sqlite")))
+        }
+        #expect(stores[0].count == 2 && stores[0] == stores[1], "\(stores)")
+    }
+
     /// What real feeds do (numbers as strings, integers for doubles, nulls, empty and missing
     /// members, escapes, unmapped nested objects and arrays, members in another order) is
     /// mapped on the fast path: only records that need the full parser's judgement leave it.

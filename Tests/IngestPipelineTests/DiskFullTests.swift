@@ -51,9 +51,9 @@ import Testing
         // Full paths, in this test's own directory: the other cases run at the same time.
         let target = switch place {
         case .chunk: chunks + "/.chunk-000002.ndjson.tmp"
-        case .manifest: chunks + "/manifest.json.tmp"
-        case .rejects: store + ".rejects.ndjson.tmp"
-        case .report: store + ".report.json.tmp"
+        case .manifest: chunks + "/manifest.json"
+        case .rejects: store + ".rejects.ndjson"
+        case .report: store + ".report.json"
         case .store: store
         }
         switch place {
@@ -73,13 +73,13 @@ import Testing
             #expect(!FileManager.default.fileExists(atPath: chunks + "/chunk-000002.ndjson"), "no half chunk under its real name")
             #expect(!FileManager.default.fileExists(atPath: chunks + "/manifest.json"), "the split does not look complete")
         case .manifest:
-            #expect(message.hasPrefix("cannot write \(chunks)/manifest.json.tmp: No space left on device ("), "\(message)")
+            #expect(message.hasPrefix("cannot write \(chunks)/manifest.json: No space left on device ("), "\(message)")
             #expect(!FileManager.default.fileExists(atPath: chunks + "/manifest.json"))
         case .rejects:
-            #expect(message.hasPrefix("cannot write \(store).rejects.ndjson.tmp: No space left on device ("), "\(message)")
+            #expect(message.hasPrefix("cannot write \(store).rejects.ndjson: No space left on device ("), "\(message)")
             #expect(!FileManager.default.fileExists(atPath: store + ".rejects.ndjson"), "no partial rejects file")
         case .report:
-            #expect(message.hasPrefix("cannot write \(store).report.json.tmp: File too large"), "\(message)")
+            #expect(message.hasPrefix("cannot write \(store).report.json: File too large"), "\(message)")
         case .store:
             #expect(message.hasPrefix("cannot write \(store): the disk is full ("), "\(message)")
             #expect(try ImportStatus.check(store: store).isEmpty, "the failed save left nothing behind")

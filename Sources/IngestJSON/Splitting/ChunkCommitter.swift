@@ -42,6 +42,9 @@ final class ChunkCommitter: @unchecked Sendable {
     /// The current chunk's member ends file, and whether writing it failed.
     private var endsFD: Int32 = -1
     private var endsFailed = false
+    /// Whether this split made the current chunk's member ends file (only then is it removed
+    /// when it fails: a link of that name is not Ingest's).
+    private var endsMade = false
     private var chunkBytes = 0
     private(set) var committed: [ChunkInfo] = []
     private(set) var written = 0
@@ -148,7 +151,10 @@ final class ChunkCommitter: @unchecked Sendable {
             guard index > committer.existing.count, !committer.endsFailed else { return }
             let path = committer.directory + "/" + MemberEnds.fileName(for: index)
             do {
-                if committer.endsFD < 0 { committer.endsFD = try FileOps.openForWriting(path) }
+                if committer.endsFD < 0 {
+                    committer.endsFD = try FileOps.openForWriting(path)
+                    committer.endsMade = true
+                }
                 try units.withUnsafeBytes { try FileOps.writeAll(committer.endsFD, $0, path: path) }
             } catch {
                 // The ends only spare the importer a scan: a chunk whose ends cannot be written
@@ -226,11 +232,21 @@ final class ChunkCommitter: @unchecked Sendable {
             if Glibc.close(endsFD) != 0 { endsFailed = true }
             endsFD = -1
         }
-        if !keep || endsFailed { _ = unlink(directory + "/" + MemberEnds.fileName(for: index)) }
+        if !keep || endsFailed {
+            // An earlier split's ends file for this chunk would describe other bytes: it goes too.
+            let path = directory + "/" + MemberEnds.fileName(for: index)
+            if endsMade { _ = unlink(path) } else { try? FileOps.removeRegularFile(path) }
+        }
         endsFailed = false
+        endsMade = false
     }
 
     private func temporaryPath(_ index: Int) -> String {
         directory + "/." + ChunkInfo.fileName(for: index) + ".tmp"
+    }
+
+    /// Whether `name` is a temporary chunk file as `temporaryPath` names them.
+    static func isTemporaryChunk(_ name: String) -> Bool {
+        name.hasPrefix(".") && name.hasSuffix(".tmp") && ChunkInfo.index(inFileName: String(name.dropFirst().dropLast(4))) != nil
     }
 }

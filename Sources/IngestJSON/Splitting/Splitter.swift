@@ -125,9 +125,11 @@ public final class Splitter {
         guard options.chunkSize >= 1 else { throw SplitError.invalidOption("the chunk size must be at least 1") }
         try FileOps.makeDirectory(directory)
         let entries = try FileOps.contents(of: directory)
-        for name in entries where name.hasSuffix(".tmp") { try FileOps.remove(directory + "/" + name) }
+        // Only the temporary chunk files a split makes, by their exact names: other `*.tmp`
+        // files in the directory are the user's.
+        for name in entries where ChunkCommitter.isTemporaryChunk(name) { try FileOps.removeRegularFile(directory + "/" + name) }
         if options.force {
-            for name in entries where Self.isSplitFile(name) { try FileOps.remove(directory + "/" + name) }
+            for name in entries where Self.isSplitFile(name) { try FileOps.removeRegularFile(directory + "/" + name) }
         }
 
         if options.withoutFeed { return try finishedSplit() }
@@ -169,6 +171,31 @@ public final class Splitter {
             }
         }
         return try split(reader, header: header, existing: existing, freshJournal: freshJournal)
+    }
+
+    /// Checks, touching nothing, that `run()` may split into the directory: it is a directory
+    /// (or not there yet), and holds no split of another feed, shape or chunk size, nor chunk
+    /// files that no split of its own describes. An importer calls it before it records a run.
+    /// - Throws: `IOError` (ENOTDIR) for a path that is not a directory; `SplitError` as `run()` would.
+    public func checkDirectory() throws {
+        var info = stat()
+        guard stat(directory, &info) == 0 else { return }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw IOError(errno: ENOTDIR, operation: "use as a directory", path: directory) }
+        guard !options.force, !options.withoutFeed, !FileOps.isReadOnce(feedPath) else { return }
+        let reader = try FeedReader(path: feedPath, options: options.feed)
+        let current = SplitJournal.Header(
+            formatVersion: SplitManifest.currentFormatVersion,
+            feed: FeedIdentity(path: feedPath, byteSize: reader.totalBytes, checksum: nil, headChecksum: try Self.headHash(feedPath)),
+            shape: ShapeRecord(options.feed.shape), chunkSize: options.chunkSize)
+        if let manifest = try SplitManifest.load(fromDirectory: directory) {
+            try checkSameFeed(recorded: manifest.feed, shape: manifest.shape, chunkSize: manifest.chunkSize, current: current)
+        } else if FileOps.fileSize(journalPath) != nil {
+            let journal = try SplitJournal.load(from: journalPath)
+            try checkSameFeed(recorded: journal.header.feed, shape: journal.header.shape, chunkSize: journal.header.chunkSize, current: current)
+        } else {
+            let strays = try FileOps.contents(of: directory).filter { ChunkInfo.index(inFileName: $0) != nil }
+            if !strays.isEmpty { throw SplitError.unknownChunks(directory: directory, count: strays.count) }
+        }
     }
 
     private func split(_ reader: FeedReader, header: SplitJournal.Header, existing: [ChunkInfo],
@@ -277,7 +304,7 @@ public final class Splitter {
 
         for name in try FileOps.contents(of: directory) {
             if let index = ChunkInfo.index(inFileName: name) ?? MemberEnds.index(inFileName: name), index > chunks.count {
-                try FileOps.remove(directory + "/" + name)
+                try FileOps.removeRegularFile(directory + "/" + name)
             }
         }
         var feed = header.feed

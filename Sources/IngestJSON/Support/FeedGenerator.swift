@@ -47,41 +47,8 @@ public struct FeedGenerator: Sendable {
             try generate { try FileOps.writeAll(STDOUT_FILENO, $0, path: "standard output") }
             return
         }
-        var info = stat()
-        if stat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
-            // Renaming a file over a FIFO, a device or /dev/stdout would replace the node
-            // itself (as root, /dev/full): such a path is written through, as `>` does.
-            guard info.st_mode & S_IFMT != S_IFDIR else { throw IOError(errno: EISDIR, operation: "write", path: path) }
-            let fd = try FileOps.openForWriting(path)
-            defer { _ = close(fd) }
-            try generate { try FileOps.writeAll(fd, $0, path: path) }
-            return
-        }
-        // A link: the file it names is replaced whole (or made, as `>` makes it), the link stays.
-        var link = stat()
-        var target = path
-        if lstat(path, &link) == 0, link.st_mode & S_IFMT == S_IFLNK {
-            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            let length = readlink(path, &buffer, buffer.count - 1)
-            if length > 0 {
-                let destination = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-                target = destination.hasPrefix("/") || !path.contains("/") ? destination : directory + "/" + destination
-            }
-        }
-        let temporary = target + ".tmp"
-        let fd = try FileOps.openForWriting(temporary)
-        var open = true
-        do {
-            try generate { try FileOps.writeAll(fd, $0, path: path) }
-            open = false
-            try FileOps.close(fd, path: temporary)
-            try FileOps.rename(temporary, to: target)
-        } catch {
-            if open { _ = close(fd) }
-            _ = unlink(temporary)
-            throw error
-        }
+        // A device or FIFO is written through; a link to a file is refused (see `FileOps.writeAtomically`).
+        try FileOps.writeAtomically(to: path) { sink in try generate(sink) }
     }
 
     /// The feed's bytes, handed to `sink` in blocks of about 1 MiB.

@@ -4,15 +4,25 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import Synchronization
 
 /// The few file operations the splitter needs, with errors that name the file.
 /// (Glibc directly, not swift-system's `FileDescriptor`: these are a dozen calls —
 /// open, write, fsync, rename, flock — whose errno becomes an `IOError` naming the file
 /// and the free space, and swift-system would add a dependency to wrap them once more.)
 package enum FileOps {
+    /// Opens a file of Ingest's own for writing. A link at `path` is never followed (the
+    /// open fails with ELOOP): what a link names is not Ingest's to write.
     static func openForWriting(_ path: String, append: Bool = false) throws -> Int32 {
-        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (append ? O_APPEND : O_TRUNC)
         let fd = open(path, flags, 0o644)
+        guard fd >= 0 else { throw IOError(errno: errno, operation: "create", path: path) }
+        return fd
+    }
+
+    /// Creates a file that did not exist (`O_EXCL`, which also refuses a link of that name).
+    static func createNew(_ path: String) throws -> Int32 {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw IOError(errno: errno, operation: "create", path: path) }
         return fd
     }
@@ -44,20 +54,62 @@ package enum FileOps {
 
     /// Writes a whole file under a temporary name, flushes it and renames it into
     /// place: readers see the old file or the new one, never a part.
+    ///
+    /// Only a regular file (or nothing) at `path` is replaced. A device, FIFO or socket, or
+    /// a link to one, is written through as `>` would (renaming over `/dev/null` would
+    /// replace the node itself); a directory, or a link to anything else, is refused: the
+    /// file a link names is not Ingest's to replace. The temporary file has a name no
+    /// other file has (created with `O_EXCL`), so nothing that was there is overwritten.
     /// - Throws: `IOError` naming the file (and the free space, when the disk is full).
     package static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
-        let temporary = path + ".tmp"
-        let fd = try openForWriting(temporary)
-        do {
-            try bytes.withUnsafeBytes { try writeAll(fd, $0, path: temporary) }
-            try sync(fd, path: temporary)
-        } catch {
-            _ = Glibc.close(fd)
-            throw error
-        }
-        try close(fd, path: temporary)
-        try rename(temporary, to: path)
+        try writeAtomically(to: path) { sink in try bytes.withUnsafeBytes(sink) }
     }
+
+    /// `writeAtomically(_:to:)` for bytes made as they are written: `produce` hands them to
+    /// the sink it is given, in blocks.
+    package static func writeAtomically(to path: String,
+                                        _ produce: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
+        switch try OutputPath(path) {
+        case .passThrough:
+            let fd = open(path, O_WRONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw IOError(errno: errno, operation: "open", path: path) }
+            defer { _ = Glibc.close(fd) }
+            try produce { try writeAll(fd, $0, path: path) }
+        case .replaceable:
+            let (fd, temporary) = try createTemporary(beside: path)
+            var open = true
+            do {
+                try produce { try writeAll(fd, $0, path: path) }
+                try sync(fd, path: path)
+                open = false
+                try close(fd, path: path)
+                try rename(temporary, to: path)
+            } catch {
+                if open { _ = Glibc.close(fd) }
+                _ = unlink(temporary)
+                throw error
+            }
+        }
+    }
+
+    /// Checks, before a long run, that `writeAtomically` will be able to write `path`.
+    /// - Throws: `IOError` as `writeAtomically` would for what stands at `path`.
+    package static func checkWritable(_ path: String) throws { _ = try OutputPath(path) }
+
+    /// A new, empty file beside `path` (`.NAME.PID-N.tmp`), and its descriptor.
+    private static func createTemporary(beside path: String) throws -> (Int32, String) {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[...$0]) } ?? ""
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        while true {
+            let temporary = directory + "." + name + ".\(getpid())-\(temporaryCounter.add(1, ordering: .relaxed).newValue).tmp"
+            let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            if fd >= 0 { return (fd, temporary) }
+            guard errno == EEXIST else { throw IOError(errno: errno, operation: "create", path: temporary) }
+        }
+    }
+
+    private static let temporaryCounter = Atomic<Int>(0)
 
     /// Makes renames inside `directory` durable.
     static func syncDirectory(_ directory: String) throws {
@@ -112,8 +164,16 @@ package enum FileOps {
         if unlink(path) != 0 && errno != ENOENT { throw IOError(errno: errno, operation: "remove", path: path) }
     }
 
+    /// Removes `path` when it is a regular file (a file of Ingest's own name that Ingest
+    /// made); a link, directory or anything else of that name is left as it is.
+    package static func removeRegularFile(_ path: String) throws {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return }
+        try remove(path)
+    }
+
     /// Creates `path` and its parents as needed; refuses a path that is a file.
-    static func makeDirectory(_ path: String) throws {
+    package static func makeDirectory(_ path: String) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else { throw IOError(errno: ENOTDIR, operation: "use as a directory", path: path) }
@@ -131,6 +191,38 @@ package enum FileOps {
             return try FileManager.default.contentsOfDirectory(atPath: directory)
         } catch {
             throw IOError(errno: EACCES, operation: "list", path: directory)
+        }
+    }
+}
+
+/// What stands at a path Ingest is asked to write whole, and so how it may be written.
+enum OutputPath {
+    /// Nothing, or a regular file: written beside it and renamed over it.
+    case replaceable
+    /// A device, FIFO or socket, or a link to one: written through, never replaced.
+    case passThrough
+
+    /// - Throws: `IOError` for a directory, or a link to anything but a device, FIFO or socket.
+    init(_ path: String) throws {
+        var link = stat()
+        guard lstat(path, &link) == 0 else {
+            guard errno == ENOENT else { throw IOError(errno: errno, operation: "write", path: path) }
+            self = .replaceable
+            return
+        }
+        var info = link
+        let isLink = link.st_mode & S_IFMT == S_IFLNK
+        if isLink && stat(path, &info) != 0 {
+            throw IOError(operation: "write", path: path, reason: "it is a symbolic link to no file; Ingest does not write through links")
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG where !isLink: self = .replaceable
+        case S_IFCHR, S_IFBLK, S_IFIFO, S_IFSOCK: self = .passThrough
+        case S_IFDIR: throw IOError(errno: EISDIR, operation: "write", path: path)
+        default:
+            let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) ?? "another file"
+            throw IOError(operation: "write", path: path,
+                          reason: "it is a symbolic link to \(target); Ingest does not write through links (name the file itself)")
         }
     }
 }

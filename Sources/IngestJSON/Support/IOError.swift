@@ -10,17 +10,26 @@ public struct IOError: Error, Sendable, Equatable, CustomStringConvertible {
     public var errno: Int32
     public var operation: String
     public var path: String
+    /// Ingest's own words for why, where the system's would mislead (a link refused, say).
+    public var reason: String?
 
     public init(errno: Int32, operation: String, path: String) {
         self.errno = errno
         self.operation = operation
         self.path = path
+        reason = nil
+    }
+
+    /// A refusal of Ingest's own, in `reason`'s words (errno EPERM).
+    public init(operation: String, path: String, reason: String) {
+        self.init(errno: EPERM, operation: operation, path: path)
+        self.reason = reason
     }
 
     public var isDiskFull: Bool { errno == ENOSPC || errno == EFBIG || errno == EDQUOT }
 
     public var description: String {
-        var text = "cannot \(operation) \(path): \(String(cString: strerror(errno)))"
+        var text = "cannot \(operation) \(path): \(reason ?? String(cString: strerror(errno)))"
         if isDiskFull, let free = Self.freeBytes(near: path) {
             text += " (\(ByteCount.format(free)) free on that file system)"
         }

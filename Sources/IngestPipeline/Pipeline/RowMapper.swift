@@ -186,7 +186,9 @@ final class RowMapper {
     func add(record range: Range<Int>, number: Int, memberEnds: RecordEnds? = nil,
              to request: inout BatchInsertRequest) throws {
         request.beginRecord(number: number)
-        let mapped = request.text.withUnsafeBytes { text in
+        // Text cells point into the chunk by 32-bit offsets: a record past 2 GiB into a chunk
+        // (records of hundreds of KB, thousands to a chunk) has its values copied instead.
+        let mapped = range.upperBound <= Int(Int32.max) && request.text.withUnsafeBytes { text in
             let record = UnsafeRawBufferPointer(rebasing: text[range])
             // A row the splitter marked as not fitting its header is rejected the slow way.
             guard !Self.isRowError(record) else { return false }

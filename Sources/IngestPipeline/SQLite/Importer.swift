@@ -249,33 +249,47 @@ public final class Importer: Sendable {
     static func deleteChunks(_ directory: String) -> Int {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         var removed = 0
-        for file in files where Splitter.isSplitFile(file) {
-            // Member ends go with their chunks, uncounted: they are the run's aside, not its chunks.
-            if (try? FileManager.default.removeItem(atPath: directory + "/" + file)) != nil, MemberEnds.index(inFileName: file) == nil {
+        // Only regular files of the split's own names (and its lock): a link of such a name,
+        // or any other file, is the user's and keeps the directory with it.
+        for file in files where Splitter.isSplitFile(file) || file == ChunkDirectoryLock.fileName {
+            if isRegularFile(directory + "/" + file), unlink(directory + "/" + file) == 0,
+               MemberEnds.index(inFileName: file) == nil, file != ChunkDirectoryLock.fileName {
+                // Member ends go with their chunks, uncounted: they are the run's aside, not its chunks.
                 removed += 1
             }
         }
         if (try? FileManager.default.contentsOfDirectory(atPath: directory))?.isEmpty == true {
-            try? FileManager.default.removeItem(atPath: directory)
+            _ = rmdir(directory)
             // The default parent, STORE.chunks, goes too when no run keeps chunks in it.
             let parent = (directory as NSString).deletingLastPathComponent
-            if parent.hasSuffix(".chunks"), (try? FileManager.default.contentsOfDirectory(atPath: parent))?.isEmpty == true {
-                try? FileManager.default.removeItem(atPath: parent)
-            }
+            if parent.hasSuffix(".chunks") { _ = rmdir(parent) }
         }
         return removed
+    }
+
+    private static func isRegularFile(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
     }
 
     /// Removes the chunks' member ends from a directory whose chunks are kept: only the run
     /// whose split wrote them reads them.
     static func deleteMemberEnds(_ directory: String) {
-        for file in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where MemberEnds.index(inFileName: file) != nil {
-            try? FileManager.default.removeItem(atPath: directory + "/" + file)
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        where MemberEnds.index(inFileName: file) != nil && isRegularFile(directory + "/" + file) {
+            _ = unlink(directory + "/" + file)
         }
     }
 
-    private func absolute(_ path: String) -> String {
+    static func absolute(_ path: String) -> String {
         path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
+
+    private func absolute(_ path: String) -> String { Self.absolute(path) }
+
+    /// Whether `name` is a run's directory in STORE.chunks (`run-0001`).
+    static func isRunDirectoryName(_ name: String) -> Bool {
+        name.count >= 8 && name.hasPrefix("run-") && name.dropFirst(4).allSatisfy(\.isNumber)
     }
 
     /// Writes every run's rejects to the rejects file, oldest run first.

@@ -3,6 +3,9 @@ import IngestJSON
 import IngestStore
 import Logging
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A SQLite store's side of an import run (`Importer`): the run is recorded in the store's
 /// metadata (`ImportMarker`) behind a lock file, the split writes chunk files next to the
@@ -25,25 +28,66 @@ struct SQLiteRunStore: RunStore {
         try PersistentStoreCoordinator.checkIsStoreOrNew(at: options.store)
         let lock = try ImportLock(store: options.store)
         var bulkLoad: PersistentStoreCoordinator?
+        var chunkLock: ChunkDirectoryLock?
         do {
-            if options.deleteStore {
-                for suffix in ["", "-wal", "-shm", ".rejects.ndjson", ".report.json", ".chunks"] {
-                    try? FileManager.default.removeItem(atPath: options.store + suffix)
-                }
+            // Refused before anything is recorded or removed: a run that could never split
+            // would be advised to resume forever.
+            if let chunks = options.chunks {
+                try Self.checkChunksDirectory(chunks, store: options.store)
+                var split = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: options.chunkSize ?? spec.chunkSize, form: spec.recordForm)
+                split.withoutFeed = options.withoutFeed
+                try Splitter(feedPath: options.feed, directory: chunks, options: split).checkDirectory()
+                chunkLock = try ChunkDirectoryLock(directory: chunks, store: options.store)
             }
+            try reportsWritable()
+            if options.deleteStore { try deleteStore() }
             // Readers here only look keys up: a small cache each keeps memory flat however big the store grows.
             let coordinator = try PersistentStoreCoordinator(model: spec.model, path: options.store, readerCacheKiB: 512)
             coordinator.recordsHistory = spec.history
             let (begun, abandoned) = try importer.beginRun(coordinator, chunkSize: options.chunkSize ?? spec.chunkSize)
+            // A resumed run's own --chunks directory is held as a new run's is.
+            if chunkLock == nil, !begun.chunks.hasPrefix(Importer.absolute(options.store) + ".chunks/") {
+                chunkLock = try ChunkDirectoryLock(directory: begun.chunks, store: options.store)
+            }
             if !options.keepIndexes { try coordinator.deferSecondaryIndexes() }
             try coordinator.beginBulkLoad(indexesDeferred: !options.keepIndexes)
             bulkLoad = coordinator
-            return try SQLiteRunSession(importer: importer, lock: lock, started: started, coordinator: coordinator,
-                                        begun: begun, abandoned: abandoned)
+            return try SQLiteRunSession(importer: importer, lock: lock, chunkLock: chunkLock, started: started,
+                                        coordinator: coordinator, begun: begun, abandoned: abandoned)
         } catch {
             try? bulkLoad?.endBulkLoad()
+            chunkLock?.release()
             lock.release()
             throw error
+        }
+    }
+
+    /// Refuses a `--chunks` path that is not a directory (a file, the store itself).
+    static func checkChunksDirectory(_ chunks: String, store: String) throws {
+        var info = stat()
+        let isStore = ["", "-wal", "-shm", ".lock"].contains { Importer.absolute(chunks) == Importer.absolute(store) + $0 }
+        if isStore || (stat(chunks, &info) == 0 && info.st_mode & S_IFMT != S_IFDIR) {
+            throw ImportError("--chunks \(chunks) is \(isStore ? "the store itself" : "not a directory"): give a directory (new or one of Ingest's chunk directories) for the chunk files")
+        }
+    }
+
+    /// The report and rejects files beside the store are written at the run's end: a path
+    /// that cannot be written (a directory, a link) is refused before the run begins.
+    private func reportsWritable() throws {
+        try FileOps.checkWritable(importer.reportPath)
+        try FileOps.checkWritable(importer.rejectsPath)
+    }
+
+    /// `--delete-store`: the store's own files, and the chunk files its runs left. Nothing at
+    /// all when there is no store yet (the files beside such a path are not a store's), and
+    /// never what is not Ingest's: other files in STORE.chunks stay, with the directory.
+    private func deleteStore() throws {
+        let store = importer.options.store
+        guard FileOps.fileSize(store).map({ $0 > 0 }) == true else { return }
+        for suffix in ["", "-wal", "-shm", ".rejects.ndjson", ".report.json"] { try FileOps.removeRegularFile(store + suffix) }
+        let chunks = store + ".chunks"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: chunks)) ?? [] where Importer.isRunDirectoryName(name) {
+            Importer.deleteChunks(chunks + "/" + name)
         }
     }
 }
@@ -53,6 +97,7 @@ struct SQLiteRunStore: RunStore {
 final class SQLiteRunSession: RunSession {
     let importer: Importer
     let lock: ImportLock
+    let chunkLock: ChunkDirectoryLock?
     let coordinator: PersistentStoreCoordinator
     let begun: ImportMarker.Run
     let abandoned: Int?
@@ -68,11 +113,12 @@ final class SQLiteRunSession: RunSession {
     let remade: [String]
     let split: SplitStage
 
-    init(importer: Importer, lock: ImportLock, started: Double, coordinator: PersistentStoreCoordinator,
-         begun: ImportMarker.Run, abandoned: Int?) throws {
+    init(importer: Importer, lock: ImportLock, chunkLock: ChunkDirectoryLock?, started: Double,
+         coordinator: PersistentStoreCoordinator, begun: ImportMarker.Run, abandoned: Int?) throws {
         let (options, spec) = (importer.options, importer.spec)
         self.importer = importer
         self.lock = lock
+        self.chunkLock = chunkLock
         self.started = started
         self.coordinator = coordinator
         self.begun = begun
@@ -175,6 +221,7 @@ final class SQLiteRunSession: RunSession {
         defer {
             importer.active.withLock { $0 = nil }
             try? coordinator.endBulkLoad()
+            chunkLock?.release()
             lock.release()
         }
         let options = importer.options

@@ -63,7 +63,8 @@ extension PersistentStoreCoordinator {
     /// Refuses a file that is neither an Ingest store nor empty (or absent), reading it
     /// only: a refused file is left exactly as it was.
     /// - Throws: `StoreError.notAStore`.
-    public static func checkIsStoreOrNew(at path: String) throws {
+    public static func checkIsStoreOrNew(at path: String, writing: Bool = true) throws {
+        try checkStorePath(path, writing: writing)
         guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > 0 else { return }
         do {
             var configuration = Configuration()
@@ -81,12 +82,42 @@ extension PersistentStoreCoordinator {
         }
     }
 
+    /// Refuses a store path that is neither a regular file nor free: SQLite would wait
+    /// forever on a FIFO and fail on a device or directory, after a lock file was made
+    /// beside it. A link is followed for reading; for writing it is refused, since the file
+    /// it names is not Ingest's to turn into a store.
+    /// - Throws: `StoreError.notAStore` saying what stands there.
+    public static func checkStorePath(_ path: String, writing: Bool) throws {
+        var link = stat()
+        guard lstat(path, &link) == 0 else { return }
+        var info = link
+        let isLink = link.st_mode & S_IFMT == S_IFLNK
+        if isLink {
+            guard !writing else {
+                let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) ?? "another file"
+                throw StoreError.notAStore(path: path, reason: "it is a symbolic link to \(target); Ingest does not write through links (name the store file itself)")
+            }
+            guard stat(path, &info) == 0 else { return }
+        }
+        let kind: String
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return
+        case S_IFDIR: kind = "a directory"
+        case S_IFIFO: kind = "a FIFO"
+        case S_IFCHR, S_IFBLK: kind = "a device"
+        case S_IFSOCK: kind = "a socket"
+        default: kind = "not a regular file"
+        }
+        throw StoreError.notAStore(path: path, reason: "it is \(kind)\(isLink ? " (through a symbolic link)" : "")")
+    }
+
     /// Reads the store at `path` on a read-only connection. A process killed inside a write
     /// transaction leaves a hot journal, which only a connection that may write rolls back
     /// (SQLite's own recovery): that is done once, then the read again. Found by probing: a
     /// kill while an import made its store left every later import, resume and status
     /// failing with "attempt to write a readonly database".
     static func readOnly<T>(_ path: String, _ configuration: Configuration, _ body: (Database) throws -> T) throws -> T {
+        try checkStorePath(path, writing: false)
         do {
             return try DatabaseQueue(path: path, configuration: configuration).read(body)
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_READONLY_ROLLBACK {

@@ -126,7 +126,7 @@ public final class PersistentStoreCoordinator: Sendable {
         schema = Schema(self.model)
         isReadOnly = readOnly
         // Refused before anything is changed: opening for writing switches a file to WAL mode.
-        try Self.checkIsStoreOrNew(at: path)
+        try Self.checkIsStoreOrNew(at: path, writing: !readOnly)
         var configuration = Configuration()
         configuration.label = "ingest"
         configuration.busyMode = .timeout(30)

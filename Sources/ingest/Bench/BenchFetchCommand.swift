@@ -148,7 +148,7 @@ extension Ingest {
             func wall(_ statement: String) throws -> Double {
                 let script = setup + String(repeating: statement + ";\n", count: repetitions)
                 let scriptPath = NSTemporaryDirectory() + "ingest-bench-\(UUID().uuidString).sql"
-                try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
+                try FileOpsCLI.write(script, to: scriptPath)
                 defer { try? FileManager.default.removeItem(atPath: scriptPath) }
                 let result = try ChildProcess.run(sqlite3, ["-readonly", path], standardInput: scriptPath)
                 guard result.status == 0 else { throw CommandFailure("the sqlite3 shell failed on: \(statement)") }

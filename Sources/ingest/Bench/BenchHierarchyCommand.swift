@@ -144,7 +144,7 @@ extension Ingest {
                 default: text += "{\"id\": \"\(i)\", \"type\": \"\(["WatchEvent", "ForkEvent"][i % 2])\", \(actor)}\n"
                 }
             }
-            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            try FileOpsCLI.write(text, to: path)
         }
     }
 }

@@ -91,6 +91,8 @@ extension Ingest {
         }
 
         func run() throws {
+            // Found out before minutes of benchmarking, not after.
+            if let svg { try FileOpsCLI.checkWritable(svg) }
             try FileOpsCLI.makeDirectory(workDirectory)
             let pipeline = try BenchPipeline.path(pipelineFile, in: workDirectory)
             if let store {
@@ -187,8 +189,8 @@ extension Ingest {
                 + "(above 1 is faster). CPU/wall is user+sys over wall time. Stage times: split is wall time (it overlaps the import); "
                 + "parse (read and check chunks), map and save are summed over workers; index builds the secondary indexes at the end.")
             if let svg, let report = chartReport, let timeline = report.timeline {
-                try Data(TimelineChart.svg(timeline, title: "ingest import, \(Format.count(report.records)) records, \(report.workers) workers").utf8)
-                    .write(to: URL(fileURLWithPath: svg))
+                try FileOpsCLI.write(TimelineChart.svg(timeline, title: "ingest import, \(Format.count(report.records)) records, \(report.workers) workers"),
+                                     to: svg)
                 print("timeline chart: \(svg)")
             }
         }
@@ -248,7 +250,7 @@ extension Ingest {
             COMMIT;
 
             """
-            try Data(sql.utf8).write(to: URL(fileURLWithPath: script))
+            try FileOpsCLI.write(sql, to: script)
             return try checked(ChildProcess.run(sqlite, [store], standardInput: script), "sqlite3 on \(script)")
         }
     }

@@ -86,7 +86,7 @@ enum BenchPipeline {
         options["history"] = false
         root["import"] = options
         let copy = directory + "/" + URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent + "-no-history.json"
-        try JSONSerialization.data(withJSONObject: root, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: copy))
+        try FileOpsCLI.write(String(decoding: try JSONSerialization.data(withJSONObject: root, options: [.prettyPrinted, .sortedKeys]), as: UTF8.self), to: copy)
         return copy
     }
 }

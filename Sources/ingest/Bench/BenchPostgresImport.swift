@@ -158,23 +158,26 @@ struct BenchPostgresImport {
     private func changedFeed() throws -> String {
         let path = String(feed.dropLast(".json".count)) + "-changed.json"
         if FileManager.default.fileExists(atPath: path) { return path }
-        guard let input = fopen(feed, "r"), let output = fopen(path + ".tmp", "w") else {
-            throw CommandFailure("cannot make \(path) from \(feed)")
-        }
+        guard let input = fopen(feed, "r") else { throw CommandFailure("cannot read \(feed)") }
         defer { fclose(input) }
-        var line: UnsafeMutablePointer<CChar>?
-        var capacity = 0
-        var record = 0
-        while getline(&line, &capacity, input) > 0 {
-            var text = String(cString: line!)
-            if text.hasPrefix("{") {
-                if record % 10 == 0 { text = text.replacingOccurrences(of: #""title":""#, with: #""title":"changed "#) }
-                record += 1
+        do {
+            try FileOps.writeAtomically(to: path) { sink in
+                var line: UnsafeMutablePointer<CChar>?
+                var capacity = 0
+                var record = 0
+                defer { free(line) }
+                while getline(&line, &capacity, input) > 0 {
+                    var text = String(cString: line!)
+                    if text.hasPrefix("{") {
+                        if record % 10 == 0 { text = text.replacingOccurrences(of: #""title":""#, with: #""title":"changed "#) }
+                        record += 1
+                    }
+                    try Array(text.utf8).withUnsafeBytes(sink)
+                }
             }
-            fputs(text, output)
+        } catch {
+            throw CommandFailure("cannot make \(path) from \(feed): \(error)")
         }
-        free(line)
-        guard fclose(output) == 0, rename(path + ".tmp", path) == 0 else { throw CommandFailure("cannot write \(path)") }
         return path
     }
 

@@ -67,12 +67,10 @@ extension Ingest {
             var options = shape.records.inference(sample: sample)
             (options.maxDepth, options.maxRecordBytes) = (shape.maxDepth, shape.maxRecordSize)
             let inference = try PipelineInference.infer(feed: feed, options: options)
+            // Written before it is said to be: a path that cannot be written is said alone.
+            if let output { try FileOpsCLI.write(inference.text, to: output) }
             Self.explain(inference, to: output)
-            if let output {
-                try FileOpsCLI.write(inference.text, to: output)
-            } else {
-                print(inference.text, terminator: "")
-            }
+            if output == nil { print(inference.text, terminator: "") }
         }
 
         static func explain(_ inference: PipelineInference.Inference, to output: String?) {

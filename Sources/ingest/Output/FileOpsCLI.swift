@@ -9,9 +9,16 @@ enum FileOpsCLI {
     static func write(_ text: String, to path: String) throws {
         do {
             try FileOps.writeAtomically(Array(text.utf8), to: path)
+        } catch let error as IOError {
+            throw CommandFailure("\(error)")
         } catch {
             throw CommandFailure("cannot write \(path): \(error)")
         }
+    }
+
+    /// Refuses, before any work, a path `write` would refuse (a directory, a link).
+    static func checkWritable(_ path: String) throws {
+        do { try FileOps.checkWritable(path) } catch { throw CommandFailure("\(error)") }
     }
 
     static func makeDirectory(_ path: String) throws {
