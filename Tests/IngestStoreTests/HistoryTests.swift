@@ -58,7 +58,8 @@ import Testing
         #expect(Array(lines.dropFirst(3)) == ["update Photo \(p1.primaryKey!) title,views", "delete Photo \(p2.primaryKey!) id=\"p2\""])
         #expect(fetch.transactions.allSatisfy { $0.process.hasSuffix(":\(getpid())") })
         if backend == .sqlite {
-            #expect(fetch.transactions.map(\.token) == fetch.transactions.map { HistoryToken(storeID: coordinator.storeID, position: $0.position + 1) })
+            #expect(fetch.transactions.map(\.token.position) == fetch.transactions.map { $0.position + 1 })
+            #expect(fetch.transactions.allSatisfy { $0.token.storeID == coordinator.storeID && $0.token.fingerprint != nil })
         }
         // Nothing after the returned token, and the IDs are the saved objects'.
         #expect(try coordinator.fetchHistory(after: fetch.token).transactions.isEmpty)

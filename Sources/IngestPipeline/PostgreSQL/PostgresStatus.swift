@@ -165,7 +165,8 @@ extension PostgresStatus {
 extension PostgresStatus {
     /// Checks a PostgreSQL store: each run's chunk markers (none past its chunk's records, a
     /// finished chunk complete, a finished run's chunks all finished), the unique index of
-    /// each uniqueness constraint, and every to-one pointing at a row that exists. Returns
+    /// each uniqueness constraint, every to-one pointing at a row that exists, and the
+    /// history's rows (`PersistentStoreCoordinator.historyProblems()`). Returns
     /// the problems found (none: the store is sound).
     /// - Throws: `PostgresError` when the store cannot be read.
     public static func check(url: PostgresURL) throws -> [String] {
@@ -210,6 +211,6 @@ extension PostgresStatus {
                 }
             }
         }
-        return problems
+        return problems + (try PersistentStoreCoordinator.historyProblems(model: model, on: connection))
     }
 }

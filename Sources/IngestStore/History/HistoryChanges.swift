@@ -76,15 +76,22 @@ enum RowList {
 
     /// The rows `text` lists, in order; nil when it is not such a list.
     static func rows(_ text: String) -> [Int64]? {
-        var rows: [Int64] = []
-        for item in text.split(separator: ",") {
-            let bounds = item.split(separator: "-", maxSplits: 1)
-            guard let first = Int64(bounds[0]) else { return nil }
+        ranges(text).map { $0.flatMap { Array($0) } }
+    }
+
+    /// The runs `text` lists, without making their rows; nil when it is not such a list.
+    /// `text` writes them in increasing order without overlaps, so their rows add up to at
+    /// most the last run's end: a bound checked on that end bounds what reading them makes.
+    static func ranges(_ text: String) -> [ClosedRange<Int64>]? {
+        var ranges: [ClosedRange<Int64>] = []
+        for item in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let bounds = item.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let first = Int64(bounds[0]), first >= 0 else { return nil }
             let last = bounds.count == 2 ? Int64(bounds[1]) : first
-            guard let last, last >= first, last - first < 100_000_000 else { return nil }
-            rows.append(contentsOf: first...last)
+            guard let last, last >= first, first > ranges.last?.upperBound ?? -1 else { return nil }
+            ranges.append(first...last)
         }
-        return rows
+        return ranges
     }
 }
 

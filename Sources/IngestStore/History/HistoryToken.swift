@@ -10,6 +10,12 @@ public import Foundation
 /// last fetch read in (`pg_current_snapshot()`): the transactions visible in it were
 /// given, and the next fetch gives those visible now that were not visible then. A
 /// transaction that commits later is never behind a token, and none comes twice.
+///
+/// A SQLite token also keeps a fingerprint of the transaction before its position (its
+/// time, author and process): a store restored from a backup, or replaced by a copy (which
+/// shares its ID), reuses positions with other transactions, and a fetch after such a token
+/// is refused rather than answered with a silent gap. Tokens without one (written before
+/// fingerprints) are read as before.
 public struct HistoryToken: Sendable, Codable, Hashable, CustomStringConvertible, LosslessStringConvertible {
     /// The store the token belongs to.
     public let storeID: UUID
@@ -17,6 +23,9 @@ public struct HistoryToken: Sendable, Codable, Hashable, CustomStringConvertible
     /// token deletes those): on SQLite the next position, on PostgreSQL the xmin of the
     /// token's snapshot, or more within a page.
     public let position: Int64
+    /// SQLite: the fingerprint of the transaction at `position - 1` (8 hex digits), when
+    /// the token was taken after one.
+    let fingerprint: String?
     /// PostgreSQL: the snapshot whose visible transactions were given (`xmin:xmax:xip,…`).
     let snapshot: String?
     /// PostgreSQL, within a fetch cut short by its limit: the snapshot it read in, and the
@@ -30,10 +39,21 @@ public struct HistoryToken: Sendable, Codable, Hashable, CustomStringConvertible
 
     /// A SQLite token: every transaction before `position` was given.
     public init(storeID: UUID, position: Int64) {
+        self.init(storeID: storeID, position: position, fingerprint: nil)
+    }
+
+    /// A SQLite token that also names the transaction before `position` by its fingerprint.
+    init(storeID: UUID, position: Int64, fingerprint: String?) {
         self.storeID = storeID
         self.position = position
+        self.fingerprint = fingerprint
         snapshot = nil
         page = nil
+    }
+
+    /// Whether `text` is a fingerprint as `HistoryLog.fingerprint` writes it.
+    static func isFingerprint(_ text: some StringProtocol) -> Bool {
+        text.utf8.count == 8 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
 
     /// A PostgreSQL token: the transactions `snapshot` sees were given, and of those
@@ -49,6 +69,7 @@ public struct HistoryToken: Sendable, Codable, Hashable, CustomStringConvertible
         self.storeID = storeID
         self.snapshot = snapshot
         self.page = page
+        fingerprint = nil
         position = given
     }
 
@@ -67,7 +88,11 @@ public struct HistoryToken: Sendable, Codable, Hashable, CustomStringConvertible
             guard position >= 0 else {
                 throw DecodingError.dataCorruptedError(forKey: .position, in: container, debugDescription: "a history position is 0 or more, not \(position)")
             }
-            self.init(storeID: store, position: position)
+            let fingerprint = try container.decodeIfPresent(String.self, forKey: .fingerprint)
+            if let fingerprint, !Self.isFingerprint(fingerprint) {
+                throw DecodingError.dataCorruptedError(forKey: .fingerprint, in: container, debugDescription: "a history token's fingerprint is 8 hex digits, not \(fingerprint)")
+            }
+            self.init(storeID: store, position: position, fingerprint: fingerprint)
         }
     }
 
@@ -79,11 +104,11 @@ public struct HistoryToken: Sendable, Codable, Hashable, CustomStringConvertible
         return xmin
     }
 
-    /// `POSITION@STORE-ID` on SQLite (`1042@6f1c…`); on PostgreSQL
+    /// `POSITION[.FINGERPRINT]@STORE-ID` on SQLite (`1042.9f3a1c2e@6f1c…`); on PostgreSQL
     /// `SNAPSHOT[/PAGE-SNAPSHOT/AFTER]@STORE-ID` (`7410:7415:7412@6f1c…`).
     public var description: String {
         let store = "@" + storeID.uuidString.lowercased()
-        guard let snapshot else { return "\(position)" + store }
+        guard let snapshot else { return "\(position)" + (fingerprint.map { "." + $0 } ?? "") + store }
         return snapshot + (page.map { "/\($0.snapshot)/\($0.after)" } ?? "") + store
     }
 
@@ -95,6 +120,12 @@ public struct HistoryToken: Sendable, Codable, Hashable, CustomStringConvertible
         if let position = Int64(body) {
             guard position >= 0 else { return nil }
             self.init(storeID: store, position: position)
+            return
+        }
+        let dotted = body.split(separator: ".", omittingEmptySubsequences: false)
+        if dotted.count == 2 {
+            guard let position = Int64(dotted[0]), position >= 0, Self.isFingerprint(dotted[1]) else { return nil }
+            self.init(storeID: store, position: position, fingerprint: String(dotted[1]))
             return
         }
         let pieces = body.split(separator: "/", omittingEmptySubsequences: false).map(String.init)

@@ -19,9 +19,9 @@ extension PersistentStoreCoordinator {
         try readingHistory { connection in
             switch connection.kind {
             case .sqlite:
-                // The highest position ever given, even when a purge emptied the table.
-                let last = try connection.int64("SELECT seq FROM sqlite_sequence WHERE name = ?", [.string(HistoryLog.transactionsTable)]) ?? 0
-                return HistoryToken(storeID: storeID, position: last + 1)
+                let next = try nextPosition(connection)
+                return HistoryToken(storeID: storeID, position: next,
+                                    fingerprint: try fingerprint(before: next, purged: try purgedBefore(connection), connection))
             case .postgres:
                 return try postgresToken(snapshot: try currentSnapshot(connection))
             }
@@ -35,8 +35,9 @@ extension PersistentStoreCoordinator {
     /// Exactly once: a transaction comes in the first fetch after its commit, and never
     /// again after a token that fetch (or one of its transactions) gave.
     /// - Throws: `StoreError.historyPurged` for a token from before a purge;
-    ///   `StoreError.history` for a token of another store or a store without history;
-    ///   the store's errors.
+    ///   `StoreError.history` for a token of another store or a store without history, a
+    ///   token ahead of the store's history or (SQLite) of a store since restored from a
+    ///   backup or replaced by a copy, and a damaged history row; the store's errors.
     public func fetchHistory(after token: HistoryToken?, limit: Int = 10_000) throws -> HistoryFetch {
         if let token { try check(token) }
         let limit = max(1, limit)
@@ -45,16 +46,19 @@ extension PersistentStoreCoordinator {
             if let token, let purged, token.position < purged {
                 throw StoreError.historyPurged(token: token.description, purgedBefore: "\(purged)")
             }
+            if let token { try checkPlace(of: token, purged: purged, connection) }
             switch connection.kind {
             case .sqlite:
                 let start = token?.position ?? purged ?? 0
                 let transactions = try HistoryLog.read("position >= ?", [.int(start)], limit: limit, schema: schema, storeID: storeID,
-                                                       token: { HistoryToken(storeID: storeID, position: $0 + 1) }, connection)
+                                                       token: { HistoryToken(storeID: storeID, position: $0 + 1, fingerprint: $1) }, connection)
                 // Saves commit with synchronous=NORMAL: their WAL frames reach the disk at the next
                 // checkpoint. What a consumer is given must outlive a power loss, so the frames this
                 // read sees are flushed first (this read keeps the WAL from being restarted meanwhile).
                 if !transactions.isEmpty { HistoryLog.flushWAL(of: path) }
-                return HistoryFetch(transactions: transactions, token: transactions.last?.token ?? HistoryToken(storeID: storeID, position: start))
+                if let last = transactions.last { return HistoryFetch(transactions: transactions, token: last.token) }
+                return HistoryFetch(transactions: [], token: try token ?? HistoryToken(
+                    storeID: storeID, position: start, fingerprint: try fingerprint(before: start, purged: purged, connection)))
             case .postgres:
                 // Given so far: what the token's snapshot sees (nothing, for a first fetch, but
                 // what a purge removed), and of a page, what its snapshot sees up to its position.
@@ -68,7 +72,8 @@ extension PersistentStoreCoordinator {
                         AND pg_visible_in_snapshot(position::text::xid8, CAST(? AS pg_snapshot)) AND position > ?
                         """, [.int(HistoryToken.xmin(of: base) ?? 0), .string(base), .string(target), .int(after)],
                         limit: limit, schema: schema, storeID: storeID,
-                        token: { HistoryToken(storeID: storeID, snapshot: base, page: .init(snapshot: target, after: $0))! }, connection)
+                        token: { position, _ in HistoryToken(storeID: storeID, snapshot: base, page: .init(snapshot: target, after: position))! },
+                        connection)
                 }
                 var transactions = try read(base: base, target: target, after: after, limit: limit)
                 if transactions.count == limit { return HistoryFetch(transactions: transactions, token: transactions.last!.token) }
@@ -135,10 +140,18 @@ extension PersistentStoreCoordinator {
             guard try HistoryLog.exists(connection) else { throw StoreError.history("\(path) has no history tables") }
             let purged = try purgedBefore(connection) ?? 0
             guard token.position > purged else { return }
+            try checkPlace(of: token, purged: purged, connection)
+            // The horizon's fingerprint outlives its transaction: tokens at the horizon still tell a restore.
+            let horizon = connection.dialect == .sqlite ? try fingerprint(before: token.position, purged: purged, connection) : nil
             try connection.execute("DELETE FROM \(quoted(HistoryLog.changesTable)) WHERE position < ?", [.int(token.position)])
             try connection.execute("DELETE FROM \(quoted(HistoryLog.transactionsTable)) WHERE position < ?", [.int(token.position)])
-            try connection.execute("INSERT INTO \(quoted(Self.metadataTable)) (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                                   [.string(HistoryLog.purgedKey), .string(String(token.position))])
+            let upsert = "INSERT INTO \(quoted(Self.metadataTable)) (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+            try connection.execute(upsert, [.string(HistoryLog.purgedKey), .string(String(token.position))])
+            if let horizon {
+                try connection.execute(upsert, [.string(HistoryLog.purgedFingerprintKey), .string(horizon)])
+            } else if connection.dialect == .sqlite {
+                try connection.execute("DELETE FROM \(quoted(Self.metadataTable)) WHERE key = ?", [.string(HistoryLog.purgedFingerprintKey)])
+            }
         }
     }
 
@@ -170,10 +183,62 @@ extension PersistentStoreCoordinator {
         }
     }
 
+    /// Refuses a token that does not belong to the store's history as it is now: one ahead
+    /// of it, or (SQLite) one whose transaction before its position is another one now.
+    /// Both mean the store went back (a restore from a backup, a copy put in its place):
+    /// positions the consumer was given are reused, and it would miss their transactions.
+    private func checkPlace(of token: HistoryToken, purged: Int64?, _ connection: StoreConnection) throws {
+        let afresh = "fetch the objects afresh and continue from the current token (coordinator.currentHistoryToken(), or the last line of ingest history)"
+        switch connection.kind {
+        case .sqlite:
+            let next = try nextPosition(connection)
+            guard token.position <= next else {
+                throw StoreError.history("token \(token) is ahead of \(path)'s history (its next position is \(next)): "
+                    + "the store was restored from a backup or replaced by a copy since the token was taken; " + afresh)
+            }
+            guard let fingerprint = token.fingerprint else { return }
+            let kept = try self.fingerprint(before: token.position, purged: purged, connection)
+            // A purge made before fingerprints kept none for its horizon: nothing to compare.
+            if kept == nil, token.position == purged { return }
+            guard kept == fingerprint else {
+                throw StoreError.history("token \(token) does not match \(path)'s history at position \(token.position - 1): "
+                    + "the store was restored from a backup or replaced by a copy since the token was taken; " + afresh)
+            }
+        case .postgres:
+            // Transaction IDs only grow: a snapshot with one the server has not given yet was
+            // taken on another server, or before a restore took the server's history back.
+            let xmax = try connection.int64("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint") ?? 0
+            let xmin = max(token.snapshot.flatMap(HistoryToken.xmin(of:)) ?? 0, token.page.flatMap { HistoryToken.xmin(of: $0.snapshot) } ?? 0)
+            guard xmin <= xmax else {
+                throw StoreError.history("token \(token) is ahead of \(path)'s history (its next transaction is \(xmax)): "
+                    + "the token is of another server, or the database was restored from a backup since the token was taken; " + afresh)
+            }
+        }
+    }
+
+    /// SQLite: the position the next history transaction will take (AUTOINCREMENT's
+    /// sequence: the highest ever given, even when a purge emptied the table, plus one).
+    private func nextPosition(_ connection: StoreConnection) throws -> Int64 {
+        (try connection.int64("SELECT seq FROM sqlite_sequence WHERE name = ?", [.string(HistoryLog.transactionsTable)]) ?? 0) + 1
+    }
+
+    /// SQLite: the fingerprint of the transaction before `position`, from its row, or for
+    /// the horizon of the last purge (which deleted that row) as the purge kept it; nil when
+    /// neither has it.
+    private func fingerprint(before position: Int64, purged: Int64?, _ connection: StoreConnection) throws -> String? {
+        if position - 1 >= (purged ?? 0) { return try HistoryLog.fingerprint(at: position - 1, connection) }
+        guard position == purged else { return nil }
+        return try metadataText(HistoryLog.purgedFingerprintKey, connection)
+    }
+
     private func purgedBefore(_ connection: StoreConnection) throws -> Int64? {
-        var value: Int64?
-        try connection.query("SELECT value FROM \(quoted(Self.metadataTable)) WHERE key = ?", [.string(HistoryLog.purgedKey)]) { row in
-            value = row.value(.string, 0)?.stringValue.flatMap { Int64($0) }
+        try metadataText(HistoryLog.purgedKey, connection).flatMap { Int64($0) }
+    }
+
+    private func metadataText(_ key: String, _ connection: StoreConnection) throws -> String? {
+        var value: String?
+        try connection.query("SELECT value FROM \(quoted(Self.metadataTable)) WHERE key = ?", [.string(key)]) { row in
+            value = row.value(.string, 0)?.stringValue
         }
         return value
     }
@@ -211,13 +276,19 @@ extension PersistentStoreCoordinator {
     /// saves through this coordinator); on PostgreSQL it LISTENs for the saves' NOTIFY and
     /// fetches at least every `interval` (a transaction held back behind an older one that
     /// then rolls back sends no notice). It reads on a thread of its own and holds at most
-    /// 1,000 transactions the reader has not taken.
-    /// - Throws (from the sequence): as `fetchHistory(after:)`.
+    /// 1,000 transactions the reader has not taken. `interval` is taken between 1 ms and
+    /// 24 hours.
+    ///
+    /// On SQLite the stream ends with `StoreError.history` when the file at `path` is
+    /// deleted or replaced (a restore, a new store made there), or holds another store:
+    /// the coordinator would go on reading the file it opened, which no one writes any more.
+    /// - Throws (from the sequence): as `fetchHistory(after:)`; `StoreError.history` for a
+    ///   SQLite store gone from its path.
     public func history(after token: HistoryToken?, interval: Duration = .milliseconds(100)) -> AsyncThrowingStream<HistoryTransaction, any Error> {
         let (stream, continuation) = AsyncThrowingStream<HistoryTransaction, any Error>.makeStream(bufferingPolicy: .bufferingOldest(1_000))
         let follower = HistoryFollower()
         continuation.onTermination = { _ in follower.stop() }
-        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+        let seconds = HistoryWaiter.clamped(Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18)
         Thread.detachNewThread { [self] in
             let observer = addSaveObserver { _ in follower.wake.signal() }
             defer { removeSaveObserver(observer) }
@@ -260,7 +331,8 @@ final class HistoryFollower: Sendable {
 }
 
 /// Waits for another commit to the store: `PRAGMA data_version` on a connection of its own
-/// on SQLite, LISTEN on PostgreSQL.
+/// on SQLite, LISTEN on PostgreSQL. On SQLite it also watches that the store's path still
+/// leads to the file it opened, holding the store it follows.
 final class HistoryWaiter {
     private enum Source {
         case sqlite(OpaquePointer, version: Int64)
@@ -268,8 +340,24 @@ final class HistoryWaiter {
     }
 
     private var source: Source
+    private let path: String
+    private let storeID: UUID
+    /// The device and inode of the file the SQLite connection opened.
+    private var file: (device: UInt64, inode: UInt64) = (0, 0)
+
+    /// The longest wait between checks of a SQLite store's path or of the stop flag,
+    /// whatever the interval.
+    static let pathCheckSeconds = 0.5
+
+    /// `seconds` between 1 ms and 24 hours: poll(2) takes milliseconds as an Int32, and a
+    /// wait of zero would spin.
+    static func clamped(_ seconds: Double) -> Double {
+        seconds.isNaN ? 0.1 : min(max(seconds, 0.001), 86_400)
+    }
 
     init(_ coordinator: PersistentStoreCoordinator) throws {
+        path = coordinator.path
+        storeID = coordinator.storeID
         switch coordinator.backend {
         case .sqlite:
             var db: OpaquePointer?
@@ -279,6 +367,11 @@ final class HistoryWaiter {
             }
             sqlite3_busy_timeout(db, 5_000)
             source = .sqlite(db, version: Self.dataVersion(db))
+            // SQLite opens the file at once: what the path leads to now is what it opened.
+            var status = stat()
+            guard stat(path, &status) == 0 else { throw StoreError.history(Self.deleted(path)) }
+            file = (UInt64(status.st_dev), UInt64(status.st_ino))
+            try checkStoreID(db)
         case .postgres(let pool):
             let connection = try PostgresPool.connect(pool.url)
             do { try connection.execute("LISTEN \(HistoryLog.channel)") } catch { throw StoreError.postgres(error) }
@@ -297,21 +390,72 @@ final class HistoryWaiter {
         return sqlite3_column_int64(statement, 0)
     }
 
+    private static func deleted(_ path: String) -> String {
+        "\(path) was deleted while its history was being followed"
+    }
+
+    /// Throws when the store's path no longer leads to the file this waiter opened.
+    private func checkPath() throws {
+        var status = stat()
+        guard stat(path, &status) == 0 else { throw StoreError.history(Self.deleted(path)) }
+        guard (UInt64(status.st_dev), UInt64(status.st_ino)) == file else {
+            throw StoreError.history("\(path) was replaced by another file while its history was being followed (a restore, or a new store made there)")
+        }
+    }
+
+    /// Throws when the file holds another store than the one followed (copied over it in place).
+    private func checkStoreID(_ db: OpaquePointer) throws {
+        var statement: OpaquePointer?
+        defer { sqlite3_finalize(statement) }
+        let sql = "SELECT value FROM \(quoted(PersistentStoreCoordinator.metadataTable)) WHERE key = '_storeID'"
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, sqlite3_step(statement) == SQLITE_ROW,
+              let text = sqlite3_column_text(statement, 0) else {
+            throw StoreError.history("\(path) holds no store ID any more while its history is being followed")
+        }
+        // The ID is kept as a JSON string.
+        let id = String(cString: text).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        guard UUID(uuidString: id) == storeID else {
+            throw StoreError.history("\(path) holds store \(id.lowercased()) now, not the store followed (\(storeID.uuidString.lowercased()))")
+        }
+    }
+
     /// Returns when another commit may have added history, or after `seconds` on PostgreSQL.
+    /// - Throws: `StoreError.history` when a SQLite store's path no longer leads to the
+    ///   store followed; `StoreError.postgres` when the connection broke.
     func wait(seconds: Double, _ follower: HistoryFollower) throws {
+        let seconds = Self.clamped(seconds)
         switch source {
         case .sqlite(let db, let version):
+            var waited = 0.0
             while !follower.isStopped {
-                // A save through this coordinator signals at once; another process's shows in data_version.
-                let woken = follower.wake.wait(timeout: .now() + seconds) == .success
+                try checkPath()
+                // A save through this coordinator signals at once; another process's shows in data_version,
+                // read every `seconds`; the path is checked at least every `pathCheckSeconds`.
+                let slice = min(seconds - waited, Self.pathCheckSeconds)
+                let woken = follower.wake.wait(timeout: .now() + slice) == .success
+                waited += slice
+                guard woken || waited >= seconds else { continue }
+                waited = 0
                 let now = Self.dataVersion(db)
                 if woken || now != version {
+                    try checkPath()
+                    if now != version { try checkStoreID(db) }
                     source = .sqlite(db, version: now)
                     return
                 }
             }
         case .postgres(let connection):
-            do { _ = try connection.waitForNotification(seconds: seconds) } catch { throw StoreError.postgres(error) }
+            // In slices, so that a stopped stream's thread and connection end soon, whatever the interval.
+            var left = seconds
+            while left > 0, !follower.isStopped {
+                let slice = min(left, Self.pathCheckSeconds)
+                do {
+                    if try connection.waitForNotification(seconds: slice) { return }
+                } catch {
+                    throw StoreError.postgres(error)
+                }
+                left -= slice
+            }
         }
     }
 }

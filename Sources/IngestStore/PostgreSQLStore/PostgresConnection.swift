@@ -9,13 +9,23 @@ package final class PostgresConnection {
     /// Where the connection goes, without the password (for messages).
     package let target: String
 
-    /// Connects to `url`.
+    /// Connects to `url`, giving up after its `connect_timeout` (`PostgresURL.connectionOptions`).
     /// - Throws: `PostgresError.connection` naming host, port, database and libpq's
     ///   reason (never the password).
     package init(_ url: PostgresURL) throws(PostgresError) {
         target = url.description
         let endpoint = "\(url.description) (\(url.endpoint))"
-        guard let connection = PQconnectdb(url.conninfo) else {
+        let options = url.connectionOptions
+        let keywords = options.map { strdup($0.keyword) }
+        let values = options.map { strdup($0.value) }
+        defer { (keywords + values).forEach { free($0) } }
+        // expand_dbname: the `dbname` value, the address, is read as a whole connection string.
+        let made = (keywords.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { keywordList in
+            (values.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { valueList in
+                PQconnectdbParams(keywordList.baseAddress, valueList.baseAddress, 1)
+            }
+        }
+        guard let connection = made else {
             throw .connection(target: endpoint, reason: "libpq could not allocate a connection")
         }
         guard PQstatus(connection) == CONNECTION_OK else {
@@ -131,8 +141,9 @@ package final class PostgresConnection {
         }
     }
 
-    /// Waits up to `seconds` for a notification on a channel this connection LISTENs on;
-    /// true when one (or more) came, all of them taken.
+    /// Waits up to `seconds` (at most 24 hours; none for a negative or NaN wait) for a
+    /// notification on a channel this connection LISTENs on; true when one (or more)
+    /// came, all of them taken.
     /// - Throws: `PostgresError.connection` when the connection broke.
     package func waitForNotification(seconds: Double) throws(PostgresError) -> Bool {
         func drained() -> Bool {
@@ -146,12 +157,26 @@ package final class PostgresConnection {
         if drained() { return true }
         var socket = pollfd(fd: PQsocket(raw), events: Int16(POLLIN), revents: 0)
         guard socket.fd >= 0 else { throw .connection(target: target, reason: "the connection has no socket") }
-        if poll(&socket, 1, Int32(max(0, seconds * 1000))) > 0 {
+        // poll(2) takes an Int32 of milliseconds: a longer wait would trap converting to it.
+        let milliseconds = seconds.isNaN ? 0 : min(max(0, seconds * 1000), 86_400_000)
+        if poll(&socket, 1, Int32(milliseconds)) > 0 {
             guard PQconsumeInput(raw) == 1 else {
                 throw .connection(target: target, reason: PostgresURL.trimmed(String(cString: PQerrorMessage(raw))))
             }
         }
         return drained()
+    }
+
+    /// The `connect_timeout` the connection was opened with, in seconds (nil: none, wait for ever).
+    package var connectTimeout: Int? {
+        guard let options = PQconninfo(raw) else { return nil }
+        defer { PQconninfoFree(options) }
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if String(cString: keyword) == "connect_timeout" { return option.pointee.val.flatMap { Int(String(cString: $0)) } }
+            option += 1
+        }
+        return nil
     }
 
     /// Whether the connection still works (a statement failed because the server went away, say).

@@ -94,6 +94,22 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         return text
     }
 
+    /// How long a connection waits for the server, in seconds, when neither the address
+    /// nor `PGCONNECT_TIMEOUT` says: a stopped server, or an address that takes the
+    /// connection and never answers, would otherwise keep a command waiting for ever.
+    package static let defaultConnectTimeout = 10
+
+    /// The keywords and values a connection is opened with (`PQconnectdbParams`, the address
+    /// as `dbname` to be expanded): `connect_timeout` first, so that the address's own
+    /// overrides it; left out when `PGCONNECT_TIMEOUT` sets one.
+    package var connectionOptions: [(keyword: String, value: String)] {
+        var options: [(keyword: String, value: String)] = []
+        if ProcessInfo.processInfo.environment["PGCONNECT_TIMEOUT"] == nil {
+            options.append(("connect_timeout", String(Self.defaultConnectTimeout)))
+        }
+        return options + [("dbname", conninfo)]
+    }
+
     static func trimmed(_ message: String) -> String {
         message.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "\n\t", with: " ").replacingOccurrences(of: "\n", with: "; ")
     }

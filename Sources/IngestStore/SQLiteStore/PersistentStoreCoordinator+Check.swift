@@ -2,12 +2,31 @@ import GRDB
 
 extension PersistentStoreCoordinator {
     /// What SQLite's integrity check and Ingest's own checks find wrong with the store:
-    /// every to-one pointing at an existing row, every uniqueness constraint holding.
+    /// every to-one pointing at an existing row, every uniqueness constraint holding, every
+    /// history row readable and naming only row numbers its table gave (`historyProblems()`).
     /// Empty when the store is sound. Runs on a reader, so it works during an import.
     /// - Throws: `StoreError.database` when the store cannot be read at all.
     public func integrityProblems() throws -> [String] {
         let deferred = try secondaryIndexesDeferred()
-        return try read { db in
+        return try storeProblems(secondaryDeferred: deferred) + historyProblems()
+    }
+
+    /// What is wrong with the store's history: rows that cannot be read, and rows naming a
+    /// row number above the highest their entity's table ever gave (reading those would
+    /// make that many changes). At most 20; empty for a store without history tables.
+    /// - Throws: the store's errors when it cannot be read.
+    public func historyProblems() throws -> [String] {
+        try reading { connection in try HistoryLog.problems(schema: schema, connection) }
+    }
+
+    /// `historyProblems()` of the PostgreSQL store holding `model`, on a connection of the caller's.
+    /// - Throws: `StoreError.postgres` when the database cannot be read.
+    package static func historyProblems(model: Model, on connection: PostgresConnection) throws -> [String] {
+        try HistoryLog.problems(schema: Schema(model), StoreConnection(kind: .postgres(connection)))
+    }
+
+    private func storeProblems(secondaryDeferred deferred: Bool) throws -> [String] {
+        try read { db in
             var problems: [String] = []
             let report = try String.fetchAll(db, sql: "PRAGMA integrity_check")
             if report != ["ok"] { problems += report.prefix(20).map { "SQLite integrity check: \($0)" } }

@@ -36,8 +36,11 @@ extension Ingest {
         @Option(help: ArgumentHelp("Delete the history before this token, then stop (a consumer behind it is refused after).", valueName: "token"))
         var purgeBefore: String?
 
-        @Option(help: ArgumentHelp("With --follow: how often to check for saves, in milliseconds (PostgreSQL is woken by NOTIFY at once).", valueName: "ms"))
+        @Option(help: ArgumentHelp("With --follow: how often to check for saves, in milliseconds, at most 86400000 (PostgreSQL is woken by NOTIFY at once).", valueName: "ms"))
         var interval = 100
+
+        /// The longest --interval: a day. Longer waits only ever come from a typo.
+        static let maximumInterval = 86_400_000
 
         enum OutputFormat: String, ExpressibleByArgument, CaseIterable { case ndjson, json, table }
 
@@ -49,6 +52,7 @@ extension Ingest {
             if follow && format == .json { throw ValidationError("--follow prints changes as they come: use --format ndjson or table") }
             if purgeBefore != nil && (follow || since != nil) { throw ValidationError("--purge-before only purges: leave out --since and --follow") }
             if interval < 1 { throw ValidationError("--interval must be at least 1 ms") }
+            if interval > Self.maximumInterval { throw ValidationError("--interval must be at most \(Self.maximumInterval) ms (24 hours)") }
         }
 
         func run() throws {

@@ -15,7 +15,7 @@ extension Ingest {
         @Argument(help: "The store file, or a PostgreSQL URL (postgresql://…).")
         var store: String
 
-        @Flag(help: "Also check the store: SQLite's integrity check, to-ones, uniqueness, and the marker against the rows; on PostgreSQL the chunk markers, unique indexes and to-ones (exit 1 on a problem).")
+        @Flag(help: "Also check the store: SQLite's integrity check, to-ones, uniqueness, and the marker against the rows; on PostgreSQL the chunk markers, unique indexes and to-ones; on both the history's rows (exit 1 on a problem).")
         var check = false
 
         func run() throws {
