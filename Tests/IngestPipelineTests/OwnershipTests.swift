@@ -225,7 +225,8 @@ import Glibc
         let refused = try IngestBinary.run(["import", other, "--pipeline", Self.pipeline, "--store", second, "--chunks", chunks, "--quiet"])
         #expect(refused.status == 1)
         #expect(refused.stderr.hasPrefix("ingest: \(chunks) holds the split of a different feed (the feed it was split from had "), "\(refused.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: second), "nothing recorded in a store")
+        let none = #expect(throws: (any Error).self, "no run recorded") { try ImportStatus.read(store: second) }
+        #expect(none.map { "\($0)" } == "\(second) is an Ingest store, but no import has written to it")
         #expect(try IngestBinary.run(["status", first, "--check"]).status == 0)
     }
 

@@ -210,6 +210,12 @@ public final class Importer: Sendable {
         if let directory = options.chunks, let manifest = try? SplitManifest.load(fromDirectory: directory), manifest.chunkSize != chunkSize {
             throw ImportError("\(directory) was split in chunks of \(manifest.chunkSize) record\(manifest.chunkSize == 1 ? "" : "s"), and this import asks for \(chunkSize): pass --chunk-size \(manifest.chunkSize) to import those chunks, or --chunks with another directory")
         }
+        // Nor is a new run recorded over a directory holding another feed's split, or chunks of no split.
+        if let directory = options.chunks {
+            var split = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, form: spec.recordForm)
+            split.withoutFeed = options.withoutFeed
+            try Splitter(feedPath: options.feed, directory: directory, options: split).checkDirectory()
+        }
         let number = (runs.last?.number ?? 0) + 1
         let run = ImportMarker.Run(
             number: number, feed: options.feed == "-" ? "-" : absolute(options.feed), pipeline: options.pipelinePath.map(absolute),

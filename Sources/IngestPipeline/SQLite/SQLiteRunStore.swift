@@ -34,9 +34,6 @@ struct SQLiteRunStore: RunStore {
             // would be advised to resume forever.
             if let chunks = options.chunks {
                 try Self.checkChunksDirectory(chunks, store: options.store)
-                var split = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: options.chunkSize ?? spec.chunkSize, form: spec.recordForm)
-                split.withoutFeed = options.withoutFeed
-                try Splitter(feedPath: options.feed, directory: chunks, options: split).checkDirectory()
                 chunkLock = try ChunkDirectoryLock(directory: chunks, store: options.store)
             }
             try reportsWritable()
