@@ -282,7 +282,7 @@ struct PostgresImportTests {
         #expect(again.status == 0 && again.stdout.hasSuffix("nothing to do (Reading has no uniqueness key: importing the feed again would add its rows again). Pass --again to import it anyway\n"),
                 "\(again.stdout)\(again.stderr)")
         #expect(try IngestBinary.run(["query", server.url, "Reading", "--sort", "f1962", "--fields", "sensor,f1962", "--format", "csv"]).stdout
-                == "sensor,f1962\r\na,5\r\nb,6\n")
+                == "sensor,f1962\r\na,5\r\nb,6\r\n")
         #expect(try IngestBinary.run(["import", feed, "--pipeline", pipeline, "--store", server.url, "--again", "--quiet"]).status == 0)
         #expect(try IngestBinary.run(["query", server.url, "Reading", "--count"]).stdout == "4\n")
     }
@@ -597,7 +597,7 @@ struct PostgresImportTests {
         let status = try IngestBinary.run(["status", server.url])
         #expect(status.stdout.contains("Post: 2") && status.stdout.contains("run 2: finished"), "\(status.stdout)")
         let query = try IngestBinary.run(["query", server.url, "Post", "--sort", "id", "--fields", "id,title", "--format", "csv"])
-        #expect(query.status == 0 && query.stdout == "id,title\r\np1,one\r\np2,two\n", "\(query.stdout)\(query.stderr)")
+        #expect(query.status == 0 && query.stdout == "id,title\r\np1,one\r\np2,two\r\n", "\(query.stdout)\(query.stderr)")
         let count = try IngestBinary.run(["query", server.url, "Post", "--where", "title ==[c] 'TWO'", "--count"])
         #expect(count.stdout == "1\n", "\(count.stdout)\(count.stderr)")
         // Without --pipeline the store's runs' pipeline is used, as a SQLite store keeps its

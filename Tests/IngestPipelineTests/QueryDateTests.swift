@@ -69,7 +69,7 @@ import Testing
         }
         let outcome = try IngestBinary.run(["query", store, "Photo", "--where", "id BEGINSWITH 'far'", "--sort", "id", "--fields", "uploadDate", "--format", "csv"])
         #expect(outcome.status == 0, "\(outcome.stderr)")
-        #expect(outcome.stdout == "uploadDate\r\n" + far.map(\.1).joined(separator: "\r\n") + "\n", "\(outcome.stdout)")
+        #expect(outcome.stdout == "uploadDate\r\n" + far.map { $0.1 + "\r\n" }.joined(), "\(outcome.stdout)")
 
         let feed = try dir.write("far.json", Array(#"[{"id":"x","uploadDate":10000000000000},{"id":"y","uploadDate":"1000-06-15T12:00:00Z"}]"#.utf8))
         let report = try Importer(spec: try PipelineSpec.load(path: Self.pipeline), options: .init(feed: feed, store: store)).run()
@@ -77,7 +77,7 @@ import Testing
         let rejects = try String(contentsOfFile: report.rejectsFile, encoding: .utf8)
         #expect(rejects.contains(#""reason":"uploadDate: 10000000000000 is outside the dates a store holds (0001-01-01 to 9999-12-31 UTC)""#), "\(rejects)")
         let printed = try IngestBinary.run(["query", store, "Photo", "--where", "id = 'y'", "--fields", "uploadDate", "--format", "csv"])
-        #expect(printed.stdout == "uploadDate\r\n1000-06-15T12:00:00.000Z\n")
+        #expect(printed.stdout == "uploadDate\r\n1000-06-15T12:00:00.000Z\r\n")
     }
 
     @Test func tableColumnsLineUpWithWideCharacters() throws {

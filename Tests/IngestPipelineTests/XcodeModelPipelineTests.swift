@@ -27,7 +27,7 @@ import Testing
         let outcome = try IngestBinary.run(["import", feed, "--pipeline", pipeline, "--store", store, "--quiet"])
         #expect(outcome.status == 0, "\(outcome.stderr)")
         #expect(try IngestBinary.run(["query", store, "Photo", "--sort", "id", "--fields", "id,views,rating", "--format", "csv"]).stdout
-                == "id,views,rating\r\na,3,2.5\r\nb,5,2.5\n")
+                == "id,views,rating\r\na,3,2.5\r\nb,5,2.5\r\n")
         // What a run keeps of it (a joined process on another machine has no model file): the model embedded.
         let kept = try PipelineSpec.resolvedText(path: pipeline)
         #expect(try PipelineSpec.parse(kept).model == spec.model)

@@ -25,7 +25,7 @@ import Testing
         #expect(count.stdout == "2\n")
 
         let csv = try ingest("query", store, "Photo", "--where", "title CONTAINS '\"'", "--fields", "id,title", "--format", "csv")
-        #expect(csv.stdout == "id,title\r\np06,\"o'clock \"\"quoted\"\"\"\n")
+        #expect(csv.stdout == "id,title\r\np06,\"o'clock \"\"quoted\"\"\"\r\n")
 
         let table = try ingest("query", store, "Tag", "--sort", "name", "--fields", "name", "--limit", "2")
         #expect(table.stdout.hasSuffix("(2 rows)\n"))

@@ -24,18 +24,36 @@ extension PipelineInference {
 
         let name: String
         var key: String?
-        var attributes: [Attribute] = []
-        var relationships: [Relationship] = []
+        private(set) var attributes: [Attribute] = []
+        private(set) var relationships: [Relationship] = []
+        /// The names taken, lowercased, and the paths mapped: a feed may have hundreds of
+        /// thousands of members, so each new one is checked in constant time, not against all before it.
+        private var takenNames: Set<String> = []
+        private var mappedPaths: Set<String> = []
 
         init(name: String) { self.name = name }
+
+        func add(_ attribute: Attribute) {
+            attributes.append(attribute)
+            takenNames.insert(attribute.name.lowercased())
+            mappedPaths.insert(attribute.from)
+        }
+
+        func add(_ relationship: Relationship) {
+            relationships.append(relationship)
+            takenNames.insert(relationship.name.lowercased())
+            if let from = relationship.from { mappedPaths.insert(from) }
+        }
+
+        /// Whether an attribute or relationship already comes from `path`.
+        func maps(_ path: String) -> Bool { mappedPaths.contains(path) }
 
         /// `wanted`, or `wanted2`, `wanted3`… when taken. Names differing only in case clash:
         /// SQL column names ignore case (`{"x":1,"X":2}` gives x and X2).
         func freeName(_ wanted: String) -> String {
             var name = wanted
             var number = 2
-            func taken(_ other: String) -> Bool { other.lowercased() == name.lowercased() }
-            while attributes.contains(where: { taken($0.name) }) || relationships.contains(where: { taken($0.name) }) {
+            while takenNames.contains(name.lowercased()) {
                 name = wanted + String(number)
                 number += 1
             }
@@ -45,7 +63,10 @@ extension PipelineInference {
 
     struct Builder {
         var report: [String]
-        var drafts: [Draft] = []
+        private(set) var drafts: [Draft] = []
+        /// Each draft by its name lowercased (entity names differing only in case clash as
+        /// table names do).
+        private var draftsByName: [String: Draft] = [:]
         static let maxDepth = 3
 
         init(report: [String]) { self.report = report }
@@ -54,19 +75,20 @@ extension PipelineInference {
         mutating func entity(_ wanted: String, _ stats: ObjectStats, path: String, isRecord: Bool, depth: Int) -> Draft {
             let key = Self.key(of: stats, entity: wanted, consistent: !isRecord)
             // The same name met again with the same key (an actor in two kinds of event): one entity.
-            if !isRecord, let existing = drafts.first(where: { $0.name == wanted && $0.key == key }) {
+            if !isRecord, let existing = draftsByName[wanted.lowercased()], existing.name == wanted, existing.key == key {
                 fill(existing, stats, prefix: "", from: "", depth: depth)
                 return existing
             }
             var name = wanted
             var number = 2
-            while drafts.contains(where: { $0.name.lowercased() == name.lowercased() }) {
+            while draftsByName[name.lowercased()] != nil {
                 name = wanted + String(number)
                 number += 1
             }
             let draft = Draft(name: name)
             draft.key = key
             drafts.append(draft)
+            draftsByName[name.lowercased()] = draft
             let place = isRecord ? "records" : "objects at \(path)"
             if let key {
                 var line = "\(name): \(stats.count) \(place) sampled; \(isRecord ? "unique by" : "found or created by") '\(key)' (present in every one)"
@@ -92,7 +114,7 @@ extension PipelineInference {
                 let path = Self.path(from, member)
                 // Named by where the member is in the object (payload.forkee), not by the attribute it becomes.
                 let label = "\(draft.name).\(path)"
-                if draft.attributes.contains(where: { $0.from == path }) || draft.relationships.contains(where: { $0.from == path }) { continue }
+                if draft.maps(path) { continue }
                 let nonNull = field.nonNull
                 if field.objects > 0 && field.objects == nonNull {
                     let choice = Self.keyChoice(of: field.nested, entity: PipelineInference.typeName(PipelineInference.singular(member)))
@@ -181,13 +203,13 @@ extension PipelineInference {
             }
             if field.nulls > 0 { why += ", \(field.nulls) null" }
             if field.present < field.nulls + nonNull { why += "" }
-            draft.attributes.append(Draft.Attribute(name: name, type: type, from: path, dates: dates))
+            draft.add(Draft.Attribute(name: name, type: type, from: path, dates: dates))
             report.append("\(label): \(why)")
         }
 
         mutating func addJSON(_ draft: Draft, _ member: String, _ path: String, _ why: String) {
             let name = draft.freeName(PipelineInference.attributeName(member))
-            draft.attributes.append(Draft.Attribute(name: name, type: .string, from: path, json: true))
+            draft.add(Draft.Attribute(name: name, type: .string, from: path, json: true))
             report.append("\(draft.name).\(member): \(why) → JSON text in the string attribute \(name)")
         }
 
@@ -195,12 +217,19 @@ extension PipelineInference {
         /// attributes (actor, owner, user and assignee, each with id and login): probably one
         /// kind of object, which the pipeline can make one entity.
         mutating func noteLookalikes() {
+            struct Look: Hashable {
+                var key: String
+                var shape: Set<String>
+            }
             var groups: [[Draft]] = []
-            for draft in drafts where draft.key != nil {
-                let shape = Set(draft.attributes.map(\.name))
-                if let index = groups.firstIndex(where: { $0[0].key == draft.key && Set($0[0].attributes.map(\.name)) == shape }) {
+            var groupOf: [Look: Int] = [:]
+            for draft in drafts {
+                guard let key = draft.key else { continue }
+                let look = Look(key: key, shape: Set(draft.attributes.map(\.name)))
+                if let index = groupOf[look] {
                     groups[index].append(draft)
                 } else {
+                    groupOf[look] = groups.count
                     groups.append([draft])
                 }
             }
@@ -217,9 +246,9 @@ extension PipelineInference {
             let name = owner.freeName(PipelineInference.attributeName(member))
             let inverseWanted = PipelineInference.plural(PipelineInference.attributeName(owner.name.prefix(1).lowercased() + owner.name.dropFirst()))
             let inverse = child.freeName(inverseWanted)
-            owner.relationships.append(Draft.Relationship(name: name, destination: child.name, inverse: inverse, toMany: toMany, from: from))
+            owner.add(Draft.Relationship(name: name, destination: child.name, inverse: inverse, toMany: toMany, from: from))
             // The inverse is to-many: an author has many posts, a tag many posts.
-            child.relationships.append(Draft.Relationship(name: inverse, destination: owner.name, inverse: name, toMany: true, from: nil))
+            child.add(Draft.Relationship(name: inverse, destination: owner.name, inverse: name, toMany: true, from: nil))
         }
 
         /// The member that names an object: present and scalar (a whole number or a string)

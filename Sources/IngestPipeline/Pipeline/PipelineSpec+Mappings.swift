@@ -26,9 +26,11 @@ extension PipelineSpec {
         }
         var attributes: [AttributeMapping] = []
         if case .object(let members)? = fields.optional("attributes") {
+            // By name, so an entity of many thousands of attributes is not searched once per mapping.
+            let named = Dictionary(entity.attributes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
             for member in members {
                 let place = "\(at).attributes.\(member.key)"
-                guard let attribute = entity.attribute(member.key) else {
+                guard let attribute = named[member.key] else {
                     throw PipelineError("\(place): \(name) has no attribute '\(member.key)'")
                 }
                 attributes.append(try attributeMapping(attribute, member.value, at: place))

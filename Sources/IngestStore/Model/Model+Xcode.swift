@@ -69,8 +69,12 @@ struct XcodeModelReader {
     }
 
     func model(from data: Data) throws -> Model {
+        if let refusal = Self.prologRefusal(data) { throw XcodeModelError(path: path, problems: [refusal]) }
         let collector = Collector()
-        let parser = XMLParser(data: data)
+        // From a stream the parser reads the file in slices: given all of it at once, libxml2
+        // (without XML_PARSE_HUGE, which XMLParser never sets) stops past 10 MB, calling a
+        // well-formed model "not well-formed".
+        let parser = XMLParser(stream: InputStream(data: data))
         parser.delegate = collector
         let parsed = parser.parse()
         if !parsed || collector.error != nil || !collector.open.isEmpty {
@@ -111,6 +115,97 @@ struct XcodeModelReader {
         problems += collector.unsupported.sorted().map { "the model: \($0) are not supported" }
         if !problems.isEmpty { throw XcodeModelError(path: path, problems: problems) }
         return Model(entities: entities)
+    }
+
+    /// What libxml2's error `code` (xmlParserErrors in libxml/xmlerror.h; NSXMLParserErrorDomain
+    /// codes are the same numbers) says is wrong, in words.
+    static func problem(_ code: Int) -> String {
+        switch code {
+        case 1: "the document is too large or too deeply nested for the XML parser" // XML_ERR_INTERNAL_ERROR
+        case 2: "the XML parser ran out of memory" // XML_ERR_NO_MEMORY
+        case 3: "the document does not start with an element (<…>)" // XML_ERR_DOCUMENT_START
+        case 4: "the document is empty" // XML_ERR_DOCUMENT_EMPTY
+        case 5: "the document ends early" // XML_ERR_DOCUMENT_END
+        case 6, 7, 8: "a character reference (&#…;) is not valid" // XML_ERR_INVALID_HEX_CHARREF, _DEC_CHARREF, _CHARREF
+        case 9: "a character that XML does not allow" // XML_ERR_INVALID_CHAR
+        case 22: "a & that starts no entity (write &amp; for &)" // XML_ERR_ENTITYREF_NO_NAME
+        case 23: "an entity reference without its closing ; (write &amp; for &)" // XML_ERR_ENTITYREF_SEMICOL_MISSING
+        case 26, 27: "an undeclared entity (only &amp; &lt; &gt; &quot; &apos; are known)" // XML_ERR_UNDECLARED_ENTITY, XML_WAR_
+        case 28: "an entity that holds no XML is used as text" // XML_ERR_UNPARSED_ENTITY
+        case 29: "an attribute's value refers to an external entity" // XML_ERR_ENTITY_IS_EXTERNAL
+        case 31, 32: "an encoding the XML parser does not know" // XML_ERR_UNKNOWN_ENCODING, XML_ERR_UNSUPPORTED_ENCODING
+        case 33, 34: "a quoted value is not closed" // XML_ERR_STRING_NOT_STARTED, XML_ERR_STRING_NOT_CLOSED
+        case 38: "an attribute's value holds a < (write &lt;)" // XML_ERR_LT_IN_ATTRIBUTE
+        case 39: "an attribute's value is not quoted" // XML_ERR_ATTRIBUTE_NOT_STARTED
+        case 40: "an attribute's value is not closed" // XML_ERR_ATTRIBUTE_NOT_FINISHED
+        case 41: "an attribute has no value" // XML_ERR_ATTRIBUTE_WITHOUT_VALUE
+        case 42: "an element gives the same attribute twice" // XML_ERR_ATTRIBUTE_REDEFINED
+        case 45: "a comment is not closed (-->)" // XML_ERR_COMMENT_NOT_FINISHED
+        case 46, 47: "a processing instruction (<?…?>) is not finished" // XML_ERR_PI_NOT_STARTED, XML_ERR_PI_NOT_FINISHED
+        case 56, 57: "the XML declaration (<?xml …?>) is not finished" // XML_ERR_XMLDECL_NOT_STARTED, _NOT_FINISHED
+        case 63: "a CDATA section is not closed (]]>)" // XML_ERR_CDATA_NOT_FINISHED
+        case 64: "an XML declaration (<?xml …?>) that is not at the very start" // XML_ERR_RESERVED_XML_NAME
+        case 65: "a space is missing (between attributes, say)" // XML_ERR_SPACE_REQUIRED
+        case 68: "a name is missing (after < or in a tag)" // XML_ERR_NAME_REQUIRED
+        case 73: "a tag is missing its >" // XML_ERR_GT_REQUIRED
+        case 75: "an attribute has no = before its value" // XML_ERR_EQUAL_REQUIRED
+        case 76: "a closing tag does not match the open one" // XML_ERR_TAG_NAME_MISMATCH
+        case 77: "a tag is not finished" // XML_ERR_TAG_NOT_FINISHED
+        case 80: "a comment holds -- (not allowed inside one)" // XML_ERR_HYPHEN_IN_COMMENT
+        case 81: "bytes that are not valid UTF-8" // XML_ERR_INVALID_ENCODING
+        case 85: "elements are not properly nested" // XML_ERR_NOT_WELL_BALANCED
+        case 86: "there is more after the end of the root element" // XML_ERR_EXTRA_CONTENT
+        case 89: "an entity refers to itself" // XML_ERR_ENTITY_LOOP
+        case 96, 108, 109: "the XML declaration's version is missing or not 1.0" // XML_ERR_VERSION_MISSING, _UNKNOWN_VERSION, _MISMATCH
+        case 110: "a name is too long" // XML_ERR_NAME_TOO_LONG
+        case 201: "a name uses a namespace prefix that is not declared" // XML_NS_ERR_UNDEFINED_NAMESPACE
+        default: "the XML parser's error \(code) (libxml2's xmlParserErrors, in libxml/xmlerror.h)"
+        }
+    }
+
+    /// Why `data` is refused before it is parsed, or nil. Xcode writes a model's contents in
+    /// UTF-8 with no document type declaration; a DOCTYPE's internal entities expand without
+    /// limit as the parser substitutes them (a 1 MB entity named 200,000 times ran for
+    /// minutes), so any is refused, and so is any other encoding, in which the declaration
+    /// would not be seen for what it is here.
+    static func prologRefusal(_ data: Data) -> String? {
+        let bytes = [UInt8](data.prefix(4))
+        // UTF-16 and UTF-32 (a byte-order mark, or zero bytes around the first "<"), EBCDIC ("<?xm").
+        if bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) || bytes.contains(0)
+            || bytes == [0x4C, 0x6F, 0xA7, 0x94] {
+            return "not in UTF-8, as Xcode writes a model's contents"
+        }
+        var rest = data[...]
+        if rest.starts(with: [0xEF, 0xBB, 0xBF]) { rest = rest.dropFirst(3) }
+        func skipSpace() { rest = rest.drop { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A } }
+        // Only the prolog can hold a DOCTYPE: the XML declaration, comments and processing
+        // instructions, before the first element.
+        while true {
+            skipSpace()
+            if rest.starts(with: Array("<?".utf8)) {
+                guard let end = rest.firstRange(of: Array("?>".utf8)) else { return nil }
+                let instruction = String(decoding: rest[rest.startIndex..<end.upperBound], as: UTF8.self)
+                if instruction.hasPrefix("<?xml"), instruction.dropFirst(5).first?.isWhitespace == true, let encoding = declaredEncoding(instruction), !["UTF-8", "UTF8"].contains(encoding.uppercased()) {
+                    return "declares the encoding \(encoding): Xcode writes a model's contents in UTF-8"
+                }
+                rest = rest[end.upperBound...]
+            } else if rest.starts(with: Array("<!--".utf8)) {
+                guard let end = rest.dropFirst(4).firstRange(of: Array("-->".utf8)) else { return nil }
+                rest = rest[end.upperBound...]
+            } else if rest.starts(with: Array("<!DOCTYPE".utf8)) {
+                return "has a document type declaration (<!DOCTYPE …>), which Xcode never writes in a model: refused, as its entities could expand without limit"
+            } else {
+                return nil
+            }
+        }
+    }
+
+    /// The `encoding` an XML declaration (`<?xml version="1.0" encoding="UTF-8"?>`) names.
+    private static func declaredEncoding(_ declaration: String) -> String? {
+        guard let name = declaration.range(of: "encoding") else { return nil }
+        let after = declaration[name.upperBound...].drop { $0 == " " || $0 == "=" || $0 == "\t" || $0 == "\r" || $0 == "\n" }
+        guard let quote = after.first, quote == "\"" || quote == "'" else { return nil }
+        return String(after.dropFirst().prefix { $0 != quote })
     }
 
     private func attribute(_ element: [String: String], entity: String, problems: inout [String]) -> Attribute? {
@@ -206,13 +301,16 @@ struct XcodeModelReader {
         var open: [String] = []
         var error: String?
         var errorLine: Int?
+        var rootClosed = false
 
         func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
             if error == nil {
                 let code = (parseError as NSError).code
-                let names = [4: "the document is empty", 5: "the document ends early", 76: "a closing tag does not match the open one",
-                             77: "a tag is not finished", 39: "an attribute's value is not quoted", 41: "an attribute has no value"]
-                error = (names[code] ?? "libxml2's error \(code)") + (open.last.map { " (in <\($0)>)" } ?? "")
+                // libxml2 says XML_ERR_DOCUMENT_END both for a document cut short and for one that goes on
+                // after its root element: only the second has closed its root.
+                let problem = code == 5 && open.isEmpty && rootClosed ? "there is more after the end of the root element"
+                    : XcodeModelReader.problem(code)
+                error = problem + (open.last.map { " (in <\($0)>)" } ?? "")
                 errorLine = parser.lineNumber
             }
         }
@@ -220,6 +318,7 @@ struct XcodeModelReader {
         func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName: String?) {
             if open.last == elementName {
                 open.removeLast()
+                if open.isEmpty { rootClosed = true }
             } else if error == nil {
                 error = "</\(elementName)> closes <\(open.last ?? "nothing")>"
                 errorLine = parser.lineNumber

@@ -85,7 +85,7 @@ struct PostgresRunBackend: RunBackend {
         do {
             started = try PostgresImport.start(feed: feed, pipeline: pipeline, url: url, options: options, splitAlongside: true)
         } catch let error as ImportError where { if case .alreadyImported = error.kind { true } else { false } }() {
-            if !running.quiet { print(Advice.message(error)) }
+            if !running.quiet { print(Advice.message(error, for: Ingest.Import.self)) }
             return
         }
         defer { if let directory = started.chunksDirectory { try? FileManager.default.removeItem(atPath: directory) } }

@@ -173,7 +173,7 @@ extension Ingest {
                 view.finish()
             } catch let error as ImportError where { if case .alreadyImported = error.kind { true } else { false } }() {
                 view.finish()
-                if !quiet { print(Advice.message(error)) }
+                if !quiet { print(Advice.message(error, for: Ingest.Import.self)) }
                 return
             } catch is ImportInterrupted {
                 view.finish()

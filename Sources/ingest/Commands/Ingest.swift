@@ -36,19 +36,21 @@ struct Ingest: ParsableCommand {
             _ = set(-3, 1 << 20)
         }
         var store: String?
+        var commandType: any ParsableCommand.Type = Ingest.self
         do {
             var command = try parseAsRoot()
+            commandType = type(of: command)
             store = (command as? any StoreCommand)?.store
             try command.run()
         } catch {
-            Glibc.exit(Self.report(error, store: store))
+            Glibc.exit(Self.report(error, store: store, command: commandType))
         }
     }
 
     /// Prints one readable message for `error` and returns the process exit code: the
     /// argument parser's own errors (usage, --help, exit codes) as it prints them, every
-    /// other error as one `ingest: …` line with exit status 1.
-    static func report(_ error: any Error, store: String? = nil) -> Int32 {
+    /// other error as one `ingest: …` line with exit status 1, with advice for `command`.
+    static func report(_ error: any Error, store: String? = nil, command: any ParsableCommand.Type = Ingest.self) -> Int32 {
         switch error {
         case is ValidationError, is CleanExit, is ExitCode:
             break
@@ -57,13 +59,13 @@ struct Ingest: ParsableCommand {
         case let error as StoreError:
             // SQLite's own messages do not say which file: the command's store does.
             if case .database = error, let store {
-                Console.error("ingest: \(store): \(Advice.message(error))\n")
+                Console.error("ingest: \(store): \(Advice.message(error, for: command))\n")
             } else {
-                Console.error("ingest: \(Advice.message(error))\n")
+                Console.error("ingest: \(Advice.message(error, for: command))\n")
             }
             return 1
         default:
-            Console.error("ingest: \(Advice.message(error))\n")
+            Console.error("ingest: \(Advice.message(error, for: command))\n")
             return 1
         }
         switch error {

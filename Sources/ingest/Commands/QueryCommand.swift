@@ -86,7 +86,8 @@ extension Ingest {
             let rows = try context.perform {
                 try context.fetchDictionaries(DictionaryFetch(request, properties: keys.map(FetchProperty.keyPath)))
             }
-            print(Self.render(rows, keys: keys, as: format))
+            // CSV ends every row, the last too, with its own CRLF (RFC 4180).
+            print(Self.render(rows, keys: keys, as: format), terminator: format == .csv ? "" : "\n")
         }
 
         static func render(_ rows: [[String: Value?]], keys: [String], as format: OutputFormat) -> String {
@@ -98,7 +99,7 @@ extension Ingest {
                 return "[" + objects.joined(separator: ",\n ") + "]"
             case .csv:
                 let lines = [keys.map(csv)] + rows.map { row in keys.map { csv(plain(row[$0] ?? nil, null: "")) } }
-                return lines.map { $0.joined(separator: ",") }.joined(separator: "\r\n")
+                return lines.map { $0.joined(separator: ",") + "\r\n" }.joined()
             case .table:
                 let body = rows.map { row in keys.map { plain(row[$0] ?? nil, null: "NULL").replacingOccurrences(of: "\n", with: "\\n") } }
                 return Table.render(header: keys, rows: body) + "\n(\(rows.count) row\(rows.count == 1 ? "" : "s"))"
