@@ -155,6 +155,21 @@ import Glibc
         try user.expectUntouched("import with a linked report")
     }
 
+    /// The store's lock file was opened through a link of its name and emptied: the file the
+    /// link named lost its contents.
+    @Test func aLinkNamedLikeTheStoresLockIsNeverFollowed() throws {
+        let user = try UserFiles()
+        let feed = user.dir.file("feed.json")
+        try FeedGenerator(records: 30).write(to: feed)
+        let store = user.dir.file("s-store.sqlite")
+        try FileManager.default.createSymbolicLink(atPath: store + ".lock", withDestinationPath: user.dir.file("user.txt"))
+        let outcome = try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", store, "--quiet"])
+        #expect(outcome.status == 1)
+        #expect(outcome.stderr == "ingest: cannot open \(store).lock: Too many levels of symbolic links\n", "\(outcome.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: store))
+        try user.expectUntouched("import with a linked lock")
+    }
+
     /// A split removed every `*.tmp` file of its directory (`--out /tmp` would have emptied
     /// /tmp of them), and failed on a directory so named; only its own temporary chunk files go.
     @Test func aSplitRemovesOnlyItsOwnTemporaryChunkFiles() throws {

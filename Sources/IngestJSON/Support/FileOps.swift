@@ -167,9 +167,14 @@ package enum FileOps {
     /// Removes `path` when it is a regular file (a file of Ingest's own name that Ingest
     /// made); a link, directory or anything else of that name is left as it is.
     package static func removeRegularFile(_ path: String) throws {
-        var info = stat()
-        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return }
+        guard isRegularFile(path) else { return }
         try remove(path)
+    }
+
+    /// Whether `path` itself (not what a link there names) is a regular file.
+    package static func isRegularFile(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
     }
 
     /// Creates `path` and its parents as needed; refuses a path that is a file.

@@ -20,46 +20,27 @@ final class ImportLock {
     /// Who held the lock before this run, if its file still named someone (a run that
     /// was killed): for the run's log.
     let previous: Holder?
-    private var descriptor: Int32
+    private let file: LockFile
 
     /// Takes the lock for `store`.
     /// - Throws: `ImportError` naming the live holder; `IOError` when the lock file
-    ///   cannot be opened or written.
+    ///   cannot be opened (a link of its name among the reasons) or written.
     init(store: String) throws {
         path = store + ".lock"
-        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw IOError(errno: errno, operation: "open", path: path) }
-        let recorded = Self.read(descriptor)
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let failure = errno
-            close(descriptor)
-            guard failure == EWOULDBLOCK else { throw IOError(errno: failure, operation: "lock", path: path) }
+        file = try LockFile(path: path)
+        let recorded = Self.holder(file.contents)
+        guard try file.tryLock() else {
             let who = recorded.map { "pid \($0.pid) on \($0.host), started \($0.startedAt)" } ?? "a process that has not written its name yet"
             throw ImportError(.storeBusy(store: store, holder: who))
         }
         // Read again under the lock: what is there now was left by a holder that is gone.
-        previous = Self.read(descriptor)
+        previous = Self.holder(file.contents)
         let holder = Holder(pid: getpid(), host: HostName.current, startedAt: Date.now.ISO8601Format())
-        let bytes = Array((try JSONEncoder().encode(holder)))
-        guard ftruncate(descriptor, 0) == 0,
-              bytes.withUnsafeBytes({ pwrite(descriptor, $0.baseAddress, $0.count, 0) }) == bytes.count else {
-            let failure = errno
-            close(descriptor)
-            throw IOError(errno: failure, operation: "write", path: path)
-        }
+        try file.replaceContents(Array(try JSONEncoder().encode(holder)))
     }
 
-    /// Lets the lock go; the file stays, empty (removing it could let two processes
-    /// each lock a different file of the same name).
-    func release() {
-        guard descriptor >= 0 else { return }
-        _ = ftruncate(descriptor, 0)
-        // Unlocked explicitly: a child forked meanwhile (before its exec closed the copy)
-        // shares the open file and would keep a lock that only closing gives back.
-        _ = flock(descriptor, LOCK_UN)
-        close(descriptor)
-        descriptor = -1
-    }
+    /// Lets the lock go; the file stays, empty.
+    func release() { file.release(clear: true) }
 
     deinit { release() }
 
@@ -76,8 +57,8 @@ final class ImportLock {
             guard fields.count >= 6, fields[1] == "FLOCK", let pid = Int32(fields[4]) else { continue }
             let device = fields[5].split(separator: ":")
             guard device.count == 3, UInt64(device[2]) == UInt64(info.st_ino) else { continue }
-            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-            let recorded = descriptor >= 0 ? read(descriptor) : nil
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            let recorded = descriptor >= 0 ? holder(LockFile.read(descriptor)) : nil
             if descriptor >= 0 { close(descriptor) }
             let holder = recorded ?? Holder(pid: pid, host: HostName.current, startedAt: "")
             return (holder, ProcessState.isStopped(pid: Int(pid)))
@@ -85,10 +66,7 @@ final class ImportLock {
         return nil
     }
 
-    private static func read(_ descriptor: Int32) -> Holder? {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-        guard count > 0 else { return nil }
-        return try? JSONDecoder().decode(Holder.self, from: Data(buffer[0..<count]))
+    private static func holder(_ bytes: [UInt8]) -> Holder? {
+        bytes.isEmpty ? nil : try? JSONDecoder().decode(Holder.self, from: Data(bytes))
     }
 }

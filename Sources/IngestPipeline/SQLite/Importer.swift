@@ -258,7 +258,7 @@ public final class Importer: Sendable {
         // Only regular files of the split's own names (and its lock): a link of such a name,
         // or any other file, is the user's and keeps the directory with it.
         for file in files where Splitter.isSplitFile(file) || file == ChunkDirectoryLock.fileName {
-            if isRegularFile(directory + "/" + file), unlink(directory + "/" + file) == 0,
+            if FileOps.isRegularFile(directory + "/" + file), unlink(directory + "/" + file) == 0,
                MemberEnds.index(inFileName: file) == nil, file != ChunkDirectoryLock.fileName {
                 // Member ends go with their chunks, uncounted: they are the run's aside, not its chunks.
                 removed += 1
@@ -273,16 +273,11 @@ public final class Importer: Sendable {
         return removed
     }
 
-    private static func isRegularFile(_ path: String) -> Bool {
-        var info = stat()
-        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
-    }
-
     /// Removes the chunks' member ends from a directory whose chunks are kept: only the run
     /// whose split wrote them reads them.
     static func deleteMemberEnds(_ directory: String) {
         for file in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        where MemberEnds.index(inFileName: file) != nil && isRegularFile(directory + "/" + file) {
+        where MemberEnds.index(inFileName: file) != nil && FileOps.isRegularFile(directory + "/" + file) {
             _ = unlink(directory + "/" + file)
         }
     }
