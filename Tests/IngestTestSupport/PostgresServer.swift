@@ -34,6 +34,8 @@ public final class PostgresServer: @unchecked Sendable {
     public let port: Int
     /// A libpq URL for database `ingest` as the server's superuser.
     public let url: String
+    /// The server's log (errors, deadlocks among them).
+    public var logFile: String { directory + "/server.log" }
 
     /// Starts a server with an empty database `ingest`.
     /// - Throws: when `initdb`, `pg_ctl` or `createdb` fails (their output is in the error).

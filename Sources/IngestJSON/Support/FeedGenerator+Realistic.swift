@@ -26,11 +26,11 @@ extension FeedGenerator {
     /// - member order that varies: one record in ten gives its photographer right after its id;
     /// - a long tail of related keys: about one photographer per 20 records, 30% of records by
     ///   the most active 1%, the rest spread over all of them, so most are seen a few times.
-    /// A photographer's name is the same wherever its id appears.
+    /// A photographer's name is the same wherever its id appears (unless keys repeat: `repeatKeys`).
     func appendRealisticRecord(_ index: Int, pool: Int, rng: inout SplitMix64, to out: inout [UInt8]) {
         func roll(_ sides: UInt64) -> Int { Int(rng.next() % sides) }
         func pick<T>(_ items: [T]) -> T { items[Int(rng.next() % UInt64(items.count))] }
-        let photoID = 50_000_000_000 + index * 7 + roll(7)
+        let photoID = self.photoID(at: index, roll: roll(7))
         let secret = rng.next() & 0xFF_FFFF_FFFF
         // Text is mostly ASCII, as in real feeds: a place's own spelling in one record in twenty.
         let place = roll(20) == 0 ? pick(Self.places) : pick(Self.asciiPlaces)
@@ -48,7 +48,7 @@ extension FeedGenerator {
                 let first = Self.firstNames[photographer % Self.firstNames.count]
                 let last = Self.lastNames[(photographer / Self.firstNames.count) % Self.lastNames.count]
                 out.append(contentsOf: ",\"photographer\":{\"id\":\"p\(photographer)\",\"name\":".utf8)
-                Self.appendString(first + " " + last, to: &out)
+                Self.appendString(photographerName(first, last, at: index), to: &out)
                 out.append(contentsOf: ",\"username\":".utf8)
                 Self.appendString("\(first.lowercased()).\(photographer)", to: &out)
                 out.append(contentsOf: ",\"pro\":\(photographer % 3 == 0),\"location\":".utf8)

@@ -12,7 +12,7 @@ import Darwin
 /// with and without fractional seconds and zone offsets), views (about 5% as a numeric
 /// string), latitude, longitude, tags and a nested photographer `{id, name}`; there is
 /// about one distinct photographer per 20 records, and a photographer's name is the
-/// same wherever its id appears.
+/// same wherever its id appears (unless keys repeat: `repeatKeys`).
 public struct FeedGenerator: Sendable {
     /// How kind the feed is to an importer.
     public enum Style: String, Sendable, CaseIterable {
@@ -29,12 +29,44 @@ public struct FeedGenerator: Sendable {
     public var seed: UInt64
     public var ndjson: Bool
     public var style: Style
+    /// How many records give each photo (1: every photo once). Above 1, the feed is shaped like
+    /// a catalogue re-exported with corrections or a change log: photos come in groups of
+    /// `repeatSpan`, and each group is given `repeatKeys` times in a row, so a photo's records
+    /// are `repeatSpan` records apart (in neighbouring chunks at `--chunk-size 500`), the later
+    /// ones with other titles and views, and their photographers under other names.
+    public var repeatKeys: Int
 
-    public init(records: Int, seed: UInt64 = 42, ndjson: Bool = false, style: Style = .classic) {
+    /// Records between two appearances of a photo when keys repeat.
+    public static let repeatSpan = 500
+
+    public init(records: Int, seed: UInt64 = 42, ndjson: Bool = false, style: Style = .classic, repeatKeys: Int = 1) {
         self.records = records
         self.seed = seed
         self.ndjson = ndjson
         self.style = style
+        self.repeatKeys = max(1, repeatKeys)
+    }
+
+    /// Record `index`'s photo: its number among the feed's photos, and which of its
+    /// appearances this record is (0 for the first).
+    public func photo(at index: Int) -> (number: Int, appearance: Int) {
+        guard repeatKeys > 1 else { return (index, 0) }
+        let (window, offset) = index.quotientAndRemainder(dividingBy: Self.repeatSpan * repeatKeys)
+        return (window * Self.repeatSpan + offset % Self.repeatSpan, offset / Self.repeatSpan)
+    }
+
+    /// Record `index`'s photo ID; `roll` is the record's draw below 7 (drawn either way, so a
+    /// feed without repeats has the bytes it always had).
+    func photoID(at index: Int, roll: Int) -> Int {
+        let number = photo(at: index).number
+        return 50_000_000_000 + number * 7 + (repeatKeys > 1 ? number % 7 : roll)
+    }
+
+    /// A photographer's name as record `index` gives it: a later appearance of a repeated
+    /// photo renames its photographer, so the feed's last record naming one decides its name.
+    func photographerName(_ first: String, _ last: String, at index: Int) -> String {
+        let appearance = photo(at: index).appearance
+        return appearance == 0 ? first + " " + last : first + " " + last + " (\(appearance + 1))"
     }
 
     /// How many distinct photographers a feed of `records` records draws from.
@@ -99,7 +131,7 @@ public struct FeedGenerator: Sendable {
                                     "Fernández", "Lindqvist", "Mensah", "Dubois", "Sato", "Novak", "Rossi"]
 
     private func appendRecord(_ index: Int, pool: Int, rng: inout SplitMix64, to out: inout [UInt8]) {
-        let photoID = 50_000_000_000 + index * 7 + Int(rng.next() % 7)
+        let photoID = self.photoID(at: index, roll: Int(rng.next() % 7))
         let secret = rng.next() & 0xFF_FFFF_FFFF
         let subject = Self.subjects[Int(rng.next() % UInt64(Self.subjects.count))]
         let place = Self.places[Int(rng.next() % UInt64(Self.places.count))]
@@ -135,9 +167,8 @@ public struct FeedGenerator: Sendable {
             out.append(contentsOf: "\"\(Self.tags[Int(rng.next() % UInt64(Self.tags.count))])\"".utf8)
         }
         out.append(contentsOf: "],\"photographer\":{\"id\":\"p\(photographer)\",\"name\":\"".utf8)
-        out.append(contentsOf: Self.firstNames[photographer % Self.firstNames.count].utf8)
-        out.append(UInt8(ascii: " "))
-        out.append(contentsOf: Self.lastNames[(photographer / Self.firstNames.count) % Self.lastNames.count].utf8)
+        out.append(contentsOf: photographerName(Self.firstNames[photographer % Self.firstNames.count],
+                                                Self.lastNames[(photographer / Self.firstNames.count) % Self.lastNames.count], at: index).utf8)
         out.append(contentsOf: "\"}}".utf8)
     }
 

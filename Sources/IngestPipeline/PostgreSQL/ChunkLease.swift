@@ -87,6 +87,8 @@ struct ChunkLease: Sendable {
             WHERE run = $1 AND number = $2 AND owner = $4 AND finished IS NULL AND done = $6
             """, [String(run), String(number), String(done), owner, String(leaseSeconds), String(previous)]).changed
         if changed != 1 { throw Lost() }
+        // Delivered when the save commits: the workers waiting for this chunk go on (`PostgresCommitTurns`).
+        if done >= records { try connection.execute("NOTIFY \(PostgresCommitTurns.channel)") }
     }
 
     /// Inside a save's transaction, after `advance`: the save's rejects (record index and

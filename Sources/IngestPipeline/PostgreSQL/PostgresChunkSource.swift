@@ -26,10 +26,13 @@ final class PostgresChunkSource: ChunkSource {
     let localSplit: PostgresSplitStage?
     /// The importing process's chunk files, when this process reads the chunks it keeps there.
     let keptFiles: KeptChunkFiles?
+    /// Feed order across the run's processes: a claimed chunk's saves wait for the chunks before it.
+    let turns: PostgresCommitTurns?
     let logger: Logger
 
     init(connection: PostgresConnection, url: PostgresURL, run: Int, record: PostgresRunRecord, owner: String,
-         localChunks: String?, localSplit: PostgresSplitStage? = nil, keptFiles: KeptChunkFiles? = nil, logger: Logger) {
+         localChunks: String?, localSplit: PostgresSplitStage? = nil, keptFiles: KeptChunkFiles? = nil,
+         turns: PostgresCommitTurns? = nil, logger: Logger) {
         self.connection = connection
         self.url = url
         self.run = run
@@ -38,13 +41,19 @@ final class PostgresChunkSource: ChunkSource {
         self.localChunks = localChunks
         self.localSplit = localSplit
         self.keptFiles = keptFiles
+        self.turns = turns
         self.logger = logger
     }
 
     /// This worker's process: its name before the slash.
     private var process: String { String(owner[..<(owner.lastIndex(of: "/") ?? owner.endIndex)]) }
 
+    /// Set when this worker gave a chunk back (`ChunkYielded`): before it claims again, it sees
+    /// to the chunks nobody can claim (a gone keeper's), as it does when none is left to claim.
+    private let gaveBack = Flag()
+
     func claim(until stop: () -> Bool) throws -> ClaimedChunk? {
+        if gaveBack.value.exchange(false, ordering: .relaxed), try !moreChunksMayCome() { return nil }
         while !stop() {
             guard let lease = try ChunkLease.claim(run: run, owner: owner, leaseSeconds: record.leaseSeconds,
                                                    keptUpTo: localSplit?.lastWritten.withLock { $0 } ?? (keptFiles?.isReading == true ? Int(Int32.max) : 0),
@@ -56,8 +65,21 @@ final class PostgresChunkSource: ChunkSource {
             let started = StageTimes.now()
             do {
                 let (bytes, ends) = try bytes(of: lease)
-                return ClaimedChunk(info: lease.chunk(byteSize: bytes.count), bytes: bytes, memberEndsFile: ends, done: lease.done,
-                                    readSeconds: StageTimes.now() - started)
+                var claimed = ClaimedChunk(info: lease.chunk(byteSize: bytes.count), bytes: bytes, memberEndsFile: ends, done: lease.done,
+                                           readSeconds: StageTimes.now() - started)
+                if let turns {
+                    let (number, owner) = (lease.number, owner)
+                    let gaveBack = self.gaveBack
+                    claimed.waitForTurn = {
+                        do {
+                            try turns.waitForTurn(number, owner: owner)
+                        } catch let yielded as ChunkYielded {
+                            gaveBack.value.store(true, ordering: .relaxed)
+                            throw yielded
+                        }
+                    }
+                }
+                return claimed
             } catch is ChunkTakenOver {
                 continue
             } catch is ChunkNotStored {
@@ -193,3 +215,8 @@ final class PostgresChunkSource: ChunkSource {
 /// A claimed chunk's bytes are not in the database: the process that split it keeps them
 /// (or the chunk was finished meanwhile).
 private struct ChunkNotStored: Error {}
+
+/// A flag one thread sets and another takes.
+private final class Flag: Sendable {
+    let value = Atomic<Bool>(false)
+}

@@ -47,14 +47,25 @@ final class PostgresChunkWriter: BatchChunkWriter {
         Prepared(request: request, staged: writer.stage(request))
     }
 
+    /// Where this writer's last commit left the run: its chunk and the chunk's marker after it.
+    private var lastCommit: (chunk: Int, done: Int, ended: Bool)?
+
     func save(_ prepared: Prepared, _ save: ChunkSave) throws -> BatchResult {
+        // Saves commit in feed order (`PostgresCommitTurns`): unless this save goes on from this
+        // writer's last commit, other writers committed in between.
+        let continues = lastCommit.map { last in
+            last.chunk == save.chunk.index ? last.done == save.from : last.ended && last.chunk + 1 == save.chunk.index && save.from == 0
+        } ?? false
+        if !continues { writer.othersWrote() }
         var attempt = 0
         while true {
             do {
                 try connection.execute("BEGIN")
-                let result = try saveInTransaction(prepared, save)
+                var result = try saveInTransaction(prepared, save)
+                result.retries = attempt
                 try connection.execute("COMMIT")
                 writer.didCommit()
+                lastCommit = (save.chunk.index, save.done, save.done >= save.chunk.records)
                 return result
             } catch {
                 _ = try? connection.execute("ROLLBACK")
@@ -62,7 +73,7 @@ final class PostgresChunkWriter: BatchChunkWriter {
                 // Deadlocks and keys inserted by another process at the same moment: try again.
                 guard case .server(_, let state)? = error as? PostgresError, state == "40001" || state == "40P01", attempt < 20 else { throw error }
                 attempt += 1
-                logger.debug("save retried", metadata: ["chunk": "\(save.chunk.index)", "reason": "\(error)"])
+                logger.debug("save retried", metadata: ["chunk": "\(save.chunk.index)", "attempt": "\(attempt)", "reason": "\(error)"])
                 Thread.sleep(forTimeInterval: Double.random(in: 0.005...0.05) * Double(attempt))
             }
         }

@@ -42,6 +42,11 @@ public final class PostgresJoin: Sendable {
         /// Why the split made beside the workers failed: the workers stopped at their next
         /// save, and the run is kept as far as it was saved.
         public var splitFailure: (any Error)? = nil
+        /// Saves rolled back and tried again (deadlocks, keys made elsewhere at the same moment):
+        /// none when the run's chunks commit in feed order, as they do.
+        public var retries = 0
+        /// Chunks this process gave back before saving in them, to claim a free chunk before them.
+        public var chunksGivenBack = 0
     }
 
     public init(url: PostgresURL, options: PostgresImportOptions) {
@@ -105,6 +110,7 @@ final class Heartbeat: Sendable {
                     do {
                         if connection == nil || connection?.isOK == false {
                             connection = try PostgresConnection(url)
+                            try PostgresCommitTurns.label(connection!, process: process)
                             // A beat that cannot finish within the lease is no beat.
                             try connection!.execute("SET statement_timeout = \(Int(leaseSeconds * 1000))")
                         }

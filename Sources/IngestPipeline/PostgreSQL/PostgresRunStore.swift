@@ -44,13 +44,17 @@ struct PostgresRunStore: RunStore {
             ? record.splitDirectory.flatMap { KeptChunkFiles(directory: $0, process: process, logger: options.logger) } : nil
         try connection.execute("INSERT INTO _ingest_processes (id, run, host, pid, workers, reads_kept) VALUES ($1, $2, $3, $4, $5, $6)",
                                [process, String(run), host, String(pid), String(workerCount), keptFiles == nil ? "f" : "t"])
+        try PostgresCommitTurns.label(connection, process: process)
         options.logger.info("joined the import", metadata: ["run": "\(run)", "process": "\(process)", "workers": "\(workerCount)"])
         let state = RunState(rejected: 0, workers: workerCount, started: started)
+        let join = self.join
+        let turns = PostgresCommitTurns(url: url, run: run, logger: options.logger,
+                                        shouldStop: { join.cancellation.load(ordering: .relaxed) }, hasFailed: { state.failed })
         let splitStage = split.map { PostgresSplitStage($0, run: run, process: process, workers: workerCount,
                                                        leaseSeconds: record.leaseSeconds, join: join) }
         let workers = PostgresRunWorkers(join: join, store: store, spec: spec, run: run, record: record, process: process,
                                          localChunks: split?.directory ?? options.localChunks, localSplit: splitStage, keptFiles: keptFiles,
-                                         state: state)
+                                         turns: turns, state: state)
         return PostgresRunSession(join: join, connection: connection, run: run, record: record, process: process,
                                   heartbeat: Heartbeat(url: url, process: process, leaseSeconds: record.leaseSeconds, logger: options.logger),
                                   split: splitStage, state: state, workers: workers, workerCount: workerCount,
@@ -151,7 +155,8 @@ struct PostgresRunSession: RunSession {
                                    runFinished: finished, stopped: stopped, leasesLost: workerTotals.leasesLost,
                                    runRecords: Int(counts[0, 0]!)!, runRejected: Int(counts[0, 1]!)!,
                                    members: try PostgresImport.members(run: run, connection),
-                                   split: splitOutcome.flatMap { try? $0.get() }, splitFailure: splitFailure)
+                                   split: splitOutcome.flatMap { try? $0.get() }, splitFailure: splitFailure,
+                                   retries: workerTotals.retries, chunksGivenBack: workerTotals.yielded)
     }
 }
 
@@ -171,15 +176,17 @@ struct PostgresRunWorkers: RunWorkers {
     let localSplit: PostgresSplitStage?
     /// The importing process's chunk files, when this joined process reads them.
     let keptFiles: KeptChunkFiles?
+    let turns: PostgresCommitTurns
     let state: RunState
 
     func makeWorker(_ number: Int, _ logger: Logger) throws -> (source: any ChunkSource, path: ChunkWorker.Path) {
         let owner = "\(process)/\(number + 1)"
         let connection = try store.connect()
-        let (store, run, record, localChunks, split, keptFiles) = (store, run, record, localChunks, localSplit, keptFiles)
+        try PostgresCommitTurns.label(connection, process: process)
+        let (store, run, record, localChunks, split, keptFiles, turns) = (store, run, record, localChunks, localSplit, keptFiles, turns)
         func source(_ connection: PostgresConnection) -> PostgresChunkSource {
             PostgresChunkSource(connection: connection, url: store.url, run: run, record: record, owner: owner,
-                                localChunks: localChunks, localSplit: split, keptFiles: keptFiles, logger: logger)
+                                localChunks: localChunks, localSplit: split, keptFiles: keptFiles, turns: turns, logger: logger)
         }
         if let writer = try batchWriter(connection: connection, logger: logger),
            let rows = RowMapper(mapper: RecordMapper(spec: spec), inserter: writer) {
@@ -190,7 +197,9 @@ struct PostgresRunWorkers: RunWorkers {
             // WAL of every save before it.
             try connection.execute("SET synchronous_commit = off")
             // Claims and chunk bytes on a connection of their own while this one writes.
-            return (source(try store.connect()), .batch(PostgresChunkWriter(writer: writer, connection: connection, run: run, owner: owner, process: process,
+            let claims = try store.connect()
+            try PostgresCommitTurns.label(claims, process: process)
+            return (source(claims), .batch(PostgresChunkWriter(writer: writer, connection: connection, run: run, owner: owner, process: process,
                                                        leaseSeconds: record.leaseSeconds, logger: logger), rows))
         }
         // Discriminators, to-many mappings, the reject rule, links to itself: objects in a context.

@@ -11,8 +11,10 @@ struct ClaimedChunk: Sendable {
     var done: Int
     /// Seconds spent reading and checking the bytes (the report counts them as parsing).
     var readSeconds = 0.0
-    /// Waits, before the chunk's first save, until its saves may commit: in feed order on
-    /// SQLite, at once on PostgreSQL. Throws when the run stopped meanwhile.
+    /// Waits, before the chunk's first save, until its saves may commit: in feed order
+    /// (`CommitOrder` on SQLite, `PostgresCommitTurns` across PostgreSQL's processes).
+    /// Throws when the run stopped meanwhile, or `ChunkYielded` when the worker should give
+    /// the chunk back and claim again.
     var waitForTurn: @Sendable () throws -> Void = {}
     /// The chunk's last save committed.
     var finished: @Sendable () -> Void = {}

@@ -25,10 +25,14 @@ final class ChunkWorker {
         var leasesLost = 0
         /// Records the batch path captured by the split's member ends, without a scan.
         var stepped = 0
+        /// Saves rolled back and tried again (`BatchResult.retries`).
+        var retries = 0
+        /// Chunks given back before their first save (`ChunkYielded`).
+        var yielded = 0
 
         static func + (lhs: Totals, rhs: Totals) -> Totals {
             Totals(times: lhs.times + rhs.times, chunks: lhs.chunks + rhs.chunks, leasesLost: lhs.leasesLost + rhs.leasesLost,
-                   stepped: lhs.stepped + rhs.stepped)
+                   stepped: lhs.stepped + rhs.stepped, retries: lhs.retries + rhs.retries, yielded: lhs.yielded + rhs.yielded)
         }
     }
 
@@ -87,6 +91,11 @@ final class ChunkWorker {
                 } catch is StoppedAtSave {
                     importer.discard()
                     break
+                } catch is ChunkYielded {
+                    importer.discard()
+                    totals.yielded += 1
+                    logger.debug("chunk given back before its first save", metadata: ["chunk": "\(chunk.index)"])
+                    continue
                 } catch is ChunkTakenOver {
                     importer.discard()
                     totals.leasesLost += 1
@@ -256,6 +265,7 @@ private struct BatchSaver<Writer: BatchChunkWriter> {
 
     /// - Throws: what the writer or `afterSave` throws, but `ChunkTakenOver`.
     mutating func save(_ batch: ChunkWorker.Batch) throws {
+        if batch.first { lost = nil }
         guard lost != batch.save.chunk.index else { return }
         let started = StageTimes.now()
         try save(batch, prepared: try writer.prepare(batch.request), started: started)
@@ -265,6 +275,8 @@ private struct BatchSaver<Writer: BatchChunkWriter> {
     /// - Throws: what the writer or `afterSave` throws, but `ChunkTakenOver`.
     mutating func save(_ batch: ChunkWorker.Batch, prepared: Writer.Prepared, started: Double = StageTimes.now()) throws {
         let chunk = batch.save.chunk
+        // A new claim of a chunk this worker left (given back, then claimed again) is saved.
+        if batch.first { lost = nil }
         guard lost != chunk.index else { return }
         do {
             var waited = 0.0
@@ -280,6 +292,7 @@ private struct BatchSaver<Writer: BatchChunkWriter> {
             totals.times.waiting += waited
             totals.times.save += seconds
             totals.times.locked += result.lockedSeconds
+            totals.retries += result.retries
             for rejection in result.rejected.dropFirst(batch.save.rejects.count) {
                 logger.trace("record rejected at save", metadata: ["chunk": "\(chunk.index)", "index": "\(rejection.record)",
                                                                    "reason": "\(rejection.reason)"])
@@ -295,6 +308,10 @@ private struct BatchSaver<Writer: BatchChunkWriter> {
                 totals.chunks += 1
                 logger.debug("chunk finished", metadata: ["chunk": "\(chunk.index)"])
             }
+        } catch is ChunkYielded {
+            lost = chunk.index
+            totals.yielded += 1
+            logger.debug("chunk given back before its first save", metadata: ["chunk": "\(chunk.index)"])
         } catch is ChunkTakenOver {
             lost = chunk.index
             totals.leasesLost += 1

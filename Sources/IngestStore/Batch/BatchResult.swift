@@ -24,6 +24,9 @@ public struct BatchResult: Sendable {
     public var duplicates = 0
     /// Seconds inside the write transaction (holding the store's write lock).
     public var lockedSeconds = 0.0
+    /// Times the save's transaction was rolled back and tried again (a deadlock, or a key
+    /// another process made at the same moment).
+    public var retries = 0
     /// What the write changed, for the history transaction of the save it is part of
     /// (filled by `PostgresBatchWriter` when it records history).
     package var history = HistoryChanges()

@@ -6,6 +6,8 @@ extension PostgresBatchWriter {
     struct Known {
         var pk: Int64
         var content: Int?
+        /// The writer's `contentGeneration` when `content` was learnt: from another one, it is not trusted.
+        var generation: UInt32 = 0
     }
 
     /// One stored object a request writes: the rows of its key folded in record order.

@@ -75,7 +75,9 @@ extension PostgresBatchWriter {
             let remembering = !known[entity].isEmpty || !pending[entity].isEmpty
             for slot in batches[entity].keys.indices {
                 let key = batches[entity].keys[slot]
-                if remembering, let memory = (pending[entity].isEmpty ? nil : pending[entity][key]) ?? known[entity][key] {
+                if remembering, var memory = (pending[entity].isEmpty ? nil : pending[entity][key]) ?? known[entity][key] {
+                    // Others wrote since: the object's row number holds, its fields may not.
+                    if memory.generation != contentGeneration { memory.content = nil }
                     batches[entity].stored[slot] = memory.pk
                     batches[entity].remembered[slot] = memory
                 } else {
@@ -301,7 +303,8 @@ extension PostgresBatchWriter {
         for entity in plans.indices where !undestined[entity] {
             let batch = batches[entity]
             for (index, entry) in batch.folded.enumerated() where entry.slot >= 0 {
-                let memory = Known(pk: entry.pk, content: madeElsewhere[entity].contains(entry.slot) ? nil : contents[entity][index])
+                let memory = Known(pk: entry.pk, content: madeElsewhere[entity].contains(entry.slot) ? nil : contents[entity][index],
+                                   generation: contentGeneration)
                 let before = batch.remembered[Int(entry.slot)]
                 if before?.pk != memory.pk || before?.content != memory.content {
                     pending[entity][batch.keys[Int(entry.slot)]] = memory

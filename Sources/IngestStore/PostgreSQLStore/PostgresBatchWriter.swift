@@ -81,6 +81,17 @@ public final class PostgresBatchWriter: BatchRequestMaking {
     /// Per entity and to-one column: the destination's plan.
     let linkTargets: [[Int]]
 
+    /// Bumped by `othersWrote`: what the writer remembers of objects' fields from before is not trusted.
+    var contentGeneration: UInt32 = 0
+
+    /// Other writers may have changed stored objects since this writer's last commit (a run's
+    /// chunks commit in feed order, and the chunk before this one was not this writer's):
+    /// the row numbers it remembers hold (a key keeps its row), the fields do not, so an
+    /// object given again as this writer last wrote it is written again, not skipped.
+    public func othersWrote() {
+        contentGeneration &+= 1
+    }
+
     /// The caller's transaction committed: what its writes taught holds from now on.
     public func didCommit() {
         usedStagingTables.removeAll()

@@ -151,6 +151,8 @@ struct PostgresRunBackend: RunBackend {
             print("\(url): run \(report.run): this process (\(report.process), \(report.workers) worker(s)) imported \(Format.records(report.records)) in \(report.chunks) chunk(s) and rejected \(Format.count(report.rejected)) in \(Format.seconds(report.seconds)) (\(Format.count(Int(Double(report.records) / max(report.seconds, 0.001)))) records/s)")
             print("  " + Ingest.Import.outcomesLine(report.outcomes))
             if report.leasesLost > 0 { print("  lost \(report.leasesLost) chunk lease(s) to other processes (this one stalled past the lease)") }
+            if report.retries > 0 { print("  tried \(report.retries) save(s) again after the server rolled them back (--log-level debug names them)") }
+            if report.chunksGivenBack > 0 { print("  gave \(report.chunksGivenBack) chunk(s) back to take a free chunk before them first (chunks commit in feed order)") }
             print(report.runFinished
                   ? "  run \(report.run) finished: \(Format.records(report.runRecords)) done, \(Format.count(report.runRejected)) rejected in all (ingest status \(url) lists them)"
                   : report.stopped

@@ -51,7 +51,7 @@ extension Ingest {
             var notes: [String] = []
             var rss: [Int] = []
             for count in [smallRecords, records] {
-                let (feed, bytes) = try Self.generatedFeed(records: count, in: workDirectory, style: feedStyle)
+                let (feed, bytes) = try Self.generatedFeed(records: count, in: workDirectory, style: feedStyle, repeatKeys: feeds.repeatKeys)
                 // Alternate the two commands so that drift in the machine's speed hits both alike.
                 var verifyRuns: [ChildProcess.Result] = []
                 var splitRuns: [ChildProcess.Result] = []
@@ -86,12 +86,14 @@ extension Ingest {
 
         /// The generated feed of `records` records in `directory` (made once, then reused),
         /// its size, and the page cache warmed with it.
-        static func generatedFeed(records: Int, in directory: String, style: FeedGenerator.Style) throws -> (path: String, bytes: Int) {
+        static func generatedFeed(records: Int, in directory: String, style: FeedGenerator.Style,
+                                  repeatKeys: Int = 1) throws -> (path: String, bytes: Int) {
             // The classic feed keeps the name it always had, so feeds made before are reused.
-            let feed = "\(directory)/photos-\(style == .classic ? "" : style.rawValue + "-")\(records).json"
+            let repeats = repeatKeys > 1 ? "repeat\(repeatKeys)-" : ""
+            let feed = "\(directory)/photos-\(style == .classic ? "" : style.rawValue + "-")\(repeats)\(records).json"
             if !FileOpsCLI.exists(feed) {
                 Console.error("generating \(feed)…\n")
-                try FeedGenerator(records: records, style: style).write(to: feed)
+                try FeedGenerator(records: records, style: style, repeatKeys: repeatKeys).write(to: feed)
             }
             _ = try ChildProcess.run("/bin/cat", [feed])
             return (feed, try FileOpsCLI.size(feed))

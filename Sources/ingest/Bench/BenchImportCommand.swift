@@ -99,7 +99,7 @@ extension Ingest {
                 guard PostgresURL.isPostgres(store) else { throw ValidationError("--store takes a PostgreSQL URL (postgresql://…)") }
                 let counts = processes.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
                 guard !counts.isEmpty, counts.allSatisfy({ $0 >= 1 }) else { throw ValidationError("--processes takes counts like 1,2,4") }
-                let (feed, bytes) = try BenchSplit.generatedFeed(records: records, in: workDirectory, style: feedStyle)
+                let (feed, bytes) = try BenchSplit.generatedFeed(records: records, in: workDirectory, style: feedStyle, repeatKeys: feeds.repeatKeys)
                 return try BenchPostgresImport(url: try PostgresURL(store), feed: feed, bytes: bytes, records: records,
                                                pipeline: pipeline,
                                                processCounts: counts, workersPerProcess: workerCounts.count == 1 ? workerCounts[0] : 1,
@@ -119,7 +119,7 @@ extension Ingest {
             var rss: [String: [Int]] = [:]
             var chartReport: ImportReport?
             for count in [smallRecords, records] {
-                let (feed, bytes) = try BenchSplit.generatedFeed(records: count, in: workDirectory, style: feedStyle)
+                let (feed, bytes) = try BenchSplit.generatedFeed(records: count, in: workDirectory, style: feedStyle, repeatKeys: feeds.repeatKeys)
                 var measured: [Measured] = []
                 if reference != nil { measured.append(Measured(name: "C reference importer (1 core)", workers: "-", runs: [])) }
                 if sqlite != nil { measured.append(Measured(name: "sqlite3 CLI (json_each staging)", workers: "-", runs: [])) }
