@@ -161,17 +161,8 @@ import Testing
     }
 
     /// PostgreSQL's rejects against the reference's: the same records, for the same reasons.
-    /// One known difference, not of order: a record that both links a new object lacking a
-    /// required value and differs from a stored object under `reject` is rejected on both,
-    /// for the first fault its path checks (SQLite's batch path: the required value; the
-    /// object path, which `reject` takes on PostgreSQL: the difference).
     static func expectSameRejects(_ rejects: [String], _ reference: Reference, _ what: String) {
-        func record(_ line: String) -> Substring { line[..<line.firstIndex(of: ":")!] }
-        #expect(rejects.map(record) == reference.rejects.map(record), "\(what): \(Array(rejects.difference(from: reference.rejects)))")
-        for (got, wanted) in zip(rejects, reference.rejects) where got != wanted {
-            #expect(got.contains("differs from the stored") && wanted.contains("is required (the record gives only its key)"),
-                    "\(what): \(got) vs \(wanted)")
-        }
+        #expect(rejects == reference.rejects, "\(what): \(Array(rejects.difference(from: reference.rejects)))")
     }
 
     static func expectEqual(_ got: [String: [String]], _ reference: Reference, _ what: String) {
@@ -196,11 +187,8 @@ import Testing
                                  "\(workers) workers, seed \(seed)")
                 #expect(rejects == reference.rejects, "\(workers) workers, seed \(seed)")
             }
-            // Killed at a random moment of each run, then resumed: with INGEST_FEED_ORDER_SEEDS set only.
-            // Under the whole suite's load, one run of this lost two records' keys (posts
-            // keepExisting, authors replace, seed 0) and has not been reproduced alone: kept
-            // for the stress runs, which print what the processes said.
-            guard ProcessInfo.processInfo.environment["INGEST_FEED_ORDER_SEEDS"] != nil else { continue }
+            // Killed at a random moment of each run, then resumed (or imported again when the
+            // kill came before the run was recorded: resume then says there is nothing to resume).
             var said: [String] = []
             let pipeline = dir.file("pipeline.json")
             try Self.pipeline(test).write(toFile: pipeline, atomically: true, encoding: .utf8)
@@ -214,14 +202,20 @@ import Testing
                 let first = IngestBinary.finish(running)
                 said.append("import: \(first.status) \(first.stderr)")
                 guard first.status != 0 else { continue }
-                var resumed = try IngestBinary.run(["resume", store, "--workers", "2", "--quiet"])
+                var resumed = try IngestBinary.run(["resume", store, "--workers", "2"])
                 said.append("resume: \(resumed.status) \(resumed.stderr)")
-                if resumed.status != 0 {
+                // "nothing to resume: its last import, run N of FEED, is finished": done when FEED is this one.
+                let lastWasThis = resumed.stdout.contains("nothing to resume") && resumed.stdout.contains(" of \(feed), is finished")
+                if resumed.status != 0 || (resumed.stdout.contains("nothing to resume") && !lastWasThis) {
                     // Killed before it recorded the run: nothing to resume, so imported again.
                     resumed = try IngestBinary.run(["import", feed, "--pipeline", pipeline, "--store", store, "--workers", "2",
                                                     "--chunk-size", "8", "--save-every", "3", "--quiet"])
+                    said.append("import again: \(resumed.status) \(resumed.stderr)")
                 }
-                #expect(resumed.status == 0 || resumed.status == 3, "\(resumed.stderr)")
+                // 3: some records rejected; when every record of the run is (a `reject` rule on a feed
+                // of stored keys), the command says so and fails, as it does on the reference's feed.
+                #expect(resumed.status == 0 || resumed.status == 3 || resumed.stderr.contains("every record this run read was rejected"),
+                        "\(resumed.stderr)")
             }
             Self.expectEqual(try Self.graph(try PersistentStoreCoordinator(existingStoreAt: store, readOnly: true), spec.model), reference,
                              "killed and resumed, seed \(seed); the processes said: \(said)")

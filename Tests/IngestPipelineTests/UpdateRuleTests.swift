@@ -69,6 +69,25 @@ import Testing
         try String(contentsOfFile: report.rejectsFile, encoding: .utf8).split(separator: "\n").map(String.init)
     }
 
+    /// A record that both names a new object by key alone without its required value and
+    /// differs from a stored object under `reject` is rejected for the missing value on both
+    /// paths (the object path, which PostgreSQL's `reject` takes, named the difference before).
+    @Test(arguments: [false, true])
+    func aMissingRequiredValueIsTheReasonBeforeARuleConflict(objectPath: Bool) throws {
+        let dir = try TemporaryDirectory()
+        let spec = try Self.spec(postRule: "reject")
+        _ = try importLines([#"{"id":"p1","title":"first"}"#], spec: spec, dir: dir, objectPath: objectPath)
+        let report = try importLines([#"{"id":"p1","title":"other","eventId":17}"#, #"{"id":"p1","title":"other"}"#],
+                                     spec: spec, dir: dir, objectPath: objectPath)
+        #expect(report.rejectedThisRun == 2)
+        let reasons = try rejects(report).suffix(2).map { line -> String in
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+            return object["reason"] as! String
+        }
+        #expect(reasons == ["Event 17: name is required (the record gives only its key)",
+                            #"Post "p1": differs from the stored Post (its onConflict rule is reject)"#])
+    }
+
     @Test(arguments: [false, true])
     func aRelatedObjectGivenByKeyWithoutARequiredValueRejectsOnlyItsRecord(objectPath: Bool) throws {
         let dir = try TemporaryDirectory()

@@ -219,7 +219,9 @@ final class ImportWorker {
         var staged = rejects
         try lookUp(in: batch.map(\.mapped))
         for pending in batch {
-            if let reason = conflict(pending.mapped) {
+            // A record that names a new object by key alone, lacking a required value, is rejected
+            // for that (at the save, with its reason) before any rule is weighed, as the batch path does.
+            if !makesIncompleteObject(pending.mapped), let reason = conflict(pending.mapped) {
                 staged.append(ImportMarker.Reject(chunk, index: pending.index, reason: reason, text: pending.text))
                 result.rejected += 1
                 continue
@@ -397,6 +399,26 @@ final class ImportWorker {
             for target in targets { if let reason = conflict(target) { return reason } }
         }
         return nil
+    }
+
+    /// Whether `mapped` names, by its key alone, an object that is not stored yet and whose
+    /// entity requires a value the key does not give: its save would fail validation.
+    private func makesIncompleteObject(_ mapped: MappedObject) -> Bool {
+        for (_, targets) in mapped.relations {
+            for target in targets {
+                if target.byKeyAlone, !target.key.isEmpty {
+                    let key = EntityKey(entity: target.entity, key: target.key)
+                    if created[key] == nil, known[key] == nil, let entity = spec.model.entity(target.entity) {
+                        let keyNames = Set(spec.mappings[target.entity]?.key ?? [])
+                        if entity.attributes.contains(where: { !$0.isOptional && $0.defaultValue == nil && !keyNames.contains($0.name) }) {
+                            return true
+                        }
+                    }
+                }
+                if makesIncompleteObject(target) { return true }
+            }
+        }
+        return false
     }
 
     /// Whether the relationships a record gives would change the stored `object`: a
