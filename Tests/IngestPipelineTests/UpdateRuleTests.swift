@@ -85,7 +85,7 @@ import Testing
             return object["reason"] as! String
         }
         #expect(reasons == ["Event 17: name is required (the record gives only its key)",
-                            #"Post "p1": differs from the stored Post (its onConflict rule is reject)"#])
+                            #"Post "p1": title stored "first", given "other" (its onConflict rule is reject)"#])
     }
 
     @Test(arguments: [false, true])
@@ -158,7 +158,7 @@ import Testing
         #expect(try rows(dir, "SELECT id, title FROM Post") == ["p1|first"])
         #expect(report.rejected == 1 && report.imported == 2)
         let lines = try rejects(report)
-        #expect(lines.first?.contains(#""index":2,"record":2,"reason":"Post \"p1\": differs from the stored Post (its onConflict rule is reject)""#) == true, "\(lines)")
+        #expect(lines.first?.contains(#""index":2,"record":2,"reason":"Post \"p1\": title stored \"first\", given \"changed\" (its onConflict rule is reject)""#) == true, "\(lines)")
         #expect(report.outcomes == RecordOutcomes(inserted: 1, updated: 0, unchanged: 1, duplicates: 1))
     }
 

@@ -22,6 +22,13 @@ final class ImportWorker {
     private var known: [EntityKey: ObjectID] = [:]
     /// Objects this batch made or touched; their IDs become permanent at the save.
     private var created: [EntityKey: ManagedObject] = [:]
+    /// Objects of this batch that are placeholders no record described yet: stored ones
+    /// (read from the store for each batch: another worker may have filled them since) and
+    /// ones this batch made from a reference. The first record that describes one fills it
+    /// as `update` writes, whatever its entity's rule.
+    private var placeholders = Set<ObjectIdentifier>()
+    /// Entities some relationship leads to: only their objects can be placeholders.
+    private let referable: Set<String>
     private let toManyRelationships: Set<RelationshipKey>
     private let toManyRules: [RelationshipKey: ToManyRule]
     /// Ordered to-manys: a record's list gives their order too.
@@ -94,6 +101,7 @@ final class ImportWorker {
             }
         }
         self.toManyRules = toManyRules
+        referable = Set(spec.model.entities.flatMap { $0.relationships.map(\.destination) })
         orderedRelationships = Set(spec.model.entities.flatMap { entity in
             entity.relationships.filter(\.isOrdered).map { RelationshipKey(entity: entity.name, relationship: $0.name) }
         })
@@ -218,6 +226,7 @@ final class ImportWorker {
         var result = ChunkResult(rejected: rejects.count)
         var staged = rejects
         try lookUp(in: batch.map(\.mapped))
+        try findPlaceholders(in: batch.map(\.mapped))
         for pending in batch {
             // A record that names a new object by key alone, lacking a required value, is rejected
             // for that (at the save, with its reason) before any rule is weighed, as the batch path does.
@@ -239,6 +248,7 @@ final class ImportWorker {
         if known.count > Self.knownLimit { known.removeAll(keepingCapacity: true) }
         for (key, object) in created { known[key] = object.objectID }
         created.removeAll(keepingCapacity: true)
+        placeholders.removeAll()
         context.reset()
         return result
     }
@@ -247,6 +257,7 @@ final class ImportWorker {
     func discard() {
         context.reset()
         created.removeAll(keepingCapacity: true)
+        placeholders.removeAll()
     }
 
     /// A failed save's reason for one record, in model names.
@@ -294,13 +305,23 @@ final class ImportWorker {
             let object = context.insert(mapped.entity)
             for index in mapped.slots.indices { object.setValue(mapped.slots[index], forAttributeAt: mapped.positions[index]) }
             if let entityKey { created[entityKey] = object }
+            if mapped.byKeyAlone {
+                placeholders.insert(ObjectIdentifier(object))
+                context.markPlaceholder(object)
+            }
             try relate(object, mapped, isNew: true, rule: mapping.onConflict, changed: &changed)
             return (object, .inserted)
         }
         if let entityKey { created[entityKey] = object }
         let id = found!.objectID
         let outcome: Outcome = id.isTemporary || (id.primaryKey ?? 0) >= firstRowOfRun[mapped.entity, default: .max] ? .duplicate : .updated
-        let rule = mapping.onConflict
+        // A reference names an object; it does not describe it.
+        if mapped.byKeyAlone { return (object, outcome) }
+        var rule = mapping.onConflict
+        if placeholders.remove(ObjectIdentifier(object)) != nil {
+            rule = .update
+            context.unmarkPlaceholder(object)
+        }
         guard rule != .keepExisting else {
             try applyStored(relatedTo: mapped)
             return (object, outcome)
@@ -386,13 +407,19 @@ final class ImportWorker {
     /// stored, or made earlier this batch, with other values), or nil.
     private func conflict(_ mapped: MappedObject) -> String? {
         let mapping = spec.mappings[mapped.entity]!
-        if mapping.onConflict == .reject, !mapping.key.isEmpty {
+        if mapping.onConflict == .reject, !mapping.key.isEmpty, !mapped.byKeyAlone {
             let entityKey = EntityKey(entity: mapped.entity, key: mapped.key)
-            let object = created[entityKey] ?? known[entityKey].map { context.object(with: $0) }
-            if let object, mapped.slots.indices.contains(where: { mapped.given[$0] && object[mapped.names[$0]] != mapped.slots[$0] })
-                || relationsDiffer(object, mapped) {
+            // A placeholder differs from nothing: the record fills it.
+            if let object = created[entityKey] ?? known[entityKey].map({ context.object(with: $0) }),
+               !placeholders.contains(ObjectIdentifier(object)) {
                 let key = mapped.key.map(\.description).joined(separator: ", ")
-                return "\(mapped.entity) \(key): differs from the stored \(mapped.entity) (its onConflict rule is reject)"
+                if let index = mapped.slots.indices.first(where: { mapped.given[$0] && object[mapped.names[$0]] != mapped.slots[$0] }) {
+                    return ConflictRule.rejectReason(entity: mapped.entity, key: key, field: mapped.names[index],
+                                                     stored: object[mapped.names[index]], given: mapped.slots[index])
+                }
+                if let relationship = differingRelationship(object, mapped) {
+                    return ConflictRule.rejectReason(entity: mapped.entity, key: key, relationship: relationship)
+                }
             }
         }
         for (_, targets) in mapped.relations {
@@ -421,10 +448,9 @@ final class ImportWorker {
         return false
     }
 
-    /// Whether the relationships a record gives would change the stored `object`: a
+    /// The first relationship a record gives that would change the stored `object`: a
     /// to-one to another object (or to a new one), a to-many with other members.
-    private func relationsDiffer(_ object: ManagedObject?, _ mapped: MappedObject) -> Bool {
-        guard let object else { return false }
+    private func differingRelationship(_ object: ManagedObject, _ mapped: MappedObject) -> String? {
         for (relationship, targets) in mapped.relations {
             let found = targets.map { target -> ManagedObject? in
                 let keyNames = spec.mappings[target.entity]!.key
@@ -433,17 +459,37 @@ final class ImportWorker {
                 return created[key] ?? known[key].map { context.object(with: $0) }
             }
             // A related object that is not stored yet is new: linking it changes the object.
-            guard found.allSatisfy({ $0 != nil }) else { return true }
+            guard found.allSatisfy({ $0 != nil }) else { return relationship }
             let wanted = Set(found.map { ObjectIdentifier($0!) })
             if toManyRelationships.contains(RelationshipKey(entity: mapped.entity, relationship: relationship)) {
                 let members = Set(object.objects(forKey: relationship).map(ObjectIdentifier.init))
                 let rule = toManyRules[RelationshipKey(entity: mapped.entity, relationship: relationship)]
-                if rule == .replace ? members != wanted : !wanted.isSubset(of: members) { return true }
+                if rule == .replace ? members != wanted : !wanted.isSubset(of: members) { return relationship }
             } else if object.object(forKey: relationship).map(ObjectIdentifier.init) != wanted.first {
-                return true
+                return relationship
             }
         }
-        return false
+        return nil
+    }
+
+    /// Reads which stored objects the batch describes are placeholders (`placeholders`).
+    /// Under `update`, filling one is what the rule does anyway: it is only unmarked.
+    private func findPlaceholders(in batch: [MappedObject]) throws {
+        placeholders.removeAll()
+        var candidates: [ObjectID] = []
+        var seen = Set<ObjectID>()
+        func collect(_ mapped: MappedObject) {
+            if !mapped.byKeyAlone, referable.contains(mapped.entity), !mapped.key.isEmpty,
+               let id = known[EntityKey(entity: mapped.entity, key: mapped.key)], seen.insert(id).inserted {
+                candidates.append(id)
+            }
+            for (_, targets) in mapped.relations { targets.forEach(collect) }
+        }
+        batch.forEach(collect)
+        guard !candidates.isEmpty else { return }
+        for id in try context.placeholders(among: candidates) {
+            placeholders.insert(ObjectIdentifier(context.object(with: id)))
+        }
     }
 
     /// One query per entity (per `lookupBatch` keys) for the batch's keys (its records'

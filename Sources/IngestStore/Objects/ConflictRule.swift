@@ -14,6 +14,20 @@ public enum ConflictRule: String, Sendable, CaseIterable, Codable {
     case reject
 }
 
+extension ConflictRule {
+    /// Why the `reject` rule refuses a record: its object, then the first field whose stored
+    /// value the record would change, with both values (`nil` for none), so that a user
+    /// can see "7.800000" against "7.8" without opening the store.
+    package static func rejectReason(entity: String, key: String, field: String, stored: Value?, given: Value?) -> String {
+        "\(entity) \(key): \(field) stored \(stored?.description ?? "nil"), given \(given?.description ?? "nil") (its onConflict rule is reject)"
+    }
+
+    /// The same for a relationship: the record links (or leaves) other objects than the stored one.
+    package static func rejectReason(entity: String, key: String, relationship: String) -> String {
+        "\(entity) \(key): \(relationship) stored links other objects than the record gives (its onConflict rule is reject)"
+    }
+}
+
 /// How a to-many relationship given by a record meets the stored one.
 public enum ToManyRule: String, Sendable, CaseIterable, Codable {
     /// The relationship becomes exactly the objects the record lists. The default.

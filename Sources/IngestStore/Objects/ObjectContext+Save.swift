@@ -312,6 +312,8 @@ extension ObjectContext {
         }
         try writePositions(db, plan: plan, key: key)
 
+        try writePlaceholderMarks(db, key: key)
+
         // 4. Metadata and history, in the same transaction as the rows they describe.
         if case .postgres(let connection) = db.kind, let postgresSaveHook { try postgresSaveHook(connection) }
         let history = coordinator.recordsHistory ? historyChanges(fresh: fresh, plan: plan, unlinked: unlinked ?? [], key: key) : nil
@@ -429,6 +431,7 @@ extension ObjectContext {
         deletedSet = [:]
         joinChanges = [:]
         stagedMetadata = [:]
+        placeholderMarks = []
         // Committed: what the undo manager holds cannot be taken back (see ContextUndoManager).
         undoManager?.removeAllActions()
         processPendingChanges()

@@ -52,6 +52,8 @@ public final class ObjectContext {
     @exclusivity(unchecked) var toManyHolders: [ObjectIdentifier: ManagedObject] = [:]
     @exclusivity(unchecked) var joinChanges: [JoinChange: Bool] = [:]
     @exclusivity(unchecked) var stagedMetadata: [String: String] = [:]
+    /// Placeholder marks the next save writes (`markPlaceholder`, `unmarkPlaceholder`).
+    @exclusivity(unchecked) var placeholderMarks: [(object: ManagedObject, placeholder: Bool)] = []
     @exclusivity(unchecked) var pendingDidChange = ObjectsDidChange()
     var mergeObserverToken: UUID?
     @exclusivity(unchecked) private var lastEntity: EntityInfo?
@@ -291,6 +293,7 @@ public final class ObjectContext {
         deletedSet = [:]
         joinChanges = [:]
         stagedMetadata = [:]
+        placeholderMarks = []
         pendingDidChange = ObjectsDidChange()
     }
 
@@ -332,6 +335,7 @@ public final class ObjectContext {
         deletedSet = [:]
         joinChanges = [:]
         stagedMetadata = [:]
+        placeholderMarks = []
         pendingDidChange = ObjectsDidChange()
     }
 

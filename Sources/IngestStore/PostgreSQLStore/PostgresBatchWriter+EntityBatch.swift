@@ -8,6 +8,9 @@ extension PostgresBatchWriter {
         var content: Int?
         /// The writer's `contentGeneration` when `content` was learnt: from another one, it is not trusted.
         var generation: UInt32 = 0
+        /// Whether the object may still be a placeholder (named by key, never described). Only
+        /// `true` can go stale (another writer filled it): the fill's UPDATE checks the row.
+        var mayBePlaceholder = false
     }
 
     /// One stored object a request writes: the rows of its key folded in record order.
@@ -78,6 +81,9 @@ extension PostgresBatchWriter {
         var remembered: [Known?]
         /// By slot: the key's entry in `folded`, or -1.
         var foldedAt: [Int32]
+        /// By slot: the object is (or may be) a placeholder no row of the request described
+        /// yet: the first that does fills it, whatever the rule.
+        var placeholder: [Bool]
         var folded: [Folded] = []
         /// The cells of entries a later row changed (`Folded.refolded`), `cellCount` each.
         var refoldedCells: [BatchInsertRequest.Cell] = []
@@ -96,6 +102,7 @@ extension PostgresBatchWriter {
             stored = Array(repeating: nil, count: slots.keys.count)
             remembered = Array(repeating: nil, count: slots.keys.count)
             foldedAt = Array(repeating: -1, count: slots.keys.count)
+            placeholder = Array(repeating: false, count: slots.keys.count)
             guard rows > 0 else { return }
             folded.reserveCapacity(rows)
             links.reserveCapacity(rows * linkCount)

@@ -80,6 +80,7 @@ extension PostgresBatchWriter {
                     if memory.generation != contentGeneration { memory.content = nil }
                     batches[entity].stored[slot] = memory.pk
                     batches[entity].remembered[slot] = memory
+                    batches[entity].placeholder[slot] = memory.mayBePlaceholder
                 } else {
                     unknown.append(key.text)
                 }
@@ -89,6 +90,7 @@ extension PostgresBatchWriter {
             for row in 0..<found.count {
                 guard let slot = batches[entity].slotOf[TextKey(found[row, 0]!)] else { continue }
                 batches[entity].stored[Int(slot)] = Int64(found[row, 1]!)!
+                batches[entity].placeholder[Int(slot)] = found[row, 2] == "t"
             }
         }
 
@@ -102,7 +104,9 @@ extension PostgresBatchWriter {
         for record in accepted {
             let range = request.rowRange(ofRecord: record)
             let unlinked = request.unlinkedNewRows(in: range) { request, rowIndex in
-                rowSlot[rowIndex] >= 0 && batches[request.rows[rowIndex].entity].isStoredOrFolded(rowSlot[rowIndex])
+                let (entity, slot) = (request.rows[rowIndex].entity, rowSlot[rowIndex])
+                guard slot >= 0, batches[entity].isStoredOrFolded(slot) else { return .new }
+                return batches[entity].placeholder[Int(slot)] ? .placeholder : .stored
             }
             let reason = (try? request.problem(in: range, keys: noKeys, skipping: unlinked) { entity, value in
                 guard let key = keyBytes(value), let slot = batches[entity].slotOf[key] else { return nil }
@@ -126,6 +130,10 @@ extension PostgresBatchWriter {
                 guard slot >= 0 else {
                     _ = batches[entity].append(entry, row: row, request, rowSlot: rowSlot, maskBits: bits)
                     continue
+                }
+                // A key met first by reference is a placeholder until a row describes it.
+                if batches[entity].foldedAt[Int(slot)] < 0 && batches[entity].stored[Int(slot)] == nil {
+                    batches[entity].placeholder[Int(slot)] = row.mode == .findOrCreate
                 }
                 let at = batches[entity].foldedAt[Int(slot)]
                 let storedPK = batches[entity].stored[Int(slot)]
@@ -257,6 +265,19 @@ extension PostgresBatchWriter {
             throw error
         }
 
+        // New objects only named by key are placeholders: marked, for the record that describes them.
+        for entity in order where !undestined[entity] {
+            let batch = batches[entity]
+            let marked = batch.folded.compactMap { entry -> String? in
+                guard entry.op == UInt8(ascii: "i"), entry.slot >= 0, batch.placeholder[Int(entry.slot)],
+                      !madeElsewhere[entity].contains(entry.slot) else { return nil }
+                return String(entry.pk)
+            }
+            guard !marked.isEmpty else { continue }
+            _ = try connection.execute("UPDATE \(plans[entity].info.table) SET \(EntityInfo.placeholderColumn) = 1 WHERE \"_pk\" = ANY($1::bigint[])",
+                                       ["{" + marked.joined(separator: ",") + "}"])
+        }
+
         // Stored rows the request may change: staged, then one UPDATE per entity. Related
         // objects given again as this writer last wrote them are left out: nothing to change.
         var contents = Array(repeating: [Int](), count: plans.count)
@@ -304,9 +325,10 @@ extension PostgresBatchWriter {
             let batch = batches[entity]
             for (index, entry) in batch.folded.enumerated() where entry.slot >= 0 {
                 let memory = Known(pk: entry.pk, content: madeElsewhere[entity].contains(entry.slot) ? nil : contents[entity][index],
-                                   generation: contentGeneration)
+                                   generation: contentGeneration,
+                                   mayBePlaceholder: batch.placeholder[Int(entry.slot)] || madeElsewhere[entity].contains(entry.slot))
                 let before = batch.remembered[Int(entry.slot)]
-                if before?.pk != memory.pk || before?.content != memory.content {
+                if before?.pk != memory.pk || before?.content != memory.content || before?.mayBePlaceholder != memory.mayBePlaceholder {
                     pending[entity][batch.keys[Int(entry.slot)]] = memory
                 }
             }
@@ -378,11 +400,17 @@ extension PostgresBatchWriter {
     private func apply(_ row: BatchInsertRequest.Row, to index: Int, in batch: inout EntityBatch, _ request: BatchInsertRequest,
                        rowSlot: [Int32]) -> Bool {
         let plan = plans[row.entity]
-        guard row.mode == .upsert, plan.rule == .update || plan.rule == .replace else { return false }
+        guard row.mode == .upsert else { return false }
+        // The first row that describes a placeholder fills it as `update` writes, whatever the rule.
+        let slot = Int(batch.folded[index].slot)
+        let filling = slot >= 0 && batch.placeholder[slot]
+        if slot >= 0 { batch.placeholder[slot] = false }
+        let rule = filling ? .update : plan.rule
+        guard rule == .update || rule == .replace else { return false }
         let attributes = plan.info.attributeNames.count
         var changed = false
         for bit in 0..<(attributes + batch.linkCount) where bit != plan.keyPosition {
-            guard plan.rule == .replace || request.isGiven(row: row, bit: bit) else { continue }
+            guard rule == .replace || request.isGiven(row: row, bit: bit) else { continue }
             let known = batch.folded[index].op == UInt8(ascii: "i") || batch.isSet(bit, entry: index)
             if bit < attributes {
                 let cell = request.cells[row.firstCell + bit]

@@ -221,9 +221,9 @@ public final class PostgresBatchWriter: BatchRequestMaking {
             case .string, .int64:
                 // `= ANY` probes the unique index once a key; a join with unnest was planned as a
                 // scan of the whole table per batch once the table was large.
-                existing = "SELECT t.\(keyColumn)::text, t.\"_pk\" FROM \(info.table) t WHERE t.\(keyColumn) = ANY($1::\(type == .string ? "text" : "bigint")[])"
+                existing = "SELECT t.\(keyColumn)::text, t.\"_pk\", t.\(EntityInfo.placeholderColumn) IS NOT NULL FROM \(info.table) t WHERE t.\(keyColumn) = ANY($1::\(type == .string ? "text" : "bigint")[])"
             default:
-                existing = "SELECT u.k, t.\"_pk\" FROM unnest($1::text[]) AS u(k) JOIN \(info.table) t ON t.\(keyColumn) = "
+                existing = "SELECT u.k, t.\"_pk\", t.\(EntityInfo.placeholderColumn) IS NOT NULL FROM unnest($1::text[]) AS u(k) JOIN \(info.table) t ON t.\(keyColumn) = "
                     + type.fromStaging("u.k::\(type.stagingType)")
             }
         }
@@ -231,11 +231,16 @@ public final class PostgresBatchWriter: BatchRequestMaking {
         let changing = columns.indices.filter { $0 != plan.keyPosition }
         var update: String?
         if !changing.isEmpty {
+            // Every staged row comes from a row that describes its object: a placeholder is
+            // filled and unmarked. Under keepExisting only a placeholder is written (the writer
+            // may remember one that another writer filled since).
+            let placeholder = "t.\(EntityInfo.placeholderColumn) IS NOT NULL"
+            let condition = plan.rule == .keepExisting ? placeholder
+                : "(" + (changing.map { "(\(given($0)) AND t.\(columns[$0]) IS DISTINCT FROM \(values[$0]))" } + [placeholder]).joined(separator: " OR ") + ")"
             update = "UPDATE \(info.table) AS t SET "
-                + changing.map { "\(columns[$0]) = CASE WHEN \(given($0)) THEN \(values[$0]) ELSE t.\(columns[$0]) END" }.joined(separator: ", ")
-                + " FROM \(stage) s WHERE t.\"_pk\" = s._pk AND ("
-                + changing.map { "(\(given($0)) AND t.\(columns[$0]) IS DISTINCT FROM \(values[$0]))" }.joined(separator: " OR ")
-                + ") RETURNING s._rec, s._pk"
+                + (changing.map { "\(columns[$0]) = CASE WHEN \(given($0)) THEN \(values[$0]) ELSE t.\(columns[$0]) END" }
+                   + ["\(EntityInfo.placeholderColumn) = NULL"]).joined(separator: ", ")
+                + " FROM \(stage) s WHERE t.\"_pk\" = s._pk AND \(condition) RETURNING s._rec, s._pk"
         }
         var stageNew: String?
         var copyStagedNew: String?

@@ -133,6 +133,7 @@ public final class PostgresStore: Sendable {
                 if stored.count == 1 {
                     if stored[0, 0] != model.hash { try Self.migrate(schema, url: url, connection) }
                     try Self.collateText(schema, connection)
+                    try Self.addPlaceholderColumns(schema, connection)
                     return
                 }
                 for info in schema.entities.values.sorted(by: { $0.name < $1.name }) {
@@ -167,6 +168,18 @@ public final class PostgresStore: Sendable {
         for statement in migration.statements { try connection.execute(statement) }
         try connection.execute("UPDATE _ingest_store SET value = $1 WHERE key = 'model.sha256'", [schema.model.hash])
         try connection.execute("UPDATE _ingest_store SET value = $1 WHERE key = 'model'", [String(decoding: schema.model.jsonData(), as: UTF8.self)])
+    }
+
+    /// Tables made before placeholders were marked get the column (once: it takes a lock
+    /// that running imports would wait for).
+    private static func addPlaceholderColumns(_ schema: Schema, _ connection: PostgresConnection) throws(PostgresError) {
+        for info in schema.entities.values {
+            guard let add = info.addPlaceholderColumnSQL(.postgres) else { continue }
+            let present = try connection.execute("""
+                SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(quote_ident(current_schema()) || '.' || quote_ident($1)) AND attname = '_placeholder'
+                """, [info.rootName])
+            if present.count == 0 { try connection.execute(add) }
+        }
     }
 
     /// Text columns made before they were `COLLATE "C"` get it, so that text compares

@@ -185,6 +185,11 @@ public final class BatchInserter: BatchRequestMaking {
         let creates = try statements.map { try db.cachedStatement(sql: $0.findOrCreateSQL).sqliteStatement }
         let lookups = try plans.map { plan in try plan.info.uniqueLookupSQL.first.map { try db.cachedStatement(sql: $0).sqliteStatement } }
         let differs = try statements.map { plan in try plan.differsSQL.map { try db.cachedStatement(sql: $0).sqliteStatement } }
+        let placeholders = try plans.map { plan in
+            plan.rule == .keepExisting && plan.keyPosition != nil
+                ? try db.cachedStatement(sql: "SELECT 1 FROM \(plan.info.table) WHERE \"_pk\" = ? AND \(EntityInfo.placeholderColumn) IS NOT NULL").sqliteStatement
+                : nil
+        }
         var rowKeys = [Int64](repeating: 0, count: 0)
 
         func existing(_ entity: Int, _ key: Value) throws -> Int64? {
@@ -203,9 +208,21 @@ public final class BatchInserter: BatchRequestMaking {
             for recordIndex in request.records.indices {
                 let range = request.rowRange(ofRecord: recordIndex)
                 let unlinked = try request.unlinkedNewRows(in: range) { request, rowIndex in
-                    guard resolved[rowIndex] == 0 else { return true }
-                    guard let key = keys[rowIndex] ?? request.key(ofRow: rowIndex) else { return false }
-                    return try existing(request.rows[rowIndex].entity, key) != nil
+                    let row = request.rows[rowIndex]
+                    var pk = resolved[rowIndex]
+                    if pk == 0 {
+                        guard let key = keys[rowIndex] ?? request.key(ofRow: rowIndex), let found = try existing(row.entity, key) else { return .new }
+                        pk = found
+                    }
+                    // Only a described object kept by its rule can be a placeholder that matters here.
+                    guard row.mode == .upsert, plans[row.entity].rule == .keepExisting, let statement = placeholders[row.entity] else { return .stored }
+                    defer { sqlite3_reset(statement) }
+                    sqlite3_bind_int64(statement, 1, pk)
+                    switch sqlite3_step(statement) {
+                    case SQLITE_ROW: return .placeholder
+                    case SQLITE_DONE: return .stored
+                    default: throw SQLiteValues.failure(statement, db)
+                    }
                 }
                 if let reason = try request.records[recordIndex].invalid
                     ?? request.problem(in: range, keys: keys, skipping: unlinked, existing: existing)
@@ -361,7 +378,20 @@ public final class BatchInserter: BatchRequestMaking {
             bind(request, row, pk: pk, rowKeys: stored, firstRow: range.lowerBound, text: text, to: statement)
             defer { sqlite3_reset(statement) }
             switch sqlite3_step(statement) {
-            case SQLITE_ROW: return "\(plan.info.name) \(key): differs from the stored \(plan.info.name) (its onConflict rule is reject)"
+            case SQLITE_ROW:
+                let fields = statements[row.entity].differsColumns
+                guard let first = fields.indices.first(where: { sqlite3_column_int64(statement, Int32($0)) != 0 }) else { continue }
+                let column = Int32(fields.count + first)
+                switch fields[first] {
+                case .attribute(let position):
+                    let type = plan.info.attributeTypes[position]
+                    return ConflictRule.rejectReason(entity: plan.info.name, key: key.description, field: plan.info.attributeNames[position],
+                                                     stored: SQLiteValues.read(type, from: statement, at: column),
+                                                     given: request.value(request.cells[row.firstCell + position], type: type))
+                case .link(let link):
+                    let relationship = plan.info.relationships[plan.info.toOneColumns[link].relationship].relationship.name
+                    return ConflictRule.rejectReason(entity: plan.info.name, key: key.description, relationship: relationship)
+                }
             case SQLITE_DONE: continue
             default: throw SQLiteValues.failure(statement, db)
             }

@@ -34,6 +34,13 @@ extension PersistentStoreCoordinator {
             try migrate(db, from: stored, to: schema, path: path)
             try writeModel(db, schema.model)
         }
+        // Stores made before placeholders were marked get the column on their first open for writing.
+        for info in schema.entities.values {
+            guard let add = info.addPlaceholderColumnSQL(.sqlite) else { continue }
+            let present = try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM pragma_table_info(?) WHERE name = '_placeholder'",
+                                            arguments: [info.rootName]) ?? false
+            if !present { try db.execute(sql: add) }
+        }
         // Stores made before history (0.17) get its tables on their first open for writing.
         if try !db.tableExists(HistoryLog.transactionsTable) {
             for statement in HistoryLog.sqliteTables { try db.execute(sql: statement) }

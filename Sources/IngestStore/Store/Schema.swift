@@ -265,6 +265,22 @@ final class EntityInfo: Sendable {
         return indexes
     }
 
+    /// The column that marks a placeholder: a row made only because a record named its key
+    /// (a reference) before any record described it. Non-NULL until the first record that
+    /// describes the object fills it, whatever the entity's update rule; contexts and
+    /// fetches never see it.
+    static let placeholderColumn = "\"_placeholder\""
+
+    static func placeholderColumnDefinition(_ dialect: SQLDialect) -> String {
+        placeholderColumn + (dialect == .postgres ? " smallint" : " INTEGER")
+    }
+
+    /// Adds the placeholder column to a table made before it existed; nil for an entity whose
+    /// rows live in its hierarchy root's table.
+    func addPlaceholderColumnSQL(_ dialect: SQLDialect) -> String? {
+        needsEntityFilter ? nil : "ALTER TABLE \(table) ADD COLUMN \(Self.placeholderColumnDefinition(dialect))"
+    }
+
     /// Statements that create this entity's table and indexes, in SQLite's words or
     /// PostgreSQL's (there: only what is missing, so many processes may run them). A
     /// hierarchy's root makes the table for all its entities; the others make only their
@@ -285,6 +301,7 @@ final class EntityInfo: Sendable {
                     if orderedInverses.contains(relationship.name) { columns.append(quoted("_" + relationship.name + "_order") + " " + integer) }
                 }
             }
+            columns.append(Self.placeholderColumnDefinition(dialect))
             statements.append("CREATE TABLE \(ifMissing)\(table) (\(columns.joined(separator: ", ")))")
             for member in [entity] + hierarchyMembers {
                 let first = member.inheritedCounts.uniquenessConstraints
