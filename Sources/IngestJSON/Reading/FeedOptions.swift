@@ -38,6 +38,9 @@ public struct FeedOptions: Sendable, Hashable, Codable {
     public var maxRecordBytes: Int
     /// Bytes asked of the input per read; memory use does not grow with the feed.
     public var readBufferSize: Int
+    /// NDJSON only: a malformed line becomes a refused record (rejected with its line,
+    /// column and reason) and the read goes on, instead of stopping the feed.
+    public var rejectsMalformedLines = false
 
     public static let defaultMaxDepth = 512
     public static let defaultMaxRecordBytes = 64 << 20
@@ -52,5 +55,19 @@ public struct FeedOptions: Sendable, Hashable, Codable {
         self.maxDepth = maxDepth
         self.maxRecordBytes = maxRecordBytes
         self.readBufferSize = readBufferSize
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case shape, maxDepth, maxRecordBytes, readBufferSize, rejectsMalformedLines
+    }
+
+    /// Options recorded before `rejectsMalformedLines` existed read as without it.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        shape = try container.decode(FeedShape.self, forKey: .shape)
+        maxDepth = try container.decode(Int.self, forKey: .maxDepth)
+        maxRecordBytes = try container.decode(Int.self, forKey: .maxRecordBytes)
+        readBufferSize = try container.decode(Int.self, forKey: .readBufferSize)
+        rejectsMalformedLines = try container.decodeIfPresent(Bool.self, forKey: .rejectsMalformedLines) ?? false
     }
 }

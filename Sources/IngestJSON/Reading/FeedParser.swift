@@ -12,12 +12,12 @@ final class FeedParser {
     let options: FeedOptions
     let name: String
     var onRecord: ((FeedRecord) throws -> Void)?
-    private(set) var recordCount = 0
+    var recordCount = 0
 
-    private var handle: yajl_handle!
+    var handle: yajl_handle!
     private let callbacks: UnsafeMutablePointer<yajl_callbacks>
     /// Shared with the C callbacks, which keep `depth` while inside a record.
-    private let state: UnsafeMutablePointer<cyajl_feed_state>
+    let state: UnsafeMutablePointer<cyajl_feed_state>
     var buffer = UnsafeRawBufferPointer(start: nil, count: 0)
     var bufferBase = 0
     /// Where the top-level value ended (not for NDJSON): a feed that ends in a token after
@@ -73,6 +73,14 @@ final class FeedParser {
     /// a string token whole until it ends, so reading on costs memory up to this.
     var refusedReadLimit: Int { options.maxRecordBytes > Int.max / 2 ? Int.max : options.maxRecordBytes * 2 }
     var failure: (any Error)?
+    /// The record handler threw: its error is not the feed's, and never makes a line malformed.
+    var handlerFailed = false
+    /// NDJSON whose malformed lines are rejected as records (`FeedOptions.rejectsMalformedLines`).
+    private(set) var rejectsLines = false
+    /// A malformed line read past until its end: its error, its first byte's offset, its text so far.
+    var malformedLine: (error: FeedError, start: Int, text: [UInt8])?
+    /// Lines rejected as malformed so far.
+    var malformedLines = 0
     /// What yajl would let through that RFC 8259 forbids.
     var strict = StrictJSONBytes()
 
@@ -113,6 +121,13 @@ final class FeedParser {
         state.pointee.swift = Unmanaged.passUnretained(self).toOpaque()
         state.pointee.on_event = { swift, event in FeedParser.with(swift) { $0.event(event) } }
         state.pointee.on_key = { swift, key, length in FeedParser.with(swift) { $0.mapKey(key, length) } }
+        rejectsLines = options.shape == .ndjson && options.rejectsMalformedLines
+        makeHandle()
+    }
+
+    /// A fresh yajl handle on the parser's state: at the start, and after a malformed line.
+    func makeHandle() {
+        if let handle { yajl_free(handle) }
         handle = yajl_alloc(callbacks, nil, state)
         state.pointee.handle = handle
         if options.shape == .ndjson {
@@ -132,6 +147,12 @@ final class FeedParser {
     // MARK: - Driving the parse
 
     func parse(_ block: UnsafeRawBufferPointer, base: Int) throws {
+        guard block.count > 0 else { return }
+        if rejectsLines { return try parseLines(block, base: base) }
+        try parseBlock(block, base: base)
+    }
+
+    func parseBlock(_ block: UnsafeRawBufferPointer, base: Int) throws {
         guard block.count > 0 else { return }
         buffer = block
         bufferBase = base
@@ -167,6 +188,7 @@ final class FeedParser {
     }
 
     func finish(totalBytes: Int) throws {
+        if rejectsLines, try finishLines(totalBytes: totalBytes) { return }
         buffer = UnsafeRawBufferPointer(start: nil, count: 0)
         bufferBase = totalBytes
         // yajl completes by parsing one space of its own, after the last byte.
@@ -317,6 +339,7 @@ final class FeedParser {
             try onRecord?(record)
         } catch {
             failure = error
+            handlerFailed = true
             return false
         }
         recordCount += 1
@@ -345,6 +368,7 @@ final class FeedParser {
                                      key: recordKey, keyText: recordKeyText, refusal: failure))
         } catch {
             self.failure = error
+            handlerFailed = true
             return false
         }
         recordCount += 1

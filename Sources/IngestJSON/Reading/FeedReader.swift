@@ -21,6 +21,9 @@ public struct FeedRecord {
     /// reader reads on past it (up to twice the size limit), so that the splitter writes
     /// it as a row the importer rejects with this reason, and the run goes on.
     public var refusal: FeedError? = nil
+    /// For a malformed NDJSON line refused (`FeedOptions.rejectsMalformedLines`): the line's
+    /// text, for its reject (up to the record size limit).
+    public var refusedText: [UInt8]? = nil
     /// With `FeedReader.collectsMemberEnds`, for a record that is an object: two offsets
     /// from its first byte per member of its own, just past the key and just past the
     /// value. `MemberEnds.notPlain` is set on a key or string whose bytes yajl did not hand

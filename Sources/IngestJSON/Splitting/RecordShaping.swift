@@ -54,12 +54,14 @@ public struct RecordShaper {
     /// The row written for a record that broke a limit (`FeedRecord.refusal`): the importer
     /// rejects it with the limit's message, and the run goes on.
     /// - Throws: what `error` makes, for a header row (the columns cannot be read from it).
-    public func refusedRow(_ refusal: FeedError, key: String? = nil, error: (String) -> FeedError) throws -> [UInt8] {
+    public func refusedRow(_ refusal: FeedError, key: String? = nil, text: [UInt8]? = nil, error: (String) -> FeedError) throws -> [UInt8] {
         if case .rows = form, columns == nil { throw error("the header row: \(refusal.message)") }
         // A keyed record keeps its name, so that its reject says which record it was (after the
         // reason: the batch path knows such a row by how it begins).
         let named = key.map { [JSONMember("@key", .string($0))] } ?? []
-        return Array(JSONValue.object([JSONMember(rowErrorKey, .string(refusal.message))] + named).description.utf8)
+        // A malformed line keeps its text (invalid UTF-8 shown as U+FFFD), so that its reject loses nothing readable.
+        let line = text.map { [JSONMember("@line", .string(String(decoding: $0, as: UTF8.self)))] } ?? []
+        return Array(JSONValue.object([JSONMember(rowErrorKey, .string(refusal.message))] + named + line).description.utf8)
     }
 
     /// The bytes to write for `record`, or nil when the record is the header row.

@@ -236,7 +236,7 @@ public final class Splitter {
                 var shaped: [UInt8]?
                 if let refusal = record.refusal {
                     refused += 1
-                    shaped = try shaper.refusedRow(refusal, key: record.key) { message in
+                    shaped = try shaper.refusedRow(refusal, key: record.key, text: record.refusedText) { message in
                         FeedError(refusal.kind, "record \(record.index + 1): \(message)", at: refusal.position, source: feedPath)
                     }
                 } else if reshapes {

@@ -25,6 +25,15 @@ public struct PipelineSpec: Sendable {
 
     public var model: Model
     public var feed: FeedShape
+    /// NDJSON: a malformed line is rejected as a record and the import goes on
+    /// (`"feed": {"ndjson": true, "malformedLines": "reject"}`), instead of stopping the feed there.
+    public var rejectsMalformedLines = false
+    /// How the feed is read, for the splitter.
+    public var feedOptions: FeedOptions {
+        var options = FeedOptions(shape: feed)
+        options.rejectsMalformedLines = rejectsMalformedLines
+        return options
+    }
     /// Objects, or rows (arrays of values) named by a header row or given columns.
     public var recordForm: RecordForm = .objects
     /// The entity each record becomes (with a discriminator: the one for values it
@@ -199,8 +208,9 @@ public struct PipelineSpec: Sendable {
 
         var shape = FeedShape.array
         var form = RecordForm.objects
+        var rejectsMalformedLines = false
         if let feedValue = top.optional("feed") {
-            let feed = try Fields(feedValue, at: "pipeline.feed", allowed: ["recordsAt", "ndjson", "keyed", "rows", "values"])
+            let feed = try Fields(feedValue, at: "pipeline.feed", allowed: ["recordsAt", "ndjson", "keyed", "rows", "values", "malformedLines"])
             let recordsAt = try feed.optional("recordsAt").map { try Fields.string($0, at: "pipeline.feed.recordsAt") }
             let ndjson = try feed.optional("ndjson").map { try Fields.bool($0, at: "pipeline.feed.ndjson") } ?? false
             let keyed = try feed.optional("keyed").map { try Fields.bool($0, at: "pipeline.feed.keyed") } ?? false
@@ -215,6 +225,13 @@ public struct PipelineSpec: Sendable {
                 shape = .ndjson
             }
             if keyed { shape = .keyed(keys) }
+            switch feed.optional("malformedLines") {
+            case nil, .string("stop")?: break
+            case .string("reject")?:
+                guard ndjson else { throw PipelineError("pipeline.feed.malformedLines: only NDJSON lines can be rejected one by one (a malformed array stops the feed)") }
+                rejectsMalformedLines = true
+            default: throw PipelineError("pipeline.feed.malformedLines: expected \"stop\" (the default: the feed stops at the first malformed line) or \"reject\" (the line is rejected as a record and the import goes on)")
+            }
             switch feed.optional("rows") {
             case nil: break
             case .string("header")?: form = .rows(columns: nil)
@@ -308,6 +325,7 @@ public struct PipelineSpec: Sendable {
         var spec = PipelineSpec(model: model, feed: shape, recordEntity: recordEntity, mappings: mappings,
                                 chunkSize: chunkSize, workers: workers, saveEvery: saveEvery, hash: hash)
         spec.recordForm = form
+        spec.rejectsMalformedLines = rejectsMalformedLines
         spec.history = history
         spec.discriminator = discriminator
         return spec

@@ -257,7 +257,7 @@ public enum PostgresImport {
         let spec = try PipelineSpec.parse(Array(record.pipeline.utf8), strict: false)
         let started = Date()
         options.logger.info("splitting the feed", metadata: ["feed": "\(feed)", "chunk size": "\(record.chunkSize)"])
-        var splitOptions = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: record.chunkSize, form: spec.recordForm)
+        var splitOptions = SplitOptions(feed: spec.feedOptions, chunkSize: record.chunkSize, form: spec.recordForm)
         // Stored or kept, the chunks are registered in the database; the files need no flush
         // (a process that outlives this one splits the feed again when it needs them).
         splitOptions.durable = false

@@ -212,7 +212,7 @@ public final class Importer: Sendable {
         }
         // Nor is a new run recorded over a directory holding another feed's split, or chunks of no split.
         if let directory = options.chunks {
-            var split = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, form: spec.recordForm)
+            var split = SplitOptions(feed: spec.feedOptions, chunkSize: chunkSize, form: spec.recordForm)
             split.withoutFeed = options.withoutFeed
             try Splitter(feedPath: options.feed, directory: directory, options: split).checkDirectory()
         }

@@ -173,7 +173,7 @@ final class SQLiteRunSession: RunSession {
 
         let (remade, verified) = try Importer.removeChangedChunks(directory, done: done)
         self.remade = remade
-        var splitOptions = SplitOptions(feed: FeedOptions(shape: spec.feed), chunkSize: chunkSize, form: spec.recordForm)
+        var splitOptions = SplitOptions(feed: spec.feedOptions, chunkSize: chunkSize, form: spec.recordForm)
         splitOptions.withoutFeed = options.withoutFeed
         splitOptions.recordsDone = done
         let batchPath = !options.objectPath
