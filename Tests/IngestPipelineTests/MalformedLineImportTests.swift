@@ -44,4 +44,25 @@ import Testing
         #expect(throws: PipelineError.self) { try PipelineSpec.parse(Array(Self.pipeline("reject", ndjson: false).utf8)) }
         #expect(throws: PipelineError.self) { try PipelineSpec.parse(Array(Self.pipeline("skip").utf8)) }
     }
+
+    /// A top-level array cut short stops the run, but only after every chunk before the break
+    /// is imported: each try, and each resume, commits the same records, and status says to
+    /// fix the feed rather than resume.
+    @Test func aTruncatedArrayCommitsEveryChunkBeforeTheBreakOnEveryTry() throws {
+        let dir = try TemporaryDirectory()
+        let records = (1...95).map { #"{"id":\#($0),"v":"v\#($0)"}"# }.joined(separator: ",\n")
+        let text = "[" + records
+        let feed = try dir.write("feed.json", Array(text.prefix(text.count - 5).utf8))
+        let pipeline = Self.pipeline("stop").replacingOccurrences(of: #""ndjson": true, "#, with: #""ndjson": false, "#)
+        let spec = try PipelineSpec.parse(Array(pipeline.utf8))
+        for attempt in 0..<3 {
+            let store = dir.file("store\(attempt == 2 ? 1 : attempt).sqlite")
+            let options = Importer.Options(feed: feed, store: store, workers: 2, saveEvery: 3, chunkSize: 10)
+            #expect(throws: FeedError.self) { try Importer(spec: spec, options: options).run() }
+            // 94 records are whole before the break: the 9 chunks of 10 before it are imported, each time.
+            #expect(try storeRows(store, "SELECT count(*), max(id) FROM T") == ["90|90"], "attempt \(attempt)")
+        }
+        let status = try ImportStatus.read(store: dir.file("store1.sqlite"))
+        #expect(status.latest.feedError?.contains("truncated input") == true, "\(String(describing: status.latest.feedError))")
+    }
 }

@@ -12,6 +12,9 @@ final class RunState: Sendable {
         var rejectedBefore = 0
         var outcomes = RecordOutcomes()
         var failure: (any Error)?
+        /// A failure found after the chunks before it were offered (a malformed feed): they
+        /// are imported first, so how much a run commits never depends on timing.
+        var failureAfterChunks: (any Error)?
         /// Records committed per worker per second of the run.
         var timeline: [[Int]] = []
     }
@@ -62,8 +65,14 @@ final class RunState: Sendable {
         counts.withLock { if $0.failure == nil { $0.failure = error } }
         order.cancel()
     }
+    /// Fails the run once the chunks offered so far are imported (see `Counts.failureAfterChunks`).
+    func failAfterOfferedChunks(_ error: any Error) {
+        counts.withLock { if $0.failureAfterChunks == nil { $0.failureAfterChunks = error } }
+    }
+    /// Whether the workers stop now.
     var failed: Bool { counts.withLock { $0.failure != nil } }
-    var failure: (any Error)? { counts.withLock { $0.failure } }
+    /// Why the run failed, once its workers stopped.
+    var failure: (any Error)? { counts.withLock { $0.failure ?? $0.failureAfterChunks } }
     var imported: (imported: Int, rejected: Int) { counts.withLock { ($0.imported, $0.rejectedThisRun) } }
     var outcomes: RecordOutcomes { counts.withLock { $0.outcomes } }
 

@@ -44,6 +44,9 @@ enum ImportMarker {
         /// recorded before this was kept. A process killed while it deleted them leaves
         /// some behind: the next import or resume removes them (`Importer.removeLeftoverChunks`).
         var keptChunks: Bool?
+        /// The run stopped at a malformed part of its feed (after importing every chunk
+        /// before it): resuming meets it again, so status advises fixing the feed instead.
+        var feedError: String?
 
         /// The run in the terms of `RunAdmission`.
         var admitted: RunAdmission.Recorded {

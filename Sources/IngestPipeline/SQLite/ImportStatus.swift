@@ -16,6 +16,9 @@ public struct ImportStatus: Sendable {
         public var chunks: String
         /// Read once (standard input, a pipe, process substitution): recorded without a size.
         public var feedWasReadOnce = false
+        /// The run stopped at a malformed part of its feed, after importing every chunk
+        /// before it (`FeedError`'s description): a resume would stop there again.
+        public var feedError: String?
         /// Chunks in the feed; nil while the split has not finished.
         public var chunkCount: Int?
         public var chunkSize: Int
@@ -93,6 +96,7 @@ public struct ImportStatus: Sendable {
                             outcomes: try Self.outcomes(of: record, coordinator, keys),
                             members: try ImportMarker.members(coordinator, keys)))
             runs[runs.count - 1].feedWasReadOnce = record.feedByteSize < 0
+            runs[runs.count - 1].feedError = record.feedError
         }
         if runs[runs.count - 1].state == "running" {
             runs[runs.count - 1].activity = switch ImportLock.liveHolder(store: store) {

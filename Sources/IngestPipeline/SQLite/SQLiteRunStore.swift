@@ -242,6 +242,10 @@ final class SQLiteRunSession: RunSession {
         try importer.writeRejects(coordinator)
         if let error = state.failure {
             logger.info("import run stopped", metadata: ["reason": "\(error)"])
+            if let error = error as? FeedError, var run = try ImportMarker.runs(coordinator).first(where: { $0.number == begun.number }) {
+                run.feedError = error.description
+                try ImportMarker.save(run, coordinator)
+            }
             throw error
         }
         guard let manifest = finishedManifest else { throw ImportError("the split ended without a manifest") }

@@ -82,6 +82,10 @@ final class SplitStage: Sendable {
                 state.fail(inputs.mismatch("the feed differs from the one the chunks were split from (\(reason))"))
             } catch SplitError.feedChanged(_, let chunk) {
                 state.fail(inputs.mismatch("the feed differs from the one the chunks were split from (\(chunk) comes out different)"))
+            } catch let error as FeedError {
+                // Every chunk before the malformed part is imported whatever the timing: a run of a
+                // truncated feed commits the same records each time, and a resume none more.
+                state.failAfterOfferedChunks(error)
             } catch {
                 state.fail(error)
             }

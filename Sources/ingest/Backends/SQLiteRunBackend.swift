@@ -101,6 +101,8 @@ struct SQLiteRunBackend: RunBackend {
             let state = switch run.activity {
             case .importing(let pid, let host, let since)?: "running (pid \(pid) on \(host)\(since.isEmpty ? "" : ", since \(since)"))"
             case .suspended(let pid, let host)?: "running, but its process is stopped (pid \(pid) on \(host): kill -CONT \(pid) continues it)"
+            case .interrupted? where run.feedError != nil:
+                "stopped at a malformed part of its feed, after importing every chunk before it (a resume would stop there again: fix the feed, then import it again with --abandon-run): \(run.feedError!.split(separator: "\n").first ?? "")"
             case .interrupted?: "interrupted (no process is importing it; continue with: \(Ingest.Import.continuation(store: path, feed: run.feed, pipeline: run.pipeline, chunks: run.chunks)))"
             case nil: run.state
             }
