@@ -65,4 +65,17 @@ import Testing
         let status = try ImportStatus.read(store: dir.file("store1.sqlite"))
         #expect(status.latest.feedError?.contains("truncated input") == true, "\(String(describing: status.latest.feedError))")
     }
+
+    /// The summary's "rejected in all runs" is the rejects file's line count, which holds every run's rejects.
+    @Test func theReportCountsEveryRunsRejectsAsTheFileListsThem() throws {
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("feed.ndjson", Array("{\"id\":1}\nnope\n{\"id\":2}\n".utf8))
+        let spec = try PipelineSpec.parse(Array(Self.pipeline("reject").utf8))
+        var options = Importer.Options(feed: feed, store: dir.file("store.sqlite"), workers: 1, saveEvery: 5, chunkSize: 8)
+        _ = try Importer(spec: spec, options: options).run()
+        options.again = true
+        let second = try Importer(spec: spec, options: options).run()
+        let lines = try String(contentsOfFile: second.rejectsFile, encoding: .utf8).split(separator: "\n").count
+        #expect(second.rejectedThisRun == 1 && second.rejected == 2 && lines == 2)
+    }
 }

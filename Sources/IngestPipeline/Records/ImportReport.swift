@@ -13,7 +13,7 @@ public struct ImportReport: Sendable, Codable, Equatable {
     public var imported: Int
     /// Records this run rejected.
     public var rejectedThisRun: Int
-    /// Records rejected so far, by this run and earlier ones.
+    /// Records rejected so far, by this run and earlier ones: the lines of the rejects file.
     public var rejected: Int
     /// Objects per entity in the store at the end.
     public var counts: [String: Int]

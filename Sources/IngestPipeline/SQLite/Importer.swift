@@ -293,8 +293,10 @@ public final class Importer: Sendable {
         name.count >= 8 && name.hasPrefix("run-") && name.dropFirst(4).allSatisfy(\.isNumber)
     }
 
-    /// Writes every run's rejects to the rejects file, oldest run first.
-    func writeRejects(_ coordinator: PersistentStoreCoordinator) throws {
+    /// Writes every run's rejects to the rejects file, oldest run first; returns how many.
+    @discardableResult
+    func writeRejects(_ coordinator: PersistentStoreCoordinator) throws -> Int {
+        var count = 0
         var text = ""
         for run in try ImportMarker.runs(coordinator) {
             for reject in try ImportMarker.rejects(coordinator, ImportMarker.Keys(run: run.number)) {
@@ -305,9 +307,11 @@ public final class Importer: Sendable {
                     JSONMember("text", .string(reject.text)),
                 ])
                 text += line.description + "\n"
+                count += 1
             }
         }
         try FileOps.writeAtomically(Array(text.utf8), to: rejectsPath)
+        return count
     }
 }
 

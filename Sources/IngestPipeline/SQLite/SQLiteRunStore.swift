@@ -235,11 +235,10 @@ final class SQLiteRunSession: RunSession {
         }
         let finalCounts = counts.withLock { $0 }
         let keys = ImportMarker.Keys(run: begun.number)
-        let rejects = try ImportMarker.rejects(coordinator, keys)
         let members = try ImportMarker.members(coordinator, keys)
         // Every save of the run, this process's and any stopped one's before it.
         let outcomes = try ImportMarker.outcomes(coordinator, keys)
-        try importer.writeRejects(coordinator)
+        let rejectedInAllRuns = try importer.writeRejects(coordinator)
         if let error = state.failure {
             logger.info("import run stopped", metadata: ["reason": "\(error)"])
             if let error = error as? FeedError, var run = try ImportMarker.runs(coordinator).first(where: { $0.number == begun.number }) {
@@ -265,7 +264,7 @@ final class SQLiteRunSession: RunSession {
         let deletedChunks = options.keepChunks ? nil : manifest.chunks.count
         let report = ImportReport(feed: options.feed, store: options.store, records: manifest.totalRecords,
                                   feedBytes: manifest.feed.byteSize ?? 0, imported: imported.imported,
-                                  rejectedThisRun: imported.rejected, rejected: rejects.count, counts: storeCounts,
+                                  rejectedThisRun: imported.rejected, rejected: rejectedInAllRuns, counts: storeCounts,
                                   chunks: manifest.chunks.count, workers: workerCount, seconds: seconds,
                                   recordsPerSecond: Double(imported.imported + imported.rejected) / max(seconds, 1e-9),
                                   megabytesPerSecond: importedBytes / 1e6 / max(seconds, 1e-9),

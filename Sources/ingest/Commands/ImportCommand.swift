@@ -235,7 +235,7 @@ extension Ingest {
             case .given?: break
             case nil: if report.pipelineInferred == true { print("  pipeline: inferred from a feed (\(report.store).pipeline.json)") }
             }
-            print("  imported \(Format.count(report.imported)) and rejected \(Format.count(report.rejectedThisRun)) this run; \(Format.count(report.rejected)) rejected in all (\(report.rejectsFile))")
+            print("  imported \(Format.count(report.imported)) and rejected \(Format.count(report.rejectedThisRun)) this run; \(Format.count(report.rejected)) rejected in all runs (\(report.rejectsFile))")
             if let outcomes = report.outcomes { print("  " + outcomesLine(outcomes)) }
             if let outside = report.outsideRecords { print("  " + SplitRun.outsideRecordsLine(outside)) }
             report.members?.lines(indent: "  ", more: "the report lists them all").forEach { print($0) }
