@@ -282,8 +282,11 @@ public final class Importer: Sendable {
         }
     }
 
+    /// `path` from the root, without `.` and `..` components or doubled slashes (status
+    /// prints it; links are left as they are, as the user named them).
     static func absolute(_ path: String) -> String {
-        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        let full = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        return URL(fileURLWithPath: full).standardized.path
     }
 
     private func absolute(_ path: String) -> String { Self.absolute(path) }

@@ -5,10 +5,11 @@ import IngestTestSupport
 import Testing
 @testable import IngestPipeline
 
-/// `"feed": {"ndjson": true, "malformedLines": "reject"}`: a malformed line is a rejected
+/// Feeds with broken parts, and what the summary and status say of them. With
+/// `"feed": {"ndjson": true, "malformedLines": "reject"}` a malformed line is a rejected
 /// record (its chunk, index, line, column and text in the rejects file), the import goes
 /// on, and the summary counts it.
-@Suite struct MalformedLineImportTests {
+@Suite struct BrokenFeedImportTests {
     static func pipeline(_ malformedLines: String, ndjson: Bool = true) -> String {
         """
         { "model": { "entities": [ { "name": "T", "attributes": [ { "name": "id", "type": "int64", "optional": false },
@@ -77,5 +78,16 @@ import Testing
         let second = try Importer(spec: spec, options: options).run()
         let lines = try String(contentsOfFile: second.rejectsFile, encoding: .utf8).split(separator: "\n").count
         #expect(second.rejectedThisRun == 1 && second.rejected == 2 && lines == 2)
+    }
+
+    /// Status names a run's feed and pipeline without `.` or `..` components.
+    @Test func statusNamesTheFeedByANormalisedPath() throws {
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("feed.ndjson", Array("{\"id\":1}\n".utf8))
+        try FileManager.default.createDirectory(atPath: dir.file("sub"), withIntermediateDirectories: true)
+        let spec = try PipelineSpec.parse(Array(Self.pipeline("reject").utf8))
+        let roundabout = dir.file("sub") + "/./../" + (feed as NSString).lastPathComponent
+        _ = try Importer(spec: spec, options: Importer.Options(feed: roundabout, store: dir.file("store.sqlite"))).run()
+        #expect(try ImportStatus.read(store: dir.file("store.sqlite")).latest.feed == URL(fileURLWithPath: feed).standardized.path)
     }
 }
