@@ -94,7 +94,7 @@ public enum PipelineEvolution {
 
     /// The paths a mapping reads, attributes and relationships.
     static func paths(read mapping: PipelineSpec.EntityMapping?) -> [String] {
-        (mapping?.attributes.map(\.from.description) ?? []) + (mapping?.relationships.map(\.from.description) ?? [])
+        (mapping?.attributes.map(\.from.description) ?? []) + (mapping?.relationships.flatMap { $0.fields?.map(\.from.description) ?? [$0.from.description] } ?? [])
     }
 
     /// Whether a path is read by one of `paths`: the same, inside one, or holding one.

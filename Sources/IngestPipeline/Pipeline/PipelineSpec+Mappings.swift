@@ -45,11 +45,25 @@ extension PipelineSpec {
                 guard entity.relationship(member.key) != nil else {
                     throw PipelineError("\(place): \(name) has no relationship '\(member.key)'")
                 }
-                let from: String
+                var from: String
                 var toMany = ToManyRule.replace
                 var split: String?
+                var related: [RelatedField]?
                 if case .string(let path) = member.value {
                     from = path
+                } else if case .object(let detailMembers) = member.value, detailMembers.contains(where: { $0.key == "fields" }) {
+                    let details = try Fields(member.value, at: place, allowed: ["fields"])
+                    guard !entity.relationship(member.key)!.isToMany else {
+                        throw PipelineError("\(place).fields: an object made of its parent's members is one object: \(name).\(member.key) is to-many")
+                    }
+                    guard case .object(let fieldMembers)? = details.optional("fields"), !fieldMembers.isEmpty else {
+                        throw PipelineError("\(place).fields: expected an object naming the related object's members and the paths of their values, e.g. {\"name\": \"country\", \"code\": \"alpha_two_code\"}")
+                    }
+                    related = try fieldMembers.map { field in
+                        RelatedField(name: field.key, from: try path(try Fields.string(field.value, at: "\(place).fields.\(field.key)"),
+                                                                      at: "\(place).fields.\(field.key)"))
+                    }
+                    from = related![0].from.description
                 } else {
                     let details = try Fields(member.value, at: place, allowed: ["from", "update", "split"])
                     if let separator = details.optional("split") {
@@ -67,10 +81,12 @@ extension PipelineSpec {
                         toMany = parsed
                     }
                 }
-                relationships.append(RelationshipMapping(relationship: member.key, from: try path(from, at: "\(place).from"), split: split, toMany: toMany))
+                let fromPath = try related?[0].from ?? path(from, at: "\(place).from")
+                let mapping = RelationshipMapping(relationship: member.key, from: fromPath, split: split, toMany: toMany, fields: related)
+                relationships.append(mapping)
             }
         }
-        try checkPaths(attributes.map(\.from) + relationships.map(\.from), at: at)
+        try checkPaths(attributes.map(\.from) + relationships.flatMap { $0.fields?.map(\.from) ?? [$0.from] }, at: at)
         return EntityMapping(entity: name, key: key, attributes: attributes, relationships: relationships, onConflict: onConflict)
     }
 

@@ -106,6 +106,20 @@ public struct PipelineSpec: Sendable {
         /// For a to-many given by a record whose object is stored: the list replaces the
         /// stored one, or is added to it (`"update": "replace" | "merge"`).
         public var toMany: ToManyRule = .replace
+        /// A to-one object made of members beside the relationship's, not nested:
+        /// `{"fields": {"name": "country", "code": "alpha_two_code"}}` reads
+        /// `{"country": "Portugal", "alpha_two_code": "PT"}` as the destination object
+        /// `{"name": "Portugal", "code": "PT"}`, which the destination's mapping then maps.
+        /// (`from` is then the first field's path.)
+        public var fields: [RelatedField]? = nil
+    }
+
+    /// One member of a related object made of its parent's members (`RelationshipMapping.fields`).
+    public struct RelatedField: Sendable, Equatable {
+        /// The member's name in the object the destination's mapping reads.
+        public var name: String
+        /// Where its value is, in the parent object.
+        public var from: JSONPath
     }
 
     /// Reads and checks a pipeline file.

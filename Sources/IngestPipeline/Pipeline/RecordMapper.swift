@@ -87,6 +87,7 @@ public struct RecordMapper: Sendable {
         var split: String?
         var destination: String
         var isToMany: Bool
+        var fields: [PipelineSpec.RelatedField]?
     }
 
     final class EntityPlan: Sendable {
@@ -128,7 +129,8 @@ public struct RecordMapper: Sendable {
             let relationships = mapping.relationships.map { relationship in
                 let modelRelationship = entity.relationship(relationship.relationship)!
                 return RelationshipPlan(name: relationship.relationship, from: relationship.from, split: relationship.split,
-                                        destination: modelRelationship.destination, isToMany: modelRelationship.isToMany)
+                                        destination: modelRelationship.destination, isToMany: modelRelationship.isToMany,
+                                        fields: relationship.fields)
             }
             plans[name] = EntityPlan(entity: name, names: attributes.map(\.mapping.attribute), positions: attributes.map(\.position),
                                      attributes: attributes,
@@ -157,7 +159,9 @@ public struct RecordMapper: Sendable {
         // A path through an array keeps the array whole.
         for attribute in plan.attributes { selection.keep(attribute.mapping.from.keyPrefix) }
         for relationship in plan.relationships {
-            if relationship.from.rest == nil {
+            if let fields = relationship.fields {
+                for field in fields { selection.keep(field.from.keyPrefix) }
+            } else if relationship.from.rest == nil {
                 selection.keep(relationship.from.keyPrefix, inside: Self.selection(for: relationship.destination, plans: plans, depth: depth + 1))
             } else {
                 selection.keep(relationship.from.keyPrefix)
@@ -243,6 +247,22 @@ public struct RecordMapper: Sendable {
         }
         var relations: [(relationship: String, objects: [MappedObject])] = []
         for relationship in plan.relationships {
+            if let fields = relationship.fields {
+                // The related object is made of the parent's members; none given, no object.
+                let members = fields.compactMap { field in
+                    field.from.value(in: object).flatMap { $0 == .null ? nil : JSONMember(field.name, $0) }
+                }
+                guard !members.isEmpty else { continue }
+                let place = prefix + relationship.name
+                do {
+                    relations.append((relationship.name, [try relatedObject(.object(members), as: relationship.destination, at: place)]))
+                } catch let error as CoercionError {
+                    // The destination's mapping names the made object's members: say where they came from.
+                    let made = fields.map { "\($0.name) ← \($0.from)" }.joined(separator: ", ")
+                    throw CoercionError(error.message + " (\(relationship.destination) made of the record's members: \(made))")
+                }
+                continue
+            }
             guard let json = relationship.from.value(in: object), json != .null else { continue }
             let place = prefix + relationship.name
             var targets: [JSONValue]

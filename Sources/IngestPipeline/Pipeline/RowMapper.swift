@@ -97,6 +97,8 @@ final class RowMapper {
             if name != spec.recordEntity || !mapping.key.isEmpty, mapping.key != constraint { return nil }
             for relationship in mapping.relationships where entity.relationship(relationship.relationship)!.isToMany { return nil }
             for relationship in mapping.relationships where relationship.from.rest != nil { return nil }
+            // An object made of its parent's members is mapped by `RecordMapper` (the object path).
+            for relationship in mapping.relationships where relationship.fields != nil { return nil }
             // A path that starts with an array index never matches an object record: the object path says so.
             if mapping.attributes.contains(where: { $0.from.keyPrefix.isEmpty }) { return nil }
         }
