@@ -53,3 +53,53 @@ import Testing
         #expect(throws: PipelineError.self) { try PipelineSpec.parse(Array(empty.utf8)) }
     }
 }
+
+/// A to-many given as an object keyed by codes (`"languages": {"por": "Portuguese"}`,
+/// `"currencies": {"EUR": {"name": "Euro"}}`) with `"keyed": true`: one related object
+/// per member, its name under `@key`, a plain value under `@value`.
+@Suite struct KeyedMapRelationshipTests {
+    static let pipeline = """
+        { "model": { "entities": [
+            { "name": "Country", "attributes": [ { "name": "code", "type": "string", "optional": false } ],
+              "relationships": [ { "name": "languages", "destination": "Language", "inverse": "countries", "toMany": true },
+                                 { "name": "currencies", "destination": "Currency", "inverse": "countries", "toMany": true } ],
+              "unique": [["code"]] },
+            { "name": "Language", "attributes": [ { "name": "code", "type": "string", "optional": false }, { "name": "name", "type": "string" } ],
+              "relationships": [ { "name": "countries", "destination": "Country", "inverse": "languages", "toMany": true } ], "unique": [["code"]] },
+            { "name": "Currency", "attributes": [ { "name": "code", "type": "string", "optional": false }, { "name": "name", "type": "string" },
+                                                  { "name": "symbol", "type": "string" } ],
+              "relationships": [ { "name": "countries", "destination": "Country", "inverse": "currencies", "toMany": true } ], "unique": [["code"]] } ] },
+          "feed": { "ndjson": true }, "record": "Country",
+          "mappings": {
+            "Country": { "attributes": { "code": "cca3" },
+                         "relationships": { "languages": { "from": "languages", "keyed": true },
+                                            "currencies": { "from": "currencies", "keyed": true } } },
+            "Language": { "attributes": { "code": "@key", "name": "@value" } },
+            "Currency": { "attributes": { "code": "@key", "name": "name", "symbol": "symbol" } } } }
+        """
+
+    @Test func eachMemberOfAKeyedMapIsARelatedObject() throws {
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("feed.ndjson", Array("""
+            {"cca3":"PRT","languages":{"por":"Portuguese"},"currencies":{"EUR":{"name":"Euro","symbol":"€"}}}
+            {"cca3":"CHE","languages":{"fra":"French","gsw":"Swiss German","ita":"Italian","roh":"Romansh"},"currencies":{"CHF":{"name":"Swiss franc","symbol":"Fr."}}}
+            {"cca3":"FRA","languages":{"fra":"French"},"currencies":{"EUR":{"name":"Euro","symbol":"€"}}}
+
+            """.utf8))
+        _ = try Importer(spec: try PipelineSpec.parse(Array(Self.pipeline.utf8)), options: Importer.Options(feed: feed, store: dir.file("store.sqlite"))).run()
+        let store = dir.file("store.sqlite")
+        #expect(try storeRows(store, "SELECT code, name FROM Language ORDER BY code")
+                == ["fra|French", "gsw|Swiss German", "ita|Italian", "por|Portuguese", "roh|Romansh"])
+        #expect(try storeRows(store, "SELECT code, name, symbol FROM Currency ORDER BY code") == ["CHF|Swiss franc|Fr.", "EUR|Euro|€"])
+        #expect(try storeRows(store, """
+            SELECT c.code, group_concat(l.code, ',') FROM Country c JOIN "_join_Country.languages" j ON j._a = c._pk
+            JOIN Language l ON l._pk = j._b GROUP BY c.code ORDER BY c.code
+            """) == ["CHE|fra,gsw,ita,roh", "FRA|fra", "PRT|por"])
+    }
+
+    @Test func keyedIsForToManyRelationships() throws {
+        let toOne = Self.pipeline.replacingOccurrences(of: #""name": "languages", "destination": "Language", "inverse": "countries", "toMany": true"#,
+                                                       with: #""name": "languages", "destination": "Language", "inverse": "countries""#)
+        #expect(throws: (any Error).self) { try PipelineSpec.parse(Array(toOne.utf8)) }
+    }
+}

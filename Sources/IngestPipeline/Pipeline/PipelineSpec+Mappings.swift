@@ -49,6 +49,7 @@ extension PipelineSpec {
                 var toMany = ToManyRule.replace
                 var split: String?
                 var related: [RelatedField]?
+                var keyed = false
                 if case .string(let path) = member.value {
                     from = path
                 } else if case .object(let detailMembers) = member.value, detailMembers.contains(where: { $0.key == "fields" }) {
@@ -65,7 +66,13 @@ extension PipelineSpec {
                     }
                     from = related![0].from.description
                 } else {
-                    let details = try Fields(member.value, at: place, allowed: ["from", "update", "split"])
+                    let details = try Fields(member.value, at: place, allowed: ["from", "update", "split", "keyed"])
+                    if let flag = details.optional("keyed") {
+                        keyed = try Fields.bool(flag, at: "\(place).keyed")
+                        guard !keyed || entity.relationship(member.key)!.isToMany else {
+                            throw PipelineError("\(place).keyed: an object keyed by codes holds many objects: \(name).\(member.key) is to-one")
+                        }
+                    }
                     if let separator = details.optional("split") {
                         split = try Fields.string(separator, at: "\(place).split")
                         guard entity.relationship(member.key)!.isToMany, split?.isEmpty == false else {
@@ -82,7 +89,8 @@ extension PipelineSpec {
                     }
                 }
                 let fromPath = try related?[0].from ?? path(from, at: "\(place).from")
-                let mapping = RelationshipMapping(relationship: member.key, from: fromPath, split: split, toMany: toMany, fields: related)
+                let mapping = RelationshipMapping(relationship: member.key, from: fromPath, split: split, toMany: toMany, fields: related,
+                                                  keyed: keyed)
                 relationships.append(mapping)
             }
         }

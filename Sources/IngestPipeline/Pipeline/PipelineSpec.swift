@@ -112,6 +112,10 @@ public struct PipelineSpec: Sendable {
         /// `{"name": "Portugal", "code": "PT"}`, which the destination's mapping then maps.
         /// (`from` is then the first field's path.)
         public var fields: [RelatedField]? = nil
+        /// A to-many given as an object keyed by codes or ids (`"languages": {"por":
+        /// "Portuguese", …}`): each member is a related object, its name under `@key` and
+        /// its value's members (or a plain value under `@value`) beside it.
+        public var keyed = false
     }
 
     /// One member of a related object made of its parent's members (`RelationshipMapping.fields`).

@@ -88,6 +88,7 @@ public struct RecordMapper: Sendable {
         var destination: String
         var isToMany: Bool
         var fields: [PipelineSpec.RelatedField]?
+        var keyed: Bool
     }
 
     final class EntityPlan: Sendable {
@@ -130,7 +131,7 @@ public struct RecordMapper: Sendable {
                 let modelRelationship = entity.relationship(relationship.relationship)!
                 return RelationshipPlan(name: relationship.relationship, from: relationship.from, split: relationship.split,
                                         destination: modelRelationship.destination, isToMany: modelRelationship.isToMany,
-                                        fields: relationship.fields)
+                                        fields: relationship.fields, keyed: relationship.keyed)
             }
             plans[name] = EntityPlan(entity: name, names: attributes.map(\.mapping.attribute), positions: attributes.map(\.position),
                                      attributes: attributes,
@@ -161,7 +162,7 @@ public struct RecordMapper: Sendable {
         for relationship in plan.relationships {
             if let fields = relationship.fields {
                 for field in fields { selection.keep(field.from.keyPrefix) }
-            } else if relationship.from.rest == nil {
+            } else if relationship.from.rest == nil, !relationship.keyed {
                 selection.keep(relationship.from.keyPrefix, inside: Self.selection(for: relationship.destination, plans: plans, depth: depth + 1))
             } else {
                 selection.keep(relationship.from.keyPrefix)
@@ -266,7 +267,15 @@ public struct RecordMapper: Sendable {
             guard let json = relationship.from.value(in: object), json != .null else { continue }
             let place = prefix + relationship.name
             var targets: [JSONValue]
-            if let separator = relationship.split, case .string(let text) = json {
+            if relationship.keyed, case .object(let members) = json {
+                // {"por": "Portuguese", …}: one related object per member, named by it.
+                targets = members.map { member in
+                    if case .object(let fields) = member.value {
+                        return .object([JSONMember("@key", .string(member.key))] + fields.filter { $0.key != "@key" })
+                    }
+                    return .object([JSONMember("@key", .string(member.key)), JSONMember("@value", member.value)])
+                }
+            } else if let separator = relationship.split, case .string(let text) = json {
                 // "red, blue": one related object per piece, named by its key.
                 targets = text.components(separatedBy: separator).map { $0.trimmingCharacters(in: .whitespaces) }
                     .filter { !$0.isEmpty }.map(JSONValue.string)
