@@ -1,0 +1,133 @@
+import Foundation
+import IngestJSON
+
+/// What one member looked like across the sample.
+final class FieldStats {
+    var present = 0, nulls = 0, bools = 0, ints = 0, doubles = 0, strings = 0, isoDates = 0, integerStrings = 0
+    /// Whole numbers beyond 64 bits, and numbers a double cannot hold: exact only as decimal text.
+    var bigIntegers = 0, hugeNumbers = 0
+    var largestBigInteger = ""
+    var objects = 0, arraysOfObjects = 0, arraysOfScalars = 0, emptyArrays = 0
+    var minNumber = Double.infinity, maxNumber = -Double.infinity
+    let nested = ObjectStats()
+    let elements = ObjectStats()
+
+    func observe(_ value: JSONValue) {
+        present += 1
+        switch value {
+        case .null: nulls += 1
+        case .bool: bools += 1
+        case .number(let text):
+            if Int64(text) != nil {
+                ints += 1
+            } else if text.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == 45 }) {
+                bigIntegers += 1
+                if text.count > largestBigInteger.count || (text.count == largestBigInteger.count && text > largestBigInteger) { largestBigInteger = text }
+            } else {
+                doubles += 1
+                if Double(text)?.isFinite != true { hugeNumbers += 1 }
+            }
+            if let number = Double(text) {
+                minNumber = min(minNumber, number)
+                maxNumber = max(maxNumber, number)
+            }
+        case .string(let text):
+            strings += 1
+            if Int64(text.trimmingCharacters(in: .whitespaces)) != nil { integerStrings += 1 }
+            if text.count >= 10, ValueCoercion.iso8601(text) != nil { isoDates += 1 }
+        case .object:
+            objects += 1
+            nested.observe(value)
+        case .array(let items):
+            if items.isEmpty {
+                emptyArrays += 1
+            } else if items.allSatisfy({ if case .object = $0 { true } else { false } }) {
+                arraysOfObjects += 1
+                for item in items { elements.observe(item) }
+            } else {
+                arraysOfScalars += 1
+            }
+        }
+    }
+
+    var nonNull: Int { present - nulls }
+}
+
+/// The members of the objects seen at one place, in first-seen order.
+final class ObjectStats {
+    var count = 0
+    var order: [String] = []
+    var fields: [String: FieldStats] = [:]
+    /// For each id-like member: each of its values, with the content of the first object
+    /// that had it (hashed), to tell a key from an id that is unique only within a record.
+    private var contents: [String: [String: Int]] = [:]
+    /// Per id-like member: the values seen with two different contents.
+    private(set) var conflicts: [String: Set<String>] = [:]
+    /// Objects that gave a member twice, and the first such member seen.
+    private(set) var withRepeatedMembers = 0
+    /// Objects of a keyed map whose `id` says what their `@key` says (`"7": {"id": 7}`).
+    private(set) var idIsKey = 0
+    private(set) var firstRepeatedMember: String?
+
+    /// Members that may name an object: what `Builder.key` considers.
+    static func isIDLike(_ name: String) -> Bool {
+        ["@key", "id", "_id", "uuid", "guid", "key", "code", "slug"].contains(name)
+            || name.hasSuffix("Id") || name.hasSuffix("_id") || name.hasSuffix("ID")
+    }
+
+    func observe(_ value: JSONValue) {
+        guard case .object(var members) = value else { return }
+        count += 1
+        // A member given twice counts once, with its last value: the one an import keeps.
+        var last: [String: Int] = [:]
+        for (index, member) in members.enumerated() { last[member.key] = index }
+        if last.count < members.count {
+            withRepeatedMembers += 1
+            if firstRepeatedMember == nil {
+                firstRepeatedMember = members.enumerated().first { last[$0.element.key] != $0.offset }?.element.key
+            }
+            members = members.enumerated().filter { last[$0.element.key] == $0.offset }.map(\.element)
+        }
+        var content: Int?
+        func text(_ value: JSONValue?) -> String? {
+            switch value {
+            case .string(let string)?: string
+            case .number(let number)?: number
+            default: nil
+            }
+        }
+        if let key = text(members.last(where: { $0.key == "@key" })?.value), key == text(members.last(where: { $0.key == "id" })?.value) {
+            idIsKey += 1
+        }
+        for member in members where Self.isIDLike(member.key) {
+            let text: String
+            switch member.value {
+            case .string(let string): text = "s" + string
+            case .number(let number): text = "n" + number
+            default: continue
+            }
+            if content == nil {
+                var hasher = Hasher()
+                hasher.combine(value.description)
+                content = hasher.finalize()
+            }
+            if let seen = contents[member.key, default: [:]][text] {
+                if seen != content { conflicts[member.key, default: []].insert(String(text.dropFirst())) }
+            } else {
+                contents[member.key, default: [:]][text] = content
+            }
+        }
+        for member in members {
+            let stats: FieldStats
+            if let known = fields[member.key] {
+                stats = known
+            } else {
+                stats = FieldStats()
+                fields[member.key] = stats
+                order.append(member.key)
+            }
+            stats.observe(member.value)
+        }
+    }
+}
+
