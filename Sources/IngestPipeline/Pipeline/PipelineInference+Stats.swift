@@ -3,11 +3,17 @@ import IngestJSON
 
 /// What one member looked like across the sample.
 final class FieldStats {
-    var present = 0, nulls = 0, bools = 0, ints = 0, doubles = 0, strings = 0, isoDates = 0, integerStrings = 0
+    var present = 0, nulls = 0, bools = 0, ints = 0, doubles = 0, strings = 0, isoDates = 0
+    /// Strings of digits that print back as themselves as a number ("7"), and those that
+    /// would not ("01234", "+7", " 8", "-0"), with the first of these.
+    var integerStrings = 0, inexactIntegerStrings = 0
+    var firstInexactIntegerString: String?
     /// Whole numbers beyond 64 bits, and numbers a double cannot hold: exact only as decimal text.
     var bigIntegers = 0, hugeNumbers = 0
     var largestBigInteger = ""
     var objects = 0, arraysOfObjects = 0, arraysOfScalars = 0, emptyArrays = 0
+    /// What the arrays that are not all objects hold, and how many items in all.
+    var scalarArrayItems = ValueKinds()
     var minNumber = Double.infinity, maxNumber = -Double.infinity
     let nested = ObjectStats()
     let elements = ObjectStats()
@@ -33,7 +39,13 @@ final class FieldStats {
             }
         case .string(let text):
             strings += 1
-            if Int64(text.trimmingCharacters(in: .whitespaces)) != nil { integerStrings += 1 }
+            // Only text the number gives back converts exactly: "01234" as 1234 loses its zero.
+            if let number = Int64(text), String(number) == text {
+                integerStrings += 1
+            } else if Int64(text.trimmingCharacters(in: .whitespaces)) != nil {
+                inexactIntegerStrings += 1
+                if firstInexactIntegerString == nil { firstInexactIntegerString = text }
+            }
             if text.count >= 10, ValueCoercion.iso8601(text) != nil { isoDates += 1 }
         case .object:
             objects += 1
@@ -46,11 +58,59 @@ final class FieldStats {
                 for item in items { elements.observe(item) }
             } else {
                 arraysOfScalars += 1
+                for item in items { scalarArrayItems.count(item) }
             }
         }
     }
 
     var nonNull: Int { present - nulls }
+
+    /// The values seen, by kind.
+    var kinds: ValueKinds {
+        ValueKinds(wholeNumbers: ints + bigIntegers, otherNumbers: doubles, strings: strings, booleans: bools, nulls: nulls,
+                   objects: objects, arrays: arraysOfObjects + arraysOfScalars + emptyArrays)
+    }
+}
+
+/// Values counted by kind, to say what was seen: "1 whole number and 2 strings".
+struct ValueKinds {
+    var wholeNumbers = 0, otherNumbers = 0, strings = 0, booleans = 0, nulls = 0, objects = 0, arrays = 0
+
+    mutating func count(_ value: JSONValue) {
+        switch value {
+        case .null: nulls += 1
+        case .bool: booleans += 1
+        case .number(let text):
+            if text.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == 45 }) { wholeNumbers += 1 } else { otherNumbers += 1 }
+        case .string: strings += 1
+        case .object: objects += 1
+        case .array: arrays += 1
+        }
+    }
+
+    var total: Int { wholeNumbers + otherNumbers + strings + booleans + nulls + objects + arrays }
+
+    /// The kinds seen, most first: "2 strings and 1 whole number".
+    var description: String {
+        let parts = [(wholeNumbers, "whole number"), (otherNumbers, "other number"), (strings, "string"), (booleans, "boolean"),
+                     (nulls, "null"), (objects, "object"), (arrays, "array")]
+            .enumerated().filter { $0.element.0 > 0 }
+            .sorted { $0.element.0 != $1.element.0 ? $0.element.0 > $1.element.0 : $0.offset < $1.offset }
+            .map { PipelineInference.counted($0.element.0, $0.element.1) }
+        return PipelineInference.list(parts)
+    }
+}
+
+extension PipelineInference {
+    /// "1 string", "2 strings": a count and its noun (`plural` when adding an s will not do).
+    static func counted(_ count: Int, _ noun: String, _ plural: String? = nil) -> String {
+        "\(count) " + (count == 1 ? noun : plural ?? noun + "s")
+    }
+
+    /// "a", "a and b", "a, b and c".
+    static func list(_ items: [String]) -> String {
+        items.count <= 2 ? items.joined(separator: " and ") : items.dropLast().joined(separator: ", ") + " and " + items.last!
+    }
 }
 
 /// The members of the objects seen at one place, in first-seen order.

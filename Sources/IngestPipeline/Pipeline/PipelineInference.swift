@@ -175,7 +175,24 @@ public enum PipelineInference {
             report.append("feed: records are the values of the top-level object, keyed by their names (mapped as \"@key\")")
             return .keyed([])
         }
-        report.append("feed: one object with no array of records in it: read as one record")
+        // Its arrays are said as seen: plain values are a field of the record; an empty one may be where records would be.
+        var arrays: [String] = []
+        var plain = false
+        var firstEmpty: String?
+        for member in members {
+            guard case .array(let items) = member.value else { continue }
+            var kinds = ValueKinds()
+            items.forEach { kinds.count($0) }
+            arrays.append("'\(member.key)' " + (items.isEmpty ? "is empty" : "holds \(kinds.description)"))
+            if items.isEmpty { firstEmpty = firstEmpty ?? member.key } else { plain = true }
+        }
+        var seen = ""
+        if !arrays.isEmpty {
+            seen = " (" + list(Array(arrays.prefix(3))) + (arrays.count > 3 ? " and \(arrays.count - 3) more arrays" : "")
+                + (plain ? ": plain values, not records" : "")
+                + (firstEmpty.map { "; were records to come at '\($0)', infer or import with --records-at \($0)" } ?? "") + ")"
+        }
+        report.append("feed: one object with no array of records in it\(seen): read as one record")
         return .ndjson
     }
 
