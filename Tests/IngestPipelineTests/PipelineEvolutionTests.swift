@@ -179,4 +179,30 @@ import Testing
         let piped = IngestBinary.finish(try IngestBinary.start(["import", pipe, "--store", store, "--evolve", "--quiet"]))
         #expect(piped.status == 1 && piped.stderr == "ingest: --evolve reads a sample of the feed first: it needs a file, not \(pipe)\n", "\(piped.stderr)")
     }
+
+    /// Found by probing: a member differing only in case from a mapped one (`Id` beside
+    /// `id`) made `infer --update` and `--evolve` fail with "duplicate property name
+    /// 'Book.Id'" (SQL names ignore case); it is added under a name of its own, as plain
+    /// inference names it, whichever of the two comes first.
+    @Test(arguments: [#"[{"Id":"x","id":2,"title":"B"}]"#, #"[{"id":2,"Id":"x","title":"B"}]"#])
+    func aMemberDifferingOnlyInCaseFromAMappedOneIsAddedUnderItsOwnName(_ newer: String) throws {
+        let dir = try TemporaryDirectory()
+        let first = try dir.write("book.json", Array(#"[{"id":1,"title":"A"}]"#.utf8))
+        let second = try dir.write("book2.json", Array(newer.utf8))
+        let store = dir.file("s.sqlite")
+        #expect(try IngestBinary.run(["import", first, "--store", store, "--quiet"]).status == 0)
+        let update = try IngestBinary.run(["infer", "--update", store, second, "-o", dir.file("p.json")])
+        #expect(update.status == 0, "\(update.stderr)")
+        #expect(update.stderr == """
+            ingest infer --update: \(second) against the pipeline of \(store) (\(store).pipeline.json): 1 attribute(s) added
+              added Book.Id2 ← Id: string (1 string); optional string
+              pipeline written to \(dir.file("p.json"))
+
+            """)
+        let evolved = try IngestBinary.run(["import", second, "--store", store, "--evolve"])
+        #expect(evolved.status == 0, "\(evolved.stderr)")
+        #expect(evolved.stderr.contains("ingest: --evolve: \(second) against the pipeline \(store).pipeline.json: 1 attribute(s) added\n  added Book.Id2 ← Id: string (1 string); optional string\n"),
+                "\(evolved.stderr)")
+        #expect(try storeRows(store, "SELECT id, title, Id2 FROM Book ORDER BY id") == ["1|A|NULL", "2|B|x"])
+    }
 }
