@@ -25,6 +25,9 @@ public enum PipelineInference {
         /// The limits a read of the feed keeps, as `split` and `import` keep them.
         public var maxDepth = FeedOptions.defaultMaxDepth
         public var maxRecordBytes = FeedOptions.defaultMaxRecordBytes
+        /// The feed's name in messages, and what the record entity is named for, when the
+        /// path read stands in for it (a copy of standard input, named "-").
+        public var name: String?
 
         public init(sample: Int = 1_000, shape: FeedShape? = nil, form: RecordForm = .objects) {
             self.sample = sample
@@ -35,6 +38,12 @@ public enum PipelineInference {
         func feedOptions(_ shape: FeedShape) -> FeedOptions {
             FeedOptions(shape: shape, maxDepth: maxDepth, maxRecordBytes: maxRecordBytes)
         }
+    }
+
+    /// A feed with no records in it (`[]`): there is nothing to infer a pipeline from.
+    public struct EmptyFeed: Error, Sendable, Equatable, CustomStringConvertible {
+        public var feed: String
+        public var description: String { "\(feed): the feed holds no records, so there is nothing to infer a pipeline from" }
     }
 
     /// An inferred pipeline: its text (to write and edit), the parsed spec, and the report.
@@ -49,8 +58,10 @@ public enum PipelineInference {
 
     /// Infers a pipeline from the first `options.sample` records of `feed`.
     /// - Throws: `FeedError`, `IOError`, `CompressionError` when the sample cannot be read;
-    ///   `PipelineError` when no record in it is an object.
+    ///   `EmptyFeed` when the feed has no records; `PipelineError` when no record in the
+    ///   sample is an object or every one breaks a limit.
     public static func infer(feed: String, options: Options = Options()) throws -> Inference {
+        let name = options.name ?? feed
         var report: [String] = []
         let shape = try options.shape ?? detectShape(feed, report: &report, options: options)
         var form = options.form
@@ -58,10 +69,16 @@ public enum PipelineInference {
             form = .rows(columns: nil)
             report.append("feed: rows of values; the first row (all strings) names the columns")
         }
-        var records: [JSONValue] = []
+        // Each record is counted as it is read, not kept: a sample as large as the feed
+        // (what a member first seen late asks for) takes the memory of its counts only.
+        var read = 0, misfits = 0, objects = 0
+        let stats = ObjectStats()
+        // A feed of plain values (tags, ids, words) is mapped as "@value": counted as such until an object shows up.
+        let values = ObjectStats()
+        let mayBeValues = form == .objects && !shape.isKeyed
         var refused = 0
         var firstRefusal: FeedError?
-        let reader = try FeedReader(path: feed, options: options.feedOptions(shape))
+        let reader = try openFeed(feed, options, shape)
         var shaper = RecordShaper(form: form)
         shaper.maxDepth = options.maxDepth
         struct Enough: Error {}
@@ -73,40 +90,51 @@ public enum PipelineInference {
                     if firstRefusal == nil { firstRefusal = refusal }
                     return
                 }
-                guard let bytes = try shaper.shape(record, error: { FeedError(.malformedJSON, $0, at: SourcePosition.locate(byteOffset: record.byteOffset, inFeed: feed), source: feed) }) else { return }
-                records.append(try JSONValue.parse(bytes, maxDepth: options.maxDepth))
-                if records.count >= options.sample { throw Enough() }
+                guard let bytes = try shaper.shape(record, error: { FeedError(.malformedJSON, $0, at: SourcePosition.locate(byteOffset: record.byteOffset, inFeed: feed), source: name) }) else { return }
+                let value = try JSONValue.parse(bytes, maxDepth: options.maxDepth)
+                read += 1
+                if value[rowErrorKey] != nil {
+                    misfits += 1
+                } else if case .object = value {
+                    objects += 1
+                    stats.observe(value)
+                } else if objects == 0 && mayBeValues {
+                    values.observe(.object([JSONMember(valueKey, value)]))
+                }
+                if read >= options.sample { throw Enough() }
             }
         } catch is Enough {}
+        if read == 0 && refused == 0 { throw EmptyFeed(feed: name) }
         if refused > 0 { report.append("\(refused) record(s) read break the record size or depth limit: left out of the sample (they will be rejected)") }
-        let misfits = records.filter { $0[rowErrorKey] != nil }.count
         if misfits > 0 { report.append("\(misfits) of the rows read do not have as many values as the header has names: left out of the sample (they will be rejected)") }
-        var objects = records.filter { if case .object = $0, $0[rowErrorKey] == nil { true } else { false } }
-        if objects.isEmpty, form == .objects, !records.isEmpty, !shape.isKeyed {
-            // A feed of plain values (tags, ids, words): each record is mapped as "@value".
+        var sampled = stats
+        if objects == 0, mayBeValues, read > 0 {
             form = .values
-            records = records.map { .object([JSONMember(valueKey, $0)]) }
-            objects = records
+            sampled = values
+            objects = read
             report.append("feed: records are plain values, not objects: each is mapped through \"\(valueKey)\" (the pipeline's feed says \"values\": true)")
         }
-        guard !objects.isEmpty else {
-            if records.isEmpty, let firstRefusal {
-                throw PipelineError("\(feed): every record read (\(refused)) breaks the record size or depth limit, so there is nothing to infer from (raise --max-record-size or --max-depth); the first: \(firstRefusal.message)")
+        guard objects > 0 else {
+            if read == 0, let firstRefusal {
+                throw PipelineError("\(name): every record read (\(refused)) breaks the record size or depth limit, so there is nothing to infer from (raise --max-record-size or --max-depth); the first: \(firstRefusal.message)")
             }
-            throw PipelineError("\(feed): none of the \(records.count) records read is an object, so there is nothing to map")
+            throw PipelineError("\(name): none of the \(read) records read is an object, so there is nothing to map")
         }
-        if objects.count + misfits < records.count {
-            report.append("\(records.count - objects.count - misfits) of the \(records.count) records read are not objects: they will be rejected")
+        if objects + misfits < read {
+            report.append("\(read - objects - misfits) of the \(read) records read are not objects: they will be rejected")
         }
-        let stats = ObjectStats()
-        for object in objects { stats.observe(object) }
         var builder = Builder(report: report)
-        let recordName = entityName(forFeed: feed, shape: shape)
-        let root = builder.entity(recordName, stats, path: "", isRecord: true, depth: 0)
+        let recordName = entityName(forFeed: name, shape: shape)
+        let root = builder.entity(recordName, sampled, path: "", isRecord: true, depth: 0)
         builder.noteLookalikes()
         let text = builder.pipelineText(root: root, shape: shape, form: form)
         let spec = try PipelineSpec.parse(Array(text.utf8))
-        return Inference(text: text, spec: spec, shape: shape, recordsRead: records.count + refused, report: builder.report)
+        return Inference(text: text, spec: spec, shape: shape, recordsRead: read + refused, report: builder.report)
+    }
+
+    /// A reader of `feed` in `shape`, naming it as `options` says.
+    static func openFeed(_ feed: String, _ options: Options, _ shape: FeedShape) throws -> FeedReader {
+        FeedReader(source: try FeedByteSource(path: feed), name: options.name ?? feed, options: options.feedOptions(shape))
     }
 
     /// The shape from the feed's first bytes: `[` an array, several values NDJSON, one
@@ -137,7 +165,7 @@ public enum PipelineInference {
             return .array
         }
         // One object: read it whole (the sample needs it anyway) and look at its members.
-        let reader = try FeedReader(path: feed, options: options.feedOptions(.ndjson))
+        let reader = try openFeed(feed, options, .ndjson)
         var top: JSONValue?
         try reader.read { record in
             if let refusal = record.refusal { throw refusal }
@@ -199,7 +227,7 @@ public enum PipelineInference {
     /// Whether the first record is an array of strings and the second an array: rows
     /// under a header row.
     static func startsWithHeaderRow(_ feed: String, shape: FeedShape, options: Options = Options()) throws -> Bool {
-        let reader = try FeedReader(path: feed, options: options.feedOptions(shape))
+        let reader = try openFeed(feed, options, shape)
         var firstTwo: [JSONValue] = []
         struct Enough: Error {}
         do {

@@ -43,10 +43,7 @@ struct PostgresRunBackend: RunBackend {
             if !command.running.quiet { Console.error("ingest: no --pipeline: using the pipeline of the store's newest run\n") }
             bytes = Array(text.utf8)
         } else {
-            guard !FileOps.isReadOnce(feed) else {
-                throw CommandFailure("a feed on \(feed == "-" ? "standard input" : "a pipe (\(feed))") needs --pipeline")
-            }
-            let inference = try PipelineInference.infer(feed: feed, options: command.inference)
+            let inference = try command.inferFromFeed()
             if !command.running.quiet {
                 Console.error("ingest: no --pipeline: inferred one from the feed; the run keeps it in the store\n")
                 Ingest.Infer.explain(inference, to: nil)

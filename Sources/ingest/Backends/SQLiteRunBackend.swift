@@ -12,7 +12,7 @@ struct SQLiteRunBackend: RunBackend {
     func importFeed(_ command: Ingest.Import) throws {
         var (spec, pipeline, source) = try command.loadOrInferPipeline()
         if command.evolve && source != .inferredNow {
-            guard !FileOps.isReadOnce(command.feed) else { throw CommandFailure("--evolve reads a sample of the feed first: it needs a file, not \(command.feed)") }
+            guard command.feed == "-" || !FileOps.isReadOnce(command.feed) else { throw CommandFailure("--evolve reads a sample of the feed first: it needs a file, not \(command.feed)") }
             let unmapped = (try? ImportStatus.read(store: path))?.latest.members ?? MemberCensus()
             spec = try PipelineSpec.parse(try command.evolved(try FileOps.readFile(pipeline), file: pipeline, unmapped: unmapped))
         }

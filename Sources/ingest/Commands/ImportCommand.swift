@@ -15,7 +15,10 @@ extension Ingest {
             discussion: """
             The feed's shape (a top-level array, records at a key path, or NDJSON) and how \
             records map onto the model are set in the pipeline file (see Pipelines/ and the \
-            README). FEED may be a .gz file, or - for standard input.
+            README). FEED may be a .gz file, or - for standard input. Without --pipeline, one \
+            is inferred from the first --sample records (standard input is first copied to a \
+            file of Ingest's own, which goes when the import ends); a feed without records \
+            imports nothing and exits 0.
 
             Each import is a run recorded in the store: a store takes any number of feeds, \
             and a record whose key is stored already updates that object by the pipeline's \
@@ -109,38 +112,12 @@ extension Ingest {
         }
 
         func run() throws {
-            try RunBackends.open(store).importFeed(self)
-        }
-
-        /// Where an import's pipeline came from, for the run's record and the summary.
-        enum PipelineSource {
-            case given, inferredNow, inferredEarlier
-            /// The run records a pipeline inferred from a feed (now or by an earlier import).
-            var isInferred: Bool { self != .given }
-        }
-
-        /// The --pipeline file; without one, the pipeline inferred for this store before
-        /// (STORE.pipeline.json, so later feeds map the same way), or one inferred now.
-        func loadOrInferPipeline() throws -> (PipelineSpec, String, PipelineSource) {
-            if let pipeline { return (try PipelineSpec.load(path: pipeline), pipeline, .given) }
-            let kept = store + ".pipeline.json"
-            if FileManager.default.fileExists(atPath: kept) && !deleteStore {
-                if shape.isGiven {
-                    throw CommandFailure("\(store) keeps the pipeline inferred by its first import (\(kept)), whose \"feed\" says where the records are: edit it and pass --pipeline \(kept), or pass --delete-store to infer one again")
-                }
-                if !quiet { Console.error("ingest: no --pipeline: using \(kept), inferred for this store by an earlier import\n") }
-                return (try PipelineSpec.load(path: kept), kept, .inferredEarlier)
+            do {
+                try RunBackends.open(store).importFeed(self)
+            } catch let empty as PipelineInference.EmptyFeed {
+                // Nothing to infer from is nothing to import: said, and no failure (found by probing: `[]` exited 1).
+                if !quiet { print(nothingToImport(empty)) }
             }
-            guard !FileOps.isReadOnce(feed) else {
-                throw CommandFailure("a feed on \(feed == "-" ? "standard input" : "a pipe (\(feed))") needs --pipeline (to infer one, run ingest infer on a file of the feed)")
-            }
-            let inference = try PipelineInference.infer(feed: feed, options: self.inference)
-            try FileOpsCLI.write(inference.text, to: kept)
-            if !quiet {
-                Console.error("ingest: no --pipeline: inferred one from the feed and kept it as \(kept) (edit it and pass --pipeline to change the mapping)\n")
-                Infer.explain(inference, to: nil)
-            }
-            return (inference.spec, kept, .inferredNow)
         }
 
         /// With --evolve, `pipeline` (from `file`, when it came from one) grown by what this
@@ -150,7 +127,9 @@ extension Ingest {
             if let file, let model = PipelineSpec.namedModelFile(try FileOps.readFile(file)) {
                 throw CommandFailure("\(file): the pipeline names its model file (\(model)), which --evolve cannot change: add the attributes to the model, then import")
             }
-            let evolution = try PipelineUpdate.evolve(pipeline, feed: feed, sample: sample ?? 1_000, unmapped: unmapped)
+            let evolution = try readingTwice { path, name in
+                try PipelineUpdate.evolve(pipeline, feed: path, name: name, sample: sample ?? 1_000, unmapped: unmapped)
+            }
             if !quiet { PipelineUpdate.explain(evolution, title: "ingest: --evolve: \(feed) against the pipeline" + (file.map { " \($0)" } ?? "")) }
             guard !evolution.added.isEmpty else { return pipeline }
             if let file {
