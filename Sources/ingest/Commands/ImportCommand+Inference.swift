@@ -4,7 +4,7 @@ import IngestPipeline
 import IngestStore
 
 /// `ingest import` without --pipeline: the pipeline inferred from the feed (standard
-/// input included), and an empty feed.
+/// input included), an empty feed, and members the inference sample did not reach.
 extension Ingest.Import {
     /// Where an import's pipeline came from, for the run's record and the summary.
     enum PipelineSource {
@@ -71,5 +71,47 @@ extension Ingest.Import {
         let made = PostgresURL.isPostgres(store) || FileManager.default.fileExists(atPath: store)
         return "\(empty.feed) → \(store): the feed holds no records: nothing to import, and no pipeline inferred; \(store) "
             + (made ? "is as it was" : "was not made")
+    }
+
+    /// After a run whose pipeline this command inferred: the member paths it does not map
+    /// are members first seen after the sample (the pipeline maps every one the sample
+    /// had), so the run left them out. That is a failure naming them and the command that
+    /// imports them, never a line in the summary alone (found by probing: such a run exited
+    /// 0, and --quiet said nothing). Checked after the run, from the members the store
+    /// counted, as the sample is all that is read before it.
+    /// - Parameters:
+    ///   - records: the feed's records, all of which a sample must read to reach the members.
+    ///   - listedIn: where every member path is listed, when there are more than a line names.
+    ///   - rejectsIn: where the rejected records are, when there are any.
+    ///   - keyed: whether the record entity has a key, so that importing again updates.
+    ///   - storeFirstRun: whether this run is the store's first (deleting it loses nothing else).
+    /// - Throws: `CommandFailure` when members were left out.
+    func checkSampleReachedEveryMember(_ members: MemberCensus?, records: Int, listedIn: String, rejected: Int, rejectsIn: String,
+                                       keyed: Bool, storeFirstRun: Bool) throws {
+        let ranked = (members?.ranked ?? []).filter { $0.path != MemberCensus.otherPaths }
+        guard !ranked.isEmpty else { return }
+        let listed = ranked.prefix(MemberCensus.listed).map { "\($0.path) (\(Format.count($0.records)) record\($0.records == 1 ? "" : "s"))" }
+        let others = members?.unmapped[MemberCensus.otherPaths] != nil
+        let more = ranked.count > MemberCensus.listed || others
+            ? " and \(ranked.count - min(ranked.count, MemberCensus.listed)) more\(others ? ", and those past \(MemberCounter.pathLimit) paths counted together" : "") (\(listedIn))" : ""
+        let sampled = sample ?? 1_000
+        var message = "\(ranked.count) member path(s) first appear after the \(Format.count(sampled)) record(s) the pipeline was inferred from, "
+            + "so the run imported its records without them: \(listed.joined(separator: ", "))\(more). "
+        // A sample of every record reaches them: the feed's records, as this run counted them.
+        func command(store target: String, _ extra: [String]) -> String {
+            let words = (["ingest", "import", feed, "--store", target] + shape.arguments + ["--sample", String(records)] + extra)
+                .map(ShellWord.quoted).joined(separator: " ")
+            return feed == "-" ? "… | " + words : words
+        }
+        if storeFirstRun && !PostgresURL.isPostgres(store) {
+            message += "To import them too, infer from every record and import the feed anew: \(command(store: store, ["--delete-store"])) (it deletes \(store), which holds this run alone)"
+        } else if keyed {
+            message += "To import them too, add them from a sample of every record and import the feed again, updating what this run imported: \(command(store: store, ["--evolve", "--again"]))"
+        } else {
+            // Without a key, importing again would add every record a second time.
+            message += "The record entity has no key, so importing the feed again would add its records twice: to import them too, import it into a new store, inferring from every record: \(command(store: "NEW-STORE", []))"
+        }
+        if rejected > 0 { message += ". \(Format.count(rejected)) record(s) were rejected too (\(rejectsIn))" }
+        throw CommandFailure(message)
     }
 }

@@ -32,7 +32,9 @@ extension Ingest {
             join --help).
 
             Exit status: 0 imported, nothing rejected; 3 finished, some records rejected; \
-            1 failed (including: every record rejected, unless --max-rejects allows it); \
+            1 failed (including: every record rejected, unless --max-rejects allows it; and, \
+            for a pipeline inferred by this import, members first seen after its sample, which \
+            the run left out: the message names them and the command that imports them); \
             129/130/143 stopped by SIGHUP/SIGINT/SIGTERM at a save boundary (resumable).
 
             Example:
@@ -86,7 +88,7 @@ extension Ingest {
         @OptionGroup(title: "Without --pipeline: the feed's shape, for the pipeline inferred from it (as ingest infer takes them)")
         var shape: RecordShapeOptions
 
-        @Option(help: "Without --pipeline, or with --evolve: records the inference reads (default: 1000).")
+        @Option(help: "Without --pipeline, or with --evolve: records the inference reads (default: 1000). A member first seen after them in a pipeline inferred by this import fails the run at its end, naming the command that imports it.")
         var sample: Int?
 
         /// What the pipeline inferred without --pipeline reads.
@@ -141,7 +143,9 @@ extension Ingest {
 
         /// Runs an import with SIGINT, SIGTERM and SIGHUP stopping it at the next save boundary
         /// (exit 130, 143, 129).
-        static func run(_ importer: Importer, store: String, quiet: Bool, pipelineSource: PipelineSource? = nil) throws {
+        /// `check` sees the report of a run that finished, before its exit status is decided.
+        static func run(_ importer: Importer, store: String, quiet: Bool, pipelineSource: PipelineSource? = nil,
+                        check: (ImportReport) throws -> Void = { _ in }) throws {
             let signals = StopSignals { importer.cancel() }
             defer { signals.cancel() }
             let view = ImportProgressView()
@@ -167,6 +171,7 @@ extension Ingest {
                     print("  chunks: \(chunks) is a symbolic link; the chunk files are in \(target)")
                 }
             }
+            try check(report)
             try exitStatus(report, maxRejects: importer.options.maxRejects)
         }
 
