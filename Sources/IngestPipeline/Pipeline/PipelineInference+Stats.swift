@@ -42,7 +42,8 @@ final class FieldStats {
             // Only text the number gives back converts exactly: "01234" as 1234 loses its zero.
             if let number = Int64(text), String(number) == text {
                 integerStrings += 1
-            } else if Int64(text.trimmingCharacters(in: .whitespaces)) != nil {
+            } else if text.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == 43 || $0 == 45 || $0 == 32 || $0 == 9 }),
+                      Int64(text.trimmingCharacters(in: .whitespaces)) != nil {
                 inexactIntegerStrings += 1
                 if firstInexactIntegerString == nil { firstInexactIntegerString = text }
             }
@@ -131,9 +132,10 @@ final class ObjectStats {
 
     /// Members that may name an object: what `Builder.key` considers.
     static func isIDLike(_ name: String) -> Bool {
-        ["@key", "id", "_id", "uuid", "guid", "key", "code", "slug"].contains(name)
-            || name.hasSuffix("Id") || name.hasSuffix("_id") || name.hasSuffix("ID")
+        idNames.contains(name) || name.hasSuffix("Id") || name.hasSuffix("_id") || name.hasSuffix("ID")
     }
+
+    private static let idNames: Set<String> = ["@key", "id", "_id", "uuid", "guid", "key", "code", "slug"]
 
     func observe(_ value: JSONValue) {
         guard case .object(var members) = value else { return }
@@ -168,7 +170,8 @@ final class ObjectStats {
             }
             if content == nil {
                 var hasher = Hasher()
-                hasher.combine(value.description)
+                // The value itself, not its text: a sample of a whole feed hashes every record.
+                hasher.combine(value)
                 content = hasher.finalize()
             }
             if let seen = contents[member.key, default: [:]][text] {

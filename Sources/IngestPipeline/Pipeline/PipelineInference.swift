@@ -70,7 +70,8 @@ public enum PipelineInference {
             report.append("feed: rows of values; the first row (all strings) names the columns")
         }
         // Each record is counted as it is read, not kept: a sample as large as the feed
-        // (what a member first seen late asks for) takes the memory of its counts only.
+        // (what a member first seen late asks for) takes the memory of its counts and of
+        // its id-like values (to tell keys), not of its records.
         var read = 0, misfits = 0, objects = 0
         let stats = ObjectStats()
         // A feed of plain values (tags, ids, words) is mapped as "@value": counted as such until an object shows up.
