@@ -27,7 +27,7 @@ import Testing
         #expect(wide.relationships.map { "\($0.name) → \($0.destination) (\($0.inverse))" } == ["owner → Owner (wides)", "Owner2 → Owner (wides2)"])
         #expect(inference.spec.model.entities.map(\.name) == ["Wide", "Owner"])
         #expect(inference.spec.model.entity("Owner")?.attributes.map(\.name) == ["id", "name", "age"])
-        #expect(inference.report.contains("Wide.M24999x: int64 (1 whole numbers)"))
+        #expect(inference.report.contains("Wide.M24999x: int64 (1 whole number)"))
         #expect(inference.report.count == 2 * count + 9, "\(inference.report.suffix(6))")
     }
 }

@@ -60,7 +60,9 @@ public enum PipelineEvolution {
                     addedPaths.insert(path)
                 }
             }
-            var names = Set(oldEntity.attributes.map(\.name) + oldEntity.relationships.map(\.name))
+            // Lowercased: names differing only in case clash as SQL column names do (found by
+            // probing: `Id` beside a stored `id` made "duplicate property name 'Book.id'").
+            var names = Set((oldEntity.attributes.map(\.name) + oldEntity.relationships.map(\.name)).map { $0.lowercased() })
             for attribute in inferredMapping.attributes {
                 let path = attribute.from.description
                 let inferredType = new.model.entity(inferredName)!.attribute(attribute.attribute)!.type
@@ -74,8 +76,8 @@ public enum PipelineEvolution {
                 guard !reads(path, readPaths) else { continue }
                 var name = attribute.attribute
                 var suffix = 2
-                while names.contains(name) { name = attribute.attribute + String(suffix); suffix += 1 }
-                names.insert(name)
+                while names.contains(name.lowercased()) { name = attribute.attribute + String(suffix); suffix += 1 }
+                names.insert(name.lowercased())
                 let mapping = inferredRoot["mappings"]?[inferredName]?["attributes"]?[attribute.attribute] ?? .string(path)
                 root = adding(name, type: inferredType, mapping: mapping, entity: oldName, to: root)
                 evolution.added.append("\(oldName).\(name) ← \(path): \(evidence(inference, inferredName, path) ?? inferredType.rawValue); optional \(inferredType.rawValue)")

@@ -73,7 +73,8 @@ extension PipelineInference {
 
         /// The entity for objects like `stats`, its attributes and related entities drafted.
         mutating func entity(_ wanted: String, _ stats: ObjectStats, path: String, isRecord: Bool, depth: Int) -> Draft {
-            let key = Self.key(of: stats, entity: wanted, consistent: !isRecord)
+            let choice = Self.keyChoice(of: stats, entity: wanted, consistent: !isRecord, noun: isRecord ? "records" : "objects")
+            let key = choice.key
             // The same name met again with the same key (an actor in two kinds of event): one entity.
             if !isRecord, let existing = draftsByName[wanted.lowercased()], existing.name == wanted, existing.key == key {
                 fill(existing, stats, prefix: "", from: "", depth: depth)
@@ -89,18 +90,22 @@ extension PipelineInference {
             draft.key = key
             drafts.append(draft)
             draftsByName[name.lowercased()] = draft
-            let place = isRecord ? "records" : "objects at \(path)"
+            let place = isRecord ? PipelineInference.counted(stats.count, "record") : "\(stats.count) objects at \(path)"
             if let key {
-                var line = "\(name): \(stats.count) \(place) sampled; \(isRecord ? "unique by" : "found or created by") '\(key)' (present in every one)"
+                var line = "\(name): \(place) sampled; \(isRecord ? "unique by" : "found or created by") '\(key)' (present in every one)"
                 if isRecord, let repeats = stats.conflicts[key], !repeats.isEmpty {
                     line += "; \(repeats.count) of its values came again with other content in the sample: a later record with the same \(key) updates the earlier one"
                 }
-                report.append(line)
+                report.append(([line] + choice.notKeys).joined(separator: "; "))
             } else {
-                report.append("\(name): \(stats.count) \(place) sampled; no id-like field (id, _id, uuid, key, code, \(name.prefix(1).lowercased() + name.dropFirst())Id), so no uniqueness: every record is a new object. Importing the same feed again is skipped, but another feed that repeats these records adds them again")
+                // Said as seen: id-like members that are there but no key are named with the reason.
+                let none = choice.notKeys.isEmpty
+                    ? "no id-like field (id, _id, uuid, key, code, \(name.prefix(1).lowercased() + name.dropFirst())Id),"
+                    : "no key (" + choice.notKeys.joined(separator: "; ") + "),"
+                report.append("\(name): \(place) sampled; \(none) so no uniqueness: every record is a new object. Importing the same feed again is skipped, but another feed that repeats these records adds them again")
             }
             if stats.withRepeatedMembers > 0, let member = stats.firstRepeatedMember {
-                report.append("\(name): \(stats.withRepeatedMembers) of the \(stats.count) \(place) sampled give a member twice ('\(member)'\(stats.withRepeatedMembers > 1 ? ", among others" : "")): the last value counts, here and when importing")
+                report.append("\(name): \(stats.withRepeatedMembers) of the \(isRecord ? "\(stats.count) records" : place) sampled give a member twice ('\(member)'\(stats.withRepeatedMembers > 1 ? ", among others" : "")): the last value counts, here and when importing")
             }
             fill(draft, stats, prefix: "", from: "", depth: depth)
             return draft
@@ -147,7 +152,7 @@ extension PipelineInference {
                     continue
                 }
                 if field.arraysOfScalars + field.emptyArrays > 0 || field.objects > 0 || field.arraysOfObjects > 0 {
-                    addJSON(draft, prefix + member, path, field.objects + field.arraysOfObjects > 0 ? "values of mixed kinds" : "arrays of values")
+                    addJSON(draft, prefix + member, path, Self.arraysAndMixed(field))
                     continue
                 }
                 addScalar(draft, prefix + member, path, field, label: label)
@@ -160,7 +165,10 @@ extension PipelineInference {
             var type = AttributeType.string
             var dates: [String]?
             var why: String
-            let numbers = field.ints + field.doubles
+            // Whole numbers beyond 64 bits are numbers too (found by probing: 1, 2.5 and one
+            // of them were counted as "0 strings, 2 numbers").
+            let numbers = field.ints + field.bigIntegers + field.doubles
+            func counted(_ count: Int, _ noun: String) -> String { PipelineInference.counted(count, noun) }
             if nonNull == 0 {
                 why = "always null in the sample → string (could not decide; edit the type if you know it)"
             } else if field.bools == nonNull {
@@ -171,40 +179,64 @@ extension PipelineInference {
                 if timeLike && field.minNumber >= 1e8 && field.maxNumber <= 4.2e9 {
                     type = .date
                     dates = ["unix"]
-                    why = "date (\(nonNull) whole numbers in the range of Unix seconds, in a field named like a time)"
+                    why = "date (\(counted(nonNull, "whole number")) in the range of Unix seconds, in a field named like a time)"
                 } else if timeLike && field.minNumber >= 1e11 && field.maxNumber <= 4.2e12 {
                     type = .date
                     dates = ["unixMillis"]
-                    why = "date (\(nonNull) whole numbers in the range of Unix milliseconds, in a field named like a time)"
+                    why = "date (\(counted(nonNull, "whole number")) in the range of Unix milliseconds, in a field named like a time)"
                 } else {
                     type = .int64
-                    why = "int64 (\(nonNull) whole numbers)"
+                    why = "int64 (\(counted(nonNull, "whole number")))"
                 }
             } else if field.bigIntegers > 0 && field.ints + field.bigIntegers == nonNull {
                 type = .decimal
                 why = "decimal (\(nonNull) whole numbers, \(field.bigIntegers) of them beyond 64 bits, up to \(field.largestBigInteger): kept exactly as decimal text, as no int64 or double holds them)"
-            } else if field.hugeNumbers > 0 && field.ints + field.bigIntegers + field.doubles == nonNull {
+            } else if field.hugeNumbers > 0 && numbers == nonNull {
                 type = .decimal
                 why = "decimal (\(nonNull) numbers, \(field.hugeNumbers) of them beyond a double's range: kept exactly as decimal text)"
+            } else if field.bigIntegers > 0 && numbers == nonNull {
+                // A double would round the whole number beyond 64 bits.
+                type = .decimal
+                why = "decimal (\(nonNull) numbers, \(counted(field.bigIntegers, "whole number")) beyond 64 bits (up to \(field.largestBigInteger)) and \(counted(field.doubles, "other number")): kept exactly as decimal text, as no int64 or double holds them all)"
             } else if field.ints > 0 && field.ints + field.integerStrings == nonNull {
                 type = .int64
-                why = "int64 (\(field.ints) whole numbers, \(field.integerStrings) strings of digits, which convert exactly)"
+                why = "int64 (\(counted(field.ints, "whole number")), \(counted(field.integerStrings, "string")) of digits, which convert exactly)"
+            } else if field.ints > 0 && field.inexactIntegerStrings > 0 && field.ints + field.integerStrings + field.inexactIntegerStrings == nonNull,
+                      let example = field.firstInexactIntegerString {
+                let number = Int64(example.trimmingCharacters(in: .whitespaces)).map(String.init) ?? example
+                let strings = field.integerStrings + field.inexactIntegerStrings
+                why = "string (\(counted(field.ints, "whole number")), \(counted(strings, "string")) of digits, \(field.inexactIntegerStrings) of which would not convert exactly: \(JSONValue.string(example)) would become \(number); all are kept as text, the numbers as written)"
             } else if numbers == nonNull {
                 type = .double
-                why = "double (\(field.ints) whole and \(field.doubles) other numbers)"
+                why = field.ints == 0 ? "double (\(counted(field.doubles, "number")))"
+                    : "double (\(counted(field.ints, "whole number")) and \(counted(field.doubles, "other number")))"
             } else if field.strings == nonNull && field.isoDates == nonNull {
                 type = .date
                 dates = ["iso8601"]
                 why = "date (\(nonNull) ISO 8601 strings)"
             } else if field.strings == nonNull {
-                why = "string (\(nonNull) strings\(field.isoDates > 0 ? "; \(field.isoDates) look like dates, the rest do not" : ""))"
+                why = "string (\(counted(nonNull, "string"))\(field.isoDates > 0 ? "; \(field.isoDates) look like dates, the rest do not" : ""))"
             } else {
-                why = "string (could not decide: \(field.strings) strings, \(numbers) numbers, \(field.bools) booleans; all are kept as text)"
+                why = "string (could not decide: \(counted(field.strings, "string")), \(counted(numbers, "number")), \(counted(field.bools, "boolean")); all are kept as text)"
             }
             if field.nulls > 0 { why += ", \(field.nulls) null" }
-            if field.present < field.nulls + nonNull { why += "" }
             draft.add(Draft.Attribute(name: name, type: type, from: path, dates: dates))
             report.append("\(label): \(why)")
+        }
+
+        /// What a member kept as JSON text held: arrays of plain values (and what they
+        /// hold), empty arrays, or values of mixed kinds.
+        static func arraysAndMixed(_ field: FieldStats) -> String {
+            let arrays = field.arraysOfScalars + field.arraysOfObjects + field.emptyArrays
+            guard arrays == field.nonNull else { return "values of mixed kinds (\(field.kinds.description))" }
+            let empty = PipelineInference.counted(field.emptyArrays, "empty array")
+            guard field.arraysOfScalars > 0 else { return field.arraysOfObjects > 0 ? "values of mixed kinds (\(field.kinds.description))" : "only empty arrays (\(empty))" }
+            let items = field.scalarArrayItems
+            let plain = items.objects + items.arrays == 0
+            return (plain ? "arrays of plain values (" : "arrays of mixed values (")
+                + "\(PipelineInference.counted(field.arraysOfScalars, "array")) holding \(items.description)"
+                + (field.arraysOfObjects > 0 ? ", \(PipelineInference.counted(field.arraysOfObjects, "array")) of objects" : "")
+                + (field.emptyArrays > 0 ? ", \(empty)" : "") + ")"
         }
 
         mutating func addJSON(_ draft: Draft, _ member: String, _ path: String, _ why: String) {
@@ -249,37 +281,6 @@ extension PipelineInference {
             owner.add(Draft.Relationship(name: name, destination: child.name, inverse: inverse, toMany: toMany, from: from))
             // The inverse is to-many: an author has many posts, a tag many posts.
             child.add(Draft.Relationship(name: inverse, destination: owner.name, inverse: name, toMany: true, from: nil))
-        }
-
-        /// The member that names an object: present and scalar (a whole number or a string)
-        /// in every one and, for related objects (`consistent`), a key: the same value
-        /// always comes with the same content. (Records may repeat a key with other
-        /// content: a later record updates the earlier one.)
-        static func key(of stats: ObjectStats, entity: String, consistent: Bool = true) -> String? {
-            keyChoice(of: stats, entity: entity, consistent: consistent).key
-        }
-
-        /// `key(of:)` with what disqualified the id-like members that were not chosen for
-        /// not being keys, for the report.
-        static func keyChoice(of stats: ObjectStats, entity: String, consistent: Bool = true) -> (key: String?, notKeys: [String]) {
-            let lower = entity.prefix(1).lowercased() + entity.dropFirst()
-            var candidates = ["@key", "id", "_id", "uuid", "guid", "\(lower)Id", "\(lower)_id", "\(lower)ID", "key", "code", "slug"]
-            // A keyed map whose objects carry their key as `id` too (`"7": {"id": 7}`): the id,
-            // typed as given, is what other records relate to.
-            if stats.count > 0, stats.idIsKey == stats.count { candidates.swapAt(0, 1) }
-            var notKeys: [String] = []
-            for candidate in candidates {
-                // Whole numbers beyond 64 bits name objects as well as others do (kept as decimal text).
-                guard let field = stats.fields[candidate], stats.count > 0, field.present == stats.count, field.nulls == 0 else { continue }
-                let whole = field.ints + field.bigIntegers
-                guard whole + field.strings == field.present, whole == field.present || field.strings == field.present else { continue }
-                if consistent, let clashes = stats.conflicts[candidate], let example = clashes.min() {
-                    notKeys.append("'\(candidate)' is not a key: \(clashes.count) of its values came with different contents in different objects (\(candidate) \(example), say), so it names an object only within its record")
-                    continue
-                }
-                return (candidate, notKeys)
-            }
-            return (nil, notKeys)
         }
 
         /// `from` followed by `key`, quoted when the key holds path syntax.

@@ -25,6 +25,9 @@ public enum PipelineInference {
         /// The limits a read of the feed keeps, as `split` and `import` keep them.
         public var maxDepth = FeedOptions.defaultMaxDepth
         public var maxRecordBytes = FeedOptions.defaultMaxRecordBytes
+        /// The feed's name in messages, and what the record entity is named for, when the
+        /// path read stands in for it (a copy of standard input, named "-").
+        public var name: String?
 
         public init(sample: Int = 1_000, shape: FeedShape? = nil, form: RecordForm = .objects) {
             self.sample = sample
@@ -35,6 +38,12 @@ public enum PipelineInference {
         func feedOptions(_ shape: FeedShape) -> FeedOptions {
             FeedOptions(shape: shape, maxDepth: maxDepth, maxRecordBytes: maxRecordBytes)
         }
+    }
+
+    /// A feed with no records in it (`[]`): there is nothing to infer a pipeline from.
+    public struct EmptyFeed: Error, Sendable, Equatable, CustomStringConvertible {
+        public var feed: String
+        public var description: String { "\(feed): the feed holds no records, so there is nothing to infer a pipeline from" }
     }
 
     /// An inferred pipeline: its text (to write and edit), the parsed spec, and the report.
@@ -49,8 +58,10 @@ public enum PipelineInference {
 
     /// Infers a pipeline from the first `options.sample` records of `feed`.
     /// - Throws: `FeedError`, `IOError`, `CompressionError` when the sample cannot be read;
-    ///   `PipelineError` when no record in it is an object.
+    ///   `EmptyFeed` when the feed has no records; `PipelineError` when no record in the
+    ///   sample is an object or every one breaks a limit.
     public static func infer(feed: String, options: Options = Options()) throws -> Inference {
+        let name = options.name ?? feed
         var report: [String] = []
         let shape = try options.shape ?? detectShape(feed, report: &report, options: options)
         var form = options.form
@@ -58,10 +69,17 @@ public enum PipelineInference {
             form = .rows(columns: nil)
             report.append("feed: rows of values; the first row (all strings) names the columns")
         }
-        var records: [JSONValue] = []
+        // Each record is counted as it is read, not kept: a sample as large as the feed
+        // (what a member first seen late asks for) takes the memory of its counts and of
+        // its id-like values (to tell keys), not of its records.
+        var read = 0, misfits = 0, objects = 0
+        let stats = ObjectStats()
+        // A feed of plain values (tags, ids, words) is mapped as "@value": counted as such until an object shows up.
+        let values = ObjectStats()
+        let mayBeValues = form == .objects && !shape.isKeyed
         var refused = 0
         var firstRefusal: FeedError?
-        let reader = try FeedReader(path: feed, options: options.feedOptions(shape))
+        let reader = try openFeed(feed, options, shape)
         var shaper = RecordShaper(form: form)
         shaper.maxDepth = options.maxDepth
         struct Enough: Error {}
@@ -73,40 +91,51 @@ public enum PipelineInference {
                     if firstRefusal == nil { firstRefusal = refusal }
                     return
                 }
-                guard let bytes = try shaper.shape(record, error: { FeedError(.malformedJSON, $0, at: SourcePosition.locate(byteOffset: record.byteOffset, inFeed: feed), source: feed) }) else { return }
-                records.append(try JSONValue.parse(bytes, maxDepth: options.maxDepth))
-                if records.count >= options.sample { throw Enough() }
+                guard let bytes = try shaper.shape(record, error: { FeedError(.malformedJSON, $0, at: SourcePosition.locate(byteOffset: record.byteOffset, inFeed: feed), source: name) }) else { return }
+                let value = try JSONValue.parse(bytes, maxDepth: options.maxDepth)
+                read += 1
+                if value[rowErrorKey] != nil {
+                    misfits += 1
+                } else if case .object = value {
+                    objects += 1
+                    stats.observe(value)
+                } else if objects == 0 && mayBeValues {
+                    values.observe(.object([JSONMember(valueKey, value)]))
+                }
+                if read >= options.sample { throw Enough() }
             }
         } catch is Enough {}
+        if read == 0 && refused == 0 { throw EmptyFeed(feed: name) }
         if refused > 0 { report.append("\(refused) record(s) read break the record size or depth limit: left out of the sample (they will be rejected)") }
-        let misfits = records.filter { $0[rowErrorKey] != nil }.count
         if misfits > 0 { report.append("\(misfits) of the rows read do not have as many values as the header has names: left out of the sample (they will be rejected)") }
-        var objects = records.filter { if case .object = $0, $0[rowErrorKey] == nil { true } else { false } }
-        if objects.isEmpty, form == .objects, !records.isEmpty, !shape.isKeyed {
-            // A feed of plain values (tags, ids, words): each record is mapped as "@value".
+        var sampled = stats
+        if objects == 0, mayBeValues, read > 0 {
             form = .values
-            records = records.map { .object([JSONMember(valueKey, $0)]) }
-            objects = records
+            sampled = values
+            objects = read
             report.append("feed: records are plain values, not objects: each is mapped through \"\(valueKey)\" (the pipeline's feed says \"values\": true)")
         }
-        guard !objects.isEmpty else {
-            if records.isEmpty, let firstRefusal {
-                throw PipelineError("\(feed): every record read (\(refused)) breaks the record size or depth limit, so there is nothing to infer from (raise --max-record-size or --max-depth); the first: \(firstRefusal.message)")
+        guard objects > 0 else {
+            if read == 0, let firstRefusal {
+                throw PipelineError("\(name): every record read (\(refused)) breaks the record size or depth limit, so there is nothing to infer from (raise --max-record-size or --max-depth); the first: \(firstRefusal.message)")
             }
-            throw PipelineError("\(feed): none of the \(records.count) records read is an object, so there is nothing to map")
+            throw PipelineError("\(name): none of the \(read) records read is an object, so there is nothing to map")
         }
-        if objects.count + misfits < records.count {
-            report.append("\(records.count - objects.count - misfits) of the \(records.count) records read are not objects: they will be rejected")
+        if objects + misfits < read {
+            report.append("\(read - objects - misfits) of the \(read) records read are not objects: they will be rejected")
         }
-        let stats = ObjectStats()
-        for object in objects { stats.observe(object) }
         var builder = Builder(report: report)
-        let recordName = entityName(forFeed: feed, shape: shape)
-        let root = builder.entity(recordName, stats, path: "", isRecord: true, depth: 0)
+        let recordName = entityName(forFeed: name, shape: shape)
+        let root = builder.entity(recordName, sampled, path: "", isRecord: true, depth: 0)
         builder.noteLookalikes()
         let text = builder.pipelineText(root: root, shape: shape, form: form)
         let spec = try PipelineSpec.parse(Array(text.utf8))
-        return Inference(text: text, spec: spec, shape: shape, recordsRead: records.count + refused, report: builder.report)
+        return Inference(text: text, spec: spec, shape: shape, recordsRead: read + refused, report: builder.report)
+    }
+
+    /// A reader of `feed` in `shape`, naming it as `options` says.
+    static func openFeed(_ feed: String, _ options: Options, _ shape: FeedShape) throws -> FeedReader {
+        FeedReader(source: try FeedByteSource(path: feed), name: options.name ?? feed, options: options.feedOptions(shape))
     }
 
     /// The shape from the feed's first bytes: `[` an array, several values NDJSON, one
@@ -137,7 +166,7 @@ public enum PipelineInference {
             return .array
         }
         // One object: read it whole (the sample needs it anyway) and look at its members.
-        let reader = try FeedReader(path: feed, options: options.feedOptions(.ndjson))
+        let reader = try openFeed(feed, options, .ndjson)
         var top: JSONValue?
         try reader.read { record in
             if let refusal = record.refusal { throw refusal }
@@ -175,14 +204,31 @@ public enum PipelineInference {
             report.append("feed: records are the values of the top-level object, keyed by their names (mapped as \"@key\")")
             return .keyed([])
         }
-        report.append("feed: one object with no array of records in it: read as one record")
+        // Its arrays are said as seen: plain values are a field of the record; an empty one may be where records would be.
+        var arrays: [String] = []
+        var plain = false
+        var firstEmpty: String?
+        for member in members {
+            guard case .array(let items) = member.value else { continue }
+            var kinds = ValueKinds()
+            items.forEach { kinds.count($0) }
+            arrays.append("'\(member.key)' " + (items.isEmpty ? "is empty" : "holds \(kinds.description)"))
+            if items.isEmpty { firstEmpty = firstEmpty ?? member.key } else { plain = true }
+        }
+        var seen = ""
+        if !arrays.isEmpty {
+            seen = " (" + list(Array(arrays.prefix(3))) + (arrays.count > 3 ? " and \(arrays.count - 3) more arrays" : "")
+                + (plain ? ": plain values, not records" : "")
+                + (firstEmpty.map { "; were records to come at '\($0)', infer or import with --records-at \($0)" } ?? "") + ")"
+        }
+        report.append("feed: one object with no array of records in it\(seen): read as one record")
         return .ndjson
     }
 
     /// Whether the first record is an array of strings and the second an array: rows
     /// under a header row.
     static func startsWithHeaderRow(_ feed: String, shape: FeedShape, options: Options = Options()) throws -> Bool {
-        let reader = try FeedReader(path: feed, options: options.feedOptions(shape))
+        let reader = try openFeed(feed, options, shape)
         var firstTwo: [JSONValue] = []
         struct Enough: Error {}
         do {
@@ -317,136 +363,3 @@ extension FeedShape {
     var isKeyPath: Bool { if case .keyPath = self { true } else { false } }
     var isKeyed: Bool { if case .keyed = self { true } else { false } }
 }
-
-// MARK: - What the sample holds
-
-/// What one member looked like across the sample.
-final class FieldStats {
-    var present = 0, nulls = 0, bools = 0, ints = 0, doubles = 0, strings = 0, isoDates = 0, integerStrings = 0
-    /// Whole numbers beyond 64 bits, and numbers a double cannot hold: exact only as decimal text.
-    var bigIntegers = 0, hugeNumbers = 0
-    var largestBigInteger = ""
-    var objects = 0, arraysOfObjects = 0, arraysOfScalars = 0, emptyArrays = 0
-    var minNumber = Double.infinity, maxNumber = -Double.infinity
-    let nested = ObjectStats()
-    let elements = ObjectStats()
-
-    func observe(_ value: JSONValue) {
-        present += 1
-        switch value {
-        case .null: nulls += 1
-        case .bool: bools += 1
-        case .number(let text):
-            if Int64(text) != nil {
-                ints += 1
-            } else if text.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == 45 }) {
-                bigIntegers += 1
-                if text.count > largestBigInteger.count || (text.count == largestBigInteger.count && text > largestBigInteger) { largestBigInteger = text }
-            } else {
-                doubles += 1
-                if Double(text)?.isFinite != true { hugeNumbers += 1 }
-            }
-            if let number = Double(text) {
-                minNumber = min(minNumber, number)
-                maxNumber = max(maxNumber, number)
-            }
-        case .string(let text):
-            strings += 1
-            if Int64(text.trimmingCharacters(in: .whitespaces)) != nil { integerStrings += 1 }
-            if text.count >= 10, ValueCoercion.iso8601(text) != nil { isoDates += 1 }
-        case .object:
-            objects += 1
-            nested.observe(value)
-        case .array(let items):
-            if items.isEmpty {
-                emptyArrays += 1
-            } else if items.allSatisfy({ if case .object = $0 { true } else { false } }) {
-                arraysOfObjects += 1
-                for item in items { elements.observe(item) }
-            } else {
-                arraysOfScalars += 1
-            }
-        }
-    }
-
-    var nonNull: Int { present - nulls }
-}
-
-/// The members of the objects seen at one place, in first-seen order.
-final class ObjectStats {
-    var count = 0
-    var order: [String] = []
-    var fields: [String: FieldStats] = [:]
-    /// For each id-like member: each of its values, with the content of the first object
-    /// that had it (hashed), to tell a key from an id that is unique only within a record.
-    private var contents: [String: [String: Int]] = [:]
-    /// Per id-like member: the values seen with two different contents.
-    private(set) var conflicts: [String: Set<String>] = [:]
-    /// Objects that gave a member twice, and the first such member seen.
-    private(set) var withRepeatedMembers = 0
-    /// Objects of a keyed map whose `id` says what their `@key` says (`"7": {"id": 7}`).
-    private(set) var idIsKey = 0
-    private(set) var firstRepeatedMember: String?
-
-    /// Members that may name an object: what `Builder.key` considers.
-    static func isIDLike(_ name: String) -> Bool {
-        ["@key", "id", "_id", "uuid", "guid", "key", "code", "slug"].contains(name)
-            || name.hasSuffix("Id") || name.hasSuffix("_id") || name.hasSuffix("ID")
-    }
-
-    func observe(_ value: JSONValue) {
-        guard case .object(var members) = value else { return }
-        count += 1
-        // A member given twice counts once, with its last value: the one an import keeps.
-        var last: [String: Int] = [:]
-        for (index, member) in members.enumerated() { last[member.key] = index }
-        if last.count < members.count {
-            withRepeatedMembers += 1
-            if firstRepeatedMember == nil {
-                firstRepeatedMember = members.enumerated().first { last[$0.element.key] != $0.offset }?.element.key
-            }
-            members = members.enumerated().filter { last[$0.element.key] == $0.offset }.map(\.element)
-        }
-        var content: Int?
-        func text(_ value: JSONValue?) -> String? {
-            switch value {
-            case .string(let string)?: string
-            case .number(let number)?: number
-            default: nil
-            }
-        }
-        if let key = text(members.last(where: { $0.key == "@key" })?.value), key == text(members.last(where: { $0.key == "id" })?.value) {
-            idIsKey += 1
-        }
-        for member in members where Self.isIDLike(member.key) {
-            let text: String
-            switch member.value {
-            case .string(let string): text = "s" + string
-            case .number(let number): text = "n" + number
-            default: continue
-            }
-            if content == nil {
-                var hasher = Hasher()
-                hasher.combine(value.description)
-                content = hasher.finalize()
-            }
-            if let seen = contents[member.key, default: [:]][text] {
-                if seen != content { conflicts[member.key, default: []].insert(String(text.dropFirst())) }
-            } else {
-                contents[member.key, default: [:]][text] = content
-            }
-        }
-        for member in members {
-            let stats: FieldStats
-            if let known = fields[member.key] {
-                stats = known
-            } else {
-                stats = FieldStats()
-                fields[member.key] = stats
-                order.append(member.key)
-            }
-            stats.observe(member.value)
-        }
-    }
-}
-

@@ -25,6 +25,8 @@ struct PostgresRunBackend: RunBackend {
         }
         let feed = command.feed
         var bytes: [UInt8]
+        // For a pipeline inferred here: members first seen after its sample fail the run.
+        var check: (PostgresJoin.Report) throws -> Void = { _ in }
         if let pipeline = command.pipeline {
             _ = try PipelineSpec.load(path: pipeline)
             // A model file it names goes in with it: joined processes read the run's pipeline from the database.
@@ -43,18 +45,23 @@ struct PostgresRunBackend: RunBackend {
             if !command.running.quiet { Console.error("ingest: no --pipeline: using the pipeline of the store's newest run\n") }
             bytes = Array(text.utf8)
         } else {
-            guard !FileOps.isReadOnce(feed) else {
-                throw CommandFailure("a feed on \(feed == "-" ? "standard input" : "a pipe (\(feed))") needs --pipeline")
-            }
-            let inference = try PipelineInference.infer(feed: feed, options: command.inference)
+            let inference = try command.inferFromFeed()
             if !command.running.quiet {
                 Console.error("ingest: no --pipeline: inferred one from the feed; the run keeps it in the store\n")
                 Ingest.Infer.explain(inference, to: nil)
             }
             bytes = Array(inference.text.utf8)
+            let spec = inference.spec
+            let keyed = spec.model.entity(spec.recordEntity)?.uniquenessConstraints.isEmpty == false
+            check = { report in
+                try command.checkSampleReachedEveryMember(report.members, records: report.runRecords,
+                                                          listedIn: "SELECT census FROM _ingest_members WHERE run = \(report.run) has them all",
+                                                          rejected: report.runRejected, rejectsIn: "ingest status \(ShellWord.quoted(url.description)) counts them",
+                                                          keyed: keyed, storeFirstRun: false)
+            }
         }
         try importFeed(feed, pipeline: bytes, running: command.running, saveEvery: command.saveEvery, chunkSize: command.chunkSize,
-                       abandonRun: command.abandonRun, leaseSeconds: command.leaseSeconds, again: command.again)
+                       abandonRun: command.abandonRun, leaseSeconds: command.leaseSeconds, again: command.again, check: check)
     }
 
     func resume(_ running: RunOptions) throws {
@@ -76,7 +83,8 @@ struct PostgresRunBackend: RunBackend {
 
     /// `ingest import FEED --store postgresql://…`: registers the run, then imports as one of its processes.
     private func importFeed(_ feed: String, pipeline: [UInt8], running: RunOptions, saveEvery: Int?,
-                           chunkSize: Int?, abandonRun: Bool, leaseSeconds: Double?, again: Bool = false) throws {
+                           chunkSize: Int?, abandonRun: Bool, leaseSeconds: Double?, again: Bool = false,
+                           check: (PostgresJoin.Report) throws -> Void = { _ in }) throws {
         var options = PostgresImportOptions(workers: running.workers, saveEvery: saveEvery, chunkSize: chunkSize,
                                             leaseSeconds: leaseSeconds ?? 30, abandonRun: abandonRun,
                                             logger: try StderrLogHandler.logger(running.logLevel))
@@ -101,14 +109,15 @@ struct PostgresRunBackend: RunBackend {
             split = PostgresJoin.SplitAlongside(feed: feed, directory: directory)
         }
         try join(run: started.run, running: running, localChunks: started.chunksDirectory, split: split,
-                 splitOptions: options)
+                 splitOptions: options, check: check)
     }
 
     /// Runs this process's part of the import, stopping at a save boundary on SIGINT/SIGTERM/SIGHUP.
     /// `split`, when given, runs beside the workers (`PostgresJoin.run(run:splitting:)`): its
     /// failure stops them, and is the command's error.
     private func join(run: Int?, running: RunOptions, localChunks: String? = nil, fromDatabase: Bool = false,
-                     split: PostgresJoin.SplitAlongside? = nil, splitOptions: PostgresImportOptions? = nil) throws {
+                     split: PostgresJoin.SplitAlongside? = nil, splitOptions: PostgresImportOptions? = nil,
+                     check: (PostgresJoin.Report) throws -> Void = { _ in }) throws {
         if running.maxRejects != nil {
             throw CommandFailure("--max-rejects works on SQLite stores only for now; a PostgreSQL run imports every record it can and keeps the rest in _ingest_rejects")
         }
@@ -166,6 +175,7 @@ struct PostgresRunBackend: RunBackend {
             if let localChunks { try? FileManager.default.removeItem(atPath: localChunks) }
             signals.exit(continueWith: "ingest join \(ShellWord.quoted(url.description))")
         }
+        if report.runFinished { try check(report) }
         if report.rejected > 0 { throw ExitCode(3) }
     }
 }

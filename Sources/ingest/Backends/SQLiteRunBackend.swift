@@ -12,7 +12,7 @@ struct SQLiteRunBackend: RunBackend {
     func importFeed(_ command: Ingest.Import) throws {
         var (spec, pipeline, source) = try command.loadOrInferPipeline()
         if command.evolve && source != .inferredNow {
-            guard !FileOps.isReadOnce(command.feed) else { throw CommandFailure("--evolve reads a sample of the feed first: it needs a file, not \(command.feed)") }
+            guard command.feed == "-" || !FileOps.isReadOnce(command.feed) else { throw CommandFailure("--evolve reads a sample of the feed first: it needs a file, not \(command.feed)") }
             let unmapped = (try? ImportStatus.read(store: path))?.latest.members ?? MemberCensus()
             spec = try PipelineSpec.parse(try command.evolved(try FileOps.readFile(pipeline), file: pipeline, unmapped: unmapped))
         }
@@ -35,7 +35,13 @@ struct SQLiteRunBackend: RunBackend {
                                        pipelinePath: pipeline, pipelineInferred: source.isInferred,
                                        logger: try StderrLogHandler.logger(running.logLevel))
         options.again = command.again
-        try Ingest.Import.run(Importer(spec: spec, options: options), store: path, quiet: running.quiet, pipelineSource: source)
+        let keyed = spec.model.entity(spec.recordEntity)?.uniquenessConstraints.isEmpty == false
+        try Ingest.Import.run(Importer(spec: spec, options: options), store: path, quiet: running.quiet, pipelineSource: source) { report in
+            guard source == .inferredNow else { return }
+            try command.checkSampleReachedEveryMember(report.members, records: report.records, listedIn: "\(path).report.json lists them",
+                                                      rejected: report.rejected, rejectsIn: "see \(report.rejectsFile)",
+                                                      keyed: keyed, storeFirstRun: report.run == 1)
+        }
     }
 
     func resume(_ running: RunOptions) throws {

@@ -15,7 +15,10 @@ extension Ingest {
             discussion: """
             The feed's shape (a top-level array, records at a key path, or NDJSON) and how \
             records map onto the model are set in the pipeline file (see Pipelines/ and the \
-            README). FEED may be a .gz file, or - for standard input.
+            README). FEED may be a .gz file, or - for standard input. Without --pipeline, one \
+            is inferred from the first --sample records (standard input is first copied to a \
+            file of Ingest's own, which goes when the import ends); a feed without records \
+            imports nothing and exits 0.
 
             Each import is a run recorded in the store: a store takes any number of feeds, \
             and a record whose key is stored already updates that object by the pipeline's \
@@ -29,7 +32,9 @@ extension Ingest {
             join --help).
 
             Exit status: 0 imported, nothing rejected; 3 finished, some records rejected; \
-            1 failed (including: every record rejected, unless --max-rejects allows it); \
+            1 failed (including: every record rejected, unless --max-rejects allows it; and, \
+            for a pipeline inferred by this import, members first seen after its sample, which \
+            the run left out: the message names them and the command that imports them); \
             129/130/143 stopped by SIGHUP/SIGINT/SIGTERM at a save boundary (resumable).
 
             Example:
@@ -83,7 +88,7 @@ extension Ingest {
         @OptionGroup(title: "Without --pipeline: the feed's shape, for the pipeline inferred from it (as ingest infer takes them)")
         var shape: RecordShapeOptions
 
-        @Option(help: "Without --pipeline, or with --evolve: records the inference reads (default: 1000).")
+        @Option(help: "Without --pipeline, or with --evolve: records the inference reads (default: 1000). A member first seen after them in a pipeline inferred by this import fails the run at its end, naming the command that imports it.")
         var sample: Int?
 
         /// What the pipeline inferred without --pipeline reads.
@@ -109,38 +114,12 @@ extension Ingest {
         }
 
         func run() throws {
-            try RunBackends.open(store).importFeed(self)
-        }
-
-        /// Where an import's pipeline came from, for the run's record and the summary.
-        enum PipelineSource {
-            case given, inferredNow, inferredEarlier
-            /// The run records a pipeline inferred from a feed (now or by an earlier import).
-            var isInferred: Bool { self != .given }
-        }
-
-        /// The --pipeline file; without one, the pipeline inferred for this store before
-        /// (STORE.pipeline.json, so later feeds map the same way), or one inferred now.
-        func loadOrInferPipeline() throws -> (PipelineSpec, String, PipelineSource) {
-            if let pipeline { return (try PipelineSpec.load(path: pipeline), pipeline, .given) }
-            let kept = store + ".pipeline.json"
-            if FileManager.default.fileExists(atPath: kept) && !deleteStore {
-                if shape.isGiven {
-                    throw CommandFailure("\(store) keeps the pipeline inferred by its first import (\(kept)), whose \"feed\" says where the records are: edit it and pass --pipeline \(kept), or pass --delete-store to infer one again")
-                }
-                if !quiet { Console.error("ingest: no --pipeline: using \(kept), inferred for this store by an earlier import\n") }
-                return (try PipelineSpec.load(path: kept), kept, .inferredEarlier)
+            do {
+                try RunBackends.open(store).importFeed(self)
+            } catch let empty as PipelineInference.EmptyFeed {
+                // Nothing to infer from is nothing to import: said, and no failure (found by probing: `[]` exited 1).
+                if !quiet { print(nothingToImport(empty)) }
             }
-            guard !FileOps.isReadOnce(feed) else {
-                throw CommandFailure("a feed on \(feed == "-" ? "standard input" : "a pipe (\(feed))") needs --pipeline (to infer one, run ingest infer on a file of the feed)")
-            }
-            let inference = try PipelineInference.infer(feed: feed, options: self.inference)
-            try FileOpsCLI.write(inference.text, to: kept)
-            if !quiet {
-                Console.error("ingest: no --pipeline: inferred one from the feed and kept it as \(kept) (edit it and pass --pipeline to change the mapping)\n")
-                Infer.explain(inference, to: nil)
-            }
-            return (inference.spec, kept, .inferredNow)
         }
 
         /// With --evolve, `pipeline` (from `file`, when it came from one) grown by what this
@@ -150,7 +129,9 @@ extension Ingest {
             if let file, let model = PipelineSpec.namedModelFile(try FileOps.readFile(file)) {
                 throw CommandFailure("\(file): the pipeline names its model file (\(model)), which --evolve cannot change: add the attributes to the model, then import")
             }
-            let evolution = try PipelineUpdate.evolve(pipeline, feed: feed, sample: sample ?? 1_000, unmapped: unmapped)
+            let evolution = try readingTwice { path, name in
+                try PipelineUpdate.evolve(pipeline, feed: path, name: name, sample: sample ?? 1_000, unmapped: unmapped)
+            }
             if !quiet { PipelineUpdate.explain(evolution, title: "ingest: --evolve: \(feed) against the pipeline" + (file.map { " \($0)" } ?? "")) }
             guard !evolution.added.isEmpty else { return pipeline }
             if let file {
@@ -162,7 +143,9 @@ extension Ingest {
 
         /// Runs an import with SIGINT, SIGTERM and SIGHUP stopping it at the next save boundary
         /// (exit 130, 143, 129).
-        static func run(_ importer: Importer, store: String, quiet: Bool, pipelineSource: PipelineSource? = nil) throws {
+        /// `check` sees the report of a run that finished, before its exit status is decided.
+        static func run(_ importer: Importer, store: String, quiet: Bool, pipelineSource: PipelineSource? = nil,
+                        check: (ImportReport) throws -> Void = { _ in }) throws {
             let signals = StopSignals { importer.cancel() }
             defer { signals.cancel() }
             let view = ImportProgressView()
@@ -188,6 +171,7 @@ extension Ingest {
                     print("  chunks: \(chunks) is a symbolic link; the chunk files are in \(target)")
                 }
             }
+            try check(report)
             try exitStatus(report, maxRejects: importer.options.maxRejects)
         }
 

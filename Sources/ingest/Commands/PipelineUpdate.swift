@@ -28,14 +28,17 @@ enum PipelineUpdate {
         return (try FileOps.readFile(file), file, status.latest.members)
     }
 
-    /// `pipeline` evolved by a sample of `feed`, read the way the pipeline reads the feed.
+    /// `pipeline` evolved by a sample of `feed`, read the way the pipeline reads the feed
+    /// (`name`: the feed's name, when `feed` is a path standing in for it).
     /// - Throws: what `PipelineInference.infer` and `PipelineEvolution.evolve` throw.
-    static func evolve(_ pipeline: [UInt8], feed: String, sample: Int, unmapped: MemberCensus) throws -> PipelineEvolution.Evolution {
+    static func evolve(_ pipeline: [UInt8], feed: String, name: String? = nil, sample: Int, unmapped: MemberCensus) throws -> PipelineEvolution.Evolution {
         if let model = PipelineSpec.namedModelFile(pipeline) {
             throw CommandFailure("the pipeline names its model file (\(model)), which an update cannot change: add the attributes to the model")
         }
         let spec = try PipelineSpec.parse(pipeline)
-        let inference = try PipelineInference.infer(feed: feed, options: .init(sample: sample, shape: spec.feed, form: spec.recordForm))
+        var options = PipelineInference.Options(sample: sample, shape: spec.feed, form: spec.recordForm)
+        options.name = name
+        let inference = try PipelineInference.infer(feed: feed, options: options)
         return try PipelineEvolution.evolve(pipeline, by: inference, unmapped: unmapped)
     }
 

@@ -27,6 +27,12 @@ struct RecordShapeOptions: ParsableArguments {
         }
     }
 
+    /// The options as given, for a command to repeat.
+    var arguments: [String] {
+        (recordsAt.map { ["--records-at", $0] } ?? []) + (ndjson ? ["--ndjson"] : []) + (keyed ? ["--keyed"] : [])
+            + (headerRow ? ["--header-row"] : [])
+    }
+
     /// Whether any option was given (else the shape is detected from the feed).
     var isGiven: Bool { recordsAt != nil || ndjson || keyed || headerRow }
 
