@@ -157,7 +157,7 @@ import Testing
              try Int64.fetchAll(db, sql: "SELECT \"_entity\" FROM \"Media\" ORDER BY id"))
         }
         #expect(tables == ["Album", "Media"])
-        #expect(columns == ["_pk", "_entity", "id", "title", "views", "_album", "_album_order", "width", "duration", "source"])
+        #expect(columns == ["_pk", "_entity", "id", "title", "views", "_album", "_album_order", "width", "duration", "source", "_placeholder"])
         // From the names alone (FNV-1a), pinned: stores keep them, so they must never change.
         #expect(entities == [1_394_710_915, 1_533_528_076, 1_396_562_715])
         #expect(["Photo", "Video", "Clip"].map(Model.entityCode) == entities)
