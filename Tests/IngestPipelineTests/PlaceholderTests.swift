@@ -145,9 +145,10 @@ import Testing
 /// store ends as on SQLite.
 @Suite(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
 struct PostgresPlaceholderTests {
+    /// With 2 workers under update and keepExisting (the batch path), 1 under replace and reject.
     @Test func referencedObjectsAreFilledByTheirFirstDescriptionUnderEveryRule() throws {
         let server = try PostgresServer()
-        for rule in PlaceholderTests.rules {
+        for (rule, workers) in zip(PlaceholderTests.rules, [2, 1, 2, 1]) {
             for (name, pipeline, text) in [("cities", PlaceholderTests.citiesPipeline(cityRule: rule), PlaceholderTests.citiesFeed),
                                            ("employees", PlaceholderTests.employeesPipeline(rule: rule), PlaceholderTests.employeesFeed)] {
                 let dir = try TemporaryDirectory()
@@ -157,7 +158,7 @@ struct PostgresPlaceholderTests {
                     ? #"{"id":6,"city":{"code":"OPO","name":"Porto"}}"# + "\n" + #"{"id":7,"city":{"code":"LIS","name":"L"}}"#
                     : #"{"id":5,"name":"Eve"}"# + "\n" + #"{"id":1,"name":"Ann Again"}"#).utf8 + [0x0A]))
                 let stores = try PostgresImportTests.importBoth([feed, again], pipeline: pipeline, url: url, dir: dir,
-                                                                saveEvery: 1, chunkSize: 2)
+                                                                workers: workers, saveEvery: 1, chunkSize: 2)
                 #expect(stores.postgres == stores.sqlite, "\(name), \(rule)")
                 if name == "cities" {
                     // OPO, a placeholder until the second feed, is filled; LIS meets the rule again.
