@@ -91,3 +91,28 @@ import Testing
         #expect(try ImportStatus.read(store: dir.file("store.sqlite")).latest.feed == URL(fileURLWithPath: feed).standardized.path)
     }
 }
+
+/// On PostgreSQL too, a feed cut short stops the run only after every chunk before the
+/// break is imported, by every worker: two tries into two databases store the same records.
+@Suite(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
+struct PostgresBrokenFeedTests {
+    @Test func aTruncatedArrayCommitsEveryChunkBeforeTheBreakOnEveryTry() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let records = (1...95).map { #"{"id":\#($0),"v":"v\#($0)"}"# }.joined(separator: ",\n")
+        let text = "[" + records
+        let feed = try dir.write("feed.json", Array(text.prefix(text.count - 5).utf8))
+        let pipeline = try dir.write("pipeline.json", Array(BrokenFeedImportTests.pipeline("stop")
+            .replacingOccurrences(of: #""ndjson": true, "#, with: #""ndjson": false, "#).utf8))
+        for attempt in 0..<2 {
+            let url = try server.createDatabase("truncated\(attempt)")
+            let outcome = try IngestBinary.run(["import", feed, "--pipeline", pipeline, "--store", url, "--workers", "2",
+                                                "--chunk-size", "10", "--save-every", "3"])
+            #expect(outcome.status == 1 && outcome.stderr.contains("truncated input"), "\(outcome.stderr)")
+            let store = try PostgresStore(url: try PostgresURL(url), model: try PipelineSpec.parse(Array(try String(contentsOfFile: pipeline, encoding: .utf8).utf8)).model)
+            let connection = try store.connect()
+            let count = try connection.execute(#"SELECT count(*) FROM "T""#)[0, 0]
+            #expect(count == "90", "attempt \(attempt): \(count ?? "nil"); \(outcome.stderr)")
+        }
+    }
+}

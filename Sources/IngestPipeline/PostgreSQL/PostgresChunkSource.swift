@@ -130,6 +130,9 @@ final class PostgresChunkSource: ChunkSource {
         }
         guard let (text, current) = try PostgresImport.storedRecord(of: run, connection), !current.isSplit else { return false }
         if let failure = current.splitError {
+            // The chunks split before the failure are imported first: this process's other
+            // workers finish theirs, and the last to look finds none and says why the run stops.
+            if try ChunkLease.unfinished(run: run, connection) > 0 { return false }
             throw ImportError("run \(run)'s split failed (\(failure)), so no more of its chunks will come")
         }
         if Date().timeIntervalSince1970 - (current.splitUpdated ?? 0) > current.leaseSeconds {

@@ -276,6 +276,10 @@ final class PostgresSplitStage: Sendable {
             if case .failure(let error) = result {
                 if case SplitError.interrupted = error, join.splitCancellation.isCancelled {
                     result = .failure(SplitStopped())
+                } else if error is FeedError {
+                    // A malformed feed: every chunk before the break is stored (or kept here), and the
+                    // workers of every process import them all before they meet the split's error, so
+                    // how much a run commits never depends on timing (as on SQLite).
                 } else {
                     // Nothing more will come to import: the workers stop at their next save.
                     join.cancellation.store(true, ordering: .relaxed)
