@@ -70,6 +70,10 @@ import Testing
             #expect(DecimalText.canonical(texts[0]) == DecimalText.canonical(written(numbers[0].0, numbers[0].1)), "\(texts[0])")
             let expected = decimals[0] < decimals[1] ? -1 : decimals[0] > decimals[1] ? 1 : 0
             #expect(DecimalText.compare(texts[0], texts[1]) == expected, "\(texts[0]) vs \(texts[1])")
+            // Canonical text, as stores hold it, compares by its layout and bytes: the same order.
+            let canonical = texts.map { DecimalText.canonical($0)! }
+            #expect(DecimalText.compare(canonical[0], canonical[1]) == expected, "\(canonical[0]) vs \(canonical[1])")
+            #expect(DecimalText.compare(canonical[0], texts[1]) == expected, "\(canonical[0]) vs \(texts[1])")
             #expect(DecimalText.canonical(texts[0]).flatMap { Decimal(string: $0, locale: Locale(identifier: "en_US_POSIX")) } == decimals[0], "\(texts[0])")
         }
     }

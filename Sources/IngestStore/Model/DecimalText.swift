@@ -1,3 +1,5 @@
+import Foundation
+
 /// Decimals as stores keep them: exact numbers, each written in one canonical text.
 ///
 /// A decimal holds any number a feed writes, at any precision, with no `Double` or
@@ -56,26 +58,33 @@ public enum DecimalText {
 
     /// Whether `bytes` is a decimal's canonical text already (the usual case: checked
     /// without building anything).
-    static func isCanonical(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    static func isCanonical(_ bytes: UnsafeRawBufferPointer) -> Bool { canonicalLayout(bytes) != nil }
+
+    /// Whether canonical text `bytes` is negative and how many digits it has before its
+    /// point; nil when it is not canonical.
+    @inline(__always)
+    static func canonicalLayout(_ bytes: UnsafeRawBufferPointer) -> (negative: Bool, integerDigits: Int)? {
         let count = bytes.count
         var index = 0
         let negative = count > 0 && bytes[0] == UInt8(ascii: "-")
         if negative { index = 1 }
-        guard index < count else { return false }
+        guard index < count else { return nil }
         let integerStart = index
         if bytes[index] == UInt8(ascii: "0") {
             index += 1
         } else {
             while index < count, isDigit(bytes[index]) { index += 1 }
-            guard index > integerStart else { return false }
+            guard index > integerStart else { return nil }
         }
-        guard index - integerStart <= maximumIntegerDigits else { return false }
-        if index == count { return !(negative && bytes[integerStart] == UInt8(ascii: "0")) }
-        guard bytes[index] == UInt8(ascii: "."), count - index - 1 <= maximumFractionDigits else { return false }
+        let integerDigits = index - integerStart
+        guard integerDigits <= maximumIntegerDigits else { return nil }
+        if index == count { return negative && bytes[integerStart] == UInt8(ascii: "0") ? nil : (negative, integerDigits) }
+        guard bytes[index] == UInt8(ascii: "."), count - index - 1 <= maximumFractionDigits else { return nil }
         index += 1
         let fractionStart = index
         while index < count, isDigit(bytes[index]) { index += 1 }
-        return index == count && index > fractionStart && bytes[count - 1] != UInt8(ascii: "0")
+        guard index == count && index > fractionStart && bytes[count - 1] != UInt8(ascii: "0") else { return nil }
+        return (negative, integerDigits)
     }
 
     /// The canonical text of the decimal in `bytes`, or nil.
@@ -102,6 +111,20 @@ public enum DecimalText {
 
     /// `compare(_:_:)` on UTF-8 bytes, with no allocation: the SQLite collation calls it.
     static func compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+        // What stores hold: the longer integer part is the larger magnitude, and between
+        // two of one length (their points, if any, at one place) the bytes order as the
+        // digits do. A third of the cost of reading each number's places.
+        if let x = canonicalLayout(a), let y = canonicalLayout(b) {
+            if x.negative != y.negative { return x.negative ? -1 : 1 }
+            var magnitude = x.integerDigits < y.integerDigits ? -1 : x.integerDigits > y.integerDigits ? 1 : 0
+            if magnitude == 0 {
+                let start = x.negative ? 1 : 0
+                let common = min(a.count, b.count) - start
+                let order = common > 0 ? memcmp(a.baseAddress! + start, b.baseAddress! + start, common) : 0
+                magnitude = order != 0 ? (order < 0 ? -1 : 1) : a.count < b.count ? -1 : a.count > b.count ? 1 : 0
+            }
+            return x.negative ? -magnitude : magnitude
+        }
         guard let x = Parsed(a) else {
             guard Parsed(b) == nil else { return 1 }
             return a.elementsEqual(b) ? 0 : a.lexicographicallyPrecedes(b) ? -1 : 1
