@@ -279,8 +279,8 @@ enum ValueComparison {
     }
 
     /// A comparison's right side with decimals made their nearest doubles, for anything but
-    /// a decimal on its left (as a number literal past a double's precision was before it
-    /// stayed a decimal).
+    /// a decimal on its left: other attributes compare with a number literal past a double's
+    /// precision (which the parser keeps a decimal) as with the double it was before.
     static func doublesFromDecimals(_ expression: PredicateExpression) -> PredicateExpression {
         func double(_ value: Value?) -> Value? {
             guard case .decimal(let text)? = value, DecimalText.canonical(text) != nil, let number = Double(text) else { return value }

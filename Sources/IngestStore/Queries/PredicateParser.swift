@@ -311,6 +311,8 @@ struct PredicateParser {
             return .value(.date(date))
         case .value(.int(let seconds)?): return .value(.date(Date(timeIntervalSinceReferenceDate: Double(seconds))))
         case .value(.double(let seconds)?): return .value(.date(Date(timeIntervalSinceReferenceDate: seconds)))
+        case .value(.decimal(let seconds)?) where Double(seconds) != nil:
+            return .value(.date(Date(timeIntervalSinceReferenceDate: Double(seconds)!)))
         default: throw QueryPredicateError("CAST needs a string or a number", column: column)
         }
     }
