@@ -339,7 +339,7 @@ extension RunCommandTests {
         try storeRowsExecute(later, "UPDATE _ingest_metadata SET value = '999' WHERE key = '_formatVersion'")
         for command in [["status", later], ["query", later, "P"], ["import", feed, "--pipeline", Self.pipeline, "--store", later]] {
             let refused = try IngestBinary.run(command)
-            #expect(refused.status == 1 && refused.stderr == "ingest: \(later) is not an Ingest store: it is in format 999, made by a later Ingest; this one reads format 1\n",
+            #expect(refused.status == 1 && refused.stderr == "ingest: \(later) is not an Ingest store: it is in format 999, made by a later Ingest; this one reads format 2\n",
                     "\(command[0]): \(refused.stderr)")
         }
         // A record edited to hold another run's number (the largest made the next one overflow: a trap).

@@ -147,7 +147,11 @@ import Testing
             == .uuid(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!))
         #expect(throws: CoercionError("\"nope\" is not a UUID")) { try ValueCoercion.value(.string("nope"), for: .uuid) }
         #expect(try ValueCoercion.value(.string("AAEC/w=="), for: .binary) == .binary([0, 1, 2, 255]))
-        #expect(try ValueCoercion.value(.number("12.3400"), for: .decimal) == .decimal("12.3400"))
+        #expect(try ValueCoercion.value(.number("12.3400"), for: .decimal) == .decimal("12.34"))
+        #expect(try ValueCoercion.value(.string(" +78e-1 "), for: .decimal) == .decimal("7.8"))
+        #expect(throws: CoercionError("1e131072 is out of range for decimal (at most 131072 digits before the point and 16383 after)")) {
+            try ValueCoercion.value(.number("1e131072"), for: .decimal)
+        }
         #expect(throws: CoercionError("\"12,5\" is not a decimal number")) { try ValueCoercion.value(.string("12,5"), for: .decimal) }
     }
 }

@@ -62,8 +62,9 @@ func insertPhoto(_ context: ObjectContext, id: String, title: String? = nil) -> 
 }
 
 /// `sample(type)` as `backend` can hold it: PostgreSQL's text has no NUL, and (`stored`)
-/// its timestamps keep whole microseconds.
+/// its timestamps keep whole microseconds; decimals are kept canonical on both (`DecimalText`).
 func sample(_ type: AttributeType, on backend: StoreBackend, stored: Bool = false) -> Value {
+    if type == .decimal && stored { return .decimal("12.34") }
     guard backend == .postgres else { return sample(type) }
     switch sample(type) {
     case .string(let text): return .string(text.replacingOccurrences(of: "\u{0}", with: "0"))

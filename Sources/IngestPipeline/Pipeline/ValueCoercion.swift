@@ -104,9 +104,13 @@ public enum ValueCoercion {
             case .string(let s): text = s.trimmingCharacters(in: .whitespacesAndNewlines)
             default: throw mismatch(json, "a decimal number")
             }
-            // Kept as written, at any size or precision (no Decimal or double in between).
+            // Exact at any precision (no Decimal or double in between), in its canonical form.
             guard isDecimalText(text) else { throw CoercionError("\"\(text)\" is not a decimal number") }
-            return .decimal(text)
+            guard let canonical = DecimalText.canonical(text) else {
+                let shown = text.count > 40 ? String(text.prefix(40)) + "…" : text
+                throw CoercionError("\(shown) is out of range for decimal (at most \(DecimalText.maximumIntegerDigits) digits before the point and \(DecimalText.maximumFractionDigits) after)")
+            }
+            return .decimal(canonical)
         }
     }
 

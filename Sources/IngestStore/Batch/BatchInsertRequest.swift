@@ -157,9 +157,10 @@ public struct BatchInsertRequest: Sendable {
         masks[row.firstMask + bit >> 6] & (1 << UInt64(bit & 63)) != 0
     }
 
-    /// Sets attribute `position` of `row` (a row of the current record) to a value kept in the request.
+    /// Sets attribute `position` of `row` (a row of the current record) to a value kept in the
+    /// request (a decimal in its canonical form, `DecimalText`).
     public mutating func set(_ value: Value?, row: Int, attribute position: Int, given: Bool = true) {
-        guard let value else { return set(.null, row: row, attribute: position, given: given) }
+        guard let value = value?.canonicalized else { return set(.null, row: row, attribute: position, given: given) }
         let info = entities[rows[row].entity].info
         if !info.attributeTypes[position].accepts(value), records[records.count - 1].invalid == nil {
             records[records.count - 1].invalid = "\(info.name).\(info.attributeNames[position]): \(value) is not a valid \(info.attributeTypes[position].rawValue)"

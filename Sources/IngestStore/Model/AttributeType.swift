@@ -22,12 +22,14 @@ public enum AttributeType: String, Sendable, Codable, CaseIterable {
         }
     }
 
-    /// Whether `value` is of this type (integers also within the width).
+    /// Whether `value` is of this type (integers also within the width, decimals within
+    /// `DecimalText`'s range).
     func accepts(_ value: Value) -> Bool {
         switch (self, value) {
         case (.string, .string), (.double, .double), (.bool, .bool), (.date, .date), (.binary, .binary),
-             (.uuid, .uuid), (.decimal, .decimal), (.int64, .int):
+             (.uuid, .uuid), (.int64, .int):
             true
+        case (.decimal, .decimal(let text)): DecimalText.canonical(text) != nil
         case (.int16, .int(let v)): Int16(exactly: v) != nil
         case (.int32, .int(let v)): Int32(exactly: v) != nil
         default: false

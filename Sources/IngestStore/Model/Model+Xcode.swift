@@ -250,7 +250,7 @@ struct XcodeModelReader {
         case .double: Double(text).map(Value.double)
         case .bool: ["YES", "1", "true"].contains(text) ? .bool(true) : ["NO", "0", "false"].contains(text) ? .bool(false) : nil
         case .uuid: UUID(uuidString: text).map(Value.uuid)
-        case .decimal: Decimal(string: text) != nil ? .decimal(text) : nil
+        case .decimal: DecimalText.canonical(text) != nil ? .decimal(text) : nil
         case .date, .binary: nil
         }
     }

@@ -9,7 +9,8 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
     case date(Date)
     case binary([UInt8])
     case uuid(UUID)
-    /// A decimal kept as its exact text, e.g. "12.3400".
+    /// An exact decimal as text, e.g. "12.34". Stores keep the canonical form
+    /// (`DecimalText`): objects and batch requests make `"12.3400"` `"12.34"` when it is set.
     case decimal(String)
 
     public var stringValue: String? { if case .string(let v) = self { v } else { nil } }

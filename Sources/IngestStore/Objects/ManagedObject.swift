@@ -131,9 +131,11 @@ public final class ManagedObject {
     }
 
     /// Sets the attribute at `index` in the entity's `attributes`: for importers that
-    /// resolve names once, not per record.
+    /// resolve names once, not per record. A decimal is kept in its canonical form (`DecimalText`).
     public func setValue(_ newValue: Value?, forAttributeAt index: Int) {
         precondition(index >= 0 && index < values.count, "entity \(info.name) has no attribute at position \(index)")
+        // A decimal is kept in its one form (`DecimalText`), so `7.80` over a stored `7.8` is no change.
+        let newValue = newValue?.canonicalized
         confinement.check()
         fireFault()
         if let recorder = context.undoRecorder {

@@ -142,7 +142,7 @@ extension Value {
         case (.double(let x)?, .double(let y)?):
             x == y || (x.isNaN && y.isNaN)
         case (.decimal(let x)?, .decimal(let y)?):
-            x == y || (Decimal(string: x) != nil && Decimal(string: x) == Decimal(string: y))
+            x == y || DecimalText.compare(x, y) == 0
         default:
             a == b
         }

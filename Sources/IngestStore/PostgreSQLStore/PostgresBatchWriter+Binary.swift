@@ -25,7 +25,9 @@ extension PostgresBatchWriter {
 
     private static func binaryEncodable(_ cell: BatchInsertRequest.Cell, type: AttributeType, _ request: BatchInsertRequest) -> Bool {
         switch (type, cell) {
-        case (_, .null), (.string, _), (.uuid, _), (.decimal, _): true
+        case (_, .null), (.string, _), (.uuid, _): true
+        // Canonical (`BatchInsertRequest.set` made it so): `numeric`'s binary form is made from it.
+        case (.decimal, .value(let index)): request.values[Int(index)].decimalText != nil
         case (.int64, .int), (.double, .int), (.double, .double), (.bool, .int), (.date, .double): true
         case (.int32, .int(let number)): Int32(exactly: number) != nil
         case (.int16, .int(let number)): Int16(exactly: number) != nil
@@ -92,7 +94,13 @@ extension PostgresBatchWriter {
         switch (type, cell) {
         case (_, .null):
             Self.appendBigEndian(UInt32(bitPattern: -1), to: &data)
-        case (.string, _), (.uuid, _), (.decimal, _):
+        case (.decimal, .value(let index)):
+            if case .decimal(let text) = request.values[Int(index)] {
+                bytes { Self.appendNumeric(text, to: &$0) }
+            } else {
+                Self.appendBigEndian(UInt32(bitPattern: -1), to: &data)
+            }
+        case (.string, _), (.uuid, _):
             // What the text form stores, unescaped (`appendCell`).
             switch cell {
             case .text(let offset, let count):
@@ -130,6 +138,52 @@ extension PostgresBatchWriter {
             }
         default:
             Self.appendBigEndian(UInt32(bitPattern: -1), to: &data)
+        }
+    }
+
+    /// A canonical decimal (`DecimalText`) in `numeric`'s binary form: the count of base-10000
+    /// digits, the power of 10000 of the first (its weight), the sign, the digits after the
+    /// point (display scale), then the digits, each 16 bits big-endian. Zero has no digits.
+    static func appendNumeric(_ text: String, to data: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { bytes in
+            let negative = bytes.first == UInt8(ascii: "-")
+            let start = negative ? 1 : 0
+            let point = bytes[start...].firstIndex(of: UInt8(ascii: ".")) ?? bytes.count
+            // "0.5" has no integer digits to send; a fraction's last group is padded with zeros.
+            let integer = bytes[start] == UInt8(ascii: "0") ? start..<start : start..<point
+            let fraction = min(point + 1, bytes.count)..<bytes.count
+            var groups: [UInt16] = []
+            groups.reserveCapacity((integer.count + fraction.count) / 4 + 2)
+            var weight = (integer.count + 3) / 4 - 1
+            var index = integer.lowerBound
+            var take = integer.count - weight * 4
+            while index < integer.upperBound {
+                var group: UInt16 = 0
+                for _ in 0..<take {
+                    group = group * 10 + UInt16(bytes[index] - 48)
+                    index += 1
+                }
+                groups.append(group)
+                take = 4
+            }
+            index = fraction.lowerBound
+            while index < fraction.upperBound {
+                var group: UInt16 = 0
+                for offset in 0..<4 {
+                    group = group * 10 + (index + offset < fraction.upperBound ? UInt16(bytes[index + offset] - 48) : 0)
+                }
+                groups.append(group)
+                index += 4
+            }
+            let first = groups.firstIndex { $0 != 0 } ?? groups.count
+            let last = (groups.lastIndex { $0 != 0 } ?? -1) + 1
+            weight = first < last ? weight - first : 0
+            appendBigEndian(UInt16(max(last - first, 0)), to: &data)
+            appendBigEndian(UInt16(bitPattern: Int16(weight)), to: &data)
+            appendBigEndian(UInt16(negative ? 0x4000 : 0), to: &data)
+            appendBigEndian(UInt16(fraction.count), to: &data)
+            if first < last { for group in groups[first..<last] { appendBigEndian(group, to: &data) } }
         }
     }
 

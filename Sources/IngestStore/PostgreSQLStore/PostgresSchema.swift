@@ -3,7 +3,9 @@ extension AttributeType {
     var postgresType: String {
         switch self {
         // Byte order, as SQLite compares text, whatever the database's locale.
-        case .string, .uuid, .decimal: "text COLLATE \"C\""
+        case .string, .uuid: "text COLLATE \"C\""
+        // Exact, ordered by number; canonical text in (`DecimalText`) prints as it came.
+        case .decimal: "numeric"
         case .int16: "smallint"
         case .int32: "integer"
         case .int64: "bigint"
@@ -18,7 +20,8 @@ extension AttributeType {
     /// integers and bools as `int`, doubles and dates (seconds since 2001) as `double` cells.
     var stagingType: String {
         switch self {
-        case .string, .uuid, .decimal: "text"
+        case .string, .uuid: "text"
+        case .decimal: "numeric"
         case .int16, .int32, .int64, .bool: "bigint"
         case .double, .date: "double precision"
         case .binary: "bytea"

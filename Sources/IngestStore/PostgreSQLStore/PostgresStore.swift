@@ -79,6 +79,9 @@ public final class PostgresStore: Sendable {
             guard stored.count == 1, stored[0, 0] == model.hash else {
                 throw .modelMismatch(target: url.description, reason: "its tables hold another model")
             }
+            if model.hasDecimals, try !Self.textDecimals(schema, connection).isEmpty {
+                throw .modelMismatch(target: url.description, reason: "its decimals are text, as an earlier Ingest kept them (opened read-only, so they are not made numbers)")
+            }
             return
         }
         let schema = schema
@@ -132,6 +135,7 @@ public final class PostgresStore: Sendable {
                 let stored = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model.sha256'")
                 if stored.count == 1 {
                     if stored[0, 0] != model.hash { try Self.migrate(schema, url: url, connection) }
+                    try Self.decimalsAsNumbers(schema, connection)
                     try Self.collateText(schema, connection)
                     try Self.addPlaceholderColumns(schema, connection)
                     return
@@ -182,11 +186,51 @@ public final class PostgresStore: Sendable {
         }
     }
 
+    /// Decimal columns made when decimals were text kept as written become `numeric`, each
+    /// value canonical (`trim_scale`: `7.800000` is `7.8`, as `DecimalText` writes it), so
+    /// that they order and compare by number. Once per column: the table is rewritten.
+    /// - Throws: `PostgresError.server` naming the column when a value is no number, or two
+    ///   keys turn out to be one number (`7.8` and `7.80`).
+    private static func decimalsAsNumbers(_ schema: Schema, _ connection: PostgresConnection) throws(PostgresError) {
+        for (info, name) in try textDecimals(schema, connection) {
+            let column = quoted(name)
+            do {
+                try connection.execute("ALTER TABLE \(info.table) ALTER COLUMN \(column) TYPE numeric USING trim_scale(\(column)::numeric)")
+            } catch .server(let message, let state) {
+                throw .server("decimal column \(info.rootName).\(name), text until decimals were numbers, cannot become numeric: \(message)", sqlState: state)
+            }
+        }
+    }
+
+    /// The decimal columns an earlier Ingest made as text, by table.
+    private static func textDecimals(_ schema: Schema, _ connection: PostgresConnection) throws(PostgresError) -> [(EntityInfo, String)] {
+        var found: [(EntityInfo, String)] = []
+        for info in schema.entities.values.sorted(by: { $0.name < $1.name }) where !info.needsEntityFilter {
+            let decimals = Set(schema.entities.values.filter { $0.rootName == info.rootName }
+                .flatMap { $0.attributes.filter { $0.type == .decimal }.map(\.name) })
+            guard !decimals.isEmpty else { continue }
+            let columns = try connection.execute("""
+                SELECT column_name FROM information_schema.columns
+                WHERE table_schema = current_schema() AND table_name = $1 AND data_type = 'text'
+                """, [info.rootName])
+            for row in 0..<columns.count where decimals.contains(columns[row, 0]!) { found.append((info, columns[row, 0]!)) }
+        }
+        return found
+    }
+
+    /// Whether the store at `url` keeps decimals as text (an earlier Ingest made it): a
+    /// writer's open makes them numbers (`init(url:model:)`), a reader's is refused.
+    /// - Throws: `PostgresError`.
+    static func keepsDecimalsAsText(_ url: PostgresURL, _ model: Model) throws(PostgresError) -> Bool {
+        guard model.hasDecimals else { return false }
+        return try !textDecimals(Schema(model), try PostgresConnection(url)).isEmpty
+    }
+
     /// Text columns made before they were `COLLATE "C"` get it, so that text compares
     /// and sorts by its bytes, as on SQLite (and in memory), whatever the database's locale.
     private static func collateText(_ schema: Schema, _ connection: PostgresConnection) throws(PostgresError) {
         for info in schema.entities.values {
-            let text = info.attributes.filter { $0.type == .string || $0.type == .uuid || $0.type == .decimal }.map(\.name)
+            let text = info.attributes.filter { $0.type == .string || $0.type == .uuid }.map(\.name)
             guard !text.isEmpty else { continue }
             let columns = try connection.execute("""
                 SELECT column_name FROM information_schema.columns

@@ -8,7 +8,7 @@ enum PostgresValues {
     static func format(_ value: Value) -> (text: String, type: String) {
         switch value {
         case .string(let text): (text, "text")
-        case .decimal(let text): (text, "text")
+        case .decimal(let text): (text, "numeric")
         case .int(let number): (String(number), "bigint")
         case .double(let number): (number.isNaN ? "NaN" : number.isInfinite ? (number < 0 ? "-Infinity" : "Infinity") : "\(number)", "double precision")
         case .bool(let flag): (flag ? "t" : "f", "boolean")
@@ -22,7 +22,7 @@ enum PostgresValues {
     /// the dates any store holds (`StoredDate`, well inside PostgreSQL's timestamps).
     static func problem(_ value: Value) -> String? {
         switch value {
-        case .string(let text), .decimal(let text):
+        case .string(let text):
             return text.utf8.contains(0) ? "PostgreSQL text cannot hold U+0000 (NUL)" : nil
         case .date(let date):
             return StoredDate.problem(date)
@@ -35,7 +35,9 @@ enum PostgresValues {
     static func parse(_ text: String, as type: AttributeType) -> Value? {
         switch type {
         case .string: .string(text)
-        case .decimal: .decimal(text)
+        // As `numeric` prints it: canonical when it came in so (a column another
+        // program wrote may keep a scale: `7.80` is `7.8`).
+        case .decimal: .decimal(DecimalText.canonical(text) ?? text)
         case .int16, .int32, .int64: Int64(text).map(Value.int) ?? Double(text).flatMap { Int64(exactly: $0.rounded()) }.map(Value.int)
         case .double: Double(text).map(Value.double)
         // Booleans, or integers where an aggregate counted them.

@@ -24,6 +24,11 @@ extension PredicateComparison {
     func evaluate(with object: ManagedObject) throws -> Bool {
         let right = try Self.resolve(right, object, allowMany: false)
         let left = try Self.resolve(left, object, allowMany: true)
+        // `9 < v` is `v > 9` when v is a decimal: its kind decides how they compare, as in SQL.
+        if case .value = self.left, case .keyPath = self.right, quantifier == nil, let mirrored = op.mirrored,
+           case .single(let decimal?) = right, decimal.decimalText != nil, case .single(let value) = left {
+            return try ValueComparison.test(decimal, mirrored, value, options)
+        }
         switch left {
         case .single(let value):
             // A quantifier over a to-one path treats it as a collection of one.
@@ -190,7 +195,8 @@ enum ValueComparison {
         case .greater: return order(lhs, rhs, options) == .orderedDescending
         case .greaterOrEqual: return [.orderedDescending, .orderedSame].contains(order(lhs, rhs, options))
         case .beginsWith, .endsWith, .contains, .like, .matches:
-            guard case .string(let text)? = lhs, case .string(let pattern)? = rhs else { return false }
+            // A decimal is searched as its (canonical) text, as SQL searches it.
+            guard let text = lhs?.stringValue ?? lhs?.decimalText, case .string(let pattern)? = rhs else { return false }
             let t = fold(text, options)
             let p = fold(pattern, options)
             switch op {
@@ -227,6 +233,15 @@ enum ValueComparison {
             a < b ? .orderedAscending : a > b ? .orderedDescending : .orderedSame
         }
         switch (lhs, rhs) {
+        // A decimal with a number (or decimal text) by number, exactly, as SQL compares them.
+        case (.decimal(let a)?, let other?):
+            return canonicalDecimal(other).map { ComparisonResult(DecimalText.compare(a, $0)) }
+        // An integer or double on the left compares with a decimal's nearest double, as SQL
+        // binds it for their columns (`9 < decimal` is turned round first: `evaluate`).
+        case (.int?, .decimal(let b)?), (.double?, .decimal(let b)?):
+            return Double(b).flatMap { order(lhs, .double($0), options) }
+        case (.string(let a)?, .decimal(let b)?):
+            return DecimalText.canonical(a).map { ComparisonResult(DecimalText.compare($0, b)) }
         case (.int(let a)?, .int(let b)?): return compare(a, b)
         case (.int(let a)?, .double(let b)?): return compare(Double(a), b)
         case (.double(let a)?, .int(let b)?): return compare(a, Double(b))
@@ -244,11 +259,48 @@ enum ValueComparison {
             guard let date = isoDate(a) else { return nil }
             return compare(date, b)
         case (.bool(let a)?, .bool(let b)?): return compare(a ? 1 : 0, b ? 1 : 0)
-        case (.decimal(let a)?, .decimal(let b)?): return compare(Decimal(string: a) ?? 0, Decimal(string: b) ?? 0)
         case (.uuid(let a)?, .uuid(let b)?): return compare(a.uuidString, b.uuidString)
         case (.binary(let a)?, .binary(let b)?):
             return a == b ? .orderedSame : a.lexicographicallyPrecedes(b) ? .orderedAscending : .orderedDescending
         default: return nil
+        }
+    }
+
+    /// The canonical decimal a number, decimal or decimal text compared with a decimal
+    /// stands for: integers exactly, doubles by their shortest digits (`0.1` is 0.1);
+    /// nil for other values (and NaN, infinities, text that is no number).
+    static func canonicalDecimal(_ value: Value) -> String? {
+        switch value {
+        case .decimal(let text), .string(let text): DecimalText.canonical(text)
+        case .int(let number): DecimalText.canonical(number)
+        case .double(let number): DecimalText.canonical(number)
+        default: nil
+        }
+    }
+
+    /// A comparison's right side with decimals made their nearest doubles, for anything but
+    /// a decimal on its left: other attributes compare with a number literal past a double's
+    /// precision (which the parser keeps a decimal) as with the double it was before.
+    static func doublesFromDecimals(_ expression: PredicateExpression) -> PredicateExpression {
+        func double(_ value: Value?) -> Value? {
+            guard case .decimal(let text)? = value, DecimalText.canonical(text) != nil, let number = Double(text) else { return value }
+            return .double(number)
+        }
+        switch expression {
+        case .value(let value): return .value(double(value))
+        case .list(let items): return .list(items.map(double))
+        default: return expression
+        }
+    }
+
+    /// A comparison's right side with numbers and decimal text made canonical decimals,
+    /// for a decimal on its left (what cannot be one is left for the type check to refuse).
+    static func decimalsFromNumbers(_ expression: PredicateExpression) -> PredicateExpression {
+        func decimal(_ value: Value?) -> Value? { value.flatMap(canonicalDecimal).map(Value.decimal) ?? value }
+        switch expression {
+        case .value(let value): return .value(decimal(value))
+        case .list(let items): return .list(items.map(decimal))
+        default: return expression
         }
     }
 
@@ -302,4 +354,38 @@ enum ValueComparison {
         case .max: return values.max { order($0, $1, []) == .orderedAscending }
         }
     }
+}
+
+extension PredicateComparison.Operator {
+    /// Whether the operator searches text (BEGINSWITH, ENDSWITH, CONTAINS, LIKE, MATCHES).
+    var searchesText: Bool {
+        switch self {
+        case .beginsWith, .endsWith, .contains, .like, .matches: true
+        default: false
+        }
+    }
+
+    /// The operator that says the same with its sides swapped (`<` for `>`), for the ones that have one.
+    var mirrored: Self? {
+        switch self {
+        case .equal, .notEqual: self
+        case .less: .greater
+        case .lessOrEqual: .greaterOrEqual
+        case .greater: .less
+        case .greaterOrEqual: .lessOrEqual
+        default: nil
+        }
+    }
+}
+
+extension ComparisonResult {
+    /// -1, 0 or 1 as an order.
+    init(_ order: Int) {
+        self = order < 0 ? .orderedAscending : order > 0 ? .orderedDescending : .orderedSame
+    }
+}
+
+extension Value {
+    /// A decimal's text, nil for other values.
+    var decimalText: String? { if case .decimal(let text) = self { text } else { nil } }
 }

@@ -256,7 +256,12 @@ struct PredicateParser {
         case .string(let s): return .value(.string(s))
         case .number(let n):
             if let i = Int64(n) { return .value(.int(i)) }
-            if let d = Double(n) { return .value(.double(d)) }
+            if let d = Double(n) {
+                // A number a double cannot hold (a 30-digit integer) stays the decimal it writes,
+                // so that decimals compare with it exactly; other numbers take its nearest double.
+                if d.isFinite, let exact = DecimalText.canonical(n), exact != DecimalText.canonical(d) { return .value(.decimal(exact)) }
+                return .value(.double(d))
+            }
             throw QueryPredicateError("'\(n)' is not a number", column: token.column)
         case .variable(let name): return .variable(name)
         case .format(let spec): return try argument(spec, column: token.column)
@@ -306,6 +311,8 @@ struct PredicateParser {
             return .value(.date(date))
         case .value(.int(let seconds)?): return .value(.date(Date(timeIntervalSinceReferenceDate: Double(seconds))))
         case .value(.double(let seconds)?): return .value(.date(Date(timeIntervalSinceReferenceDate: seconds)))
+        case .value(.decimal(let seconds)?) where Double(seconds) != nil:
+            return .value(.date(Date(timeIntervalSinceReferenceDate: Double(seconds)!)))
         default: throw QueryPredicateError("CAST needs a string or a number", column: column)
         }
     }

@@ -20,10 +20,11 @@ extension PersistentStoreCoordinator {
             try writeModel(db, schema.model)
             for statement in HistoryLog.sqliteTables { try db.execute(sql: statement) }
             try db.execute(sql: "INSERT INTO \(metadata) (key, value) VALUES ('_storeID', ?), ('_formatVersion', ?)",
-                           arguments: [json(storeID.uuidString), String(formatVersion)])
+                           arguments: [json(storeID.uuidString), String(schema.model.hasDecimals ? formatVersion : 1)])
             return storeID
         }
-        try checkFormatVersion(try String.fetchOne(db, sql: "SELECT value FROM \(metadata) WHERE key = '_formatVersion'"), path: path)
+        let version = try String.fetchOne(db, sql: "SELECT value FROM \(metadata) WHERE key = '_formatVersion'")
+        try checkFormatVersion(version, path: path)
         guard let idText = try String.fetchOne(db, sql: "SELECT value FROM \(metadata) WHERE key = '_storeID'"),
               let storeID = UUID(uuidString: (try? JSONDecoder().decode(String.self, from: Data(idText.utf8))) ?? ""),
               let modelText = try String.fetchOne(db, sql: "SELECT value FROM \(metadata) WHERE key = '_model'"),
@@ -41,6 +42,7 @@ extension PersistentStoreCoordinator {
                                             arguments: [info.rootName]) ?? false
             if !present { try db.execute(sql: add) }
         }
+        if keepsDecimalsAsWritten(version, schema.model) { try canonicalizeDecimals(db, schema: schema) }
         // Stores made before history (0.17) get its tables on their first open for writing.
         if try !db.tableExists(HistoryLog.transactionsTable) {
             for statement in HistoryLog.sqliteTables { try db.execute(sql: statement) }
@@ -64,7 +66,49 @@ extension PersistentStoreCoordinator {
         guard stored == schema.model else {
             throw StoreError.modelMismatch(path: path, differences: ["it holds another model (opened read-only, so it is not migrated)"])
         }
+        if keepsDecimalsAsWritten(try String.fetchOne(db, sql: "SELECT value FROM \(metadata) WHERE key = '_formatVersion'"), stored) {
+            throw StoreError.modelMismatch(path: path, differences: ["its decimals are kept as written, by an earlier Ingest (opened read-only, so they are not made numbers)"])
+        }
         return storeID
+    }
+
+    /// Whether a store of format `version` holding `model` keeps its decimals as they were
+    /// written (format 1): they must be made canonical before they compare by number.
+    static func keepsDecimalsAsWritten(_ version: String?, _ model: Model) -> Bool {
+        (version.flatMap { Int($0) } ?? 1) < formatVersion && model.hasDecimals
+    }
+
+    /// Makes a format 1 store's decimals canonical (`7.800000` → `7.8`) and its decimal
+    /// indexes ordered by number, then marks it format 2.
+    /// - Throws: `StoreError.uniquenessConflict` when two keys turn out to be one number
+    ///   (`7.8` and `7.80`): they are one object now, which the store cannot merge by itself.
+    static func canonicalizeDecimals(_ db: Database, schema: Schema) throws {
+        // A hierarchy's table holds its members' columns: each (table, column) once.
+        var columns: Set<[String]> = []
+        for info in schema.entities.values {
+            for attribute in info.attributes where attribute.type == .decimal { columns.insert([info.rootName, attribute.name]) }
+        }
+        for pair in columns.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            let (table, column) = (quoted(pair[0]), quoted(pair[1]))
+            do {
+                try db.execute(sql: """
+                    UPDATE \(table) SET \(column) = ingest_decimal_canonical(\(column))
+                    WHERE \(column) IS NOT ingest_decimal_canonical(\(column))
+                    """)
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                throw StoreError.uniquenessConflict(["\(pair[0]).\(pair[1]): two keys are one number written two ways (such as 7.8 and 7.80), one decimal now; make them one object in the store, then open it again"])
+            }
+        }
+        // Indexes built in byte order are made again in the decimals' order; one an import
+        // dropped for its length is made so when it is restored.
+        for info in schema.entities.values {
+            for index in info.secondaryIndexes where index.create.contains(PredicateFunctions.decimalCollation) {
+                guard try String.fetchOne(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name = ?", arguments: [index.name]) != nil else { continue }
+                try db.execute(sql: "DROP INDEX \(quoted(index.name))")
+                try db.execute(sql: index.create)
+            }
+        }
+        try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(metadataTable)) (key, value) VALUES ('_formatVersion', ?)", arguments: [String(formatVersion)])
     }
 
     /// Refuses a file that is neither an Ingest store nor empty (or absent), reading it
@@ -163,20 +207,24 @@ extension PersistentStoreCoordinator {
         if PostgresURL.isPostgres(path) {
             let url: PostgresURL
             do { url = try PostgresURL(path) } catch { throw StoreError.postgres(error) }
-            try self.init(model: try Self.storedModel(at: url), postgres: url, readOnly: readOnly)
+            let model = try Self.storedModel(at: url)
+            if readOnly { try Self.makeDecimalsNumbers(url, model) }
+            try self.init(model: model, postgres: url, readOnly: readOnly)
             return
         }
         guard FileManager.default.fileExists(atPath: path) else {
             throw StoreError.notAStore(path: path, reason: "there is no file there")
         }
         let model: Model
+        let version: String?
         do {
             var configuration = Configuration()
             configuration.readonly = true
             // An importer may hold a lock for a moment (creating the schema, recovering the
             // WAL after a crash): wait as the store's own connections do, never fail at once.
             configuration.busyMode = .timeout(30)
-            let (text, version) = try Self.readOnly(path, configuration) { db -> (String?, String?) in
+            let text: String?
+            (text, version) = try Self.readOnly(path, configuration) { db -> (String?, String?) in
                 guard try db.tableExists(PersistentStoreCoordinator.metadataTable) else { return (nil, nil) }
                 let table = quoted(PersistentStoreCoordinator.metadataTable)
                 return (try String.fetchOne(db, sql: "SELECT value FROM \(table) WHERE key = '_model'"),
@@ -193,7 +241,19 @@ extension PersistentStoreCoordinator {
         } catch let error as DatabaseError {
             throw StoreError.sqlite(error, path: path)
         }
+        // A reader meets a store of an earlier Ingest's decimals once (as on PostgreSQL).
+        if readOnly && Self.keepsDecimalsAsWritten(version, model) { _ = try PersistentStoreCoordinator(model: model, path: path) }
         try self.init(model: model, path: path, readOnly: readOnly)
+    }
+
+    /// A reader meets a store of an earlier Ingest's decimals (text) once: a writer of its
+    /// own makes them numbers, as `ImportMarker` moves an older import's marker.
+    private static func makeDecimalsNumbers(_ url: PostgresURL, _ model: Model) throws {
+        do {
+            if try PostgresStore.keepsDecimalsAsText(url, model) { _ = try PostgresStore(url: url, model: model) }
+        } catch {
+            throw StoreError.postgres(error)
+        }
     }
 
     /// Refuses a store written in a format this version does not read (a later one's, or

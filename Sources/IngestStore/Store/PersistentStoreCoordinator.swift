@@ -35,7 +35,10 @@ public final class PersistentStoreCoordinator: Sendable {
         case postgres(PostgresPool)
     }
 
-    static let formatVersion = 1
+    /// The newest store format this version reads and writes. 2: decimals are canonical
+    /// text (`DecimalText`), their indexes ordered by number. A store without decimal
+    /// attributes is the same in both and stays 1, so earlier versions still open it.
+    static let formatVersion = 2
     /// The writer connection's page cache (readers keep SQLite's 2 MiB).
     static let writerCacheKiB = 8 * 1024
     static let metadataTable = "_ingest_metadata"

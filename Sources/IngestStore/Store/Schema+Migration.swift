@@ -50,7 +50,7 @@ extension Schema {
                 let type = postgres ? attribute.type.postgresType : attribute.type.sqlType
                 migration.statements.append("ALTER TABLE \(info.table) ADD COLUMN \(quoted(attribute.name)) \(type)")
                 if attribute.isIndexed {
-                    migration.statements.append("CREATE INDEX \(quoted("_index_\(entity.name)_\(attribute.name)")) ON \(info.table) (\(quoted(attribute.name)))")
+                    migration.statements.append("CREATE INDEX \(quoted("_index_\(entity.name)_\(attribute.name)")) ON \(info.table) (\(EntityInfo.indexedColumn(attribute, dialect)))")
                 }
             }
             for relationship in before.relationships where entity.relationship(relationship.name) != relationship {

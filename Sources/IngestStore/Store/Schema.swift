@@ -135,7 +135,7 @@ final class EntityInfo: Sendable {
         attributeNames = entity.attributes.map(\.name)
         attributeTypes = entity.attributes.map(\.type)
         attributeRequired = entity.attributes.map { !$0.isOptional }
-        attributeDefaults = entity.attributes.map(\.defaultValue)
+        attributeDefaults = entity.attributes.map { $0.defaultValue?.canonicalized }
         hasDefaults = entity.attributes.contains { $0.defaultValue != nil }
         attributeNameBits = entity.attributes.map { unsafeBitCast($0.name, to: (UInt64, UInt64).self) }
         uniquenessConstraints = entity.uniquenessConstraints
@@ -240,10 +240,13 @@ final class EntityInfo: Sendable {
 
     /// The indexes that only speed up reads (attribute indexes, to-one columns): a bulk
     /// load may drop them and build them again at the end. Uniqueness indexes are not here.
-    var secondaryIndexes: [(name: String, create: String)] {
+    var secondaryIndexes: [(name: String, create: String)] { secondaryIndexes(.sqlite) }
+
+    /// `secondaryIndexes` in `dialect`'s words.
+    func secondaryIndexes(_ dialect: SQLDialect) -> [(name: String, create: String)] {
         guard !needsEntityFilter else { return [] }   // the root's list holds a subentity's
-        var indexes = Self.declaredIndexes(entity, table: table)
-        for member in hierarchyMembers { indexes += Self.declaredIndexes(member, table: table) }
+        var indexes = Self.declaredIndexes(entity, table: table, dialect)
+        for member in hierarchyMembers { indexes += Self.declaredIndexes(member, table: table, dialect) }
         if code != nil {
             let index = "_index_\(name)__entity"
             indexes.append((index, "CREATE INDEX IF NOT EXISTS \(quoted(index)) ON \(table) (\"_entity\")"))
@@ -252,11 +255,11 @@ final class EntityInfo: Sendable {
     }
 
     /// Indexes of the attributes and to-ones `entity` declares, on `table`.
-    private static func declaredIndexes(_ entity: Entity, table: String) -> [(name: String, create: String)] {
+    private static func declaredIndexes(_ entity: Entity, table: String, _ dialect: SQLDialect) -> [(name: String, create: String)] {
         var indexes: [(name: String, create: String)] = []
         for attribute in entity.declaredAttributes where attribute.isIndexed {
             let index = "_index_\(entity.name)_\(attribute.name)"
-            indexes.append((index, "CREATE INDEX IF NOT EXISTS \(quoted(index)) ON \(table) (\(quoted(attribute.name)))"))
+            indexes.append((index, "CREATE INDEX IF NOT EXISTS \(quoted(index)) ON \(table) (\(indexedColumn(attribute, dialect)))"))
         }
         for relationship in entity.declaredRelationships where !relationship.isToMany {
             let index = "_index_\(entity.name)_\(relationship.name)"
@@ -279,6 +282,13 @@ final class EntityInfo: Sendable {
     /// rows live in its hierarchy root's table.
     func addPlaceholderColumnSQL(_ dialect: SQLDialect) -> String? {
         needsEntityFilter ? nil : "ALTER TABLE \(table) ADD COLUMN \(Self.placeholderColumnDefinition(dialect))"
+    }
+
+    /// An attribute as an index orders it: decimals by number on SQLite, where they are
+    /// text (`PredicateCompiler.byNumber` compares them so, and only then is the index used).
+    static func indexedColumn(_ attribute: Attribute, _ dialect: SQLDialect) -> String {
+        guard attribute.type == .decimal && dialect == .sqlite else { return quoted(attribute.name) }
+        return quoted(attribute.name) + " COLLATE " + PredicateFunctions.decimalCollation
     }
 
     /// Statements that create this entity's table and indexes, in SQLite's words or
@@ -309,7 +319,7 @@ final class EntityInfo: Sendable {
                     statements.append("CREATE UNIQUE INDEX \(ifMissing)\(quoted("_unique_\(member.name)_\(first + i)")) ON \(table) (\(constraint.map(quoted).joined(separator: ", ")))")
                 }
             }
-            statements += secondaryIndexes.map(\.create)
+            statements += secondaryIndexes(dialect).map(\.create)
         }
         for info in relationships[entity.inheritedCounts.relationships...] {
             if case .joinTable(let joinTable, "_a", _) = info.storage {

@@ -125,7 +125,8 @@ extension Ingest {
             case .int(let i)?: return String(i)
             case .double(let d)?: return d.isFinite ? String(d) : "null"
             case .bool(let b)?: return String(b)
-            case .decimal(let s)?: return Decimal(string: s) != nil ? s : jsonString(s)
+            // Canonical decimal text is a JSON number as it stands; anything else is quoted.
+            case .decimal(let s)?: return DecimalText.canonical(s) == s ? s : jsonString(s)
             default: return jsonString(plain(value, null: ""))
             }
         }
