@@ -23,7 +23,8 @@ extension PipelineInference {
         }
 
         let name: String
-        var key: String?
+        /// The paths of the key's members: none, one, or two for a key of two members.
+        var key: [String] = []
         private(set) var attributes: [Attribute] = []
         private(set) var relationships: [Relationship] = []
         /// The names taken, lowercased, and the paths mapped: a feed may have hundreds of
@@ -74,7 +75,7 @@ extension PipelineInference {
         /// The entity for objects like `stats`, its attributes and related entities drafted.
         mutating func entity(_ wanted: String, _ stats: ObjectStats, path: String, isRecord: Bool, depth: Int) -> Draft {
             let choice = Self.keyChoice(of: stats, entity: wanted, consistent: !isRecord, noun: isRecord ? "records" : "objects")
-            let key = choice.key
+            let key = choice.paths
             // The same name met again with the same key (an actor in two kinds of event): one entity.
             if !isRecord, let existing = draftsByName[wanted.lowercased()], existing.name == wanted, existing.key == key {
                 fill(existing, stats, prefix: "", from: "", depth: depth)
@@ -91,16 +92,18 @@ extension PipelineInference {
             drafts.append(draft)
             draftsByName[name.lowercased()] = draft
             let place = isRecord ? PipelineInference.counted(stats.count, "record") : "\(stats.count) objects at \(path)"
-            if let key {
-                var line = "\(name): \(place) sampled; \(isRecord ? "unique by" : "found or created by") '\(key)' (present in every one)"
-                if isRecord, let repeats = stats.conflicts[key], !repeats.isEmpty {
-                    line += "; \(repeats.count) of its values came again with other content in the sample: a later record with the same \(key) updates the earlier one"
+            if !key.isEmpty {
+                let named = key.map { "'\($0)'" }.joined(separator: " and ") + (key.count > 1 ? " together" : "")
+                var line = "\(name): \(place) sampled; \(isRecord ? "unique by" : "found or created by") \(named) (\(choice.evidence))"
+                if isRecord, let single = choice.key, let repeats = stats.conflicts[single], !repeats.isEmpty {
+                    line += "; \(repeats.count) of its values came again with other content in the sample: a later record with the same \(single) updates the earlier one"
                 }
                 report.append(([line] + choice.notKeys).joined(separator: "; "))
             } else {
-                // Said as seen: id-like members that are there but no key are named with the reason.
+                // Said as seen: members that are there but no key are named with the reason.
                 let none = choice.notKeys.isEmpty
-                    ? "no id-like field (id, _id, uuid, key, code, \(name.prefix(1).lowercased() + name.dropFirst())Id),"
+                    ? "no id-like field (id, _id, uuid, key, code, \(name.prefix(1).lowercased() + name.dropFirst())Id)"
+                        + (isRecord ? " and none named like an identity (url, email, isbn, cca3, …)," : ",")
                     : "no key (" + choice.notKeys.joined(separator: "; ") + "),"
                 report.append("\(name): \(place) sampled; \(none) so no uniqueness: every record is a new object. Importing the same feed again is skipped, but another feed that repeats these records adds them again")
             }
@@ -122,6 +125,10 @@ extension PipelineInference {
                 if draft.maps(path) { continue }
                 let nonNull = field.nonNull
                 if field.objects > 0 && field.objects == nonNull {
+                    if field.isObjectID {
+                        addObjectID(draft, prefix + member, path, field)
+                        continue
+                    }
                     let choice = Self.keyChoice(of: field.nested, entity: PipelineInference.typeName(PipelineInference.singular(member)))
                     if let childKey = choice.key, depth + 1 <= Self.maxDepth {
                         let child = entity(PipelineInference.typeName(PipelineInference.singular(member)), field.nested,
@@ -250,13 +257,14 @@ extension PipelineInference {
         /// kind of object, which the pipeline can make one entity.
         mutating func noteLookalikes() {
             struct Look: Hashable {
-                var key: String
+                var key: [String]
                 var shape: Set<String>
             }
             var groups: [[Draft]] = []
             var groupOf: [Look: Int] = [:]
             for draft in drafts {
-                guard let key = draft.key else { continue }
+                let key = draft.key
+                guard !key.isEmpty else { continue }
                 let look = Look(key: key, shape: Set(draft.attributes.map(\.name)))
                 if let index = groupOf[look] {
                     groups[index].append(draft)
@@ -269,7 +277,7 @@ extension PipelineInference {
                 let names = group.map(\.name)
                 let list = names.dropLast().joined(separator: ", ") + " and " + names.last!
                 let fields = group[0].attributes.map(\.name).sorted().joined(separator: ", ")
-                report.append("\(list): the same fields (\(fields)), unique by '\(group[0].key!)': likely one kind of object under \(group.count) member names. "
+                report.append("\(list): the same fields (\(fields)), unique by \(group[0].key.map { "'\($0)'" }.joined(separator: " and ")): likely one kind of object under \(group.count) member names. "
                     + "To keep them as one entity, make \(names[0]) the destination of their relationships (and its inverses) in the pipeline, and remove \(names.dropFirst().joined(separator: ", "))")
             }
         }

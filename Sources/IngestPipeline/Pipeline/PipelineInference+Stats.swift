@@ -66,6 +66,11 @@ final class FieldStats {
 
     var nonNull: Int { present - nulls }
 
+    /// Objects that are all MongoDB ObjectIds as an export writes them (`{"$oid": "5f…"}`).
+    var isObjectID: Bool {
+        objects > 0 && objects == nonNull && nested.order == ["$oid"] && nested.fields["$oid"]!.strings == objects
+    }
+
     /// The values seen, by kind.
     var kinds: ValueKinds {
         ValueKinds(wholeNumbers: ints + bigIntegers, otherNumbers: doubles, strings: strings, booleans: bools, nulls: nulls,
@@ -117,6 +122,13 @@ extension PipelineInference {
 /// The members of the objects seen at one place, in first-seen order.
 final class ObjectStats {
     var count = 0
+    /// For records: what tells a key besides an id (`RecordKeyStats`).
+    let keyStats: RecordKeyStats?
+
+    init(records: Bool = false) {
+        keyStats = records ? RecordKeyStats() : nil
+    }
+
     var order: [String] = []
     var fields: [String: FieldStats] = [:]
     /// For each id-like member: each of its values, with the content of the first object
@@ -161,11 +173,18 @@ final class ObjectStats {
         if let key = text(members.last(where: { $0.key == "@key" })?.value), key == text(members.last(where: { $0.key == "id" })?.value) {
             idIsKey += 1
         }
+        keyStats?.observe(members)
         for member in members where Self.isIDLike(member.key) {
             let text: String
+            var name = member.key
             switch member.value {
             case .string(let string): text = "s" + string
             case .number(let number): text = "n" + number
+            // A MongoDB export's ObjectId: the key is the string inside.
+            case .object(let inner) where inner.count == 1 && inner[0].key == "$oid":
+                guard case .string(let string) = inner[0].value else { continue }
+                text = "s" + string
+                name += ".$oid"
             default: continue
             }
             if content == nil {
@@ -174,10 +193,10 @@ final class ObjectStats {
                 hasher.combine(value)
                 content = hasher.finalize()
             }
-            if let seen = contents[member.key, default: [:]][text] {
-                if seen != content { conflicts[member.key, default: []].insert(String(text.dropFirst())) }
+            if let seen = contents[name, default: [:]][text] {
+                if seen != content { conflicts[name, default: []].insert(String(text.dropFirst())) }
             } else {
-                contents[member.key, default: [:]][text] = content
+                contents[name, default: [:]][text] = content
             }
         }
         for member in members {

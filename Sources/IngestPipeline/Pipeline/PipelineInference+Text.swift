@@ -11,7 +11,7 @@ extension PipelineInference.Builder {
             var attributes: [JSONValue] = []
             for attribute in draft.attributes {
                 var members = [JSONMember("name", string(attribute.name)), JSONMember("type", string(attribute.type.rawValue))]
-                if attribute.from == draft.key { members.append(JSONMember("optional", .bool(false))) }
+                if draft.key.contains(attribute.from) { members.append(JSONMember("optional", .bool(false))) }
                 attributes.append(.object(members))
             }
             var entity = [JSONMember("name", string(draft.name)), JSONMember("attributes", .array(attributes))]
@@ -23,8 +23,9 @@ extension PipelineInference.Builder {
                     return .object(members)
                 })))
             }
-            if let key = draft.key, let attribute = draft.attributes.first(where: { $0.from == key }) {
-                entity.append(JSONMember("unique", .array([.array([string(attribute.name)])])))
+            let keyNames = draft.key.compactMap { key in draft.attributes.first { $0.from == key }?.name }
+            if !keyNames.isEmpty, keyNames.count == draft.key.count {
+                entity.append(JSONMember("unique", .array([.array(keyNames.map(string))])))
             }
             entities.append(.object(entity))
             var mapped: [JSONMember] = []
