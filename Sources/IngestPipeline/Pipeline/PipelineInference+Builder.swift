@@ -20,11 +20,15 @@ extension PipelineInference {
             var toMany: Bool
             /// Where the record holds it; nil for an inverse (not mapped).
             var from: String?
+            /// Read from an object keyed by codes, one related object per member.
+            var keyed = false
         }
 
         let name: String
         /// The paths of the key's members: none, one, or two for a key of two members.
         var key: [String] = []
+        /// Attribute names wanted for members other than their own (`@key` as `code`).
+        var wantedNames: [String: String] = [:]
         private(set) var attributes: [Attribute] = []
         private(set) var relationships: [Relationship] = []
         /// The names taken, lowercased, and the paths mapped: a feed may have hundreds of
@@ -73,7 +77,8 @@ extension PipelineInference {
         init(report: [String]) { self.report = report }
 
         /// The entity for objects like `stats`, its attributes and related entities drafted.
-        mutating func entity(_ wanted: String, _ stats: ObjectStats, path: String, isRecord: Bool, depth: Int) -> Draft {
+        mutating func entity(_ wanted: String, _ stats: ObjectStats, path: String, isRecord: Bool, depth: Int,
+                             names: [String: String] = [:]) -> Draft {
             let choice = Self.keyChoice(of: stats, entity: wanted, consistent: !isRecord, noun: isRecord ? "records" : "objects")
             let key = choice.paths
             // The same name met again with the same key (an actor in two kinds of event): one entity.
@@ -89,6 +94,7 @@ extension PipelineInference {
             }
             let draft = Draft(name: name)
             draft.key = key
+            draft.wantedNames = names
             drafts.append(draft)
             draftsByName[name.lowercased()] = draft
             let place = isRecord ? PipelineInference.counted(stats.count, "record") : "\(stats.count) objects at \(path)"
@@ -129,6 +135,10 @@ extension PipelineInference {
                         addObjectID(draft, prefix + member, path, field)
                         continue
                     }
+                    if depth + 1 <= Self.maxDepth, let map = Self.keyedMap(field) {
+                        addMap(draft, map, member: prefix + member, path: path, inRecords: depth == 0 && from.isEmpty, depth: depth)
+                        continue
+                    }
                     let choice = Self.keyChoice(of: field.nested, entity: PipelineInference.typeName(PipelineInference.singular(member)))
                     if let childKey = choice.key, depth + 1 <= Self.maxDepth {
                         let child = entity(PipelineInference.typeName(PipelineInference.singular(member)), field.nested,
@@ -167,7 +177,7 @@ extension PipelineInference {
         }
 
         mutating func addScalar(_ draft: Draft, _ member: String, _ path: String, _ field: FieldStats, label: String) {
-            let name = draft.freeName(PipelineInference.attributeName(member))
+            let name = draft.freeName(draft.wantedNames[member] ?? PipelineInference.attributeName(member))
             let nonNull = field.nonNull
             var type = AttributeType.string
             var dates: [String]?
@@ -282,11 +292,11 @@ extension PipelineInference {
             }
         }
 
-        func relate(_ owner: Draft, _ child: Draft, member: String, from: String, toMany: Bool) {
+        func relate(_ owner: Draft, _ child: Draft, member: String, from: String, toMany: Bool, keyed: Bool = false) {
             let name = owner.freeName(PipelineInference.attributeName(member))
             let inverseWanted = PipelineInference.plural(PipelineInference.attributeName(owner.name.prefix(1).lowercased() + owner.name.dropFirst()))
             let inverse = child.freeName(inverseWanted)
-            owner.add(Draft.Relationship(name: name, destination: child.name, inverse: inverse, toMany: toMany, from: from))
+            owner.add(Draft.Relationship(name: name, destination: child.name, inverse: inverse, toMany: toMany, from: from, keyed: keyed))
             // The inverse is to-many: an author has many posts, a tag many posts.
             child.add(Draft.Relationship(name: inverse, destination: owner.name, inverse: name, toMany: true, from: nil))
         }

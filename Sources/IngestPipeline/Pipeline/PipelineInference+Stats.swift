@@ -17,6 +17,11 @@ final class FieldStats {
     var minNumber = Double.infinity, maxNumber = -Double.infinity
     let nested = ObjectStats()
     let elements = ObjectStats()
+    /// The objects seen as maps keyed by codes, one entry per member: nil once a member
+    /// name is no code or id (`PipelineInference.MapKeys`), or the names are of two kinds.
+    private(set) var entries: ObjectStats?
+    private(set) var mapKeys: PipelineInference.MapKeys?
+    private var notAMap = false
 
     func observe(_ value: JSONValue) {
         present += 1
@@ -48,9 +53,10 @@ final class FieldStats {
                 if firstInexactIntegerString == nil { firstInexactIntegerString = text }
             }
             if text.count >= 10, ValueCoercion.iso8601(text) != nil { isoDates += 1 }
-        case .object:
+        case .object(let members):
             objects += 1
             nested.observe(value)
+            observeEntries(members)
         case .array(let items):
             if items.isEmpty {
                 emptyArrays += 1
@@ -65,6 +71,31 @@ final class FieldStats {
     }
 
     var nonNull: Int { present - nulls }
+
+    /// Each member of an object whose names are all codes or ids of one kind, as the
+    /// object a keyed relationship reads it as: its name under `@key`, beside its value's
+    /// members or its plain value under `@value` (as `RecordMapper` makes them).
+    private func observeEntries(_ members: [JSONMember]) {
+        guard !notAMap else { return }
+        for member in members {
+            guard let kind = PipelineInference.MapKeys(member.key), mapKeys == nil || mapKeys == kind else {
+                notAMap = true
+                entries = nil
+                return
+            }
+            mapKeys = kind
+        }
+        let entries = self.entries ?? ObjectStats()
+        self.entries = entries
+        for member in members {
+            let name = JSONMember("@key", .string(member.key))
+            if case .object(let fields) = member.value {
+                entries.observe(.object([name] + fields.filter { $0.key != "@key" }))
+            } else {
+                entries.observe(.object([name, JSONMember("@value", member.value)]))
+            }
+        }
+    }
 
     /// Objects that are all MongoDB ObjectIds as an export writes them (`{"$oid": "5f…"}`).
     var isObjectID: Bool {

@@ -40,7 +40,11 @@ extension PipelineInference.Builder {
                 }
             }
             var mapping = [JSONMember("attributes", .object(mapped))]
-            let related = draft.relationships.compactMap { relationship in relationship.from.map { JSONMember(relationship.name, string($0)) } }
+            let related = draft.relationships.compactMap { relationship in
+                relationship.from.map { from in
+                    JSONMember(relationship.name, relationship.keyed ? .object([JSONMember("from", string(from)), JSONMember("keyed", .bool(true))]) : string(from))
+                }
+            }
             if !related.isEmpty { mapping.append(JSONMember("relationships", .object(related))) }
             mappings.append(JSONMember(draft.name, .object(mapping)))
         }

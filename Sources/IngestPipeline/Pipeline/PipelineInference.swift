@@ -12,6 +12,8 @@ import IngestStore
 ///   by it; one without is flattened into its parent (`geometry_type`).
 /// - An array of objects with an `id`-like field becomes a to-many relationship; other
 ///   arrays are kept as JSON text.
+/// - An object keyed by codes or ids (`"languages": {"por": "Portuguese"}`) becomes a
+///   to-many read with `"keyed": true`, one related object per member.
 /// - The record's own `id`-like field is its entity's uniqueness constraint; without one,
 ///   an identity-like member (`url`, `cca3`) unique in the sample, MongoDB's `_id.$oid`, or
 ///   a naming member with another unique together.
