@@ -9,14 +9,16 @@ import Testing
 /// ids (`"languages": {"por": "Portuguese"}`) became one column per key (857 for the
 /// countries feed). Inference reads it as a to-many with `"keyed": true`.
 @Suite struct InferenceMapsTests {
-    /// Countries as restcountries gives them, cut down; Portugal speaks Mirandese too when `mirandese`.
+    /// Countries as restcountries gives them, cut down; Portugal speaks Mirandese too when
+    /// `mirandese`. A country's native names are its own (French in France is not French in
+    /// Switzerland): a map, but no entity.
     static func countries(mirandese: Bool = false) -> [UInt8] {
         let portuguese = mirandese ? #"{"por": "Portuguese", "mwl": "Mirandese"}"# : #"{"por": "Portuguese"}"#
         return Array("""
-            {"name": {"common": "Portugal", "official": "Portuguese Republic"}, "cca3": "PRT", "languages": \(portuguese), "currencies": {"EUR": {"name": "Euro", "symbol": "€"}}}
-            {"name": {"common": "Switzerland", "official": "Swiss Confederation"}, "cca3": "CHE", "languages": {"fra": "French", "gsw": "Swiss German", "ita": "Italian", "roh": "Romansh"}, "currencies": {"CHF": {"name": "Swiss franc", "symbol": "Fr."}}}
-            {"name": {"common": "France", "official": "French Republic"}, "cca3": "FRA", "languages": {"fra": "French"}, "currencies": {"EUR": {"name": "Euro", "symbol": "€"}}}
-            {"name": {"common": "United States", "official": "United States of America"}, "cca3": "USA", "languages": {"eng": "English"}, "currencies": {"USD": {"name": "United States dollar", "symbol": "$"}}}
+            {"name": {"common": "Portugal", "official": "Portuguese Republic", "nativeName": {"por": {"official": "República portuguesa", "common": "Portugal"}}}, "cca3": "PRT", "languages": \(portuguese), "currencies": {"EUR": {"name": "Euro", "symbol": "€"}}}
+            {"name": {"common": "Switzerland", "official": "Swiss Confederation", "nativeName": {"fra": {"official": "Confédération suisse", "common": "Suisse"}, "gsw": {"official": "Schweizerische Eidgenossenschaft", "common": "Schweiz"}}}, "cca3": "CHE", "languages": {"fra": "French", "gsw": "Swiss German", "ita": "Italian", "roh": "Romansh"}, "currencies": {"CHF": {"name": "Swiss franc", "symbol": "Fr."}}}
+            {"name": {"common": "France", "official": "French Republic", "nativeName": {"fra": {"official": "République française", "common": "France"}}}, "cca3": "FRA", "languages": {"fra": "French"}, "currencies": {"EUR": {"name": "Euro", "symbol": "€"}}}
+            {"name": {"common": "United States", "official": "United States of America", "nativeName": {"eng": {"official": "United States of America", "common": "United States"}}}, "cca3": "USA", "languages": {"eng": "English"}, "currencies": {"USD": {"name": "United States dollar", "symbol": "$"}}}
 
             """.utf8)
     }
@@ -36,7 +38,8 @@ import Testing
         let inference = try PipelineInference.infer(feed: feed)
         for line in ["Country: 4 records sampled; unique by 'cca3' (named like an identity, present in every one, and no two of the 4 records share a value)",
                      "Country.languages: a map keyed by codes (6 distinct keys in 4 records, values strings): a to-many of Language keyed by @key (its name, as code), its value as value",
-                     "Country.currencies: a map keyed by codes (3 distinct keys in 4 records, values objects (name, symbol)): a to-many of Currency keyed by @key (its name, as code)"] {
+                     "Country.currencies: a map keyed by codes (3 distinct keys in 4 records, values objects (name, symbol)): a to-many of Currency keyed by @key (its name, as code)",
+                     "Country.name_nativeName: a map keyed by codes (4 distinct keys in 4 records, values objects (official, common)), but '@key' is not a key: 1 of its values came with different contents in different objects (@key fra, say), so it names an object only within its record: one object per key would keep one of them → JSON text in the string attribute name_nativeName"] {
             #expect(inference.report.contains(line), "\(inference.report)")
         }
         let spec = inference.spec
@@ -57,6 +60,7 @@ import Testing
         #expect(try Self.joined(store, "languages", "Language") == ["CHE|fra,gsw,ita,roh", "FRA|fra", "PRT|por", "USA|eng"])
         #expect(try Self.joined(store, "currencies", "Currency") == ["CHE|CHF", "FRA|EUR", "PRT|EUR", "USA|USD"])
         #expect(try storeRows(store, "SELECT name_common FROM Country ORDER BY cca3") == ["Switzerland", "France", "Portugal", "United States"])
+        #expect(try storeRows(store, "SELECT name_nativeName FROM Country WHERE cca3 = 'FRA'") == [#"{"fra":{"official":"République française","common":"France"}}"#])
 
         // An updated copy: Portugal gains a language; the countries stay four.
         let updated = try IngestBinary.run(["import", try dir.write("countries-2.ndjson", Self.countries(mirandese: true)), "--store", store, "--quiet"])

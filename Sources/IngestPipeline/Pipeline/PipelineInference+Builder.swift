@@ -136,7 +136,7 @@ extension PipelineInference {
                         continue
                     }
                     if depth + 1 <= Self.maxDepth, let map = Self.keyedMap(field) {
-                        addMap(draft, map, member: prefix + member, path: path, inRecords: depth == 0 && from.isEmpty, depth: depth)
+                        addMap(draft, map, member: prefix + member, path: path, inRecords: draft === drafts.first, depth: depth)
                         continue
                     }
                     let choice = Self.keyChoice(of: field.nested, entity: PipelineInference.typeName(PipelineInference.singular(member)))
