@@ -41,6 +41,23 @@ import Testing
         #expect(try storeRows(store, "SELECT web_pages FROM WorldUniversity WHERE name = 'University 7'") == [#"["https://www.u7.example/"]"#])
     }
 
+    /// The key of two members on PostgreSQL, whose object path writes it there too.
+    @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
+    func onPostgreSQLAnUpdatedUniversitiesFeedUpdatesItsRecordsToo() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let first = try IngestBinary.run(["import", try dir.write("world_universities.json", Self.universities(120)), "--store", server.url, "--quiet"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let updated = try dir.write("world_universities-2.json", Self.universities(120, changed: 7))
+        let second = try IngestBinary.run(["import", updated, "--store", server.url])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stdout.contains("  records: 0 inserted, 1 updated, 119 unchanged\n"), "\(second.stdout)")
+        let model = try #require(PostgresImport.latestPipeline(url: try PostgresURL(server.url))).text
+        let rows = try PostgresImportTests.postgresRows(server.url, try PipelineSpec.parse(Array(model.utf8)).model)["WorldUniversity"] ?? []
+        #expect(rows.count == 120)
+        #expect(rows.filter { $0.contains("University 7|") } == [#"["https://www.u7.example/"]|University 7|FR|NULL|["u7.example"]|France"#])
+    }
+
     /// Found by probing the rule: a name with its country unique in three records says
     /// nothing of the next feed, and keying by it would merge two universities later.
     @Test func aNameUniqueWithAnotherMemberInAFewRecordsIsNoKeyAndSaysWhy() throws {
