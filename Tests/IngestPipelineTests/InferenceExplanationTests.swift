@@ -71,15 +71,18 @@ import Testing
 
     // MARK: - Keys
 
-    /// MongoDB exports of tweets: `_id` and `id` are there in every record, but as objects.
+    /// MongoDB exports of tweets: `_id` and `id` are there in every record, but as objects;
+    /// an ObjectId (`{"$oid": …}`) is a key by the string inside, other objects are none.
     @Test func idLikeFieldsThatAreNoKeysAreNamedWithWhatTheyHold() throws {
         let dir = try TemporaryDirectory()
         let tweets = try dir.write("tweets.json", Array(#"""
             [{"_id":{"$oid":"a1"},"id":{"$numberLong":"5"},"text":"x"},{"_id":{"$oid":"a2"},"id":{"$numberLong":"6"},"text":"y"}]
             """#.utf8))
         let report = try PipelineInference.infer(feed: tweets).report
-        #expect(report.contains(#"Tweet: 2 records sampled; no key ('id' is not a key: its values are 2 objects ({"$numberLong": …}), not all whole numbers or all strings; '_id' is not a key: its values are 2 objects ({"$oid": …}), not all whole numbers or all strings), so no uniqueness: every record is a new object. Importing the same feed again is skipped, but another feed that repeats these records adds them again"#),
+        #expect(report.contains(#"Tweet: 2 records sampled; unique by '_id.$oid' (MongoDB's ObjectId, present in every one); 'id' is not a key: its values are 2 objects ({"$numberLong": …}), not all whole numbers or all strings"#),
                 "\(report)")
+        let wrapped = try dir.write("events.json", Array(#"[{"_id":{"$oid":"a1","v":1},"text":"x"},{"_id":{"$oid":"a2","v":1},"text":"y"}]"#.utf8))
+        #expect(try PipelineInference.infer(feed: wrapped).report.contains(#"Event: 2 records sampled; no key ('_id' is not a key: its values are 2 objects ({"$oid": …, "v": …}), not all whole numbers or all strings), so no uniqueness: every record is a new object. Importing the same feed again is skipped, but another feed that repeats these records adds them again"#))
         let partial = try dir.write("posts.json", Array(#"[{"id":5,"_id":"a","text":"x"},{"_id":"b","text":"y"},{"id":null,"_id":"c"}]"#.utf8))
         let chosen = try PipelineInference.infer(feed: partial)
         #expect(chosen.report.contains("Post: 3 records sampled; unique by '_id' (present in every one); 'id' is not a key: it is missing from 1 of the 3 records and null in 1 of them"),
@@ -87,7 +90,7 @@ import Testing
         #expect(chosen.spec.model.entity("Post")?.uniquenessConstraints == [["id2"]], "`_id` is named id2 beside `id`")
         let none = try dir.write("readings.json", Array(#"[{"sensor":"a"},{"sensor":"b"}]"#.utf8))
         #expect(try PipelineInference.infer(feed: none).report.contains(
-            "Reading: 2 records sampled; no id-like field (id, _id, uuid, key, code, readingId), so no uniqueness: every record is a new object. Importing the same feed again is skipped, but another feed that repeats these records adds them again"))
+            "Reading: 2 records sampled; no id-like field (id, _id, uuid, key, code, readingId) and none named like an identity (url, email, isbn, cca3, …), so no uniqueness: every record is a new object. Importing the same feed again is skipped, but another feed that repeats these records adds them again"))
     }
 
     @Test func nestedObjectsWhoseIdIsNoKeySayWhatTheIdHeld() throws {

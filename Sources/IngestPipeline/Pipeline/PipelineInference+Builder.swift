@@ -20,10 +20,15 @@ extension PipelineInference {
             var toMany: Bool
             /// Where the record holds it; nil for an inverse (not mapped).
             var from: String?
+            /// Read from an object keyed by codes, one related object per member.
+            var keyed = false
         }
 
         let name: String
-        var key: String?
+        /// The paths of the key's members: none, one, or two for a key of two members.
+        var key: [String] = []
+        /// Attribute names wanted for members other than their own (`@key` as `code`).
+        var wantedNames: [String: String] = [:]
         private(set) var attributes: [Attribute] = []
         private(set) var relationships: [Relationship] = []
         /// The names taken, lowercased, and the paths mapped: a feed may have hundreds of
@@ -72,9 +77,10 @@ extension PipelineInference {
         init(report: [String]) { self.report = report }
 
         /// The entity for objects like `stats`, its attributes and related entities drafted.
-        mutating func entity(_ wanted: String, _ stats: ObjectStats, path: String, isRecord: Bool, depth: Int) -> Draft {
+        mutating func entity(_ wanted: String, _ stats: ObjectStats, path: String, isRecord: Bool, depth: Int,
+                             names: [String: String] = [:]) -> Draft {
             let choice = Self.keyChoice(of: stats, entity: wanted, consistent: !isRecord, noun: isRecord ? "records" : "objects")
-            let key = choice.key
+            let key = choice.paths
             // The same name met again with the same key (an actor in two kinds of event): one entity.
             if !isRecord, let existing = draftsByName[wanted.lowercased()], existing.name == wanted, existing.key == key {
                 fill(existing, stats, prefix: "", from: "", depth: depth)
@@ -88,19 +94,22 @@ extension PipelineInference {
             }
             let draft = Draft(name: name)
             draft.key = key
+            draft.wantedNames = names
             drafts.append(draft)
             draftsByName[name.lowercased()] = draft
             let place = isRecord ? PipelineInference.counted(stats.count, "record") : "\(stats.count) objects at \(path)"
-            if let key {
-                var line = "\(name): \(place) sampled; \(isRecord ? "unique by" : "found or created by") '\(key)' (present in every one)"
-                if isRecord, let repeats = stats.conflicts[key], !repeats.isEmpty {
-                    line += "; \(repeats.count) of its values came again with other content in the sample: a later record with the same \(key) updates the earlier one"
+            if !key.isEmpty {
+                let named = key.map { "'\($0)'" }.joined(separator: " and ") + (key.count > 1 ? " together" : "")
+                var line = "\(name): \(place) sampled; \(isRecord ? "unique by" : "found or created by") \(named) (\(choice.evidence))"
+                if isRecord, let single = choice.key, let repeats = stats.conflicts[single], !repeats.isEmpty {
+                    line += "; \(repeats.count) of its values came again with other content in the sample: a later record with the same \(single) updates the earlier one"
                 }
                 report.append(([line] + choice.notKeys).joined(separator: "; "))
             } else {
-                // Said as seen: id-like members that are there but no key are named with the reason.
+                // Said as seen: members that are there but no key are named with the reason.
                 let none = choice.notKeys.isEmpty
-                    ? "no id-like field (id, _id, uuid, key, code, \(name.prefix(1).lowercased() + name.dropFirst())Id),"
+                    ? "no id-like field (id, _id, uuid, key, code, \(name.prefix(1).lowercased() + name.dropFirst())Id)"
+                        + (isRecord ? " and none named like an identity (url, email, isbn, cca3, …)," : ",")
                     : "no key (" + choice.notKeys.joined(separator: "; ") + "),"
                 report.append("\(name): \(place) sampled; \(none) so no uniqueness: every record is a new object. Importing the same feed again is skipped, but another feed that repeats these records adds them again")
             }
@@ -122,6 +131,14 @@ extension PipelineInference {
                 if draft.maps(path) { continue }
                 let nonNull = field.nonNull
                 if field.objects > 0 && field.objects == nonNull {
+                    if field.isObjectID {
+                        addObjectID(draft, prefix + member, path, field)
+                        continue
+                    }
+                    if depth + 1 <= Self.maxDepth, let map = Self.keyedMap(field) {
+                        addMap(draft, map, member: prefix + member, path: path, inRecords: draft === drafts.first, depth: depth)
+                        continue
+                    }
                     let choice = Self.keyChoice(of: field.nested, entity: PipelineInference.typeName(PipelineInference.singular(member)))
                     if let childKey = choice.key, depth + 1 <= Self.maxDepth {
                         let child = entity(PipelineInference.typeName(PipelineInference.singular(member)), field.nested,
@@ -160,7 +177,7 @@ extension PipelineInference {
         }
 
         mutating func addScalar(_ draft: Draft, _ member: String, _ path: String, _ field: FieldStats, label: String) {
-            let name = draft.freeName(PipelineInference.attributeName(member))
+            let name = draft.freeName(draft.wantedNames[member] ?? PipelineInference.attributeName(member))
             let nonNull = field.nonNull
             var type = AttributeType.string
             var dates: [String]?
@@ -250,13 +267,14 @@ extension PipelineInference {
         /// kind of object, which the pipeline can make one entity.
         mutating func noteLookalikes() {
             struct Look: Hashable {
-                var key: String
+                var key: [String]
                 var shape: Set<String>
             }
             var groups: [[Draft]] = []
             var groupOf: [Look: Int] = [:]
             for draft in drafts {
-                guard let key = draft.key else { continue }
+                let key = draft.key
+                guard !key.isEmpty else { continue }
                 let look = Look(key: key, shape: Set(draft.attributes.map(\.name)))
                 if let index = groupOf[look] {
                     groups[index].append(draft)
@@ -269,16 +287,16 @@ extension PipelineInference {
                 let names = group.map(\.name)
                 let list = names.dropLast().joined(separator: ", ") + " and " + names.last!
                 let fields = group[0].attributes.map(\.name).sorted().joined(separator: ", ")
-                report.append("\(list): the same fields (\(fields)), unique by '\(group[0].key!)': likely one kind of object under \(group.count) member names. "
+                report.append("\(list): the same fields (\(fields)), unique by \(group[0].key.map { "'\($0)'" }.joined(separator: " and ")): likely one kind of object under \(group.count) member names. "
                     + "To keep them as one entity, make \(names[0]) the destination of their relationships (and its inverses) in the pipeline, and remove \(names.dropFirst().joined(separator: ", "))")
             }
         }
 
-        func relate(_ owner: Draft, _ child: Draft, member: String, from: String, toMany: Bool) {
+        func relate(_ owner: Draft, _ child: Draft, member: String, from: String, toMany: Bool, keyed: Bool = false) {
             let name = owner.freeName(PipelineInference.attributeName(member))
             let inverseWanted = PipelineInference.plural(PipelineInference.attributeName(owner.name.prefix(1).lowercased() + owner.name.dropFirst()))
             let inverse = child.freeName(inverseWanted)
-            owner.add(Draft.Relationship(name: name, destination: child.name, inverse: inverse, toMany: toMany, from: from))
+            owner.add(Draft.Relationship(name: name, destination: child.name, inverse: inverse, toMany: toMany, from: from, keyed: keyed))
             // The inverse is to-many: an author has many posts, a tag many posts.
             child.add(Draft.Relationship(name: inverse, destination: owner.name, inverse: name, toMany: true, from: nil))
         }
@@ -288,89 +306,6 @@ extension PipelineInference {
             let plain = !key.isEmpty && !key.contains(where: { $0 == "." || $0 == "[" || $0 == "]" || $0 == "\"" || $0 == "'" })
             if plain { return from.isEmpty ? key : from + "." + key }
             return from + "[" + JSONValue.string(key).description + "]"
-        }
-
-        /// The pipeline as JSON text, pretty-printed for editing.
-        func pipelineText(root: Draft, shape: FeedShape, form: RecordForm) -> String {
-            func string(_ text: String) -> JSONValue { .string(text) }
-            var entities: [JSONValue] = []
-            var mappings: [JSONMember] = []
-            for draft in drafts {
-                var attributes: [JSONValue] = []
-                for attribute in draft.attributes {
-                    var members = [JSONMember("name", string(attribute.name)), JSONMember("type", string(attribute.type.rawValue))]
-                    if attribute.from == draft.key { members.append(JSONMember("optional", .bool(false))) }
-                    attributes.append(.object(members))
-                }
-                var entity = [JSONMember("name", string(draft.name)), JSONMember("attributes", .array(attributes))]
-                if !draft.relationships.isEmpty {
-                    entity.append(JSONMember("relationships", .array(draft.relationships.map { relationship in
-                        var members = [JSONMember("name", string(relationship.name)), JSONMember("destination", string(relationship.destination)),
-                                       JSONMember("inverse", string(relationship.inverse))]
-                        if relationship.toMany { members.append(JSONMember("toMany", .bool(true))) }
-                        return .object(members)
-                    })))
-                }
-                if let key = draft.key, let attribute = draft.attributes.first(where: { $0.from == key }) {
-                    entity.append(JSONMember("unique", .array([.array([string(attribute.name)])])))
-                }
-                entities.append(.object(entity))
-                var mapped: [JSONMember] = []
-                for attribute in draft.attributes {
-                    if attribute.dates == nil && !attribute.json {
-                        mapped.append(JSONMember(attribute.name, string(attribute.from)))
-                    } else {
-                        var members = [JSONMember("from", string(attribute.from))]
-                        if let dates = attribute.dates { members.append(JSONMember("dates", .array(dates.map(string)))) }
-                        if attribute.json { members.append(JSONMember("json", .bool(true))) }
-                        mapped.append(JSONMember(attribute.name, .object(members)))
-                    }
-                }
-                var mapping = [JSONMember("attributes", .object(mapped))]
-                let related = draft.relationships.compactMap { relationship in relationship.from.map { JSONMember(relationship.name, string($0)) } }
-                if !related.isEmpty { mapping.append(JSONMember("relationships", .object(related))) }
-                mappings.append(JSONMember(draft.name, .object(mapping)))
-            }
-            var feed: [JSONMember] = []
-            switch shape {
-            case .array: break
-            case .ndjson: feed.append(JSONMember("ndjson", .bool(true)))
-            case .keyPath(let keys): feed.append(JSONMember("recordsAt", string(keys.joined(separator: "."))))
-            case .keyed(let keys):
-                if !keys.isEmpty { feed.append(JSONMember("recordsAt", string(keys.joined(separator: ".")))) }
-                feed.append(JSONMember("keyed", .bool(true)))
-            }
-            switch form {
-            case .objects: break
-            case .rows(let columns?): feed.append(JSONMember("rows", .array(columns.map(string))))
-            case .rows(nil): feed.append(JSONMember("rows", string("header")))
-            case .values: feed.append(JSONMember("values", .bool(true)))
-            }
-            let pipeline = JSONValue.object([
-                JSONMember("model", .object([JSONMember("entities", .array(entities))])),
-                JSONMember("feed", .object(feed)),
-                JSONMember("record", string(root.name)),
-                JSONMember("mappings", .object(mappings)),
-            ])
-            return PrettyJSON.text(pipeline) + "\n"
-        }
-    }
-}
-
-/// JSON for people: nested objects indented, short arrays and objects kept on one line.
-enum PrettyJSON {
-    static func text(_ value: JSONValue, indent: String = "") -> String {
-        let compact = value.description
-        if compact.count + indent.count <= 100 { return compact }
-        let inner = indent + "  "
-        switch value {
-        case .object(let members):
-            return "{\n" + members.map { inner + JSONValue.string($0.key).description + ": " + text($0.value, indent: inner) }
-                .joined(separator: ",\n") + "\n" + indent + "}"
-        case .array(let items):
-            return "[\n" + items.map { inner + text($0, indent: inner) }.joined(separator: ",\n") + "\n" + indent + "]"
-        default:
-            return compact
         }
     }
 }

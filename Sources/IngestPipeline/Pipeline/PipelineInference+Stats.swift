@@ -17,6 +17,11 @@ final class FieldStats {
     var minNumber = Double.infinity, maxNumber = -Double.infinity
     let nested = ObjectStats()
     let elements = ObjectStats()
+    /// The objects seen as maps keyed by codes, one entry per member: nil once a member
+    /// name is no code or id (`PipelineInference.MapKeys`), or the names are of two kinds.
+    private(set) var entries: ObjectStats?
+    private(set) var mapKeys: PipelineInference.MapKeys?
+    private var notAMap = false
 
     func observe(_ value: JSONValue) {
         present += 1
@@ -48,9 +53,10 @@ final class FieldStats {
                 if firstInexactIntegerString == nil { firstInexactIntegerString = text }
             }
             if text.count >= 10, ValueCoercion.iso8601(text) != nil { isoDates += 1 }
-        case .object:
+        case .object(let members):
             objects += 1
             nested.observe(value)
+            observeEntries(members)
         case .array(let items):
             if items.isEmpty {
                 emptyArrays += 1
@@ -65,6 +71,36 @@ final class FieldStats {
     }
 
     var nonNull: Int { present - nulls }
+
+    /// Each member of an object whose names are all codes or ids of one kind, as the
+    /// object a keyed relationship reads it as: its name under `@key`, beside its value's
+    /// members or its plain value under `@value` (as `RecordMapper` makes them).
+    private func observeEntries(_ members: [JSONMember]) {
+        guard !notAMap else { return }
+        for member in members {
+            guard let kind = PipelineInference.MapKeys(member.key), mapKeys == nil || mapKeys == kind else {
+                notAMap = true
+                entries = nil
+                return
+            }
+            mapKeys = kind
+        }
+        let entries = self.entries ?? ObjectStats()
+        self.entries = entries
+        for member in members {
+            let name = JSONMember("@key", .string(member.key))
+            if case .object(let fields) = member.value {
+                entries.observe(.object([name] + fields.filter { $0.key != "@key" }))
+            } else {
+                entries.observe(.object([name, JSONMember("@value", member.value)]))
+            }
+        }
+    }
+
+    /// Objects that are all MongoDB ObjectIds as an export writes them (`{"$oid": "5f…"}`).
+    var isObjectID: Bool {
+        objects > 0 && objects == nonNull && nested.order == ["$oid"] && nested.fields["$oid"]!.strings == objects
+    }
 
     /// The values seen, by kind.
     var kinds: ValueKinds {
@@ -117,6 +153,13 @@ extension PipelineInference {
 /// The members of the objects seen at one place, in first-seen order.
 final class ObjectStats {
     var count = 0
+    /// For records: what tells a key besides an id (`RecordKeyStats`).
+    let keyStats: RecordKeyStats?
+
+    init(records: Bool = false) {
+        keyStats = records ? RecordKeyStats() : nil
+    }
+
     var order: [String] = []
     var fields: [String: FieldStats] = [:]
     /// For each id-like member: each of its values, with the content of the first object
@@ -161,11 +204,18 @@ final class ObjectStats {
         if let key = text(members.last(where: { $0.key == "@key" })?.value), key == text(members.last(where: { $0.key == "id" })?.value) {
             idIsKey += 1
         }
+        keyStats?.observe(members)
         for member in members where Self.isIDLike(member.key) {
             let text: String
+            var name = member.key
             switch member.value {
             case .string(let string): text = "s" + string
             case .number(let number): text = "n" + number
+            // A MongoDB export's ObjectId: the key is the string inside.
+            case .object(let inner) where inner.count == 1 && inner[0].key == "$oid":
+                guard case .string(let string) = inner[0].value else { continue }
+                text = "s" + string
+                name += ".$oid"
             default: continue
             }
             if content == nil {
@@ -174,10 +224,10 @@ final class ObjectStats {
                 hasher.combine(value)
                 content = hasher.finalize()
             }
-            if let seen = contents[member.key, default: [:]][text] {
-                if seen != content { conflicts[member.key, default: []].insert(String(text.dropFirst())) }
+            if let seen = contents[name, default: [:]][text] {
+                if seen != content { conflicts[name, default: []].insert(String(text.dropFirst())) }
             } else {
-                contents[member.key, default: [:]][text] = content
+                contents[name, default: [:]][text] = content
             }
         }
         for member in members {

@@ -12,7 +12,11 @@ import IngestStore
 ///   by it; one without is flattened into its parent (`geometry_type`).
 /// - An array of objects with an `id`-like field becomes a to-many relationship; other
 ///   arrays are kept as JSON text.
-/// - The record's own `id`-like field is its entity's uniqueness constraint.
+/// - An object keyed by codes or ids (`"languages": {"por": "Portuguese"}`) becomes a
+///   to-many read with `"keyed": true`, one related object per member.
+/// - The record's own `id`-like field is its entity's uniqueness constraint; without one,
+///   an identity-like member (`url`, `cca3`) unique in the sample, MongoDB's `_id.$oid`, or
+///   a naming member with another unique together.
 ///
 /// Each choice is explained in `Inference.report`, with what could not be decided.
 public enum PipelineInference {
@@ -70,10 +74,10 @@ public enum PipelineInference {
             report.append("feed: rows of values; the first row (all strings) names the columns")
         }
         // Each record is counted as it is read, not kept: a sample as large as the feed
-        // (what a member first seen late asks for) takes the memory of its counts and of
-        // its id-like values (to tell keys), not of its records.
+        // (what a member first seen late asks for) takes the memory of its counts, of its
+        // id-like values and of hashes of members that may be keys, not of its records.
         var read = 0, misfits = 0, objects = 0
-        let stats = ObjectStats()
+        let stats = ObjectStats(records: true)
         // A feed of plain values (tags, ids, words) is mapped as "@value": counted as such until an object shows up.
         let values = ObjectStats()
         let mayBeValues = form == .objects && !shape.isKeyed
