@@ -31,7 +31,7 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.available) func aSaveKilledMidTransactionLeavesTheStoreAsBefore(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.reopenable) func aSaveKilledMidTransactionLeavesTheStoreAsBefore(backend: StoreBackend) async throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
         // The store's file, or its PostgreSQL URL.
         let path = backend == .sqlite ? directory.file("store.sqlite") : coordinator.path

@@ -57,7 +57,7 @@ import Testing
         #expect(Set(lines.prefix(3)) == ["insert Photographer \(ana)", "insert Photo \(p1.primaryKey!)", "insert Photo \(p2.primaryKey!)"])
         #expect(Array(lines.dropFirst(3)) == ["update Photo \(p1.primaryKey!) title,views", "delete Photo \(p2.primaryKey!) id=\"p2\""])
         #expect(fetch.transactions.allSatisfy { $0.process.hasSuffix(":\(getpid())") })
-        if backend == .sqlite {
+        if backend.speaksSQLite {
             #expect(fetch.transactions.map(\.token.position) == fetch.transactions.map { $0.position + 1 })
             #expect(fetch.transactions.allSatisfy { $0.token.storeID == coordinator.storeID && $0.token.fingerprint != nil })
         }
@@ -88,7 +88,7 @@ import Testing
                 == ["update Photo \(photo.primaryKey!) tags", "update Tag \(tag.primaryKey!) photos"])
     }
 
-    @Test(arguments: StoreBackend.available) func aContextOfAnotherCoordinatorFollowsRandomSavesThroughHistoryAlone(backend: StoreBackend) throws {
+    @Test(arguments: StoreBackend.reopenable) func aContextOfAnotherCoordinatorFollowsRandomSavesThroughHistoryAlone(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         // A second coordinator on the same store: no save notice reaches it, as in another process.
@@ -195,7 +195,7 @@ import Testing
         #expect(try coordinator.fetchHistory(after: token).transactions.count == 1)
     }
 
-    @Test(arguments: StoreBackend.available) func theHistoryStreamWakesForSavesOfAnotherCoordinator(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.reopenable) func theHistoryStreamWakesForSavesOfAnotherCoordinator(backend: StoreBackend) async throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let other = try PersistentStoreCoordinator(model: TestModel.model, url: URL(string: backend == .sqlite ? "file://" + coordinator.path : coordinator.path)!)
@@ -328,7 +328,7 @@ import Testing
             insertPhoto(context, id: "p")
             try context.save()
         }
-        let ahead = backend == .sqlite ? HistoryToken(storeID: coordinator.storeID, position: 1_000_000)
+        let ahead = backend.speaksSQLite ? HistoryToken(storeID: coordinator.storeID, position: 1_000_000)
             : HistoryToken("999999999:999999999:@\(coordinator.storeID.uuidString.lowercased())")!
         #expect(throws: StoreError.self) { try coordinator.purgeHistory(before: ahead) }
         // A date in the future purges what is there, and the current token still reads on.

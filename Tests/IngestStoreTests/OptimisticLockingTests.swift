@@ -8,7 +8,8 @@ import Testing
 /// coordinator, as another process would have) changed after it was read. Each merge
 /// policy resolves it property by property, as Core Data's do.
 @Suite struct OptimisticLockingTests {
-    /// `count` coordinators on one new store: separate connections, as separate processes have.
+    /// `count` coordinators on one new store: separate connections, as separate processes have
+    /// (in memory, the one coordinator `count` times).
     static func coordinators(_ count: Int, on backend: StoreBackend) throws -> ([PersistentStoreCoordinator], TemporaryDirectory) {
         let directory = try TemporaryDirectory()
         switch backend {
@@ -18,6 +19,11 @@ import Testing
         case .postgres:
             let url = URL(string: try StoreBackend.newDatabase())!
             return (try (0..<count).map { _ in try PersistentStoreCoordinator(model: TestModel.model, url: url) }, directory)
+        case .memory:
+            // Only its own coordinator reaches a store in memory: the writers are contexts
+            // on that one coordinator, as two contexts of one app are in Core Data.
+            let store = try PersistentStoreCoordinator(inMemory: TestModel.model)
+            return (Array(repeating: store, count: count), directory)
         }
     }
 

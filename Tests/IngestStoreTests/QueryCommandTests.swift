@@ -9,7 +9,7 @@ import Testing
         try IngestBinary.run(arguments)
     }
 
-    @Test(arguments: StoreBackend.available) func queryPrintsJSONTableCSVAndCounts(backend: StoreBackend) throws {
+    @Test(arguments: StoreBackend.reopenable) func queryPrintsJSONTableCSVAndCounts(backend: StoreBackend) throws {
         let (coordinator, directory) = try PredicateAgreementTests.fixture(backend)
         // The store's file, or its PostgreSQL URL.
         let store = backend == .sqlite ? directory.file("store.sqlite") : coordinator.path
@@ -32,7 +32,7 @@ import Testing
         #expect(table.stdout.contains("| 100%_off |"))
     }
 
-    @Test(arguments: StoreBackend.available) func badQueriesExitOneWithOneReadableLine(backend: StoreBackend) throws {
+    @Test(arguments: StoreBackend.reopenable) func badQueriesExitOneWithOneReadableLine(backend: StoreBackend) throws {
         let (coordinator, directory) = try PredicateAgreementTests.fixture(backend)
         let store = backend == .sqlite ? directory.file("store.sqlite") : coordinator.path
         let badPredicate = try ingest("query", store, "Photo", "--where", "views >")

@@ -45,6 +45,8 @@ enum TestModel {
         switch backend {
         case .sqlite:
             return (try PersistentStoreCoordinator(model: model, path: directory.file("store.sqlite")), directory)
+        case .memory:
+            return (try PersistentStoreCoordinator(inMemory: model), directory)
         case .postgres:
             let url = try StoreBackend.newDatabase()
             return (try PersistentStoreCoordinator(model: model, url: URL(string: url)!), directory)
@@ -92,13 +94,20 @@ func sample(_ type: AttributeType) -> Value {
 /// The backends the store's suite runs on: every test that takes a `StoreBackend` runs
 /// once on each, with the same expectations.
 enum StoreBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case sqlite, postgres
+    case sqlite, postgres, memory
 
     var testDescription: String { rawValue }
 
-    /// SQLite always; PostgreSQL where a server can be started (when it cannot,
-    /// `theStoreSuiteRunsOnPostgreSQLToo` is reported as skipped, with the reason).
-    static let available: [StoreBackend] = PostgresServer.isAvailable ? [.sqlite, .postgres] : [.sqlite]
+    /// SQLite and in memory always; PostgreSQL where a server can be started (when it
+    /// cannot, `theStoreSuiteRunsOnPostgreSQLToo` is reported as skipped, with the reason).
+    static let available: [StoreBackend] = PostgresServer.isAvailable ? [.sqlite, .postgres, .memory] : [.sqlite, .memory]
+
+    /// The backends a second coordinator or another process can open (tests of what
+    /// crosses processes): a store in memory is reached only through its own coordinator.
+    static let reopenable: [StoreBackend] = available.filter { $0 != .memory }
+
+    /// SQLite's SQL and messages: a file or in memory.
+    var speaksSQLite: Bool { self != .postgres }
 
     /// One server for the whole suite, started on first use and stopped when the test process exits.
     private static let server: Result<PostgresServer, any Error> = {
@@ -124,5 +133,5 @@ enum StoreBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
 /// suite then ran on SQLite only.
 @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
 func theStoreSuiteRunsOnPostgreSQLToo() {
-    #expect(StoreBackend.available == [.sqlite, .postgres])
+    #expect(StoreBackend.available == [.sqlite, .postgres, .memory])
 }

@@ -337,6 +337,8 @@ final class HistoryWaiter {
     private enum Source {
         case sqlite(OpaquePointer, version: Int64)
         case postgres(PostgresConnection)
+        /// Only the coordinator's own saves change an in-memory store, and they signal.
+        case memory
     }
 
     private var source: Source
@@ -359,6 +361,8 @@ final class HistoryWaiter {
         path = coordinator.path
         storeID = coordinator.storeID
         switch coordinator.backend {
+        case .sqlite where coordinator.isInMemory:
+            source = .memory
         case .sqlite:
             var db: OpaquePointer?
             guard sqlite3_open_v2(coordinator.path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let db else {
@@ -443,6 +447,10 @@ final class HistoryWaiter {
                     source = .sqlite(db, version: now)
                     return
                 }
+            }
+        case .memory:
+            while !follower.isStopped {
+                if follower.wake.wait(timeout: .now() + min(seconds, Self.pathCheckSeconds)) == .success { return }
             }
         case .postgres(let connection):
             // In slices, so that a stopped stream's thread and connection end soon, whatever the interval.

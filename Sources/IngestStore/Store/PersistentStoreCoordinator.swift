@@ -29,11 +29,18 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Tests put a failure or a crash here, between a save's rows and its commit.
     let beforeCommit = Mutex<(@Sendable () throws -> Void)?>(nil)
 
-    /// Where the store lives.
+    /// Where the store lives. An in-memory store is a SQLite database with no file,
+    /// held by one connection (a `DatabaseQueue`): SQLite in memory has no WAL, so its
+    /// reads wait for its writes instead of running beside them.
     enum Backend: Sendable {
-        case sqlite(DatabasePool)
+        case sqlite(any DatabaseWriter)
         case postgres(PostgresPool)
     }
+
+    /// Held in memory only (Core Data's `NSInMemoryStoreType`): gone with the coordinator.
+    public var isInMemory: Bool { path.hasPrefix(Self.inMemoryPrefix) }
+    /// The start of an in-memory store's `path`, which ends with its store ID.
+    static let inMemoryPrefix = "memory:"
 
     /// The newest store format this version reads and writes. 2: decimals are canonical
     /// text (`DecimalText`), their indexes ordered by number. A store without decimal
@@ -50,20 +57,23 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Opens the store `url` names, creating it when there is none: a `file:` URL is a
     /// SQLite file (as `init(model:path:)`), a `postgresql:` URL a PostgreSQL database
-    /// (libpq's URL; `PG*` variables and `~/.pgpass` apply).
+    /// (libpq's URL; `PG*` variables and `~/.pgpass` apply), `memory:` a new store held in
+    /// memory (as `init(inMemory:)`).
     /// - Throws: as `init(model:path:)`; for PostgreSQL also `StoreError.postgres` when the
     ///   server cannot be reached, and `.modelMismatch` when the database holds another model.
     public convenience init(model: Model, url: URL) throws {
         switch url.scheme?.lowercased() {
         case "file"?, nil:
             try self.init(model: model, path: url.path)
+        case "memory"?:
+            try self.init(inMemory: model)
         case "postgresql"?, "postgres"?:
             let address: PostgresURL
             do { address = try PostgresURL(url.absoluteString) } catch { throw StoreError.postgres(error) }
             try self.init(model: model, postgres: address)
         case let scheme?:
             throw StoreError.notAStore(path: url.absoluteString,
-                                       reason: "a store URL is file: (SQLite) or postgresql: (PostgreSQL), not \(scheme):")
+                                       reason: "a store URL is file: (SQLite), postgresql: (PostgreSQL) or memory:, not \(scheme):")
         }
     }
 
@@ -156,6 +166,30 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
+    /// Opens a new, empty store held in memory only, as Core Data's `NSInMemoryStoreType`
+    /// and SwiftData's `isStoredInMemoryOnly`: for tests and scratch work. It behaves as a
+    /// SQLite store (the same SQL, history, locking and batch path), lives as long as this
+    /// coordinator, and only this coordinator's contexts reach it. Its `path` is
+    /// `memory:` followed by its store ID, for messages.
+    /// - Throws: `ModelError` for an invalid model.
+    public init(inMemory model: Model) throws {
+        self.model = try model.validated()
+        schema = Schema(self.model)
+        isReadOnly = false
+        var configuration = Configuration()
+        configuration.label = "ingest.memory"
+        configuration.prepareDatabase { db in PredicateFunctions.register(db) }
+        let placeholder = Self.inMemoryPrefix + "new"
+        do {
+            let queue = try DatabaseQueue(configuration: configuration)
+            storeID = try queue.write { [schema] db in try Self.prepare(db, schema: schema, path: placeholder) }
+            backend = .sqlite(queue)
+        } catch let error as DatabaseError {
+            throw StoreError.sqlite(error, path: placeholder)
+        }
+        path = Self.inMemoryPrefix + storeID.uuidString.lowercased()
+    }
+
     /// The SQL the store speaks.
     var dialect: SQLDialect {
         if case .postgres = backend { .postgres } else { .sqlite }
@@ -165,7 +199,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// loads, the integrity check, the SQLite import's bookkeeping).
     /// - Throws: `StoreError.postgres(.unsupported)` on a PostgreSQL store, whose imports
     ///   go through `PostgresStore`.
-    func sqlitePool() throws -> DatabasePool {
+    func sqlitePool() throws -> any DatabaseWriter {
         guard case .sqlite(let pool) = backend else {
             throw StoreError.postgres(.unsupported("this operation is SQLite-only (\(path) is a PostgreSQL store)"))
         }
