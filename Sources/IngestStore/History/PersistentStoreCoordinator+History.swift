@@ -1,6 +1,4 @@
 public import Foundation
-import GRDB
-import GRDBSQLite
 import Synchronization
 
 extension PersistentStoreCoordinator {
@@ -55,7 +53,7 @@ extension PersistentStoreCoordinator {
                 // Saves commit with synchronous=NORMAL: their WAL frames reach the disk at the next
                 // checkpoint. What a consumer is given must outlive a power loss, so the frames this
                 // read sees are flushed first (this read keeps the WAL from being restarted meanwhile).
-                if !transactions.isEmpty { HistoryLog.flushWAL(of: path) }
+                if !transactions.isEmpty { try store.makeSeenHistoryDurable() }
                 if let last = transactions.last { return HistoryFetch(transactions: transactions, token: last.token) }
                 return HistoryFetch(transactions: [], token: try token ?? HistoryToken(
                     storeID: storeID, position: start, fingerprint: try fingerprint(before: start, purged: purged, connection)))
@@ -105,17 +103,8 @@ extension PersistentStoreCoordinator {
             snapshot = row.value(.string, 0)?.stringValue ?? ""
             standby = row.value(.bool, 1)?.boolValue ?? false
         }
-        guard !standby, case .postgres(let pool) = backend, previous != snapshot else { return snapshot }
-        try pool.with { other in
-            do {
-                try other.transaction {
-                    try other.execute("SET LOCAL synchronous_commit = on")
-                    _ = try other.execute("SELECT pg_current_xact_id()")
-                }
-            } catch let error as PostgresError {
-                throw StoreError.postgres(error)
-            }
-        }
+        guard !standby, previous != snapshot else { return snapshot }
+        try store.makeSeenHistoryDurable()
         return snapshot
     }
 
@@ -246,26 +235,13 @@ extension PersistentStoreCoordinator {
     /// Runs `body` in one snapshot of the store (on PostgreSQL a REPEATABLE READ
     /// transaction, so the xmin it reads is the one its reads see by).
     private func readingHistory<T>(_ body: (StoreConnection) throws -> T) throws -> T {
-        switch backend {
-        case .sqlite:
-            return try read { db in
-                let connection = StoreConnection(kind: .sqlite(db))
-                guard try HistoryLog.exists(connection) else { throw StoreError.history("\(path) has no history tables (it was last opened for writing by a version of Ingest without history; open it for writing once)") }
-                return try body(connection)
+        try store.readingSnapshot { connection in
+            guard try HistoryLog.exists(connection) else {
+                throw StoreError.history(dialect == .sqlite
+                    ? "\(path) has no history tables (it was last opened for writing by a version of Ingest without history; open it for writing once)"
+                    : "\(path) has no history tables")
             }
-        case .postgres(let pool):
-            return try pool.with { postgres in
-                do {
-                    return try postgres.transaction {
-                        try postgres.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                        let connection = StoreConnection(kind: .postgres(postgres))
-                        guard try HistoryLog.exists(connection) else { throw StoreError.history("\(path) has no history tables") }
-                        return try body(connection)
-                    }
-                } catch let error as PostgresError {
-                    throw StoreError.postgres(error)
-                }
-            }
+            return try body(connection)
         }
     }
 
@@ -293,7 +269,7 @@ extension PersistentStoreCoordinator {
             let observer = addSaveObserver { _ in follower.wake.signal() }
             defer { removeSaveObserver(observer) }
             do {
-                let waiter = try HistoryWaiter(self)
+                let waiter = try store.changeWaiter(storeID: storeID)
                 var next = token
                 while !follower.isStopped {
                     let fetch = try fetchHistory(after: next, limit: 1_000)
@@ -327,143 +303,5 @@ final class HistoryFollower: Sendable {
     func stop() {
         stopped.store(true, ordering: .relaxed)
         wake.signal()
-    }
-}
-
-/// Waits for another commit to the store: `PRAGMA data_version` on a connection of its own
-/// on SQLite, LISTEN on PostgreSQL. On SQLite it also watches that the store's path still
-/// leads to the file it opened, holding the store it follows.
-final class HistoryWaiter {
-    private enum Source {
-        case sqlite(OpaquePointer, version: Int64)
-        case postgres(PostgresConnection)
-        /// Only the coordinator's own saves change an in-memory store, and they signal.
-        case memory
-    }
-
-    private var source: Source
-    private let path: String
-    private let storeID: UUID
-    /// The device and inode of the file the SQLite connection opened.
-    private var file: (device: UInt64, inode: UInt64) = (0, 0)
-
-    /// The longest wait between checks of a SQLite store's path or of the stop flag,
-    /// whatever the interval.
-    static let pathCheckSeconds = 0.5
-
-    /// `seconds` between 1 ms and 24 hours: poll(2) takes milliseconds as an Int32, and a
-    /// wait of zero would spin.
-    static func clamped(_ seconds: Double) -> Double {
-        seconds.isNaN ? 0.1 : min(max(seconds, 0.001), 86_400)
-    }
-
-    init(_ coordinator: PersistentStoreCoordinator) throws {
-        path = coordinator.path
-        storeID = coordinator.storeID
-        switch coordinator.backend {
-        case .sqlite where coordinator.isInMemory:
-            source = .memory
-        case .sqlite:
-            var db: OpaquePointer?
-            guard sqlite3_open_v2(coordinator.path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let db else {
-                sqlite3_close(db)
-                throw StoreError.database("cannot open \(coordinator.path) to follow its history")
-            }
-            sqlite3_busy_timeout(db, 5_000)
-            source = .sqlite(db, version: Self.dataVersion(db))
-            // SQLite opens the file at once: what the path leads to now is what it opened.
-            var status = stat()
-            guard stat(path, &status) == 0 else { throw StoreError.history(Self.deleted(path)) }
-            file = (UInt64(status.st_dev), UInt64(status.st_ino))
-            try checkStoreID(db)
-        case .postgres(let pool):
-            let connection = try PostgresPool.connect(pool.url)
-            do { try connection.execute("LISTEN \(HistoryLog.channel)") } catch { throw StoreError.postgres(error) }
-            source = .postgres(connection)
-        }
-    }
-
-    deinit {
-        if case .sqlite(let db, _) = source { sqlite3_close(db) }
-    }
-
-    private static func dataVersion(_ db: OpaquePointer) -> Int64 {
-        var statement: OpaquePointer?
-        defer { sqlite3_finalize(statement) }
-        guard sqlite3_prepare_v2(db, "PRAGMA data_version", -1, &statement, nil) == SQLITE_OK, sqlite3_step(statement) == SQLITE_ROW else { return -1 }
-        return sqlite3_column_int64(statement, 0)
-    }
-
-    private static func deleted(_ path: String) -> String {
-        "\(path) was deleted while its history was being followed"
-    }
-
-    /// Throws when the store's path no longer leads to the file this waiter opened.
-    private func checkPath() throws {
-        var status = stat()
-        guard stat(path, &status) == 0 else { throw StoreError.history(Self.deleted(path)) }
-        guard (UInt64(status.st_dev), UInt64(status.st_ino)) == file else {
-            throw StoreError.history("\(path) was replaced by another file while its history was being followed (a restore, or a new store made there)")
-        }
-    }
-
-    /// Throws when the file holds another store than the one followed (copied over it in place).
-    private func checkStoreID(_ db: OpaquePointer) throws {
-        var statement: OpaquePointer?
-        defer { sqlite3_finalize(statement) }
-        let sql = "SELECT value FROM \(quoted(PersistentStoreCoordinator.metadataTable)) WHERE key = '_storeID'"
-        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, sqlite3_step(statement) == SQLITE_ROW,
-              let text = sqlite3_column_text(statement, 0) else {
-            throw StoreError.history("\(path) holds no store ID any more while its history is being followed")
-        }
-        // The ID is kept as a JSON string.
-        let id = String(cString: text).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-        guard UUID(uuidString: id) == storeID else {
-            throw StoreError.history("\(path) holds store \(id.lowercased()) now, not the store followed (\(storeID.uuidString.lowercased()))")
-        }
-    }
-
-    /// Returns when another commit may have added history, or after `seconds` on PostgreSQL.
-    /// - Throws: `StoreError.history` when a SQLite store's path no longer leads to the
-    ///   store followed; `StoreError.postgres` when the connection broke.
-    func wait(seconds: Double, _ follower: HistoryFollower) throws {
-        let seconds = Self.clamped(seconds)
-        switch source {
-        case .sqlite(let db, let version):
-            var waited = 0.0
-            while !follower.isStopped {
-                try checkPath()
-                // A save through this coordinator signals at once; another process's shows in data_version,
-                // read every `seconds`; the path is checked at least every `pathCheckSeconds`.
-                let slice = min(seconds - waited, Self.pathCheckSeconds)
-                let woken = follower.wake.wait(timeout: .now() + slice) == .success
-                waited += slice
-                guard woken || waited >= seconds else { continue }
-                waited = 0
-                let now = Self.dataVersion(db)
-                if woken || now != version {
-                    try checkPath()
-                    if now != version { try checkStoreID(db) }
-                    source = .sqlite(db, version: now)
-                    return
-                }
-            }
-        case .memory:
-            while !follower.isStopped {
-                if follower.wake.wait(timeout: .now() + min(seconds, Self.pathCheckSeconds)) == .success { return }
-            }
-        case .postgres(let connection):
-            // In slices, so that a stopped stream's thread and connection end soon, whatever the interval.
-            var left = seconds
-            while left > 0, !follower.isStopped {
-                let slice = min(left, Self.pathCheckSeconds)
-                do {
-                    if try connection.waitForNotification(seconds: slice) { return }
-                } catch {
-                    throw StoreError.postgres(error)
-                }
-                left -= slice
-            }
-        }
     }
 }

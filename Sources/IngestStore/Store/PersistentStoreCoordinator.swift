@@ -18,7 +18,8 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Opened for reading only: every write fails.
     public let isReadOnly: Bool
     let schema: Schema
-    let backend: Backend
+    /// The database holding the store; every read and write of the object graph goes through it.
+    let store: any PersistentStore
     private let saveSequence = Mutex(0)
     let historyEnabled = Atomic(true)
     private let observers = ObserverRegistry<SaveNotice>()
@@ -29,16 +30,8 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Tests put a failure or a crash here, between a save's rows and its commit.
     let beforeCommit = Mutex<(@Sendable () throws -> Void)?>(nil)
 
-    /// Where the store lives. An in-memory store is a SQLite database with no file,
-    /// held by one connection (a `DatabaseQueue`): SQLite in memory has no WAL, so its
-    /// reads wait for its writes instead of running beside them.
-    enum Backend: Sendable {
-        case sqlite(any DatabaseWriter)
-        case postgres(PostgresPool)
-    }
-
     /// Held in memory only (Core Data's `NSInMemoryStoreType`): gone with the coordinator.
-    public var isInMemory: Bool { path.hasPrefix(Self.inMemoryPrefix) }
+    public var isInMemory: Bool { (store as? SQLitePersistentStore)?.isInMemory ?? false }
     /// The start of an in-memory store's `path`, which ends with its store ID.
     static let inMemoryPrefix = "memory:"
 
@@ -52,8 +45,6 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The table of the store's metadata, for messages about it.
     public static var metadataTableName: String { metadataTable }
     static let sequenceTable = "_ingest_sequence"
-    /// The PostgreSQL advisory lock every write transaction of the object graph holds.
-    static let postgresWriteLock = 727_002
 
     /// Opens the store `url` names, creating it when there is none: a `file:` URL is a
     /// SQLite file (as `init(model:path:)`), a `postgresql:` URL a PostgreSQL database
@@ -116,7 +107,7 @@ public final class PersistentStoreCoordinator: Sendable {
             return try PostgresSQL.run(select, [], on: connection)[0, 0]
         }
         storeID = stored.flatMap(UUID.init(uuidString:)) ?? UUID()
-        backend = .postgres(pool)
+        self.store = PostgresPersistentStore(pool: pool)
         isReadOnly = readOnly
     }
 
@@ -160,7 +151,7 @@ public final class PersistentStoreCoordinator: Sendable {
             storeID = readOnly
                 ? try pool.read { [schema] db in try Self.storeID(db, schema: schema, path: path) }
                 : try pool.write { [schema] db in try Self.prepare(db, schema: schema, path: path) }
-            backend = .sqlite(pool)
+            store = SQLitePersistentStore(writer: pool, path: path, isInMemory: false)
         } catch let error as DatabaseError {
             throw StoreError.sqlite(error, path: path)
         }
@@ -183,39 +174,33 @@ public final class PersistentStoreCoordinator: Sendable {
         do {
             let queue = try DatabaseQueue(configuration: configuration)
             storeID = try queue.write { [schema] db in try Self.prepare(db, schema: schema, path: placeholder) }
-            backend = .sqlite(queue)
+            path = Self.inMemoryPrefix + storeID.uuidString.lowercased()
+            store = SQLitePersistentStore(writer: queue, path: path, isInMemory: true)
         } catch let error as DatabaseError {
             throw StoreError.sqlite(error, path: placeholder)
         }
-        path = Self.inMemoryPrefix + storeID.uuidString.lowercased()
     }
 
     /// The SQL the store speaks.
-    var dialect: SQLDialect {
-        if case .postgres = backend { .postgres } else { .sqlite }
-    }
+    var dialect: SQLDialect { store.dialect }
 
-    /// The SQLite connection pool, for the SQLite-only paths (the batch inserter, bulk
-    /// loads, the integrity check, the SQLite import's bookkeeping).
+    /// The SQLite store, for the SQLite-only paths (the batch inserter, bulk loads, the
+    /// integrity check, the SQLite import's bookkeeping): the one place the coordinator asks
+    /// which backend it has, since those paths speak GRDB's `Database`.
     /// - Throws: `StoreError.postgres(.unsupported)` on a PostgreSQL store, whose imports
     ///   go through `PostgresStore`.
-    func sqlitePool() throws -> any DatabaseWriter {
-        guard case .sqlite(let pool) = backend else {
+    func sqliteStore() throws -> SQLitePersistentStore {
+        guard let sqlite = store as? SQLitePersistentStore else {
             throw StoreError.postgres(.unsupported("this operation is SQLite-only (\(path) is a PostgreSQL store)"))
         }
-        return pool
+        return sqlite
     }
 
     // MARK: - Access
 
-    /// Runs `body` in one write transaction on the writer connection.
+    /// Runs `body` in one write transaction on the writer connection (SQLite only).
     func write<T>(_ body: (Database) throws -> T) throws -> T {
-        let pool = try sqlitePool()
-        do {
-            return try pool.write(body)
-        } catch let error as DatabaseError {
-            throw StoreError.sqlite(error, path: path)
-        }
+        try sqliteStore().write(body)
     }
 
     /// Free bytes on the file system holding `path`: the nearest of it and its parents that
@@ -246,47 +231,19 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
-    /// Runs `body` in one write transaction, on either backend.
+    /// Runs `body` in one write transaction holding the store's write lock, on any store.
     func writing<T>(_ body: (StoreConnection) throws -> T) throws -> T {
-        switch backend {
-        case .sqlite:
-            return try write { db in try body(StoreConnection(kind: .sqlite(db))) }
-        case .postgres(let pool):
-            return try pool.with { connection in
-                do {
-                    return try connection.transaction {
-                        // Each statement sees what committed before it, so the lock's
-                        // previous holder's rows are seen once it is taken, whatever the
-                        // server's default isolation.
-                        try PostgresSQL.run("SET TRANSACTION ISOLATION LEVEL READ COMMITTED", [], on: connection)
-                        try PostgresSQL.run("SELECT pg_advisory_xact_lock(\(Self.postgresWriteLock))", [], on: connection)
-                        return try body(StoreConnection(kind: .postgres(connection)))
-                    }
-                } catch let error as PostgresError {
-                    throw StoreError.postgres(error)
-                }
-            }
-        }
+        try store.writing(body)
     }
 
-    /// Runs `body` with a connection that reads the last committed state, on either backend.
+    /// Runs `body` with a connection that reads the last committed state, on any store.
     func reading<T>(_ body: (StoreConnection) throws -> T) throws -> T {
-        switch backend {
-        case .sqlite:
-            return try read { db in try body(StoreConnection(kind: .sqlite(db))) }
-        case .postgres(let pool):
-            return try pool.with { connection in try body(StoreConnection(kind: .postgres(connection))) }
-        }
+        try store.reading(body)
     }
 
-    /// Runs `body` on a reader connection, against the last committed state.
+    /// Runs `body` on a reader connection, against the last committed state (SQLite only).
     func read<T>(_ body: (Database) throws -> T) throws -> T {
-        let pool = try sqlitePool()
-        do {
-            return try pool.read(body)
-        } catch let error as DatabaseError {
-            throw StoreError.sqlite(error, path: path)
-        }
+        try sqliteStore().read(body)
     }
 
     /// The JSON text stored under `key` in the store's metadata, or nil.
@@ -365,17 +322,10 @@ public final class PersistentStoreCoordinator: Sendable {
 
     // MARK: - Keys
 
-    /// Reserves `count` row numbers for `entity` inside the current write transaction.
+    /// Reserves `count` row numbers for `entity` inside the current SQLite write
+    /// transaction; returns the first of them (they are consecutive).
     func reserveKeys(_ count: Int, for entity: EntityInfo, _ db: Database) throws -> Int64 {
-        let table = quoted(Self.sequenceTable)
-        // A hierarchy's entities share their table, and its numbers (kept under the root's name).
-        var next = try Int64.fetchOne(db, sql: "SELECT next FROM \(table) WHERE entity = ?", arguments: [entity.rootName])
-        if next == nil {
-            next = (try Int64.fetchOne(db, sql: "SELECT max(\"_pk\") FROM \(entity.table)") ?? 0) + 1
-        }
-        try db.execute(sql: "INSERT OR REPLACE INTO \(table) (entity, next) VALUES (?, ?)",
-                       arguments: [entity.rootName, next! + Int64(count)])
-        return next!
+        try SQLitePersistentStore.reserveKeys(count, for: entity, db)
     }
 
     /// The row number each entity's next new object will get: rows numbered from these
@@ -408,17 +358,10 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// Reserves `count` permanent row numbers for `entity` in the current write
-    /// transaction, on either backend. On PostgreSQL they come from the table's identity
-    /// sequence, which importers draw on at the same time: they need not be consecutive.
+    /// transaction, on any store (not consecutive on PostgreSQL, whose sequences importers
+    /// draw on at the same time).
     func reserveKeys(_ count: Int, for entity: EntityInfo, _ connection: StoreConnection) throws -> [Int64] {
-        switch connection.kind {
-        case .sqlite(let db):
-            let first = try reserveKeys(count, for: entity, db)
-            return Array(first..<first + Int64(count))
-        case .postgres:
-            return try connection.int64s("SELECT nextval(pg_get_serial_sequence(?, '_pk')) FROM generate_series(1, ?)",
-                                         [.string(entity.table), .int(Int64(count))])
-        }
+        try store.reserveKeys(count, for: entity, connection)
     }
 
     /// Reserves permanent row numbers in a transaction of its own.
