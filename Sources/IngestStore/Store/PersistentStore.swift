@@ -9,7 +9,7 @@ import Foundation
 /// `PostgresPersistentStore` for a database); what differs in SQL spelling is told by
 /// `dialect`, what differs in behaviour is a method here. Code outside the backends'
 /// folders asks the store, not which backend it is.
-protocol PersistentStore: Sendable {
+protocol PersistentStore: HistoryPositions, Sendable {
     /// The SQL the store speaks.
     var dialect: SQLDialect { get }
 
