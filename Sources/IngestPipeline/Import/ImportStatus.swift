@@ -122,9 +122,8 @@ public struct ImportStatus: Sendable {
 
     /// Where the imports into `store` stand: a SQLite file's path or a PostgreSQL URL.
     /// - Throws: `StoreError` for a file that is not an Ingest store; `ImportError` for a
-    ///   SQLite store that no import has written to (a PostgreSQL store's status then has no
-    ///   runs); `PostgresError` when a PostgreSQL store cannot be reached or is not an
-    ///   Ingest store.
+    ///   SQLite store that no import has written to; `PostgresError` when a PostgreSQL
+    ///   store cannot be reached or is not an Ingest store (nothing was imported into it).
     public static func read(store: String) throws -> ImportStatus {
         PostgresURL.isPostgres(store) ? try readPostgres(url: try PostgresURL(store)) : try readSQLite(store: store)
     }

@@ -3,7 +3,8 @@ import IngestStore
 /// The status of a PostgreSQL store, read from its `_ingest_*` tables (`PostgresStatus`)
 /// into the terms both backends share.
 extension ImportStatus {
-    /// The status of the PostgreSQL store at `url`; its runs are empty when no import has run.
+    /// The status of the PostgreSQL store at `url` (its runs may be empty: a store made
+    /// before any run was registered).
     static func readPostgres(url: PostgresURL) throws -> ImportStatus {
         let status = try PostgresStatus.read(url: url)
         let runs = status.runs.map { run in
