@@ -45,13 +45,15 @@ public final class Importer: Sendable {
         /// read the run's pipeline from the database).
         public var pipelinePath: String?
         /// Write through managed objects and contexts even where the batch path applies
-        /// (it is chosen whenever the pipeline allows: see `RowMapper`). SQLite only.
+        /// (it is chosen whenever the pipeline allows: see `RowMapper`). SQLite only: ignored on
+        /// PostgreSQL, whose workers choose by the pipeline alone.
         public var objectPath = false
         /// The pipeline was inferred from the feed (`PipelineInference`), as the run records.
         public var pipelineInferred = false
         /// Continue the run from its finished split's chunk files without reading the feed
         /// (one read once, from standard input or a pipe). A chunk file that is missing or
-        /// changed stops the run with `SplitError.chunksMissing`. SQLite only.
+        /// changed stops the run with `SplitError.chunksMissing`. SQLite only (ignored on
+        /// PostgreSQL, whose chunks are in the database).
         public var withoutFeed = false
         /// PostgreSQL only: seconds a claimed chunk survives without its process's heartbeat
         /// (renewed every third of it); default 30. Refused on SQLite.
