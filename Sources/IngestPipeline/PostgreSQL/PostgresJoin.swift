@@ -1,8 +1,8 @@
 import Foundation
-public import IngestJSON
-public import IngestStore
+package import IngestJSON
+package import IngestStore
 import Logging
-public import Synchronization
+import Synchronization
 
 /// One process's part in an import on a PostgreSQL store: it registers itself, keeps a
 /// heartbeat (which renews the leases of the chunks it holds), and runs workers that
@@ -10,55 +10,59 @@ public import Synchronization
 /// may join the same run; one killed at any moment loses nothing (its saves are whole
 /// transactions) and repeats nothing (its chunks go on from their markers once its
 /// leases run out).
-public final class PostgresJoin: Sendable {
-    public let url: PostgresURL
-    public let options: PostgresImportOptions
+package final class PostgresJoin: Sendable {
+    package let url: PostgresURL
+    package let options: PostgresImportOptions
     /// Set to stop at the next save boundary (a signal, say); `cancel()` stops the split too.
-    public let cancellation = Atomic<Bool>(false)
+    let cancellation = Atomic<Bool>(false)
+    /// Told after every save, with what makes the run's progress event (`Importer`'s observers).
+    let progress: (@Sendable (_ event: () -> ImportProgress) -> Void)?
     /// Stops the split this process makes beside its workers, if any.
     let splitCancellation = SplitCancellation()
 
     /// What this process did.
-    public struct Report: Sendable {
-        public var run: Int
-        public var process: String
-        public var workers: Int
-        public var chunks: Int
-        public var records: Int
-        public var rejected: Int
-        public var outcomes: RecordOutcomes
-        public var seconds: Double
+    package struct Report: Sendable {
+        package var run: Int
+        package var process: String
+        package var workers: Int
+        package var chunks: Int
+        package var records: Int
+        package var rejected: Int
+        package var outcomes: RecordOutcomes
+        package var seconds: Double
         /// Whether the run has no chunk left (this process or another finished it).
-        public var runFinished: Bool
-        public var stopped: Bool
-        public var leasesLost: Int
+        package var runFinished: Bool
+        package var stopped: Bool
+        package var leasesLost: Int
         /// The run's totals, as the store has them after this process is done.
-        public var runRecords: Int
-        public var runRejected: Int
+        package var runRecords: Int
+        package var runRejected: Int
         /// The members the run's records held that the pipeline does not map (the whole run's, so far).
-        public var members = MemberCensus()
+        package var members = MemberCensus()
         /// What the split made beside the workers (`run(run:splitting:)`), when it finished.
-        public var split: PostgresImport.Split? = nil
+        package var split: PostgresImport.Split? = nil
         /// Why the split made beside the workers failed: the workers stopped at their next
         /// save, and the run is kept as far as it was saved.
-        public var splitFailure: (any Error)? = nil
+        package var splitFailure: (any Error)? = nil
         /// Saves rolled back and tried again (deadlocks, keys made elsewhere at the same moment):
         /// none when the run's chunks commit in feed order, as they do.
-        public var retries = 0
+        package var retries = 0
         /// Chunks this process gave back before saving in them, to claim a free chunk before them.
-        public var chunksGivenBack = 0
+        package var chunksGivenBack = 0
     }
 
-    public init(url: PostgresURL, options: PostgresImportOptions) {
+    package init(url: PostgresURL, options: PostgresImportOptions,
+                 progress: (@Sendable (_ event: () -> ImportProgress) -> Void)? = nil) {
         self.url = url
         self.options = options
+        self.progress = progress
     }
 
     /// Joins the store's running import (`run`, or the newest unfinished one).
     /// - Throws: `ImportError.noImport` when no run is unfinished; `PostgresError` when the
     ///   store cannot be reached or written; `PipelineError` when the run's pipeline no
     ///   longer loads; `ImportError.chunkChanged` when a chunk's bytes were altered.
-    public func run(run wanted: Int? = nil) throws -> Report {
+    package func run(run wanted: Int? = nil) throws -> Report {
         try ImportRun.run(PostgresRunStore(join: self, run: wanted, split: nil))
     }
 
@@ -68,13 +72,13 @@ public final class PostgresJoin: Sendable {
     /// fails stops the workers at their next save; its error is `Report.splitFailure` (or
     /// what this throws, when the workers failed too).
     /// - Throws: what `run(run:)` throws.
-    public func run(run: Int, splitting split: SplitAlongside) throws -> Report {
+    package func run(run: Int, splitting split: SplitAlongside) throws -> Report {
         try ImportRun.run(PostgresRunStore(join: self, run: run, split: split))
     }
 
     /// Stops the process's part at the next save boundary, and its split after the chunk
     /// being written (a signal, say). The run goes on from its markers in any process.
-    public func cancel() {
+    package func cancel() {
         cancellation.store(true, ordering: .relaxed)
         splitCancellation.cancel()
     }
@@ -84,11 +88,11 @@ extension PostgresJoin {
     /// The split a process makes beside its workers: the run's feed, and the directory for
     /// its chunk files (`PostgresImport.Started.chunksDirectory`), which the workers read
     /// instead of the database's copies.
-    public struct SplitAlongside: Sendable {
-        public var feed: String
-        public var directory: String
+    package struct SplitAlongside: Sendable {
+        package var feed: String
+        package var directory: String
 
-        public init(feed: String, directory: String) {
+        package init(feed: String, directory: String) {
             self.feed = feed
             self.directory = directory
         }

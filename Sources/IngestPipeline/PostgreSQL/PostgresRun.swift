@@ -1,8 +1,8 @@
 import Foundation
-public import IngestJSON
+package import IngestJSON
 import Synchronization
-public import IngestStore
-public import Logging
+package import IngestStore
+package import Logging
 
 /// An import run on a PostgreSQL store, as `_ingest_runs.record` keeps it: everything a
 /// process joining from another machine needs, the pipeline included.
@@ -52,26 +52,26 @@ struct PostgresRunRecord: Codable, Sendable {
 }
 
 /// How an import on a PostgreSQL store runs (`PostgresImport.start`, `PostgresImport.join`).
-public struct PostgresImportOptions: Sendable {
+package struct PostgresImportOptions: Sendable {
     /// Workers in this process, each with its own connection.
-    public var workers: Int?
-    public var saveEvery: Int?
-    public var chunkSize: Int?
+    package var workers: Int?
+    package var saveEvery: Int?
+    package var chunkSize: Int?
     /// Seconds a claimed chunk survives without its process's heartbeat (renewed every third of it).
-    public var leaseSeconds: Double
+    package var leaseSeconds: Double
     /// Leave the store's unfinished run of another feed as it is and start a new run.
-    public var abandonRun: Bool
+    package var abandonRun: Bool
     /// Import the feed even when the store's last run imported the same feed with the same pipeline.
-    public var again = false
+    package var again = false
     /// Where this process's split left the run's chunk files (`Started.chunksDirectory`):
     /// its workers read them there rather than from the database.
-    public var localChunks: String?
+    package var localChunks: String?
     /// Claim the chunks the importing process keeps from its chunk files, when they can be
     /// read here (the default), rather than wait for it to store them in the database.
-    public var readsKeptChunkFiles = true
-    public var logger: Logger
+    package var readsKeptChunkFiles = true
+    package var logger: Logger
 
-    public init(workers: Int? = nil, saveEvery: Int? = nil, chunkSize: Int? = nil, leaseSeconds: Double = 30,
+    package init(workers: Int? = nil, saveEvery: Int? = nil, chunkSize: Int? = nil, leaseSeconds: Double = 30,
                 abandonRun: Bool = false, logger: Logger = Logger(label: "ingest.import", factory: { _ in SwiftLogNoOpLogHandler() })) {
         self.workers = workers
         self.saveEvery = saveEvery
@@ -86,27 +86,27 @@ public struct PostgresImportOptions: Sendable {
 /// registers its chunks in the store (their bytes stored in the database for every machine
 /// that reaches it, or kept by the importing process until others want them: `split`);
 /// `join` imports chunks until none is left.
-public enum PostgresImport {
+package enum PostgresImport {
     /// What `start` did.
-    public struct Started: Sendable {
-        public var run: Int
+    package struct Started: Sendable {
+        package var run: Int
         /// False when the store's unfinished run of this feed and pipeline was found instead.
-        public var registered: Bool
+        package var registered: Bool
         /// Whether the run's feed must (still) be split here: `split` registers its chunks as
         /// they are made, while this and other processes import them.
-        public var needsSplit: Bool
+        package var needsSplit: Bool
         /// Where `split` puts the chunk files; this process's workers read them there
         /// instead of the database's copies (`PostgresImportOptions.localChunks`). The caller
         /// removes the directory when its import ends.
-        public var chunksDirectory: String?
+        package var chunksDirectory: String?
     }
 
     /// What `split` did.
-    public struct Split: Sendable {
-        public var chunks: Int
-        public var records: Int
-        public var bytes: Int
-        public var seconds: Double
+    package struct Split: Sendable {
+        package var chunks: Int
+        package var records: Int
+        package var bytes: Int
+        package var seconds: Double
     }
 
     /// Registers `feed`, mapped by `pipeline` (the pipeline file's bytes), as a new run of
@@ -117,7 +117,7 @@ public enum PostgresImport {
     /// - Throws: `PipelineError` for a bad pipeline; `ImportError` (`.feedUnreadable`,
     ///   `.unfinishedRun` for another feed's unfinished run, `.storeBusy`, `.alreadyImported`);
     ///   `PostgresError` when the store cannot be reached or written.
-    public static func start(feed: String, pipeline: [UInt8], url: PostgresURL, options: PostgresImportOptions,
+    package static func start(feed: String, pipeline: [UInt8], url: PostgresURL, options: PostgresImportOptions,
                              splitAlongside: Bool = false) throws -> Started {
         var started = try register(feed: feed, pipeline: pipeline, url: url, options: options)
         if !splitAlongside, started.needsSplit, let directory = started.chunksDirectory {
@@ -240,7 +240,7 @@ public enum PostgresImport {
     /// chunks included.
     /// - Throws: `FeedError`, `SplitError`, `IOError` from the split (the reason is
     ///   recorded in the run too); `ImportError` for a feed that changed; `PostgresError`.
-    public static func split(feed: String, run: Int, url: PostgresURL, directory: String, options: PostgresImportOptions,
+    package static func split(feed: String, run: Int, url: PostgresURL, directory: String, options: PostgresImportOptions,
                              cancellation: SplitCancellation? = nil, keeping process: String? = nil,
                              onStored: (@Sendable (ChunkInfo, _ written: Bool) -> Void)? = nil) throws -> Split {
         let connection = try PostgresConnection(url)
@@ -381,14 +381,14 @@ public enum PostgresImport {
 
     /// The pipeline of `url`'s newest run, or nil when no import has run.
     /// - Throws: `PostgresError` when the store cannot be read.
-    public static func newestPipeline(url: PostgresURL) throws -> String? {
+    package static func newestPipeline(url: PostgresURL) throws -> String? {
         try newestRun(try PostgresConnection(url))?.record.pipeline
     }
 
     /// The pipeline of `url`'s newest run, with what that run counted that it does not map;
     /// nil when no import has run.
     /// - Throws: `PostgresError` when the store cannot be read.
-    public static func latestPipeline(url: PostgresURL) throws -> (text: String, unmapped: MemberCensus)? {
+    package static func latestPipeline(url: PostgresURL) throws -> (text: String, unmapped: MemberCensus)? {
         let connection = try PostgresConnection(url)
         guard let (run, record) = try newestRun(connection) else { return nil }
         return (record.pipeline, try members(run: run, connection))

@@ -213,7 +213,10 @@ struct PostgresRunWorkers: RunWorkers {
         return (source(connection), .objects(importer))
     }
 
-    func saved(worker: Int, _ result: ImportWorker.ChunkResult) throws { _ = state.saved(result, worker: worker) }
+    func saved(worker: Int, _ result: ImportWorker.ChunkResult) throws {
+        _ = state.saved(result, worker: worker)
+        join.progress?({ [state] in state.progress(counts: [:], elapsed: state.elapsed, isFinal: false) })
+    }
 
     func stopsClaiming() -> Bool { join.cancellation.load(ordering: .relaxed) }
 

@@ -1,70 +1,70 @@
 import Foundation
-public import IngestStore
-public import IngestJSON
+package import IngestStore
+package import IngestJSON
 
 /// Where the imports into a PostgreSQL store stand: its runs, the processes importing
 /// the newest, and its row counts. Read while imports run; no password is in it.
-public struct PostgresStatus: Sendable {
-    public struct Run: Sendable {
-        public var number: Int
-        public var state: String
-        public var feed: String
-        public var chunkCount: Int
-        public var chunksFinished: Int
-        public var chunksHeld: Int
+package struct PostgresStatus: Sendable {
+    package struct Run: Sendable {
+        package var number: Int
+        package var state: String
+        package var feed: String
+        package var chunkCount: Int
+        package var chunksFinished: Int
+        package var chunksHeld: Int
         /// Unfinished chunks whose bytes only the process that split them has (not stored in
         /// the database): it stores them when other processes want work.
-        public var chunksKept: Int = 0
+        package var chunksKept: Int = 0
         /// That process, when some chunks are kept (see `chunksKept`).
-        public var keptBy: String? = nil
+        package var keptBy: String? = nil
         /// Where that process keeps their files (a process that can read them there claims them).
-        public var keptIn: String? = nil
+        package var keptIn: String? = nil
         /// Whether that process is alive (else a process that can read the feed stores them).
-        public var keeperAlive = false
-        public var records: Int
-        public var recordsDone: Int
-        public var rejected: Int
-        public var started: String
-        public var ended: String?
+        package var keeperAlive = false
+        package var records: Int
+        package var recordsDone: Int
+        package var rejected: Int
+        package var started: String
+        package var ended: String?
         /// Processes importing the run now (running, with a heartbeat within the lease):
         /// a running run with none was interrupted, and `ingest join` continues it.
-        public var liveProcesses: Int = 0
+        package var liveProcesses: Int = 0
         /// The members the run's records held that its pipeline does not map, so far.
-        public var members = MemberCensus()
+        package var members = MemberCensus()
     }
 
-    public struct Process: Sendable {
-        public var id: String
-        public var host: String
-        public var pid: Int
-        public var workers: Int
+    package struct Process: Sendable {
+        package var id: String
+        package var host: String
+        package var pid: Int
+        package var workers: Int
         /// running, finished, stopped or failed, as the process last said.
-        public var state: String
+        package var state: String
         /// Whether its heartbeat is within the lease (a running process that is not alive died,
         /// or is `suspended`).
-        public var alive: Bool
+        package var alive: Bool
         /// Running, without a heartbeat, and stopped by a signal on this machine (`kill -CONT`
         /// continues it), rather than dead (found by probing: it was called dead).
-        public var suspended = false
-        public var chunks: Int
-        public var records: Int
+        package var suspended = false
+        package var chunks: Int
+        package var records: Int
         /// Chunks it holds now.
-        public var holding: [Int]
-        public var seconds: Double
-        public var secondsSinceHeartbeat: Double
-        public var recordsPerSecond: Double { seconds > 0 ? Double(records) / seconds : 0 }
+        package var holding: [Int]
+        package var seconds: Double
+        package var secondsSinceHeartbeat: Double
+        package var recordsPerSecond: Double { seconds > 0 ? Double(records) / seconds : 0 }
     }
 
-    public var store: String
-    public var runs: [Run]
+    package var store: String
+    package var runs: [Run]
     /// The processes of the newest run, oldest first.
-    public var processes: [Process]
-    public var counts: [String: Int]
+    package var processes: [Process]
+    package var counts: [String: Int]
     /// The newest run's first rejects, each as its JSON line.
-    public var rejects: [String]
+    package var rejects: [String]
 
     /// - Throws: `PostgresError` when the store cannot be reached or is not an Ingest store.
-    public static func read(url: PostgresURL) throws -> PostgresStatus {
+    package static func read(url: PostgresURL) throws -> PostgresStatus {
         let connection = try PostgresConnection(url)
         let tables = try connection.execute("SELECT to_regclass('_ingest_runs') IS NOT NULL")
         guard tables[0, 0] == "t" else {
@@ -138,11 +138,11 @@ public struct PostgresStatus: Sendable {
 
 extension PostgresStatus {
     /// How far a run is, cheaply (no row counts): for progress lines while it runs.
-    public struct Progress: Sendable {
-        public var run: Int
-        public var recordsDone: Int
-        public var records: Int
-        public var processesAlive: Int
+    package struct Progress: Sendable {
+        package var run: Int
+        package var recordsDone: Int
+        package var records: Int
+        package var processesAlive: Int
     }
 
     /// `run`'s progress (or the newest unfinished run's), or nil when there is none.
@@ -169,7 +169,7 @@ extension PostgresStatus {
     /// history's rows (`PersistentStoreCoordinator.historyProblems()`). Returns
     /// the problems found (none: the store is sound).
     /// - Throws: `PostgresError` when the store cannot be read.
-    public static func check(url: PostgresURL) throws -> [String] {
+    package static func check(url: PostgresURL) throws -> [String] {
         let connection = try PostgresConnection(url)
         guard try connection.execute("SELECT to_regclass('_ingest_runs') IS NOT NULL")[0, 0] == "t" else {
             throw PostgresError.notAStore(target: url.description)

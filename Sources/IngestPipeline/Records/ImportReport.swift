@@ -1,8 +1,10 @@
 import Foundation
 public import IngestJSON
 
-/// What an import run did; printed at the end and written as JSON beside the store
-/// (`STORE.report.json`).
+/// What an import run did; printed at the end and written as JSON beside a SQLite store
+/// (`STORE.report.json`). On PostgreSQL it is one process's part in the run: `records` and
+/// `rejected` are the run's so far, `imported`, `rejectedThisRun`, `chunks` and `outcomes`
+/// this process's, and the fields under PostgreSQL say how the part went.
 public struct ImportReport: Sendable, Codable, Equatable {
     public var feed: String
     public var store: String
@@ -58,6 +60,24 @@ public struct ImportReport: Sendable, Codable, Equatable {
     /// Records the batch path captured by the split's member ends, without scanning them
     /// again (`MemberEnds`); the rest were scanned. nil on the object path.
     public var steppedRecords: Int? = nil
+
+    // MARK: - PostgreSQL: one process's part in a run many processes share (nil on SQLite)
+
+    /// This process's ID in the run (`host:pid:tag`, as `_ingest_processes` and status name it).
+    public var process: String? = nil
+    /// Whether the run has no chunk left (this process or another finished it); false when
+    /// other processes go on with it, or it `stopped` here.
+    public var runFinished: Bool? = nil
+    /// This process stopped at a save boundary because it was asked to (`Importer.cancel()`):
+    /// the run goes on from its markers in any process.
+    public var stopped: Bool? = nil
+    /// Chunk leases lost to other processes (this one stalled past the lease).
+    public var leasesLost: Int? = nil
+    /// Saves rolled back by the server and tried again.
+    public var retries: Int? = nil
+    /// Chunks given back before saving in them, to claim a free chunk before them first
+    /// (chunks commit in feed order).
+    public var chunksGivenBack: Int? = nil
 
     /// Writes the report as pretty JSON to `path` (replacing it whole).
     /// - Throws: `IOError` or an encoding error.

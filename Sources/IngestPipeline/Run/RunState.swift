@@ -76,6 +76,9 @@ final class RunState: Sendable {
     var imported: (imported: Int, rejected: Int) { counts.withLock { ($0.imported, $0.rejectedThisRun) } }
     var outcomes: RecordOutcomes { counts.withLock { $0.outcomes } }
 
+    /// Seconds since the run began.
+    var elapsed: Double { StageTimes.now() - started }
+
     func progress(counts entityCounts: [String: Int], elapsed: Double, isFinal: Bool) -> ImportProgress {
         counts.withLock {
             ImportProgress(chunksTotal: $0.chunksTotal, chunksSplit: $0.chunksSplit, chunksDone: $0.chunksDone,

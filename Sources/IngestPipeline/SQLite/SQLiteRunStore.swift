@@ -13,10 +13,11 @@ import Glibc
 /// context merges every save and reports progress.
 struct SQLiteRunStore: RunStore {
     let importer: Importer
+    /// The run's pipeline (an importer of a SQLite store always has one).
+    let spec: PipelineSpec
 
     func begin(started: Double) throws -> SQLiteRunSession {
         let options = importer.options
-        let spec = importer.spec
         // Checked before the store records anything: a mistyped path must not become the store's feed.
         // (Not read at all from chunk files alone: found by probing, a process substitution's
         // /dev/fd path is gone, or another file, by the time the run is resumed.)
@@ -41,7 +42,7 @@ struct SQLiteRunStore: RunStore {
             // Readers here only look keys up: a small cache each keeps memory flat however big the store grows.
             let coordinator = try PersistentStoreCoordinator(model: spec.model, path: options.store, readerCacheKiB: 512)
             coordinator.recordsHistory = spec.history
-            let (begun, abandoned) = try importer.beginRun(coordinator, chunkSize: options.chunkSize ?? spec.chunkSize)
+            let (begun, abandoned) = try importer.beginRun(coordinator, spec: spec, chunkSize: options.chunkSize ?? spec.chunkSize)
             // A resumed run's own --chunks directory is held as a new run's is.
             if chunkLock == nil, !begun.chunks.hasPrefix(Importer.absolute(options.store) + ".chunks/") {
                 chunkLock = try ChunkDirectoryLock(directory: begun.chunks, store: options.store)
@@ -49,7 +50,7 @@ struct SQLiteRunStore: RunStore {
             if !options.keepIndexes { try coordinator.deferSecondaryIndexes() }
             try coordinator.beginBulkLoad(indexesDeferred: !options.keepIndexes)
             bulkLoad = coordinator
-            return try SQLiteRunSession(importer: importer, lock: lock, chunkLock: chunkLock, started: started,
+            return try SQLiteRunSession(importer: importer, spec: spec, lock: lock, chunkLock: chunkLock, started: started,
                                         coordinator: coordinator, begun: begun, abandoned: abandoned)
         } catch {
             try? bulkLoad?.endBulkLoad()
@@ -93,6 +94,7 @@ struct SQLiteRunStore: RunStore {
 /// `SQLiteRunStore.begin` on the importing thread.
 final class SQLiteRunSession: RunSession {
     let importer: Importer
+    let spec: PipelineSpec
     let lock: ImportLock
     let chunkLock: ChunkDirectoryLock?
     let coordinator: PersistentStoreCoordinator
@@ -110,10 +112,11 @@ final class SQLiteRunSession: RunSession {
     let remade: [String]
     let split: SplitStage
 
-    init(importer: Importer, lock: ImportLock, chunkLock: ChunkDirectoryLock?, started: Double,
+    init(importer: Importer, spec: PipelineSpec, lock: ImportLock, chunkLock: ChunkDirectoryLock?, started: Double,
          coordinator: PersistentStoreCoordinator, begun: ImportMarker.Run, abandoned: Int?) throws {
-        let (options, spec) = (importer.options, importer.spec)
+        let options = importer.options
         self.importer = importer
+        self.spec = spec
         self.lock = lock
         self.chunkLock = chunkLock
         self.started = started
@@ -177,7 +180,7 @@ final class SQLiteRunSession: RunSession {
         splitOptions.withoutFeed = options.withoutFeed
         splitOptions.recordsDone = done
         let batchPath = !options.objectPath
-            && importer.makeBatchPath(coordinator, firstRowOfRun: begun.firstRowOfRun, keys: keys) != nil
+            && importer.makeBatchPath(coordinator, spec: spec, firstRowOfRun: begun.firstRowOfRun, keys: keys) != nil
         // Only the batch path's capture steps over members by their ends.
         splitOptions.writesMemberEnds = batchPath
         let queue = ChunkQueue(consumers: workerCount)
@@ -206,7 +209,7 @@ final class SQLiteRunSession: RunSession {
             },
             mismatch: { [importer] in importer.unfinished(runRecord.withLock { $0 }, [$0]) }), queue: queue, state: state, started: started)
         self.split = split
-        workers = SQLiteRunWorkers(importer: importer, coordinator: coordinator, keys: keys, firstRowOfRun: begun.firstRowOfRun,
+        workers = SQLiteRunWorkers(importer: importer, spec: spec, coordinator: coordinator, keys: keys, firstRowOfRun: begun.firstRowOfRun,
                                    batchPath: batchPath, directory: directory, done: done, verified: verified,
                                    queue: queue, split: split, state: state)
         importer.active.withLock { $0 = Importer.ActiveRun(state: state, split: split, queue: queue) }
@@ -253,7 +256,7 @@ final class SQLiteRunSession: RunSession {
         let indexSeconds = StageTimes.now() - indexing
         logger.info("secondary indexes built", metadata: ["seconds": "\(indexSeconds)"])
         var storeCounts: [String: Int] = [:]
-        for entity in importer.spec.model.entities { storeCounts[entity.name] = try coordinator.count(entity.name) }
+        for entity in spec.model.entities { storeCounts[entity.name] = try coordinator.count(entity.name) }
         let seconds = StageTimes.now() - started
         importer.publish(state.progress(counts: finalCounts, elapsed: seconds, isFinal: true))
         stages.split = splitSeconds
@@ -299,6 +302,7 @@ final class SQLiteRunSession: RunSession {
 /// path when the pipeline allows it, else through a private context per worker.
 struct SQLiteRunWorkers: RunWorkers {
     let importer: Importer
+    let spec: PipelineSpec
     let coordinator: PersistentStoreCoordinator
     let keys: ImportMarker.Keys
     let firstRowOfRun: [String: Int64]
@@ -316,11 +320,10 @@ struct SQLiteRunWorkers: RunWorkers {
         let source = SQLiteChunkSource(queue: queue, directory: directory, done: done,
                                        trusted: { verified.contains($0) || split.wrote($0) },
                                        endsWritten: { split.wrote($0) }, state: state)
-        if batchPath, let (writer, rows) = importer.makeBatchPath(coordinator, firstRowOfRun: firstRowOfRun, keys: keys) {
+        if batchPath, let (writer, rows) = importer.makeBatchPath(coordinator, spec: spec, firstRowOfRun: firstRowOfRun, keys: keys) {
             return (source, .batch(writer, rows))
         }
         let context = ObjectContext(coordinator: coordinator, name: "worker-\(number + 1)")
-        let spec = importer.spec
         let importer = context.perform { ImportWorker(context: context, spec: spec, keys: keys, firstRowOfRun: firstRowOfRun) }
         importer.logger = logger
         return (source, .objects(importer))

@@ -26,7 +26,7 @@ struct PostgresRunBackend: RunBackend {
         let feed = command.feed
         var bytes: [UInt8]
         // For a pipeline inferred here: members first seen after its sample fail the run.
-        var check: (PostgresJoin.Report) throws -> Void = { _ in }
+        var check: (ImportReport) throws -> Void = { _ in }
         if let pipeline = command.pipeline {
             _ = try PipelineSpec.load(path: pipeline)
             // A model file it names goes in with it: joined processes read the run's pipeline from the database.
@@ -54,9 +54,9 @@ struct PostgresRunBackend: RunBackend {
             let spec = inference.spec
             let keyed = spec.model.entity(spec.recordEntity)?.uniquenessConstraints.isEmpty == false
             check = { report in
-                try command.checkSampleReachedEveryMember(report.members, records: report.runRecords,
-                                                          listedIn: "SELECT census FROM _ingest_members WHERE run = \(report.run) has them all",
-                                                          rejected: report.runRejected, rejectsIn: "ingest status \(ShellWord.quoted(url.description)) counts them",
+                try command.checkSampleReachedEveryMember(report.members, records: report.records,
+                                                          listedIn: "SELECT census FROM _ingest_members WHERE run = \(report.run ?? 0) has them all",
+                                                          rejected: report.rejected, rejectsIn: "ingest status \(ShellWord.quoted(url.description)) counts them",
                                                           keyed: keyed, storeFirstRun: false)
             }
         }
@@ -73,59 +73,51 @@ struct PostgresRunBackend: RunBackend {
     }
 
     func printStatus() throws {
-        Self.printStatus(try PostgresStatus.read(url: url))
+        Self.printStatus(try ImportStatus.read(store: url.description))
     }
 
     func check() throws {
-        try RunBackends.report(check: try PostgresStatus.check(url: url), of: url.description,
+        try RunBackends.report(check: try ImportStatus.check(store: url.description), of: url.description,
                                passed: "chunk markers, unique indexes, to-one references")
     }
 
     /// `ingest import FEED --store postgresql://…`: registers the run, then imports as one of its processes.
     private func importFeed(_ feed: String, pipeline: [UInt8], running: RunOptions, saveEvery: Int?,
-                           chunkSize: Int?, abandonRun: Bool, leaseSeconds: Double?, again: Bool = false,
-                           check: (PostgresJoin.Report) throws -> Void = { _ in }) throws {
-        var options = PostgresImportOptions(workers: running.workers, saveEvery: saveEvery, chunkSize: chunkSize,
-                                            leaseSeconds: leaseSeconds ?? 30, abandonRun: abandonRun,
-                                            logger: try StderrLogHandler.logger(running.logLevel))
+                            chunkSize: Int?, abandonRun: Bool, leaseSeconds: Double?, again: Bool = false,
+                            check: (ImportReport) throws -> Void = { _ in }) throws {
+        var options = Importer.Options(feed: feed, store: url.description, workers: running.workers, saveEvery: saveEvery,
+                                       chunkSize: chunkSize, abandonRun: abandonRun, logger: try StderrLogHandler.logger(running.logLevel))
+        options.leaseSeconds = leaseSeconds
         options.again = again
-        let started: PostgresImport.Started
         do {
-            started = try PostgresImport.start(feed: feed, pipeline: pipeline, url: url, options: options, splitAlongside: true)
+            try run(try Importer(pipeline: pipeline, options: options), running: running, check: check)
         } catch let error as ImportError where { if case .alreadyImported = error.kind { true } else { false } }() {
             if !running.quiet { print(Advice.message(error, for: Ingest.Import.self)) }
-            return
         }
-        defer { if let directory = started.chunksDirectory { try? FileManager.default.removeItem(atPath: directory) } }
-        if !running.quiet {
-            if started.registered {
-                Console.error("ingest: \(url): run \(started.run) registered; its chunks are registered in the database as the split makes them, and imported meanwhile (stored there for any process that joins); other machines join with: ingest join \(ShellWord.quoted(url.description))\n")
-            } else {
-                Console.error("ingest: \(url): continuing its unfinished run \(started.run) of this feed\n")
-            }
-        }
-        var split: PostgresJoin.SplitAlongside?
-        if started.needsSplit, let directory = started.chunksDirectory {
-            split = PostgresJoin.SplitAlongside(feed: feed, directory: directory)
-        }
-        try join(run: started.run, running: running, localChunks: started.chunksDirectory, split: split,
-                 splitOptions: options, check: check)
     }
 
-    /// Runs this process's part of the import, stopping at a save boundary on SIGINT/SIGTERM/SIGHUP.
-    /// `split`, when given, runs beside the workers (`PostgresJoin.run(run:splitting:)`): its
-    /// failure stops them, and is the command's error.
-    private func join(run: Int?, running: RunOptions, localChunks: String? = nil, fromDatabase: Bool = false,
-                     split: PostgresJoin.SplitAlongside? = nil, splitOptions: PostgresImportOptions? = nil,
-                     check: (PostgresJoin.Report) throws -> Void = { _ in }) throws {
+    /// `ingest join` and `ingest resume`: one more process importing the store's run.
+    private func join(run: Int?, running: RunOptions, fromDatabase: Bool = false) throws {
         if running.maxRejects != nil {
             throw CommandFailure("--max-rejects works on SQLite stores only for now; a PostgreSQL run imports every record it can and keeps the rest in _ingest_rejects")
         }
-        var options = try splitOptions ?? PostgresImportOptions(workers: running.workers, logger: try StderrLogHandler.logger(running.logLevel))
-        options.localChunks = localChunks
+        var options = Importer.Options(store: url.description, workers: running.workers, logger: try StderrLogHandler.logger(running.logLevel))
         options.readsKeptChunkFiles = !fromDatabase
-        let join = PostgresJoin(url: url, options: options)
-        let signals = StopSignals { join.cancel() }
+        // An address that cannot connect: its error alone, with no run to continue.
+        _ = try PostgresConnection(url)
+        do {
+            try self.run(Importer(joining: run, options: options), running: running)
+        } catch let error as ImportError where error.kind == .noImport(store: url.description) {
+            let status = try ImportStatus.read(store: url.description)
+            let last = status.runs.last.map { "its last import, run \($0.number), is \($0.state)" } ?? "no import has started"
+            if !running.quiet { print("\(url): nothing to join: \(last)") }
+        }
+    }
+
+    /// Runs this process's part of the import, stopping at a save boundary on SIGINT/SIGTERM/SIGHUP,
+    /// and prints what it did. A failed split beside the workers is the command's error.
+    private func run(_ importer: Importer, running: RunOptions, check: (ImportReport) throws -> Void = { _ in }) throws {
+        let signals = StopSignals { importer.cancel() }
         defer { signals.cancel() }
         func commandError(_ error: any Error) -> any Error {
             if let lost = error as? PostgresError, lost.isConnectionLoss {
@@ -133,55 +125,54 @@ struct PostgresRunBackend: RunBackend {
             }
             return error
         }
-        let report: PostgresJoin.Report
-        // `join`/`resume` on an address that cannot connect: its error alone, with no
-        // run to continue (an import that registered its run connected already).
-        if split == nil && localChunks == nil { _ = try PostgresConnection(url) }
-        let progress = PostgresProgressLine(url: url, run: run, quiet: running.quiet)
+        var progress: PostgresProgressLine?
+        // Only a run under way is kept as far as it was saved (an address that never answered has none).
+        var began = false
+        let report: ImportReport
+        let splitFailure: (any Error)?
         do {
-            defer { progress.stop() }
-            if let run, let split {
-                report = try join.run(run: run, splitting: split)
-            } else {
-                report = try join.run(run: run)
+            defer { progress?.stop() }
+            (report, splitFailure) = try importer.runOnPostgres { start in
+                if !running.quiet, let run = start.run {
+                    if start.registered {
+                        Console.error("ingest: \(url): run \(run) registered; its chunks are registered in the database as the split makes them, and imported meanwhile (stored there for any process that joins); other machines join with: ingest join \(ShellWord.quoted(url.description))\n")
+                    } else if importer.spec != nil {
+                        Console.error("ingest: \(url): continuing its unfinished run \(run) of this feed\n")
+                    }
+                }
+                began = true
+                progress = PostgresProgressLine(url: url, run: start.run, quiet: running.quiet)
             }
-        } catch let error as ImportError where error.kind == .noImport(store: url.description) {
-            let status = try PostgresStatus.read(url: url)
-            let last = status.runs.last.map { "its last import, run \($0.number), is \($0.state)" } ?? "no import has started"
-            if !running.quiet { print("\(url): nothing to join: \(last)") }
-            return
-        } catch let error as PostgresError where error.isConnectionLoss {
+        } catch let error as PostgresError where began && error.isConnectionLoss {
             // The saves that committed are kept; the run goes on from its markers.
             throw commandError(error)
-        } catch StoreError.postgres(let error) where error.isConnectionLoss {
+        } catch StoreError.postgres(let error) where began && error.isConnectionLoss {
             throw commandError(error)
         }
+        let runFinished = report.runFinished ?? false, stopped = report.stopped ?? false
+        let run = report.run ?? 0
         if !running.quiet {
-            print("\(url): run \(report.run): this process (\(report.process), \(report.workers) worker(s)) imported \(Format.records(report.records)) in \(report.chunks) chunk(s) and rejected \(Format.count(report.rejected)) in \(Format.seconds(report.seconds)) (\(Format.count(Int(Double(report.records) / max(report.seconds, 0.001)))) records/s)")
-            print("  " + Ingest.Import.outcomesLine(report.outcomes))
-            if report.leasesLost > 0 { print("  lost \(report.leasesLost) chunk lease(s) to other processes (this one stalled past the lease)") }
-            if report.retries > 0 { print("  tried \(report.retries) save(s) again after the server rolled them back (--log-level debug names them)") }
-            if report.chunksGivenBack > 0 { print("  gave \(report.chunksGivenBack) chunk(s) back to take a free chunk before them first (chunks commit in feed order)") }
-            print(report.runFinished
-                  ? "  run \(report.run) finished: \(Format.records(report.runRecords)) done, \(Format.count(report.runRejected)) rejected in all (ingest status \(url) lists them)"
-                  : report.stopped
-                  ? "  run \(report.run) stopped here: \(Format.records(report.runRecords)) done so far"
-                  : "  run \(report.run) goes on in other processes: \(Format.records(report.runRecords)) done so far")
-            report.members.lines(indent: "  ", more: "ingest status \(url) lists them").forEach { print($0) }
+            print("\(url): run \(run): this process (\(report.process ?? ""), \(report.workers) worker(s)) imported \(Format.records(report.imported)) in \(report.chunks) chunk(s) and rejected \(Format.count(report.rejectedThisRun)) in \(Format.seconds(report.seconds)) (\(Format.count(Int(Double(report.imported) / max(report.seconds, 0.001)))) records/s)")
+            print("  " + Ingest.Import.outcomesLine(report.outcomes ?? RecordOutcomes()))
+            if let lost = report.leasesLost, lost > 0 { print("  lost \(lost) chunk lease(s) to other processes (this one stalled past the lease)") }
+            if let retries = report.retries, retries > 0 { print("  tried \(retries) save(s) again after the server rolled them back (--log-level debug names them)") }
+            if let given = report.chunksGivenBack, given > 0 { print("  gave \(given) chunk(s) back to take a free chunk before them first (chunks commit in feed order)") }
+            print(runFinished
+                  ? "  run \(run) finished: \(Format.records(report.records)) done, \(Format.count(report.rejected)) rejected in all (ingest status \(url) lists them)"
+                  : stopped
+                  ? "  run \(run) stopped here: \(Format.records(report.records)) done so far"
+                  : "  run \(run) goes on in other processes: \(Format.records(report.records)) done so far")
+            (report.members ?? MemberCensus()).lines(indent: "  ", more: "ingest status \(url) lists them").forEach { print($0) }
         }
-        if let failure = report.splitFailure { throw commandError(failure) }
-        if report.stopped {
-            // Exiting skips the caller's removal of the chunk files: they go here.
-            if let localChunks { try? FileManager.default.removeItem(atPath: localChunks) }
-            signals.exit(continueWith: "ingest join \(ShellWord.quoted(url.description))")
-        }
-        if report.runFinished { try check(report) }
-        if report.rejected > 0 { throw ExitCode(3) }
+        if let splitFailure { throw commandError(splitFailure) }
+        if stopped { signals.exit(continueWith: "ingest join \(ShellWord.quoted(url.description))") }
+        if runFinished { try check(report) }
+        if report.rejectedThisRun > 0 { throw ExitCode(3) }
     }
 }
 
 extension PostgresRunBackend {
-    static func printStatus(_ status: PostgresStatus) {
+    static func printStatus(_ status: ImportStatus) {
         let unfinished = status.runs.contains { $0.state == "running" }
         guard !status.runs.isEmpty else {
             print("\(status.store): no import has run yet (0 runs)")
@@ -190,13 +181,13 @@ extension PostgresRunBackend {
         print("\(status.store): \(unfinished ? "import not finished" : "import finished") (\(status.runs.count) run(s))")
         print("  " + status.counts.sorted { $0.key < $1.key }.map { "\($0.key): \(Format.count($0.value))" }.joined(separator: ", "))
         for run in status.runs {
-            let state = switch (run.state, run.liveProcesses) {
+            let state = switch (run.state, run.liveProcesses ?? 0) {
             case ("running", 0): "interrupted (no process is importing it; continue with: ingest join \(ShellWord.quoted(status.store)))"
             case ("running", let live): "running (\(live) process\(live == 1 ? "" : "es") importing it)"
             default: run.state
             }
             print("  run \(run.number): \(state), started \(run.started)" + (run.ended.map { ", ended \($0)" } ?? ""))
-            print("    chunks: \(run.chunksFinished) of \(run.chunkCount) complete, \(run.chunksHeld) held now; records done: \(Format.count(run.recordsDone)) of \(Format.count(run.records)); rejected: \(Format.count(run.rejected))")
+            print("    chunks: \(run.chunksComplete) of \(run.chunkCount ?? 0) complete, \(run.chunksHeld) held now; records done: \(Format.count(run.recordsDone)) of \(Format.count(run.records ?? 0)); rejected: \(Format.count(run.rejected))")
             if run.chunksKept > 0 {
                 // Their bytes are only in that process's chunk files: it stores them for processes that join.
                 let files = run.keptIn.map { " in \($0)" } ?? ""

@@ -73,14 +73,12 @@ struct SQLiteRunBackend: RunBackend {
         if withoutFeed, !SplitManifest.isFinished(run.chunks) {
             throw CommandFailure("run \(run.number) read its feed from \(source), which cannot be read again from here, and \(run.chunks) holds no finished split of it. \(pipeAgain)")
         }
-        let spec = try PipelineSpec.load(path: pipeline)
-        var options = Importer.Options(feed: run.feed, store: path, chunks: run.chunks, workers: running.workers,
-                                       saveEvery: run.saveEvery, chunkSize: run.chunkSize,
-                                       maxRejects: running.maxRejects, pipelinePath: pipeline,
-                                       logger: try StderrLogHandler.logger(running.logLevel))
-        options.withoutFeed = withoutFeed
+        var options = Importer.Options(store: path, workers: running.workers, logger: try StderrLogHandler.logger(running.logLevel))
+        options.maxRejects = running.maxRejects
+        // The run's feed, pipeline, chunks and sizes, as the store recorded them.
+        let importer = try Importer(resuming: options)
         do {
-            try Ingest.Import.run(Importer(spec: spec, options: options), store: path, quiet: running.quiet)
+            try Ingest.Import.run(importer, store: path, quiet: running.quiet)
         } catch let error as SplitError where withoutFeed {
             throw CommandFailure("run \(run.number) read its feed from \(source), and \(error). \(pipeAgain)")
         } catch let error as ImportError {

@@ -1,77 +1,11 @@
 import Foundation
-public import IngestJSON
+import IngestJSON
 import IngestStore
 
-/// Where the imports into a store stand, read from the store alone (works while an
-/// import runs: readers never wait for its writer). The top-level fields describe the
-/// latest run; `runs` lists them all.
-public struct ImportStatus: Sendable {
-    /// One import run into the store.
-    public struct Run: Sendable {
-        public var number: Int
-        /// "running" (unfinished: stopped, or still going), "finished" or "abandoned".
-        public var state: String
-        public var feed: String
-        public var pipeline: String?
-        public var chunks: String
-        /// Read once (standard input, a pipe, process substitution): recorded without a size.
-        public var feedWasReadOnce = false
-        /// The run stopped at a malformed part of its feed, after importing every chunk
-        /// before it (`FeedError`'s description): a resume would stop there again.
-        public var feedError: String?
-        /// Chunks in the feed; nil while the split has not finished.
-        public var chunkCount: Int?
-        public var chunkSize: Int
-        public var saveEvery: Int?
-        public var chunksComplete: Int
-        public var recordsDone: Int
-        public var rejected: Int
-        public var started: String
-        public var ended: String?
-        public var inferred: Bool
-        public var outcomes: RecordOutcomes?
-        /// The members the run's records held that its pipeline does not map, so far.
-        public var members = MemberCensus()
-        /// For an unfinished run: whether a process imports it now.
-        public var activity: Activity?
-    }
-
-    /// Who imports an unfinished run now, as the store's import lock says.
-    public enum Activity: Sendable, Equatable {
-        /// A live process holds the lock.
-        case importing(pid: Int32, host: String, since: String)
-        /// The process holding the lock is stopped (SIGSTOP, a debugger): SIGCONT continues it.
-        case suspended(pid: Int32, host: String)
-        /// No process imports it: it was killed, stopped by a signal or failed; `ingest resume` continues it.
-        case interrupted
-    }
-
-    public var runs: [Run]
-    public var counts: [String: Int]
-    public var finished: Bool
-    /// The secondary indexes are dropped until the import finishes (reads work, slower).
-    public var indexesDeferred: Bool
-
-    /// The latest run (a store has at least one when its status can be read).
-    public var latest: Run { runs[runs.count - 1] }
-    public var feed: String? { latest.feed }
-    public var pipeline: String? { latest.pipeline }
-    public var chunks: String? { latest.chunks }
-    /// Chunks in the latest run's feed; nil while its split has not finished.
-    public var chunkCount: Int? { latest.chunkCount }
-    /// Records per chunk and per save, as the latest run was started with.
-    public var chunkSize: Int { latest.chunkSize }
-    public var saveEvery: Int? { latest.saveEvery }
-    public var chunksComplete: Int { latest.chunksComplete }
-    public var recordsDone: Int { latest.recordsDone }
-    public var rejected: Int { latest.rejected }
-
-    /// The latest run that is not finished, if any: what `ingest resume` continues.
-    public var unfinishedRun: Run? { runs.last.flatMap { $0.state == "running" ? $0 : nil } }
-
-    /// - Throws: `StoreError` for a file that is not an Ingest store; `ImportError` for a
-    ///   store that no import has written to.
-    public static func read(store: String) throws -> ImportStatus {
+/// The status of a SQLite store, read from its metadata.
+extension ImportStatus {
+    /// The status of the SQLite store at `store`.
+    static func readSQLite(store: String) throws -> ImportStatus {
         let coordinator = try PersistentStoreCoordinator(existingStoreAt: store, readOnly: true)
         let records = try ImportMarker.runs(coordinator)
         guard let latest = records.last else {
@@ -107,7 +41,7 @@ public struct ImportStatus: Sendable {
         }
         var counts: [String: Int] = [:]
         for entity in coordinator.model.entities { counts[entity.name] = try coordinator.count(entity.name) }
-        return ImportStatus(runs: runs, counts: counts, finished: latest.state != .running,
+        return ImportStatus(store: store, runs: runs, counts: counts, finished: latest.state != .running,
                             indexesDeferred: try coordinator.secondaryIndexesDeferred())
     }
 
@@ -124,8 +58,7 @@ public struct ImportStatus: Sendable {
     /// with records: a record may make several objects of its own entity, and a later
     /// record or feed may update one instead of adding it.) Works during an import.
     /// - Returns: the problems found; empty for a sound store.
-    /// - Throws: `StoreError` for a file that is not an Ingest store.
-    public static func check(store: String) throws -> [String] {
+    static func checkSQLite(store: String) throws -> [String] {
         let coordinator = try PersistentStoreCoordinator(existingStoreAt: store, readOnly: true)
         var problems = try coordinator.integrityProblems()
         for run in try ImportMarker.runs(coordinator) {
@@ -151,6 +84,7 @@ public struct ImportStatus: Sendable {
         return problems
     }
 }
+
 
 extension ImportStatus {
     /// What the run did with its records so far: every save's outcomes added up; a run

@@ -1,147 +1,17 @@
 import Dispatch
-public import Foundation
+import Foundation
 import IngestJSON
-public import Logging
+import Logging
 import IngestStore
-public import Synchronization
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Imports a feed into a store with a pipeline. The splitter writes chunk files on one
-/// thread while W workers, each with its own private context, import finished chunks
-/// in order, saving every K records with the resume marker in the same transaction. A
-/// main context merges every save by object ID and reports progress. Running it again
-/// with the same feed, pipeline and store continues where the last run stopped.
-public final class Importer: Sendable {
-    public struct Options: Sendable {
-        public var feed: String
-        public var store: String
-        /// Where the chunk files go; default: next to the store, `STORE.chunks`.
-        public var chunks: String?
-        public var workers: Int?
-        public var saveEvery: Int?
-        public var chunkSize: Int?
-        /// Leave the store's unfinished run as it is (its records stay) and import this
-        /// feed as a new run.
-        public var abandonRun: Bool
-        /// Delete the store, and everything imported into it, before importing.
-        public var deleteStore: Bool
-        /// Import the feed even when the store's last run imported the same feed with the
-        /// same pipeline (by default that is refused with `ImportError.alreadyImported`).
-        public var again = false
-        /// Keep the chunk files of a run that finishes (by default they are deleted).
-        public var keepChunks: Bool
-        /// Stop (resumably) once more than this many records have been rejected in all.
-        public var maxRejects: Int?
-        /// Keep the secondary indexes during the import instead of building them at the end.
-        public var keepIndexes: Bool
-        /// The pipeline file's path, recorded for `ingest resume`.
-        public var pipelinePath: String?
-        /// Write through managed objects and contexts even where the batch path applies
-        /// (it is chosen whenever the pipeline allows: see `RowMapper`).
-        public var objectPath = false
-        /// The pipeline was inferred from the feed (`PipelineInference`), as the run records.
-        public var pipelineInferred = false
-        /// Continue the run from its finished split's chunk files without reading the feed
-        /// (one read once, from standard input or a pipe). A chunk file that is missing or
-        /// changed stops the run with `SplitError.chunksMissing`.
-        public var withoutFeed = false
-        /// Where the run logs: its stages at `info`; each chunk, save, wait and lookup at
-        /// `debug`; each rejected record at `trace`. Default: nowhere.
-        public var logger = Logger(label: "ingest.import", factory: { _ in SwiftLogNoOpLogHandler() })
-
-        public init(feed: String, store: String, chunks: String? = nil, workers: Int? = nil, saveEvery: Int? = nil,
-                    chunkSize: Int? = nil, abandonRun: Bool = false, deleteStore: Bool = false, keepChunks: Bool = false,
-                    maxRejects: Int? = nil, keepIndexes: Bool = false, pipelinePath: String? = nil, pipelineInferred: Bool = false,
-                    logger: Logger? = nil) {
-            self.feed = feed
-            self.store = store
-            self.chunks = chunks
-            self.workers = workers
-            self.saveEvery = saveEvery
-            self.chunkSize = chunkSize
-            self.abandonRun = abandonRun
-            self.deleteStore = deleteStore
-            self.keepChunks = keepChunks
-            self.maxRejects = maxRejects
-            self.keepIndexes = keepIndexes
-            self.pipelinePath = pipelinePath
-            self.pipelineInferred = pipelineInferred
-            if let logger { self.logger = logger }
-        }
-    }
-
-    /// Set it to stop at the next save boundary; `run()` then throws `ImportInterrupted`.
-    /// `cancel()` sets it and also ends the waits where nothing saves.
-    public let cancellation = Atomic<Bool>(false)
-
-    /// What `cancel()` stops in a run under way.
-    struct ActiveRun: Sendable {
-        let state: RunState
-        let split: SplitStage
-        let queue: ChunkQueue
-    }
-    let active = Mutex<ActiveRun?>(nil)
-
-    /// Stops the run at its next save boundary (from a signal handler's queue, say), and
-    /// at once where nothing saves: a split waiting for input from a pipe (its read ends)
-    /// and workers waiting for a chunk (the queue closes). `run()` then throws
-    /// `ImportInterrupted`; the run is resumable.
-    public func cancel() {
-        cancellation.store(true, ordering: .relaxed)
-        guard let run = active.withLock({ $0 }) else { return }
-        run.state.fail(ImportInterrupted())
-        run.split.cancel()
-        run.queue.close()
-    }
-
-    public let spec: PipelineSpec
-    public let options: Options
-    /// Tests stop the run after this many saves (in all workers together), as a crash would.
-    let stopAfterSaves = Atomic<Int>(Int.max)
-    let saves = Atomic<Int>(0)
-    private let listeners = ObserverRegistry<ImportProgress>()
-
-    public init(spec: PipelineSpec, options: Options) {
-        self.spec = spec
-        self.options = options
-    }
-
-    public var rejectsPath: String { options.store + ".rejects.ndjson" }
-    public var reportPath: String { options.store + ".report.json" }
-
-    /// Calls `handler` with every progress event of `run()` (on the main context's
-    /// queue, in order). Keep the token to stop with `removeProgressObserver`.
-    @discardableResult
-    public func addProgressObserver(_ handler: @escaping @Sendable (ImportProgress) -> Void) -> UUID {
-        listeners.add(handler)
-    }
-
-    public func removeProgressObserver(_ token: UUID) {
-        listeners.remove(token)
-    }
-
-    /// The progress events of `run()` as an async sequence; it finishes after the final
-    /// event (or when the reading task is cancelled). Ask for it before calling `run()`.
-    public func progressEvents() -> AsyncStream<ImportProgress> {
-        listeners.stream(finishingAfter: \.isFinal)
-    }
-
-    /// Runs the import: continues the store's unfinished run when it is of this feed
-    /// and pipeline, else starts a new run (a store takes any number of feeds, one run
-    /// each; a finished run never blocks the next).
-    /// - Throws: `ImportError` when the feed cannot be read, the store's unfinished run
-    ///   is of another feed or pipeline (unless `abandonRun`), or more records were
-    ///   rejected than `maxRejects`; `ImportInterrupted` after `cancellation`;
-    ///   `FeedError`, `SplitError`, `IOError`, `StoreError` from the stages.
-    public func run() throws -> ImportReport {
-        try ImportRun.run(SQLiteRunStore(importer: self))
-    }
-
+extension Importer {
     /// The batch path's writer and row mapper for this run's pipeline, or nil when that
     /// path cannot write it (see `RowMapper`).
-    func makeBatchPath(_ coordinator: PersistentStoreCoordinator, firstRowOfRun: [String: Int64],
+    func makeBatchPath(_ coordinator: PersistentStoreCoordinator, spec: PipelineSpec, firstRowOfRun: [String: Int64],
                                keys: ImportMarker.Keys) -> (SQLiteChunkWriter, RowMapper)? {
         let inserter = BatchInserter(coordinator: coordinator, rules: spec.mappings.mapValues(\.onConflict))
         inserter.firstRowOfRun = firstRowOfRun
@@ -173,14 +43,10 @@ public final class Importer: Sendable {
         return (removed, verified)
     }
 
-    func publish(_ event: ImportProgress) {
-        listeners.post(event)
-    }
-
     /// The run this import continues (the store's unfinished run, when it is of this
     /// feed, pipeline and chunk size) or starts (recorded now, before any chunk); and
     /// the number of a run it abandoned, if any.
-    func beginRun(_ coordinator: PersistentStoreCoordinator, chunkSize: Int) throws -> (ImportMarker.Run, abandoned: Int?) {
+    func beginRun(_ coordinator: PersistentStoreCoordinator, spec: PipelineSpec, chunkSize: Int) throws -> (ImportMarker.Run, abandoned: Int?) {
         let runs = try ImportMarker.runs(coordinator)
         for (run, files) in Self.removeLeftoverChunks(of: runs) {
             options.logger.notice("removed chunk files a finished run left behind", metadata: ["run": "\(run)", "files": "\(files)"])
@@ -317,6 +183,3 @@ public final class Importer: Sendable {
         return count
     }
 }
-
-/// The run stopped at a save boundary because it was asked to (SIGINT, SIGTERM).
-public struct ImportInterrupted: Error, Sendable {}
