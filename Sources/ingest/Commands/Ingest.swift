@@ -35,27 +35,29 @@ struct Ingest: ParsableCommand {
             _ = set(-8, 1)
             _ = set(-3, 1 << 20)
         }
-        var store: String?
-        var commandType: any ParsableCommand.Type = Ingest.self
+        var command: any ParsableCommand
         do {
-            var command = try parseAsRoot()
-            commandType = type(of: command)
-            store = (command as? any StoreCommand)?.store
+            command = try parseAsRoot()
+        } catch {
+            // Whatever parsing throws is the argument parser's (usage, --help, --version):
+            // told by where it came from, as its own error types are not public.
+            Glibc.exit(Self.reportAsParser(error))
+        }
+        do {
             try command.run()
         } catch {
-            Glibc.exit(Self.report(error, store: store, command: commandType))
+            Glibc.exit(Self.report(error, store: (command as? any StoreCommand)?.store, command: type(of: command)))
         }
     }
 
-    /// Prints one readable message for `error` and returns the process exit code: the
-    /// argument parser's own errors (usage, --help, exit codes) as it prints them, every
-    /// other error as one `ingest: …` line with exit status 1, with advice for `command`.
+    /// Prints one readable message for `error`, which a command's run threw, and returns
+    /// the process exit code: the argument parser's errors (`ValidationError`, `CleanExit`,
+    /// `ExitCode`) as it prints them, every other error as one `ingest: …` line with exit
+    /// status 1, with advice for `command`.
     static func report(_ error: any Error, store: String? = nil, command: any ParsableCommand.Type = Ingest.self) -> Int32 {
         switch error {
         case is ValidationError, is CleanExit, is ExitCode:
-            break
-        case _ where String(reflecting: type(of: error)).hasPrefix("ArgumentParser."):
-            break
+            return reportAsParser(error)
         case let error as StoreError:
             // SQLite's own messages do not say which file: the command's store does.
             if case .database = error, let store {
@@ -68,17 +70,19 @@ struct Ingest: ParsableCommand {
             Console.error("ingest: \(Advice.message(error, for: command))\n")
             return 1
         }
-        switch error {
-        default:
-            let code = exitCode(for: error)
-            let message = fullMessage(for: error)
-            if code == .success {
-                if !message.isEmpty { print(message) }
-                return 0
-            }
-            if !message.isEmpty { Console.error(message + "\n") }
-            return code == .validationFailure ? 2 : code.rawValue
+    }
+
+    /// Prints an error of the argument parser's as it does and returns the exit code: 0
+    /// after --help or --version, 2 for a usage error.
+    static func reportAsParser(_ error: any Error) -> Int32 {
+        let code = exitCode(for: error)
+        let message = fullMessage(for: error)
+        if code == .success {
+            if !message.isEmpty { print(message) }
+            return 0
         }
+        if !message.isEmpty { Console.error(message + "\n") }
+        return code == .validationFailure ? 2 : code.rawValue
     }
 }
 
