@@ -35,8 +35,8 @@ struct ChunkLease: Sendable {
                 try connection.execute("COMMIT")
                 return nil
             }
-            let lease = ChunkLease(run: run, number: Int(rows[0, 0]!)!, firstRecord: Int(rows[0, 1]!)!, records: Int(rows[0, 2]!)!,
-                                   done: Int(rows[0, 3]!)!, checksum: rows[0, 4]!)
+            let lease = ChunkLease(run: run, number: try rows.int(0, 0), firstRecord: try rows.int(0, 1), records: try rows.int(0, 2),
+                                   done: try rows.int(0, 3), checksum: try rows.text(0, 4))
             try connection.execute("""
                 UPDATE _ingest_chunks SET owner = $3, lease_until = now() + make_interval(secs => $4)
                 WHERE run = $1 AND number = $2
