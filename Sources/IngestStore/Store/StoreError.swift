@@ -11,8 +11,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible, Loc
     case notAStore(path: String, reason: String)
     /// The store was made with another model and cannot be migrated in place.
     case modelMismatch(path: String, differences: [String])
-    /// Required attributes without a value, values of the wrong type, or a deny rule.
-    case validation([String])
+    /// Required attributes without a value, values of the wrong type or out of range, or a
+    /// deny rule: each problem names its object, property and rule.
+    case validation([ValidationProblem])
     /// Uniqueness conflicts under the `.error` merge policy; nothing was written.
     case uniquenessConflict([String])
     /// Objects this save changes whose rows changed in the store since the context read
@@ -49,7 +50,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible, Loc
         case .notAStore(let path, let reason): "\(path) is not an Ingest store: \(reason)"
         case .modelMismatch(let path, let differences):
             "the store at \(path) was made with a different model: " + Self.list(differences, shown: 5)
-        case .validation(let problems): "the save failed validation: " + Self.list(problems)
+        case .validation(let problems): "the save failed validation: " + Self.list(problems.map(\.description))
         case .uniquenessConflict(let conflicts): "the save conflicts with uniqueness constraints: " + Self.list(conflicts)
         case .mergeConflict(let conflicts):
             "the save conflicts with changes made in the store since the objects were read: " + Self.list(conflicts.map(\.description))
