@@ -35,19 +35,29 @@ struct Ingest: ParsableCommand {
             _ = set(-8, 1)
             _ = set(-3, 1 << 20)
         }
+        // The argument parser's own errors (usage, --help, --version) are told by where they
+        // come from, as their types are not public: parsing, or the run of a command that is
+        // not one of ingest's (the parser's help command, whose run throws them).
         var command: any ParsableCommand
         do {
             command = try parseAsRoot()
         } catch {
-            // Whatever parsing throws is the argument parser's (usage, --help, --version):
-            // told by where it came from, as its own error types are not public.
             Glibc.exit(Self.reportAsParser(error))
         }
         do {
             try command.run()
         } catch {
+            guard isOwn(type(of: command)) else { Glibc.exit(Self.reportAsParser(error)) }
             Glibc.exit(Self.report(error, store: (command as? any StoreCommand)?.store, command: type(of: command)))
         }
+    }
+
+    /// Whether `command` is `Ingest` or one of its subcommands, at any depth.
+    static func isOwn(_ command: any ParsableCommand.Type) -> Bool {
+        func holds(_ type: any ParsableCommand.Type) -> Bool {
+            ObjectIdentifier(type) == ObjectIdentifier(command) || type.configuration.subcommands.contains(where: holds)
+        }
+        return holds(Ingest.self)
     }
 
     /// Prints one readable message for `error`, which a command's run threw, and returns
