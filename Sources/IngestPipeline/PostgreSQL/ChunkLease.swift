@@ -56,15 +56,15 @@ struct ChunkLease: Sendable {
 
     /// Chunks of `run` not finished yet (held by a process or waiting).
     static func unfinished(run: Int, _ connection: PostgresConnection) throws -> Int {
-        Int(try connection.execute("SELECT count(*) FROM _ingest_chunks WHERE run = $1 AND finished IS NULL", [String(run)])[0, 0]!)!
+        try connection.execute("SELECT count(*) FROM _ingest_chunks WHERE run = $1 AND finished IS NULL", [String(run)]).int(0, 0)
     }
 
     /// The run's unfinished chunks but those the workers of `process` hold.
     static func unfinished(run: Int, notHeldBy process: String, _ connection: PostgresConnection) throws -> Int {
-        Int(try connection.execute("""
+        try connection.execute("""
             SELECT count(*) FROM _ingest_chunks WHERE run = $1 AND finished IS NULL
                 AND (owner IS NULL OR left(owner, length($2) + 1) <> $2 || '/')
-            """, [String(run), process])[0, 0]!)!
+            """, [String(run), process]).int(0, 0)
     }
 
     /// Inside a save's transaction, first: moves the chunk's marker to `done` and renews the
