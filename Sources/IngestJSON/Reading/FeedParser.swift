@@ -65,6 +65,8 @@ final class FeedParser {
     /// Why the record in progress is not kept: it broke a limit. It is read to its end,
     /// holding none of it, and delivered empty with this error (`FeedRecord.refusal`).
     var refusal: FeedError?
+    /// The refusal was made as the record crossed a read, before its size was known.
+    var refusalSizeUnknown = false
     /// Where the refused record began.
     var refusedStart = 0
     /// The refused record's bytes read so far (it runs on past the current read).
@@ -156,8 +158,8 @@ final class FeedParser {
         guard block.count > 0 else { return }
         buffer = block
         bufferBase = base
-        if let (index, message) = strict.check(block) {
-            throw error(message.hasPrefix("invalid UTF-8") ? .invalidUTF8 : .malformedJSON, message, at: index)
+        if let (index, kind, message) = strict.check(block) {
+            throw error(kind, message, at: index)
         }
         let bytes = block.baseAddress!.assumingMemoryBound(to: UInt8.self)
         cyajl_set_block(state, bytes, block.count, Int64(base))
@@ -266,7 +268,7 @@ final class FeedParser {
             guard pending.count > options.maxRecordBytes else { return }
             refuse(error(.recordTooLarge,
                 "record \(recordCount + 1) (from byte \(gapStart)) is larger than the record size limit of \(options.maxRecordBytes) bytes"),
-                   start: gapStart)
+                   start: gapStart, sizeKnown: false)
         }
         if refusedSoFar > refusedReadLimit { throw pastReadLimit() }
     }
@@ -280,8 +282,9 @@ final class FeedParser {
     }
 
     /// The record in progress broke a limit: it is read to its end without being held.
-    func refuse(_ failure: FeedError, start: Int) {
+    func refuse(_ failure: FeedError, start: Int, sizeKnown: Bool = true) {
         guard refusal == nil else { return }
+        refusalSizeUnknown = !sizeKnown
         // Read past without being held: its member ends are not kept either.
         cyajl_lose_members(state)
         refusal = failure
@@ -360,7 +363,7 @@ final class FeedParser {
         // Refused as it crossed a read, before its size was known: said as one read whole says it
         // (found by probing: the same record got either message, by where the reads fell).
         var failure = failure
-        if failure.kind == .recordTooLarge, failure.message.contains("is larger than the record size limit") {
+        if refusalSizeUnknown {
             failure = sizeRefusal(size: size, start: refusedStart)
         }
         do {

@@ -14,13 +14,13 @@ struct StrictJSONBytes {
     /// A lead byte at the end of the previous block, whose next byte decides.
     private var pendingLead: UInt8?
 
-    /// The first forbidden byte in `block` and why, or nil.
-    mutating func check(_ block: UnsafeRawBufferPointer) -> (index: Int, message: String)? {
+    /// The first forbidden byte in `block`, the kind of error it makes and why, or nil.
+    mutating func check(_ block: UnsafeRawBufferPointer) -> (index: Int, kind: FeedError.Kind, message: String)? {
         var index = 0
         let count = block.count
         if let lead = pendingLead, count > 0 {
             pendingLead = nil
-            if let message = Self.problem(lead: lead, next: block[0]) { return (0, message) }
+            if let message = Self.problem(lead: lead, next: block[0]) { return (0, .invalidUTF8, message) }
         }
         let high: UInt64 = 0x8080_8080_8080_8080
         let ones: UInt64 = 0x0101_0101_0101_0101
@@ -47,14 +47,14 @@ struct StrictJSONBytes {
             }
             let byte = block[index]
             if byte == 0x0B || byte == 0x0C {
-                return (index, "\(byte == 0x0C ? "a form feed (0x0C)" : "a vertical tab (0x0B)") is not JSON whitespace or text (RFC 8259 allows space, tab, line feed and carriage return)")
+                return (index, .malformedJSON, "\(byte == 0x0C ? "a form feed (0x0C)" : "a vertical tab (0x0B)") is not JSON whitespace or text (RFC 8259 allows space, tab, line feed and carriage return)")
             }
             if byte >= 0xC0 {
                 guard index + 1 < count else {
                     pendingLead = byte
                     return nil
                 }
-                if let message = Self.problem(lead: byte, next: block[index + 1]) { return (index, message) }
+                if let message = Self.problem(lead: byte, next: block[index + 1]) { return (index, .invalidUTF8, message) }
             }
             index += 1
         }

@@ -121,9 +121,9 @@ public enum PipelineInference {
         }
         guard objects > 0 else {
             if read == 0, let firstRefusal {
-                throw PipelineError("\(name): every record read (\(refused)) breaks the record size or depth limit, so there is nothing to infer from (raise --max-record-size or --max-depth); the first: \(firstRefusal.message)")
+                throw PipelineError(at: nil, "\(name): every record read (\(refused)) breaks the record size or depth limit, so there is nothing to infer from (raise --max-record-size or --max-depth); the first: \(firstRefusal.message)")
             }
-            throw PipelineError("\(name): none of the \(read) records read is an object, so there is nothing to map")
+            throw PipelineError(at: nil, "\(name): none of the \(read) records read is an object, so there is nothing to map")
         }
         if objects + misfits < read {
             report.append("\(read - objects - misfits) of the \(read) records read are not objects: they will be rejected")

@@ -6,22 +6,22 @@ import IngestStore
 extension PipelineSpec {
     static func entityMapping(_ name: String, _ value: JSONValue, model: Model) throws -> EntityMapping {
         let at = "pipeline.mappings.\(name)"
-        guard let entity = model.entity(name) else { throw PipelineError("\(at): the model has no entity '\(name)'") }
+        guard let entity = model.entity(name) else { throw PipelineError(at: at, "the model has no entity '\(name)'") }
         let fields = try Fields(value, at: at, allowed: ["key", "attributes", "relationships", "onConflict"])
         var onConflict = ConflictRule.update
         if let rule = fields.optional("onConflict") {
             let text = try Fields.string(rule, at: "\(at).onConflict")
             guard let parsed = ConflictRule(rawValue: text) else {
-                throw PipelineError("\(at).onConflict: unknown rule '\(text)' (expected \(ConflictRule.allCases.map(\.rawValue).joined(separator: ", ")))")
+                throw PipelineError(at: "\(at).onConflict", "unknown rule '\(text)' (expected \(ConflictRule.allCases.map(\.rawValue).joined(separator: ", ")))")
             }
             onConflict = parsed
         }
         var key = entity.uniquenessConstraints.first ?? []
         if let keyValue = fields.optional("key") {
-            guard case .array(let items) = keyValue else { throw PipelineError("\(at).key: expected an array of attribute names") }
+            guard case .array(let items) = keyValue else { throw PipelineError(at: "\(at).key", "expected an array of attribute names") }
             key = try items.map { try Fields.string($0, at: "\(at).key") }
             for attribute in key where entity.attribute(attribute) == nil {
-                throw PipelineError("\(at).key: \(name) has no attribute '\(attribute)'")
+                throw PipelineError(at: "\(at).key", "\(name) has no attribute '\(attribute)'")
             }
         }
         var attributes: [AttributeMapping] = []
@@ -31,19 +31,19 @@ extension PipelineSpec {
             for member in members {
                 let place = "\(at).attributes.\(member.key)"
                 guard let attribute = named[member.key] else {
-                    throw PipelineError("\(place): \(name) has no attribute '\(member.key)'")
+                    throw PipelineError(at: place, "\(name) has no attribute '\(member.key)'")
                 }
                 attributes.append(try attributeMapping(attribute, member.value, at: place))
             }
         } else if fields.optional("attributes") != nil {
-            throw PipelineError("\(at).attributes: expected an object")
+            throw PipelineError(at: "\(at).attributes", "expected an object")
         }
         var relationships: [RelationshipMapping] = []
         if case .object(let members)? = fields.optional("relationships") {
             for member in members {
                 let place = "\(at).relationships.\(member.key)"
                 guard entity.relationship(member.key) != nil else {
-                    throw PipelineError("\(place): \(name) has no relationship '\(member.key)'")
+                    throw PipelineError(at: place, "\(name) has no relationship '\(member.key)'")
                 }
                 var from: String
                 var toMany = ToManyRule.replace
@@ -55,10 +55,10 @@ extension PipelineSpec {
                 } else if case .object(let detailMembers) = member.value, detailMembers.contains(where: { $0.key == "fields" }) {
                     let details = try Fields(member.value, at: place, allowed: ["fields"])
                     guard !entity.relationship(member.key)!.isToMany else {
-                        throw PipelineError("\(place).fields: an object made of its parent's members is one object: \(name).\(member.key) is to-many")
+                        throw PipelineError(at: "\(place).fields", "an object made of its parent's members is one object: \(name).\(member.key) is to-many")
                     }
                     guard case .object(let fieldMembers)? = details.optional("fields"), !fieldMembers.isEmpty else {
-                        throw PipelineError("\(place).fields: expected an object naming the related object's members and the paths of their values, e.g. {\"name\": \"country\", \"code\": \"alpha_two_code\"}")
+                        throw PipelineError(at: "\(place).fields", "expected an object naming the related object's members and the paths of their values, e.g. {\"name\": \"country\", \"code\": \"alpha_two_code\"}")
                     }
                     related = try fieldMembers.map { field in
                         RelatedField(name: field.key, from: try path(try Fields.string(field.value, at: "\(place).fields.\(field.key)"),
@@ -70,20 +70,20 @@ extension PipelineSpec {
                     if let flag = details.optional("keyed") {
                         keyed = try Fields.bool(flag, at: "\(place).keyed")
                         guard !keyed || entity.relationship(member.key)!.isToMany else {
-                            throw PipelineError("\(place).keyed: an object keyed by codes holds many objects: \(name).\(member.key) is to-one")
+                            throw PipelineError(at: "\(place).keyed", "an object keyed by codes holds many objects: \(name).\(member.key) is to-one")
                         }
                     }
                     if let separator = details.optional("split") {
                         split = try Fields.string(separator, at: "\(place).split")
                         guard entity.relationship(member.key)!.isToMany, split?.isEmpty == false else {
-                            throw PipelineError("\(place).split: a non-empty separator, for a to-many relationship")
+                            throw PipelineError(at: "\(place).split", "a non-empty separator, for a to-many relationship")
                         }
                     }
                     from = try Fields.string(try details.required("from"), at: "\(place).from")
                     if let rule = details.optional("update") {
                         let text = try Fields.string(rule, at: "\(place).update")
                         guard let parsed = ToManyRule(rawValue: text), entity.relationship(member.key)!.isToMany else {
-                            throw PipelineError("\(place).update: expected replace or merge, for a to-many relationship")
+                            throw PipelineError(at: "\(place).update", "expected replace or merge, for a to-many relationship")
                         }
                         toMany = parsed
                     }
@@ -102,7 +102,7 @@ extension PipelineSpec {
         do {
             return try JSONPath(parsing: text)
         } catch let error as JSONPathError {
-            throw PipelineError("\(place): \(error)")
+            throw PipelineError(at: place, "\(error)")
         }
     }
 
@@ -126,7 +126,7 @@ extension PipelineSpec {
                         case .index(let index): "[\(index)]"
                         }
                     }.joined(separator: ".")
-                    throw PipelineError("\(place): '\(array)' reads \(name) as an array and '\(object)' as an object; no record can match both")
+                    throw PipelineError(at: place, "'\(array)' reads \(name) as an array and '\(object)' as an object; no record can match both")
                 }
                 seen[prefix] = (isArray, path)
             }
@@ -142,18 +142,18 @@ extension PipelineSpec {
         var transform = ValueTransform()
         transform.constant = fields.optional("value")
         if transform.constant != nil, fields.optional("from") != nil {
-            throw PipelineError("\(place): a constant \"value\" takes no \"from\"")
+            throw PipelineError(at: place, "a constant \"value\" takes no \"from\"")
         }
         let from = transform.constant != nil ? "@constant" : try Fields.string(try fields.required("from"), at: "\(place).from")
         if let table = fields.optional("map") {
             guard case .object(let members) = table, !members.isEmpty else {
-                throw PipelineError("\(place).map: expected an object from the feed's values to the stored ones")
+                throw PipelineError(at: "\(place).map", "expected an object from the feed's values to the stored ones")
             }
             transform.table = Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { $1 })
         }
         if let otherwise = fields.optional("otherwise") {
             guard transform.table != nil else {
-                throw PipelineError("\(place).otherwise: is what a value \"map\" does not name becomes; there is no \"map\"")
+                throw PipelineError(at: "\(place).otherwise", "is what a value \"map\" does not name becomes; there is no \"map\"")
             }
             transform.otherwise = otherwise
         }
@@ -161,13 +161,13 @@ extension PipelineSpec {
         if let letterCase = fields.optional("case") {
             let text = try Fields.string(letterCase, at: "\(place).case")
             guard let parsed = ValueTransform.LetterCase(rawValue: text) else {
-                throw PipelineError("\(place).case: expected lower or upper")
+                throw PipelineError(at: "\(place).case", "expected lower or upper")
             }
             transform.letterCase = parsed
         }
         var dates: [DateFormat] = [.iso8601]
         if let datesValue = fields.optional("dates") {
-            guard case .array(let items) = datesValue, !items.isEmpty else { throw PipelineError("\(place).dates: expected a list of date formats") }
+            guard case .array(let items) = datesValue, !items.isEmpty else { throw PipelineError(at: "\(place).dates", "expected a list of date formats") }
             dates = try items.map { item in
                 let text = try Fields.string(item, at: "\(place).dates")
                 switch text {
@@ -176,7 +176,7 @@ extension PipelineSpec {
                 case "unixMillis": return .unixMilliseconds
                 default:
                     guard text.hasPrefix("pattern:"), text.count > 8 else {
-                        throw PipelineError("\(place).dates: unknown date format '\(text)' (expected iso8601, unix, unixMillis or pattern:…)")
+                        throw PipelineError(at: "\(place).dates", "unknown date format '\(text)' (expected iso8601, unix, unixMillis or pattern:…)")
                     }
                     return .pattern(String(text.dropFirst(8)))
                 }
@@ -185,9 +185,9 @@ extension PipelineSpec {
         var timeZone: TimeZone?
         if let zone = fields.optional("timeZone") {
             let text = try Fields.string(zone, at: "\(place).timeZone")
-            guard attribute.type == .date else { throw PipelineError("\(place).timeZone: only a date attribute has a time zone") }
+            guard attribute.type == .date else { throw PipelineError(at: "\(place).timeZone", "only a date attribute has a time zone") }
             guard let parsed = Self.timeZone(text) else {
-                throw PipelineError("\(place).timeZone: unknown time zone '\(text)' (expected UTC, an offset such as +02:00, or a name such as Europe/Paris)")
+                throw PipelineError(at: "\(place).timeZone", "unknown time zone '\(text)' (expected UTC, an offset such as +02:00, or a name such as Europe/Paris)")
             }
             timeZone = parsed
         }
@@ -196,12 +196,12 @@ extension PipelineSpec {
             do {
                 defaultValue = try ValueCoercion.value(given, for: attribute.type, dates: dates, timeZone: timeZone)
             } catch let error as CoercionError {
-                throw PipelineError("\(place).default: \(Self.naming(error.message, attribute.type))")
+                throw PipelineError(at: "\(place).default", "\(Self.naming(error.message, attribute.type))")
             }
         }
         let required = try fields.optional("required").map { try Fields.bool($0, at: "\(place).required") } ?? !attribute.isOptional
         let asJSON = try fields.optional("json").map { try Fields.bool($0, at: "\(place).json") } ?? false
-        if asJSON && attribute.type != .string { throw PipelineError("\(place).json: only a string attribute can hold JSON text") }
+        if asJSON && attribute.type != .string { throw PipelineError(at: "\(place).json", "only a string attribute can hold JSON text") }
         var mapping = AttributeMapping(attribute: attribute.name, from: try path(from, at: "\(place).from"), dates: dates,
                                        timeZone: timeZone, defaultValue: defaultValue, required: required, asJSON: asJSON)
         mapping.transform = transform
@@ -209,7 +209,7 @@ extension PipelineSpec {
             do {
                 _ = try ValueCoercion.value(constant, for: attribute.type, dates: dates, timeZone: timeZone)
             } catch let error as CoercionError {
-                throw PipelineError("\(place).value: \(Self.naming(error.message, attribute.type))")
+                throw PipelineError(at: "\(place).value", "\(Self.naming(error.message, attribute.type))")
             }
         }
         return mapping

@@ -182,16 +182,16 @@ public struct PipelineSpec: Sendable {
                 model = try Model.load(xcdatamodel: file)
             default:
                 guard let data = FileManager.default.contents(atPath: file.path) else {
-                    throw PipelineError("pipeline.model: cannot read the model file \(file.path)")
+                    throw PipelineError(at: "pipeline.model", "cannot read the model file \(file.path)")
                 }
                 model = try Model.load(json: data, strict: true)
             }
         } catch let error as PipelineError {
             throw error
         } catch let error as ModelError {
-            throw PipelineError("pipeline.model: \(file.path): \(error.message)")
+            throw PipelineError(at: "pipeline.model", "\(file.path): \(error.message)")
         } catch {
-            throw PipelineError("pipeline.model: \(error)")
+            throw PipelineError(at: "pipeline.model", "\(error)")
         }
         let embedded = try JSONValue.parse(Array(model.jsonData()))
         members[index] = JSONMember("model", embedded)
@@ -207,21 +207,21 @@ public struct PipelineSpec: Sendable {
         do {
             root = try JSONValue.parse(bytes)
         } catch let error as FeedError {
-            throw PipelineError("not valid JSON: \(error.message) at \(error.position)")
+            throw PipelineError(at: nil, "not valid JSON: \(error.message) at \(error.position)", kind: .notJSON)
         }
         let top = try Fields(root, at: "pipeline", allowed: ["model", "feed", "record", "mappings", "import"])
         let model: Model
         if case .string(let name)? = top.optional("model") {
-            throw PipelineError("pipeline.model: names a model file (\(name)), which only a pipeline read from its file can load")
+            throw PipelineError(at: "pipeline.model", "names a model file (\(name)), which only a pipeline read from its file can load")
         }
         do {
             model = try Model.load(json: Data(try top.required("model").description.utf8), strict: strict)
         } catch let error as ModelError {
-            throw PipelineError("pipeline.model: \(error.message)")
+            throw PipelineError(at: "pipeline.model", "\(error.message)")
         } catch let error as PipelineError {
             throw error
         } catch {
-            throw PipelineError("pipeline.model: \(error)")
+            throw PipelineError(at: "pipeline.model", "\(error)")
         }
 
         var shape = FeedShape.array
@@ -232,11 +232,11 @@ public struct PipelineSpec: Sendable {
             let recordsAt = try feed.optional("recordsAt").map { try Fields.string($0, at: "pipeline.feed.recordsAt") }
             let ndjson = try feed.optional("ndjson").map { try Fields.bool($0, at: "pipeline.feed.ndjson") } ?? false
             let keyed = try feed.optional("keyed").map { try Fields.bool($0, at: "pipeline.feed.keyed") } ?? false
-            if recordsAt != nil && ndjson { throw PipelineError("pipeline.feed: recordsAt and ndjson exclude each other") }
-            if keyed && ndjson { throw PipelineError("pipeline.feed: keyed and ndjson exclude each other") }
+            if recordsAt != nil && ndjson { throw PipelineError(at: "pipeline.feed", "recordsAt and ndjson exclude each other") }
+            if keyed && ndjson { throw PipelineError(at: "pipeline.feed", "keyed and ndjson exclude each other") }
             var keys: [String] = []
             if let recordsAt {
-                guard case .keyPath(let path)? = FeedShape.recordsAt(recordsAt) else { throw PipelineError("pipeline.feed.recordsAt: '\(recordsAt)' is not a key path") }
+                guard case .keyPath(let path)? = FeedShape.recordsAt(recordsAt) else { throw PipelineError(at: "pipeline.feed.recordsAt", "'\(recordsAt)' is not a key path") }
                 keys = path
                 shape = .keyPath(path)
             } else if ndjson {
@@ -246,19 +246,19 @@ public struct PipelineSpec: Sendable {
             switch feed.optional("malformedLines") {
             case nil, .string("stop")?: break
             case .string("reject")?:
-                guard ndjson else { throw PipelineError("pipeline.feed.malformedLines: only NDJSON lines can be rejected one by one (a malformed array stops the feed)") }
+                guard ndjson else { throw PipelineError(at: "pipeline.feed.malformedLines", "only NDJSON lines can be rejected one by one (a malformed array stops the feed)") }
                 rejectsMalformedLines = true
-            default: throw PipelineError("pipeline.feed.malformedLines: expected \"stop\" (the default: the feed stops at the first malformed line) or \"reject\" (the line is rejected as a record and the import goes on)")
+            default: throw PipelineError(at: "pipeline.feed.malformedLines", "expected \"stop\" (the default: the feed stops at the first malformed line) or \"reject\" (the line is rejected as a record and the import goes on)")
             }
             switch feed.optional("rows") {
             case nil: break
             case .string("header")?: form = .rows(columns: nil)
             case .array(let names)?:
                 form = .rows(columns: try names.map { try Fields.string($0, at: "pipeline.feed.rows") })
-            default: throw PipelineError("pipeline.feed.rows: expected \"header\" (the first row names the columns) or a list of column names")
+            default: throw PipelineError(at: "pipeline.feed.rows", "expected \"header\" (the first row names the columns) or a list of column names")
             }
             if try feed.optional("values").map({ try Fields.bool($0, at: "pipeline.feed.values") }) == true {
-                guard form == .objects else { throw PipelineError("pipeline.feed: rows and values exclude each other") }
+                guard form == .objects else { throw PipelineError(at: "pipeline.feed", "rows and values exclude each other") }
                 form = .values
             }
         }
@@ -274,7 +274,7 @@ public struct PipelineSpec: Sendable {
             if case .object(let members)? = record.optional("entities") {
                 for member in members { table[member.key] = try Fields.string(member.value, at: "pipeline.record.entities.\(member.key)") }
             } else if record.optional("entities") != nil {
-                throw PipelineError("pipeline.record.entities: expected an object from field values to entity names")
+                throw PipelineError(at: "pipeline.record.entities", "expected an object from field values to entity names")
             }
             let otherwise = try record.optional("otherwise").map { try Fields.string($0, at: "pipeline.record.otherwise") }
             var candidates = Array(Set(table.values)).sorted()
@@ -284,40 +284,40 @@ public struct PipelineSpec: Sendable {
                 candidates = model.entities.map(\.name).filter { name in (try? top.required("mappings"))?[name] != nil }
             }
             for name in candidates where model.entity(name) == nil {
-                throw PipelineError("pipeline.record: the model has no entity '\(name)'")
+                throw PipelineError(at: "pipeline.record", "the model has no entity '\(name)'")
             }
-            guard let first = otherwise ?? candidates.first else { throw PipelineError("pipeline.record: no entity to choose from") }
+            guard let first = otherwise ?? candidates.first else { throw PipelineError(at: "pipeline.record", "no entity to choose from") }
             recordEntity = first
             discriminator = Discriminator(field: field, entities: table, otherwise: otherwise, candidates: candidates)
         } else {
             recordEntity = try Fields.string(recordValue, at: "pipeline.record")
             guard model.entity(recordEntity) != nil else {
-                throw PipelineError("pipeline.record: the model has no entity '\(recordEntity)'")
+                throw PipelineError(at: "pipeline.record", "the model has no entity '\(recordEntity)'")
             }
         }
         let mappingsValue = try top.required("mappings")
-        guard case .object(let members) = mappingsValue else { throw PipelineError("pipeline.mappings: expected an object of entity mappings") }
+        guard case .object(let members) = mappingsValue else { throw PipelineError(at: "pipeline.mappings", "expected an object of entity mappings") }
         var mappings: [String: EntityMapping] = [:]
         for member in members {
             mappings[member.key] = try entityMapping(member.key, member.value, model: model)
         }
         for entity in discriminator?.candidates ?? [recordEntity] where mappings[entity] == nil {
-            throw PipelineError("pipeline.mappings: no mapping for the record entity '\(entity)'")
+            throw PipelineError(at: "pipeline.mappings", "no mapping for the record entity '\(entity)'")
         }
         for mapping in mappings.values.sorted(by: { $0.entity < $1.entity }) {
             let entity = model.entity(mapping.entity)!
             if entity.isAbstract {
                 let subentities = model.subentities(of: entity.name, includingItself: false)
-                throw PipelineError("pipeline.mappings.\(entity.name): \(entity.name) is abstract, so no record becomes one: map its subentities ("
+                throw PipelineError(at: "pipeline.mappings.\(entity.name)", "\(entity.name) is abstract, so no record becomes one: map its subentities ("
                     + (subentities.isEmpty ? "it has none" : subentities.joined(separator: ", ")) + ") and choose among them with \"record\": {\"by\": …}")
             }
             for relationship in mapping.relationships {
                 let destination = entity.relationship(relationship.relationship)!.destination
                 guard let target = mappings[destination] else {
-                    throw PipelineError("pipeline.mappings.\(mapping.entity).relationships.\(relationship.relationship): \(destination) has no mapping")
+                    throw PipelineError(at: "pipeline.mappings.\(mapping.entity).relationships.\(relationship.relationship)", "\(destination) has no mapping")
                 }
                 guard !target.key.isEmpty else {
-                    throw PipelineError("pipeline.mappings.\(destination): related objects are found or created by key, and \(destination) has none (add \"key\" or a uniqueness constraint)")
+                    throw PipelineError(at: "pipeline.mappings.\(destination)", "related objects are found or created by key, and \(destination) has none (add \"key\" or a uniqueness constraint)")
                 }
             }
         }
@@ -331,11 +331,11 @@ public struct PipelineSpec: Sendable {
             chunkSize = try options.optional("chunkSize").map { try Fields.positive($0, at: "pipeline.import.chunkSize") } ?? chunkSize
             workers = try options.optional("workers").map { try Fields.positive($0, at: "pipeline.import.workers") }
             if let workers, workers > Self.maxWorkers {
-                throw PipelineError("pipeline.import.workers: at most \(Self.maxWorkers) (each worker is a thread with its own context and connection)")
+                throw PipelineError(at: "pipeline.import.workers", "at most \(Self.maxWorkers) (each worker is a thread with its own context and connection)")
             }
             saveEvery = try options.optional("saveEvery").map { try Fields.positive($0, at: "pipeline.import.saveEvery") } ?? saveEvery
             if let value = options.optional("history") {
-                guard case .bool(let flag) = value else { throw PipelineError("pipeline.import.history: expected true or false, found \(value)") }
+                guard case .bool(let flag) = value else { throw PipelineError(at: "pipeline.import.history", "expected true or false, found \(value)") }
                 history = flag
             }
         }
@@ -371,7 +371,9 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
     /// What is wrong there.
     public var problem: String
 
-    /// An error whose text starts with its place (`pipeline.feed.rows: expected …`).
+    /// An error read from its text, which starts with its place (`pipeline.feed.rows:
+    /// expected …`), as older code and tests write them; Ingest itself says the place and
+    /// the problem apart (`init(at:_:kind:)`).
     public init(_ message: String) {
         if message.hasPrefix("pipeline"), let colon = message.range(of: ": ") {
             place = String(message[..<colon.lowerBound])
@@ -380,6 +382,12 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
             problem = message
         }
         kind = place == "pipeline.model" ? .invalidModel : message.hasPrefix("not valid JSON") ? .notJSON : .invalidField
+    }
+
+    /// The problem at `place` (nil: the pipeline as a whole), of `kind`, by default
+    /// `.invalidModel` at `pipeline.model` and `.invalidField` elsewhere.
+    init(at place: String?, _ problem: String, kind: Kind? = nil) {
+        self.init(kind: kind ?? (place == "pipeline.model" ? .invalidModel : .invalidField), file: nil, place: place, problem: problem)
     }
 
     init(kind: Kind, file: String?, place: String?, problem: String) {

@@ -35,8 +35,8 @@ struct ChunkLease: Sendable {
                 try connection.execute("COMMIT")
                 return nil
             }
-            let lease = ChunkLease(run: run, number: Int(rows[0, 0]!)!, firstRecord: Int(rows[0, 1]!)!, records: Int(rows[0, 2]!)!,
-                                   done: Int(rows[0, 3]!)!, checksum: rows[0, 4]!)
+            let lease = ChunkLease(run: run, number: try rows.int(0, 0), firstRecord: try rows.int(0, 1), records: try rows.int(0, 2),
+                                   done: try rows.int(0, 3), checksum: try rows.text(0, 4))
             try connection.execute("""
                 UPDATE _ingest_chunks SET owner = $3, lease_until = now() + make_interval(secs => $4)
                 WHERE run = $1 AND number = $2
@@ -56,15 +56,15 @@ struct ChunkLease: Sendable {
 
     /// Chunks of `run` not finished yet (held by a process or waiting).
     static func unfinished(run: Int, _ connection: PostgresConnection) throws -> Int {
-        Int(try connection.execute("SELECT count(*) FROM _ingest_chunks WHERE run = $1 AND finished IS NULL", [String(run)])[0, 0]!)!
+        try connection.execute("SELECT count(*) FROM _ingest_chunks WHERE run = $1 AND finished IS NULL", [String(run)]).int(0, 0)
     }
 
     /// The run's unfinished chunks but those the workers of `process` hold.
     static func unfinished(run: Int, notHeldBy process: String, _ connection: PostgresConnection) throws -> Int {
-        Int(try connection.execute("""
+        try connection.execute("""
             SELECT count(*) FROM _ingest_chunks WHERE run = $1 AND finished IS NULL
                 AND (owner IS NULL OR left(owner, length($2) + 1) <> $2 || '/')
-            """, [String(run), process])[0, 0]!)!
+            """, [String(run), process]).int(0, 0)
     }
 
     /// Inside a save's transaction, first: moves the chunk's marker to `done` and renews the

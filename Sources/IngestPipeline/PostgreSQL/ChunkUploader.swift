@@ -39,7 +39,7 @@ final class ChunkUploader: Sendable {
                         try connection!.execute("SET lock_timeout = '1s'")
                     }
                     if try !work.storeOne(connection!) { Thread.sleep(forTimeInterval: 0.05) }
-                } catch PostgresError.server(_, let state) where state == "55P03" {
+                } catch let error as PostgresError where error.sqlState == .lockNotAvailable {
                     continue
                 } catch {
                     logger.warning("storing a kept chunk for other processes failed; trying again", metadata: ["error": "\(error)"])
@@ -67,7 +67,7 @@ final class ChunkUploader: Sendable {
             """, [String(work.run), String(work.lastWritten())])
         logger.info("storing the chunks this process kept, for the processes still importing", metadata: ["chunks": "\(kept.count)"])
         for row in 0..<kept.count {
-            try work.store(number: Int(kept[row, 0]!)!, checksum: kept[row, 1]!, connection)
+            try work.store(number: try kept.int(row, 0), checksum: try kept.text(row, 1), connection)
         }
         return kept.count
     }

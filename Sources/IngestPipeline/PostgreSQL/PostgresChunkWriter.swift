@@ -71,7 +71,7 @@ final class PostgresChunkWriter: BatchChunkWriter {
                 _ = try? connection.execute("ROLLBACK")
                 writer.didRollBack()
                 // Deadlocks and keys inserted by another process at the same moment: try again.
-                guard case .server(_, let state)? = error as? PostgresError, state == "40001" || state == "40P01", attempt < 20 else { throw error }
+                guard (error as? PostgresError)?.isTransactionConflict == true, attempt < 20 else { throw error }
                 attempt += 1
                 logger.debug("save retried", metadata: ["chunk": "\(save.chunk.index)", "attempt": "\(attempt)", "reason": "\(error)"])
                 Thread.sleep(forTimeInterval: Double.random(in: 0.005...0.05) * Double(attempt))

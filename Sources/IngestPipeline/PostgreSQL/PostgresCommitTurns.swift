@@ -153,7 +153,7 @@ final class PostgresCommitTurns: @unchecked Sendable {
             ORDER BY c.number LIMIT 1
             """, [String(run), String(chunk)])
         guard rows.count == 1 else { return nil }
-        return Blocking(number: Int(rows[0, 0]!)!, free: rows[0, 1] == "t", holder: rows[0, 2].flatMap { $0.isEmpty ? nil : $0 },
+        return Blocking(number: try rows.int(0, 0), free: rows[0, 1] == "t", holder: rows[0, 2].flatMap { $0.isEmpty ? nil : $0 },
                         holderGone: rows[0, 3] == "t")
     }
 

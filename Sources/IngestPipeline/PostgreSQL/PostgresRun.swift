@@ -165,7 +165,7 @@ package enum PostgresImport {
                 WHERE run = $1 AND state = 'running' AND heartbeat > now() - make_interval(secs => $2) ORDER BY started
                 """, [String(run), String(record.leaseSeconds)])
             if live.count > 0 {
-                let names = (0..<live.count).map { live[$0, 0]! }.joined(separator: ", ")
+                let names = try (0..<live.count).map { try live.text($0, 0) }.joined(separator: ", ")
                 throw ImportError(.storeBusy(store: url.description, holder: "run \(run) of \(record.feed), by \(live.count) live process(es): \(names)"))
             }
             guard options.abandonRun else {
@@ -180,7 +180,7 @@ package enum PostgresImport {
                     try connection.execute("SELECT 1 FROM _ingest_runs WHERE run = $1 FOR UPDATE", [String(run)])
                     try connection.execute("UPDATE _ingest_runs SET state = 'abandoned', ended = now() WHERE run = $1", [String(run)])
                 }
-            } catch PostgresError.server(_, let state) where state == "55P03" {
+            } catch let error as PostgresError where error.sqlState == .lockNotAvailable {
                 throw ImportError(.storeBusy(store: url.description, holder:
                     "run \(run): a process that no longer beats is stopped in the middle of a save and holds it; end that process, then import again"))
             }
@@ -189,8 +189,8 @@ package enum PostgresImport {
         // The same feed and pipeline as the finished last run: nothing to do (see `RunAdmission`).
         let last = try connection.execute("SELECT run, state, record FROM _ingest_runs ORDER BY run DESC LIMIT 1")
         if last.count == 1, last[0, 1] == "finished",
-           let record = try? JSONDecoder().decode(PostgresRunRecord.self, from: Data(last[0, 2]!.utf8)) {
-            try admission.checkNotImported(record.admitted(Int(last[0, 0]!)!), store: url.description)
+           let record = try? JSONDecoder().decode(PostgresRunRecord.self, from: Data(try last.text(0, 2).utf8)) {
+            try admission.checkNotImported(record.admitted(try last.int(0, 0)), store: url.description)
         }
         let run: Int? = try connection.transaction {
             // One run is registered at a time; the row numbers it starts from are taken inside.
@@ -200,11 +200,11 @@ package enum PostgresImport {
                 options.logger.info("another process registered a run meanwhile; joining it", metadata: ["run": "\(other)"])
                 return nil
             }
-            let run = Int(try connection.execute("SELECT coalesce(max(run), 0) + 1 FROM _ingest_runs")[0, 0]!)!
+            let run = try connection.execute("SELECT coalesce(max(run), 0) + 1 FROM _ingest_runs").int(0, 0)
             var firstRows: [String: Int64] = [:]
             for entity in spec.model.entities {
                 let next = try connection.execute("SELECT coalesce(max(\"_pk\"), 0) + 1 FROM \(spec.model.storageTable(of: entity.name))")
-                firstRows[entity.name] = Int64(next[0, 0]!)!
+                firstRows[entity.name] = try next.int64(0, 0)
             }
             // Absolute, so a process in another directory of this machine can split it again.
             let recordedFeed = feed == "-" ? feed : URL(fileURLWithPath: feed).standardizedFileURL.path
@@ -376,7 +376,7 @@ package enum PostgresImport {
     static func latestUnfinished(_ connection: PostgresConnection) throws -> (Int, PostgresRunRecord)? {
         let rows = try connection.execute("SELECT run, record FROM _ingest_runs WHERE state = 'running' ORDER BY run DESC LIMIT 1")
         guard rows.count == 1 else { return nil }
-        return (Int(rows[0, 0]!)!, try JSONDecoder().decode(PostgresRunRecord.self, from: Data(rows[0, 1]!.utf8)))
+        return (try rows.int(0, 0), try JSONDecoder().decode(PostgresRunRecord.self, from: Data(try rows.text(0, 1).utf8)))
     }
 
     /// The pipeline of `url`'s newest run, or nil when no import has run.
@@ -412,8 +412,8 @@ package enum PostgresImport {
         let decoder = JSONDecoder()
         var total = MemberCensus()
         for row in 0..<rows.count {
-            guard let census = try? decoder.decode(MemberCensus.self, from: Data(rows[row, 0]!.utf8)) else {
-                throw PostgresError.server("a census of unmapped members of run \(run) in _ingest_members is damaged (not the JSON Ingest wrote)", sqlState: "XX001")
+            guard let census = try? decoder.decode(MemberCensus.self, from: Data(try rows.text(row, 0).utf8)) else {
+                throw PostgresError.server("a census of unmapped members of run \(run) in _ingest_members is damaged (not the JSON Ingest wrote)", sqlState: .dataCorrupted)
             }
             total = total + census
         }

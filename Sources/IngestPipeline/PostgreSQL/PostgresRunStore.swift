@@ -27,7 +27,7 @@ struct PostgresRunStore: RunStore {
         let found: (Int, PostgresRunRecord)?
         if let wanted = run {
             let rows = try connection.execute("SELECT record FROM _ingest_runs WHERE run = $1 AND state = 'running'", [String(wanted)])
-            found = rows.count == 1 ? (wanted, try JSONDecoder().decode(PostgresRunRecord.self, from: Data(rows[0, 0]!.utf8))) : nil
+            found = rows.count == 1 ? (wanted, try JSONDecoder().decode(PostgresRunRecord.self, from: Data(try rows.text(0, 0).utf8))) : nil
         } else {
             found = try PostgresImport.latestUnfinished(connection)
         }
@@ -153,7 +153,7 @@ struct PostgresRunSession: RunSession {
         return PostgresJoin.Report(run: run, process: process, workers: workerCount, chunks: workerTotals.chunks, records: records,
                                    rejected: rejected, outcomes: state.outcomes, seconds: Date().timeIntervalSince(started),
                                    runFinished: finished, stopped: stopped, leasesLost: workerTotals.leasesLost,
-                                   runRecords: Int(counts[0, 0]!)!, runRejected: Int(counts[0, 1]!)!,
+                                   runRecords: try counts.int(0, 0), runRejected: try counts.int(0, 1),
                                    members: try PostgresImport.members(run: run, connection),
                                    split: splitOutcome.flatMap { try? $0.get() }, splitFailure: splitFailure,
                                    retries: workerTotals.retries, chunksGivenBack: workerTotals.yielded)

@@ -87,20 +87,20 @@ package struct PostgresStatus: Sendable {
             """)
         let decoder = JSONDecoder()
         for row in 0..<runs.count {
-            guard let record = try? decoder.decode(PostgresRunRecord.self, from: Data(runs[row, 2]!.utf8)) else {
-                throw PostgresError.server("the record of run \(runs[row, 0]!) in _ingest_runs is damaged (not the JSON Ingest wrote)", sqlState: "XX001")
+            guard let record = try? decoder.decode(PostgresRunRecord.self, from: Data(try runs.text(row, 2).utf8)) else {
+                throw PostgresError.server("the record of run \(runs[row, 0] ?? "NULL") in _ingest_runs is damaged (not the JSON Ingest wrote)", sqlState: .dataCorrupted)
             }
-            status.runs.append(Run(number: Int(runs[row, 0]!)!, state: runs[row, 1]!, feed: record.feed, chunkCount: Int(runs[row, 5]!)!,
-                                   chunksFinished: Int(runs[row, 6]!)!, chunksHeld: Int(runs[row, 7]!)!,
-                                   chunksKept: Int(runs[row, 11]!)!, keptBy: Int(runs[row, 11]!)! > 0 ? record.splitProcess : nil,
-                                   keptIn: Int(runs[row, 11]!)! > 0 ? record.splitDirectory : nil, keeperAlive: runs[row, 12] == "t",
+            status.runs.append(Run(number: try runs.int(row, 0), state: try runs.text(row, 1), feed: record.feed, chunkCount: try runs.int(row, 5),
+                                   chunksFinished: try runs.int(row, 6), chunksHeld: try runs.int(row, 7),
+                                   chunksKept: try runs.int(row, 11), keptBy: try runs.int(row, 11) > 0 ? record.splitProcess : nil,
+                                   keptIn: try runs.int(row, 11) > 0 ? record.splitDirectory : nil, keeperAlive: runs[row, 12] == "t",
                                    records: record.records,
-                                   recordsDone: Int(runs[row, 8]!)!, rejected: Int(runs[row, 9]!)!, started: runs[row, 3]!, ended: runs[row, 4],
-                                   liveProcesses: Int(runs[row, 10]!)!,
-                                   members: try PostgresImport.members(run: Int(runs[row, 0]!)!, connection)))
+                                   recordsDone: try runs.int(row, 8), rejected: try runs.int(row, 9), started: try runs.text(row, 3), ended: runs[row, 4],
+                                   liveProcesses: try runs.int(row, 10),
+                                   members: try PostgresImport.members(run: try runs.int(row, 0), connection)))
         }
         if let newest = status.runs.last {
-            let lease = try decoder.decode(PostgresRunRecord.self, from: Data(runs[runs.count - 1, 2]!.utf8)).leaseSeconds
+            let lease = try decoder.decode(PostgresRunRecord.self, from: Data(try runs.text(runs.count - 1, 2).utf8)).leaseSeconds
             let processes = try connection.execute("""
                 SELECT p.id, p.host, p.pid, p.workers, p.state, p.chunks, p.records,
                     extract(epoch from (CASE WHEN p.state = 'running' THEN now() ELSE p.heartbeat END) - p.started),
@@ -110,26 +110,26 @@ package struct PostgresStatus: Sendable {
                 FROM _ingest_processes p WHERE p.run = $1 ORDER BY p.started
                 """, [String(newest.number)])
             for row in 0..<processes.count {
-                let sinceHeartbeat = Double(processes[row, 8]!)!
+                let sinceHeartbeat = try processes.double(row, 8)
                 status.processes.append(Process(
-                    id: processes[row, 0]!, host: processes[row, 1]!, pid: Int(processes[row, 2]!)!, workers: Int(processes[row, 3]!)!,
-                    state: processes[row, 4]!, alive: processes[row, 4] == "running" && sinceHeartbeat < lease,
-                    chunks: Int(processes[row, 5]!)!, records: Int(processes[row, 6]!)!,
-                    holding: processes[row, 9]!.split(separator: ",").compactMap { Int($0) },
-                    seconds: Double(processes[row, 7]!)!, secondsSinceHeartbeat: sinceHeartbeat))
+                    id: try processes.text(row, 0), host: try processes.text(row, 1), pid: try processes.int(row, 2), workers: try processes.int(row, 3),
+                    state: try processes.text(row, 4), alive: processes[row, 4] == "running" && sinceHeartbeat < lease,
+                    chunks: try processes.int(row, 5), records: try processes.int(row, 6),
+                    holding: try processes.text(row, 9).split(separator: ",").compactMap { Int($0) },
+                    seconds: try processes.double(row, 7), secondsSinceHeartbeat: sinceHeartbeat))
                 let process = status.processes[status.processes.count - 1]
                 status.processes[status.processes.count - 1].suspended = process.state == "running" && !process.alive
                     && process.host == ProcessInfo.processInfo.hostName && ProcessState.isStopped(pid: process.pid)
             }
             let rejects = try connection.execute("SELECT record FROM _ingest_rejects WHERE run = $1 ORDER BY chunk, index LIMIT 5",
                                                  [String(newest.number)])
-            status.rejects = (0..<rejects.count).map { rejects[$0, 0]! }
+            status.rejects = try (0..<rejects.count).map { try rejects.text($0, 0) }
         }
         let model = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model'")
-        if model.count == 1, let parsed = try? Model.load(json: Data(model[0, 0]!.utf8)) {
+        if model.count == 1, let parsed = try? Model.load(json: Data(try model.text(0, 0).utf8)) {
             for entity in parsed.entities {
                 let condition = parsed.rowCondition(of: entity.name).map { " WHERE " + $0 } ?? ""
-                status.counts[entity.name] = Int(try connection.execute("SELECT count(*) FROM \(parsed.storageTable(of: entity.name))\(condition)")[0, 0]!)!
+                status.counts[entity.name] = try connection.execute("SELECT count(*) FROM \(parsed.storageTable(of: entity.name))\(condition)").int(0, 0)
             }
         }
         return status
@@ -157,8 +157,8 @@ extension PostgresStatus {
             ORDER BY r.run DESC LIMIT 1
             """, [run.map(String.init)])
         guard rows.count == 1 else { return nil }
-        return Progress(run: Int(rows[0, 0]!)!, recordsDone: Int(rows[0, 1]!)!, records: Int(rows[0, 2]!)!,
-                        processesAlive: Int(rows[0, 3]!)!)
+        return Progress(run: try rows.int(0, 0), recordsDone: try rows.int(0, 1), records: try rows.int(0, 2),
+                        processesAlive: try rows.int(0, 3))
     }
 }
 
@@ -183,11 +183,11 @@ extension PostgresStatus {
             ORDER BY c.run, c.number LIMIT 20
             """)
         for row in 0..<markers.count {
-            problems.append("run \(markers[row, 0]!), chunk \(markers[row, 1]!): marker at \(markers[row, 2]!) of \(markers[row, 3]!) records, "
-                + (markers[row, 4] == "t" ? "finished" : "not finished") + ", run \(markers[row, 5]!)")
+            problems.append("run \(try markers.text(row, 0)), chunk \(try markers.text(row, 1)): marker at \(try markers.text(row, 2)) of \(try markers.text(row, 3)) records, "
+                + (markers[row, 4] == "t" ? "finished" : "not finished") + ", run \(try markers.text(row, 5))")
         }
         let stored = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model'")
-        guard stored.count == 1, let model = try? Model.load(json: Data(stored[0, 0]!.utf8)) else {
+        guard stored.count == 1, let model = try? Model.load(json: Data(try stored.text(0, 0).utf8)) else {
             return problems + ["the store records no readable model"]
         }
         func quote(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
@@ -207,7 +207,7 @@ extension PostgresStatus {
                       AND NOT EXISTS (SELECT 1 FROM \(model.storageTable(of: relationship.destination)) d WHERE d."_pk" = t.\(quote("_" + relationship.name)))
                     """)
                 if dangling[0, 0] != "0" {
-                    problems.append("\(entity.name).\(relationship.name): \(dangling[0, 0]!) row(s) point at no \(relationship.destination)")
+                    problems.append("\(entity.name).\(relationship.name): \(try dangling.text(0, 0)) row(s) point at no \(relationship.destination)")
                 }
             }
         }

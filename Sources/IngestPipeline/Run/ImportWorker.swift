@@ -262,26 +262,25 @@ final class ImportWorker {
 
     /// A failed save's reason for one record, in model names.
     private func reason(_ error: StoreError, _ mapped: MappedObject) -> String {
-        var message: String
         switch error {
-        case .validation(let problems), .uniquenessConflict(let problems): message = problems.joined(separator: "; ")
-        default: message = error.description
+        case .validation(let problems):
+            let message = problems.map(\.description).joined(separator: "; ")
+            // "Event 17: name is required" for an Event the record named by key alone says why.
+            guard problems.count == 1, isNamedByKeyAlone(problems[0], in: mapped) else { return message }
+            return message + " (the record gives only its key)"
+        case .uniquenessConflict(let problems): return problems.joined(separator: "; ")
+        default: return error.description
         }
-        // "Event 17: name is required" for an Event the record named by key alone says why.
-        var keyOnly: [String] = []
-        func collect(_ object: MappedObject) {
-            for (_, targets) in object.relations {
-                for target in targets {
-                    if target.byKeyAlone {
-                        keyOnly.append("\(target.entity) \(target.key[0]):")
-                    }
-                    collect(target)
-                }
+    }
+
+    /// Whether `problem`'s object is one the record names by its key alone (`"event": 17`).
+    private func isNamedByKeyAlone(_ problem: ValidationProblem, in mapped: MappedObject) -> Bool {
+        mapped.relations.contains { relation in
+            relation.objects.contains { target in
+                (target.byKeyAlone && target.entity == problem.entity && !target.key.isEmpty && target.key == problem.key)
+                    || isNamedByKeyAlone(problem, in: target)
             }
         }
-        collect(mapped)
-        if keyOnly.contains(where: message.hasPrefix), !message.contains(";") { message += " (the record gives only its key)" }
-        return message
     }
 
     // MARK: - Objects

@@ -63,7 +63,7 @@ extension ObjectContext {
     // MARK: - Before the transaction
 
     private func applyDeleteRules() throws {
-        var problems: [String] = []
+        var problems: [ValidationProblem] = []
         var work = Array(deletedSet.values)
         var next = 0
         while next < work.count {
@@ -81,7 +81,9 @@ extension ObjectContext {
                 guard !live.isEmpty else { continue }
                 switch relationship.relationship.deleteRule {
                 case .deny:
-                    problems.append("cannot delete \(object.objectID): \(object.info.name).\(relationship.relationship.name) has \(live.count) related object(s) and the deny rule")
+                    problems.append(ValidationProblem(object: "\(object.objectID)", objectID: object.objectID, entity: object.info.name, key: uniquenessKey(object),
+                                                      property: relationship.relationship.name, rule: .deleteDenied,
+                                                      message: "has \(live.count) related object(s) and the deny rule"))
                 case .cascade:
                     for id in live {
                         let other = self.object(with: id)
@@ -110,23 +112,27 @@ extension ObjectContext {
     }
 
     private func validate() throws {
-        var problems: [String] = []
+        var problems: [ValidationProblem] = []
         let onPostgres = coordinator.dialect == .postgres
         let candidates = insertedList + updatedSet.compactMap { registered[$0] }.filter { !$0.isFault && !$0.isDeleted }
         for object in candidates {
             let info = object.info
+            func problem(_ index: Int, _ rule: ValidationProblem.Rule, _ message: String) -> ValidationProblem {
+                ValidationProblem(object: label(object), objectID: object.objectID, entity: info.name, key: uniquenessKey(object),
+                                  property: info.attributeNames[index], rule: rule, message: message)
+            }
             object.values.withUnsafeBufferPointer { values in
                 for index in values.indices {
                     if let value = values[index] {
                         if !info.attributeTypes[index].accepts(value) {
-                            problems.append("\(label(object)): \(info.attributeNames[index]): \(value) is not a valid \(info.attributeTypes[index].rawValue)")
-                        } else if case .date(let date) = value, let problem = StoredDate.problem(date) {
-                            problems.append("\(label(object)): \(info.attributeNames[index]): \(problem)")
-                        } else if onPostgres, let problem = PostgresValues.problem(value) {
-                            problems.append("\(label(object)): \(info.attributeNames[index]): \(problem)")
+                            problems.append(problem(index, .type, "\(value) is not a valid \(info.attributeTypes[index].rawValue)"))
+                        } else if case .date(let date) = value, let reason = StoredDate.problem(date) {
+                            problems.append(problem(index, .dateRange, reason))
+                        } else if onPostgres, let reason = PostgresValues.problem(value) {
+                            problems.append(problem(index, .storable, reason))
                         }
                     } else if info.attributeRequired[index] {
-                        problems.append("\(label(object)): \(info.attributeNames[index]) is required")
+                        problems.append(problem(index, .required, "is required"))
                     }
                 }
             }
@@ -137,13 +143,17 @@ extension ObjectContext {
     /// An object as messages name it: its entity and uniqueness key ("Event 17"), else
     /// its row ("Event row 4") or "a new Event".
     func label(_ object: ManagedObject) -> String {
-        let info = object.info
-        if let positions = info.uniquenessPositions.first {
-            let values = positions.compactMap { object.values[$0] }
-            if values.count == positions.count { return info.name + " " + values.map(\.description).joined(separator: ", ") }
-        }
-        if let pk = object.objectID.primaryKey { return "\(info.name) row \(pk)" }
-        return "a new \(info.name)"
+        let values = uniquenessKey(object)
+        if !values.isEmpty { return object.info.name + " " + values.map(\.description).joined(separator: ", ") }
+        if let pk = object.objectID.primaryKey { return "\(object.info.name) row \(pk)" }
+        return "a new \(object.info.name)"
+    }
+
+    /// The values of the object's first uniqueness key, or none when it has none or they are not all set.
+    func uniquenessKey(_ object: ManagedObject) -> [Value] {
+        guard let positions = object.info.uniquenessPositions.first else { return [] }
+        let values = positions.compactMap { object.values[$0] }
+        return values.count == positions.count ? values : []
     }
 
     // MARK: - The transaction

@@ -88,8 +88,8 @@ extension PostgresBatchWriter {
             guard !unknown.isEmpty else { continue }
             let found = try connection.execute(statements[entity].existing!, [Self.arrayLiteral(unknown)])
             for row in 0..<found.count {
-                guard let slot = batches[entity].slotOf[TextKey(found[row, 0]!)] else { continue }
-                batches[entity].stored[Int(slot)] = Int64(found[row, 1]!)!
+                guard let slot = batches[entity].slotOf[TextKey(try found.text(row, 0))] else { continue }
+                batches[entity].stored[Int(slot)] = try found.int64(row, 1)
                 batches[entity].placeholder[Int(slot)] = found[row, 2] == "t"
             }
         }
@@ -174,7 +174,7 @@ extension PostgresBatchWriter {
             let numbers = try connection.execute(statements[entity].reserve, [String(count)])
             var next = 0
             for index in batches[entity].folded.indices where batches[entity].folded[index].op == UInt8(ascii: "i") {
-                batches[entity].folded[index].pk = Int64(numbers[next, 0]!)!
+                batches[entity].folded[index].pk = try numbers.int64(next, 0)
                 next += 1
             }
         }
@@ -239,7 +239,7 @@ extension PostgresBatchWriter {
                     continue
                 }
                 var madeHere = Set<TextKey>()
-                for row in 0..<made.count { madeHere.insert(TextKey(made[row, 0]!)) }
+                for row in 0..<made.count { madeHere.insert(TextKey(try made.text(row, 0))) }
                 if recordsHistory {
                     // The rows made here, by number: the server's text of a key (a date's, a bool's)
                     // need not be the bytes this writer keys it by.
@@ -251,16 +251,17 @@ extension PostgresBatchWriter {
                 }.filter { !madeHere.contains($0) }
                 let found = try connection.execute(statements[entity].existing!, [Self.arrayLiteral(lost.map(\.text))])
                 for row in 0..<found.count {
-                    guard let slot = batches[entity].slotOf[TextKey(found[row, 0]!)] else { continue }
+                    guard let slot = batches[entity].slotOf[TextKey(try found.text(row, 0))] else { continue }
                     madeElsewhere[entity].insert(slot)
-                    batches[entity].folded[Int(batches[entity].foldedAt[Int(slot)])].pk = Int64(found[row, 1]!)!
+                    batches[entity].folded[Int(batches[entity].foldedAt[Int(slot)])].pk = try found.int64(row, 1)
                 }
             }
         } catch {
             // A key assumed new, or made by another process since the lookup: the caller tries again, looking keys up.
-            if case .server(_, let state) = error, state == "23505" {
+            if error.sqlState == .uniqueViolation {
                 assumesNewKeys = false
-                throw .server("a key this batch was to create is stored already; try again", sqlState: "40001")
+                // Said as a serialization failure: the writer's callers run the transaction again.
+                throw .server("a key this batch was to create is stored already; try again", sqlState: .serializationFailure, sql: error.sql)
             }
             throw error
         }
@@ -305,12 +306,12 @@ extension PostgresBatchWriter {
                 appendStagedRows(changes, of: batch, entity: entity, request, linked: linked, to: &stream)
             }
             let updated = try connection.execute(update)
-            for row in 0..<updated.count { updatedRecords[entity].insert(Int(updated[row, 0]!)!) }
+            for row in 0..<updated.count { updatedRecords[entity].insert(try updated.int(row, 0)) }
             if recordsHistory, updated.count > 0 {
                 var entryOf: [Int64: Int] = [:]
                 for index in changes { entryOf[batch.folded[index].pk] = index }
                 for row in 0..<updated.count {
-                    guard let pk = Int64(updated[row, 1]!), let index = entryOf[pk] else { continue }
+                    guard let pk = Int64(try updated.text(row, 1)), let index = entryOf[pk] else { continue }
                     result.history.add(plans[entity].info.name, .update, row: pk, properties: givenProperties(index, of: batch, entity: entity))
                 }
             }

@@ -57,7 +57,7 @@ package final class PostgresConnection {
                 }
             }
         }
-        return try PostgresRows(checking: result, connection: raw)
+        return try PostgresRows(checking: result, connection: raw, sql: sql)
     }
 
     /// Runs `sql` with `parameters` bound as `$1`, `$2`… in text form, and `bytes` as the
@@ -74,7 +74,7 @@ package final class PostgresConnection {
             let formats = [Int32](repeating: 0, count: copies.count) + [1]
             return PQexecParams(raw, sql, Int32(values.count), nil, values, lengths, formats, 0)
         }
-        return try PostgresRows(checking: result, connection: raw)
+        return try PostgresRows(checking: result, connection: raw, sql: sql)
     }
 
     /// The first column of the first row `sql` returns, as raw bytes (a `bytea` sent in
@@ -88,7 +88,7 @@ package final class PostgresConnection {
                 PQexecParams(raw, sql, Int32(values.count), nil, pointer, nil, nil, 1)
             }
         }
-        let rows = try PostgresRows(checking: result, connection: raw)
+        let rows = try PostgresRows(checking: result, connection: raw, sql: sql)
         return rows.bytes(row: 0, column: 0)
     }
 
@@ -109,19 +109,19 @@ package final class PostgresConnection {
     func copyIn(_ copy: String, write: (inout CopyStream) -> Void) throws(PostgresError) {
         let start = PQexec(raw, copy)
         guard PQresultStatus(start) == PGRES_COPY_IN else {
-            _ = try PostgresRows(checking: start, connection: raw)
-            throw .server("COPY did not start", sqlState: "XX000")
+            _ = try PostgresRows(checking: start, connection: raw, sql: copy)
+            throw .server("COPY did not start", sqlState: .internalError, sql: copy)
         }
         PQclear(start)
         var stream = CopyStream(raw: raw)
         write(&stream)
         stream.send()
         if PQputCopyEnd(raw, stream.failure) != 1 {
-            throw .server(PostgresURL.trimmed(String(cString: PQerrorMessage(raw))), sqlState: "08000")
+            throw .server(PostgresURL.trimmed(String(cString: PQerrorMessage(raw))), sqlState: .connectionException, sql: copy)
         }
         var firstError: PostgresError?
         while let result = PQgetResult(raw) {
-            do throws(PostgresError) { _ = try PostgresRows(checking: result, connection: raw) } catch {
+            do throws(PostgresError) { _ = try PostgresRows(checking: result, connection: raw, sql: copy) } catch {
                 if firstError == nil { firstError = error }
             }
         }
@@ -183,31 +183,38 @@ package final class PostgresConnection {
     package var isOK: Bool { PQstatus(raw) == CONNECTION_OK }
 }
 
-/// A statement's result rows, in text form.
+/// A statement's result rows, in text form. Read server data with the throwing accessors
+/// (`text`, `int`, `int64`, `double`, `flag`): a NULL or a value of another type where one
+/// was expected throws `PostgresError.unexpectedResult` instead of stopping the process.
 package final class PostgresRows {
     private let result: OpaquePointer?
     package let count: Int
     package let columns: Int
+    /// The statement that made the rows, for errors.
+    package let sql: String
 
-    init(checking result: OpaquePointer?, connection: OpaquePointer) throws(PostgresError) {
+    init(checking result: OpaquePointer?, connection: OpaquePointer, sql: String) throws(PostgresError) {
+        self.sql = sql
         let status = result.map { PQresultStatus($0) } ?? PGRES_FATAL_ERROR
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_COPY_IN else {
             let message: String
-            var state = "XX000"
+            var state = PostgresError.SQLState.internalError
             if let result {
                 message = String(cString: PQresultErrorMessage(result))
                 if let code = PQresultErrorField(result, Int32(UInt8(ascii: "C"))) {
-                    state = String(cString: code)
+                    state = .init(rawValue: String(cString: code))
                 } else if PQstatus(connection) == CONNECTION_BAD {
-                    // libpq's own report of a lost server carries no SQLSTATE: a connection failure.
-                    state = "08006"
+                    // libpq's own report of a lost server ("server closed the connection
+                    // unexpectedly") carries no SQLSTATE: the connection's status says what it is.
+                    state = .connectionFailure
                 }
                 PQclear(result)
             } else {
+                // No result at all: libpq could not send the statement ("no connection to the server").
                 message = String(cString: PQerrorMessage(connection))
-                state = "08000"
+                state = .connectionException
             }
-            throw .server(PostgresURL.trimmed(message.replacingOccurrences(of: "ERROR:  ", with: "")), sqlState: state)
+            throw .server(PostgresURL.trimmed(message.replacingOccurrences(of: "ERROR:  ", with: "")), sqlState: state, sql: sql)
         }
         self.result = result
         count = Int(PQntuples(result))

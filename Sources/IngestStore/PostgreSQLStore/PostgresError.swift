@@ -1,9 +1,16 @@
+public import Foundation
+
 /// Why a PostgreSQL store refused an operation. No message holds a password.
-public enum PostgresError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum PostgresError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError {
     /// The server could not be reached or refused the login: where, and libpq's reason.
     case connection(target: String, reason: String)
-    /// A statement failed: the server's message and its SQLSTATE (`23505` is a unique violation).
-    case server(String, sqlState: String)
+    /// A statement failed: the server's message, its SQLSTATE (match it with the named codes,
+    /// `.uniqueViolation`…), and the statement when known (not in the description).
+    case server(String, sqlState: SQLState, sql: String? = nil)
+    /// The server answered a statement with a value Ingest cannot read where it reads one
+    /// (NULL, or text that is no number, after a schema changed by hand, say): the
+    /// statement, where in its result, what was expected and what was found (nil for NULL).
+    case unexpectedResult(sql: String, row: Int, column: Int, expected: String, found: String?)
     /// The store or the pipeline needs something the PostgreSQL store does not do yet.
     case unsupported(String)
     /// The database holds another model's tables, or tables Ingest did not make.
@@ -20,10 +27,10 @@ public enum PostgresError: Error, Sendable, Equatable, CustomStringConvertible {
     public var isConnectionLoss: Bool {
         switch self {
         case .connection: true
-        case .server(let message, let state):
-            state.hasPrefix("08") || state == "57P01" || state == "57P02" || state == "57P03"
-                // libpq's own words when a result never came back (no SQLSTATE with them).
-                || message.contains("server closed the connection") || message.contains("no connection to the server")
+        // libpq's own report of a lost server carries no SQLSTATE: `PostgresRows` gives it
+        // `.connectionFailure` from the connection's status.
+        case .server(_, let state, _):
+            state.isInClass(.connectionException) || [.adminShutdown, .crashShutdown, .cannotConnectNow].contains(state)
         default: false
         }
     }
@@ -31,7 +38,10 @@ public enum PostgresError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .connection(let target, let reason): "cannot connect to PostgreSQL at \(target): \(reason)"
-        case .server(let message, let state): "PostgreSQL: \(message) (SQLSTATE \(state))"
+        case .server(let message, let state, _): "PostgreSQL: \(message) (SQLSTATE \(state))"
+        case .unexpectedResult(let sql, let row, let column, let expected, let found):
+            "PostgreSQL answered \(found.map { "\"\($0.prefix(40))\"" } ?? "NULL") where \(expected) was expected "
+                + "(row \(row + 1), column \(column + 1) of \(sql.prefix(120)))"
         case .unsupported(let what): "not supported on a PostgreSQL store: \(what)"
         case .modelMismatch(let target, let reason): "the PostgreSQL store \(target) was made with a different model: \(reason)"
         case .notAStore(let target): "\(target) holds no Ingest store: nothing has been imported into it"
@@ -42,11 +52,19 @@ public enum PostgresError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    public var errorDescription: String? { description }
+
     /// Whether the failure is about the data written (SQLSTATE classes 22 and 23, 54000), so a
     /// batch may be retried record by record.
     public var isAboutData: Bool {
+        guard let state = sqlState else { return false }
         // 54000: a value too large for an index row (a very long text key).
-        if case .server(_, let state) = self { return state.hasPrefix("22") || state.hasPrefix("23") || state == "54000" }
-        return false
+        return state.isInClass(.dataException) || state.isInClass(.integrityConstraintViolation) || state == .programLimitExceeded
+    }
+
+    /// Whether the transaction lost to a concurrent one (a serialization failure or a
+    /// deadlock) and running it again may succeed.
+    public var isTransactionConflict: Bool {
+        sqlState == .serializationFailure || sqlState == .deadlockDetected
     }
 }

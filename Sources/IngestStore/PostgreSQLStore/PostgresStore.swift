@@ -146,13 +146,13 @@ public final class PostgresStore: Sendable {
                 try connection.execute("INSERT INTO _ingest_store VALUES ('model.sha256', $1), ('model', $2)",
                                        [model.hash, String(decoding: model.jsonData(), as: UTF8.self)])
             }
-        } catch PostgresError.server(_, let state) where state == "3F000" {
+        } catch let error as PostgresError where error.sqlState == .invalidSchemaName {
             // A search_path naming no existing schema.
             throw .noSchema(target: url.description)
         } catch let error as PostgresError {
             throw error
         } catch {
-            throw .server("\(error)", sqlState: "XX000")
+            throw .server("\(error)", sqlState: .internalError)
         }
     }
 
@@ -161,7 +161,7 @@ public final class PostgresStore: Sendable {
     /// - Throws: `PostgresError.modelMismatch` naming the differences.
     private static func migrate(_ schema: Schema, url: PostgresURL, _ connection: PostgresConnection) throws {
         let text = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model'")
-        guard text.count == 1, let old = try? Model.load(json: Data(text[0, 0]!.utf8)) else {
+        guard text.count == 1, let old = try? Model.load(json: Data(try text.text(0, 0).utf8)) else {
             throw PostgresError.modelMismatch(target: url.description, reason: "its tables hold another model, whose description is missing from _ingest_store")
         }
         let migration = schema.migration(from: old, dialect: .postgres)
@@ -196,8 +196,8 @@ public final class PostgresStore: Sendable {
             let column = quoted(name)
             do {
                 try connection.execute("ALTER TABLE \(info.table) ALTER COLUMN \(column) TYPE numeric USING trim_scale(\(column)::numeric)")
-            } catch .server(let message, let state) {
-                throw .server("decimal column \(info.rootName).\(name), text until decimals were numbers, cannot become numeric: \(message)", sqlState: state)
+            } catch .server(let message, let state, let sql) {
+                throw .server("decimal column \(info.rootName).\(name), text until decimals were numbers, cannot become numeric: \(message)", sqlState: state, sql: sql)
             }
         }
     }
@@ -213,7 +213,10 @@ public final class PostgresStore: Sendable {
                 SELECT column_name FROM information_schema.columns
                 WHERE table_schema = current_schema() AND table_name = $1 AND data_type = 'text'
                 """, [info.rootName])
-            for row in 0..<columns.count where decimals.contains(columns[row, 0]!) { found.append((info, columns[row, 0]!)) }
+            for row in 0..<columns.count {
+                let name = try columns.text(row, 0)
+                if decimals.contains(name) { found.append((info, name)) }
+            }
         }
         return found
     }
@@ -236,8 +239,10 @@ public final class PostgresStore: Sendable {
                 SELECT column_name FROM information_schema.columns
                 WHERE table_schema = current_schema() AND table_name = $1 AND data_type = 'text' AND collation_name IS DISTINCT FROM 'C'
                 """, [info.rootName])
-            for row in 0..<columns.count where text.contains(columns[row, 0]!) {
-                try connection.execute("ALTER TABLE \(info.table) ALTER COLUMN \(quoted(columns[row, 0]!)) TYPE text COLLATE \"C\"")
+            for row in 0..<columns.count {
+                let name = try columns.text(row, 0)
+                guard text.contains(name) else { continue }
+                try connection.execute("ALTER TABLE \(info.table) ALTER COLUMN \(quoted(name)) TYPE text COLLATE \"C\"")
             }
         }
     }

@@ -1,13 +1,19 @@
+public import Foundation
 public import GRDB
 
 /// Why the store refused an operation. Messages name the store, entity, object or key.
-public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+///
+/// A backend's failure (a constraint, a full disk, a lock held elsewhere, a lost
+/// connection…) is matched the same way on SQLite and PostgreSQL through `reason`, without
+/// result codes or SQLSTATEs: `catch let error as StoreError where error.reason == .constraint(.unique)`.
+public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError {
     /// The file is not SQLite, or SQLite without Ingest's tables.
     case notAStore(path: String, reason: String)
     /// The store was made with another model and cannot be migrated in place.
     case modelMismatch(path: String, differences: [String])
-    /// Required attributes without a value, values of the wrong type, or a deny rule.
-    case validation([String])
+    /// Required attributes without a value, values of the wrong type or out of range, or a
+    /// deny rule: each problem names its object, property and rule.
+    case validation([ValidationProblem])
     /// Uniqueness conflicts under the `.error` merge policy; nothing was written.
     case uniquenessConflict([String])
     /// Objects this save changes whose rows changed in the store since the context read
@@ -19,12 +25,13 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case unknownEntity(String)
     case unknownProperty(entity: String, property: String)
     /// A SQLite failure: SQLite's message and its extended result code, GRDB's
-    /// `ResultCode` (`.SQLITE_CONSTRAINT_UNIQUE`, say; match `code.primaryResultCode`
-    /// against `.SQLITE_CONSTRAINT` for any constraint).
+    /// `ResultCode` (`.SQLITE_CONSTRAINT_UNIQUE`, say). Match `reason` instead to handle
+    /// both backends alike (`.constraint(.unique)`).
     case database(String, code: ResultCode? = nil)
     /// The disk holding the store is full; nothing of the failed save was written.
     case diskFull(path: String, freeBytes: Int?)
-    /// A PostgreSQL store's failure: the server unreachable, or a statement it refused.
+    /// A PostgreSQL store's failure: the server unreachable, or a statement it refused (with
+    /// its SQLSTATE and statement). Match `reason` to handle both backends alike.
     case postgres(PostgresError)
     /// A history token from before the store's last purge: the changes between it and the
     /// purge are gone, so the consumer must fetch the store afresh.
@@ -43,7 +50,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notAStore(let path, let reason): "\(path) is not an Ingest store: \(reason)"
         case .modelMismatch(let path, let differences):
             "the store at \(path) was made with a different model: " + Self.list(differences, shown: 5)
-        case .validation(let problems): "the save failed validation: " + Self.list(problems)
+        case .validation(let problems): "the save failed validation: " + Self.list(problems.map(\.description))
         case .uniquenessConflict(let conflicts): "the save conflicts with uniqueness constraints: " + Self.list(conflicts)
         case .mergeConflict(let conflicts):
             "the save conflicts with changes made in the store since the objects were read: " + Self.list(conflicts.map(\.description))
@@ -62,10 +69,12 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension StoreError {
-    /// A SQLite constraint failed (UNIQUE, NOT NULL, CHECK, a trigger's RAISE…), whatever
-    /// the extended code.
+    public var errorDescription: String? { description }
+
+    /// A constraint of the store's tables refused a row (UNIQUE, NOT NULL, CHECK, a foreign
+    /// key, a SQLite trigger's RAISE…), on either backend.
     public var isConstraintFailure: Bool {
-        if case .database(_, let code?) = self { code.primaryResultCode == .SQLITE_CONSTRAINT } else { false }
+        if case .constraint = reason { true } else { false }
     }
 
     /// GRDB's error for the store at `path`, as the store reports it: the one place

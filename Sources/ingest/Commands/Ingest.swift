@@ -35,27 +35,39 @@ struct Ingest: ParsableCommand {
             _ = set(-8, 1)
             _ = set(-3, 1 << 20)
         }
-        var store: String?
-        var commandType: any ParsableCommand.Type = Ingest.self
+        // The argument parser's own errors (usage, --help, --version) are told by where they
+        // come from, as their types are not public: parsing, or the run of a command that is
+        // not one of ingest's (the parser's help command, whose run throws them).
+        var command: any ParsableCommand
         do {
-            var command = try parseAsRoot()
-            commandType = type(of: command)
-            store = (command as? any StoreCommand)?.store
+            command = try parseAsRoot()
+        } catch {
+            Glibc.exit(Self.reportAsParser(error))
+        }
+        do {
             try command.run()
         } catch {
-            Glibc.exit(Self.report(error, store: store, command: commandType))
+            guard isOwn(type(of: command)) else { Glibc.exit(Self.reportAsParser(error)) }
+            Glibc.exit(Self.report(error, store: (command as? any StoreCommand)?.store, command: type(of: command)))
         }
     }
 
-    /// Prints one readable message for `error` and returns the process exit code: the
-    /// argument parser's own errors (usage, --help, exit codes) as it prints them, every
-    /// other error as one `ingest: …` line with exit status 1, with advice for `command`.
+    /// Whether `command` is `Ingest` or one of its subcommands, at any depth.
+    static func isOwn(_ command: any ParsableCommand.Type) -> Bool {
+        func holds(_ type: any ParsableCommand.Type) -> Bool {
+            ObjectIdentifier(type) == ObjectIdentifier(command) || type.configuration.subcommands.contains(where: holds)
+        }
+        return holds(Ingest.self)
+    }
+
+    /// Prints one readable message for `error`, which a command's run threw, and returns
+    /// the process exit code: the argument parser's errors (`ValidationError`, `CleanExit`,
+    /// `ExitCode`) as it prints them, every other error as one `ingest: …` line with exit
+    /// status 1, with advice for `command`.
     static func report(_ error: any Error, store: String? = nil, command: any ParsableCommand.Type = Ingest.self) -> Int32 {
         switch error {
         case is ValidationError, is CleanExit, is ExitCode:
-            break
-        case _ where String(reflecting: type(of: error)).hasPrefix("ArgumentParser."):
-            break
+            return reportAsParser(error)
         case let error as StoreError:
             // SQLite's own messages do not say which file: the command's store does.
             if case .database = error, let store {
@@ -68,17 +80,19 @@ struct Ingest: ParsableCommand {
             Console.error("ingest: \(Advice.message(error, for: command))\n")
             return 1
         }
-        switch error {
-        default:
-            let code = exitCode(for: error)
-            let message = fullMessage(for: error)
-            if code == .success {
-                if !message.isEmpty { print(message) }
-                return 0
-            }
-            if !message.isEmpty { Console.error(message + "\n") }
-            return code == .validationFailure ? 2 : code.rawValue
+    }
+
+    /// Prints an error of the argument parser's as it does and returns the exit code: 0
+    /// after --help or --version, 2 for a usage error.
+    static func reportAsParser(_ error: any Error) -> Int32 {
+        let code = exitCode(for: error)
+        let message = fullMessage(for: error)
+        if code == .success {
+            if !message.isEmpty { print(message) }
+            return 0
         }
+        if !message.isEmpty { Console.error(message + "\n") }
+        return code == .validationFailure ? 2 : code.rawValue
     }
 }
 
