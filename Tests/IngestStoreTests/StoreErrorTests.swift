@@ -23,6 +23,9 @@ import Testing
             let url = try StoreBackend.newDatabase()
             coordinator = try PersistentStoreCoordinator(model: TestModel.model, url: URL(string: url)!)
             try PostgresConnection(PostgresURL(url)).execute(index)
+        case .memory:
+            coordinator = try PersistentStoreCoordinator(inMemory: TestModel.model)
+            try coordinator.write { db in try db.execute(sql: index) }
         }
         let context = ObjectContext(coordinator: coordinator)
         let error = context.perform {
@@ -34,7 +37,7 @@ import Testing
         #expect(error?.isConstraintFailure == true)
         switch error {
         case .database(_, let code)?:
-            #expect(backend == .sqlite && code == .SQLITE_CONSTRAINT_UNIQUE)
+            #expect(backend.speaksSQLite && code == .SQLITE_CONSTRAINT_UNIQUE)
         case .postgres(let failure)?:
             #expect(backend == .postgres && failure.sqlState == .uniqueViolation)
             #expect(error?.sql?.contains("Photo") == true, "\(String(describing: error?.sql))")
