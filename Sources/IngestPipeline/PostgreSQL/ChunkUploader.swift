@@ -18,33 +18,39 @@ import Logging
 final class ChunkUploader: Sendable {
     private let work: Work
     private let logger: Logger
-    private let thread: StoppableThread
+    private let url: PostgresURL
+    private let thread = ManagedThread(name: "ingest.upload")
 
-    /// Starts storing `process`'s kept chunks of `run` from `directory` on demand, on a
-    /// thread and connection of its own. `sums` gives the checksum of each chunk file the
+    /// Stores `process`'s kept chunks of `run` from `directory` on demand, on a thread and
+    /// connection of its own, once started (`start`). `sums` gives the checksum of each chunk file the
     /// split wrote (a file is stored only under the checksum its row holds); `lastWritten`
     /// the last chunk it wrote (every kept chunk up to it is in `directory`).
     init(url: PostgresURL, run: Int, process: String, directory: String, ownWorkers: Int, leaseSeconds: Double,
          sums: @escaping @Sendable (Int) -> String?, lastWritten: @escaping @Sendable () -> Int, logger: Logger) {
         let work = Work(run: run, process: process, directory: directory, ownWorkers: ownWorkers, leaseSeconds: leaseSeconds,
                         sums: sums, lastWritten: lastWritten)
-        (self.work, self.logger) = (work, logger)
-        thread = StoppableThread { isStopped in
+        (self.work, self.logger, self.url) = (work, logger, url)
+    }
+
+    /// Starts storing on the uploader's thread.
+    func start() {
+        let (work, logger, url) = (work, logger, url)
+        thread.start { stop in
             var connection: PostgresConnection?
-            while !isStopped() {
+            while !stop.isStopped {
                 do {
                     if connection == nil || connection?.isOK == false {
                         connection = try PostgresConnection(url)
                         // A chunk's row locked by a save that stalls is passed over, not waited for.
                         try connection!.execute("SET lock_timeout = '1s'")
                     }
-                    if try !work.storeOne(connection!) { Thread.sleep(forTimeInterval: 0.05) }
+                    if try !work.storeOne(connection!) { stop.wait(seconds: 0.05) }
                 } catch let error as PostgresError where error.sqlState == .lockNotAvailable {
                     continue
                 } catch {
                     logger.warning("storing a kept chunk for other processes failed; trying again", metadata: ["error": "\(error)"])
                     connection = nil
-                    Thread.sleep(forTimeInterval: 0.5)
+                    stop.wait(seconds: 0.5)
                 }
             }
         }

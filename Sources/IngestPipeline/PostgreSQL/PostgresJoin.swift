@@ -102,13 +102,24 @@ extension PostgresJoin {
 /// A process's heartbeat, on a thread and connection of its own: every third of the
 /// lease it marks the process alive and renews the leases of the chunks it holds.
 final class Heartbeat: Sendable {
-    private let thread: StoppableThread
+    private let thread = ManagedThread(name: "ingest.heartbeat")
+    private let url: PostgresURL
+    private let process: String
+    private let leaseSeconds: Double
+    private let logger: Logger
 
+    /// A heartbeat for `process`, beating once started.
     init(url: PostgresURL, process: String, leaseSeconds: Double, logger: Logger) {
-        thread = StoppableThread { isStopped in
+        (self.url, self.process, self.leaseSeconds, self.logger) = (url, process, leaseSeconds, logger)
+    }
+
+    /// Starts beating on the heartbeat's thread.
+    func start() {
+        let (url, process, leaseSeconds, logger) = (url, process, leaseSeconds, logger)
+        thread.start { stop in
             var connection: PostgresConnection?
             var last = Date.distantPast
-            while !isStopped() {
+            while !stop.isStopped {
                 if Date().timeIntervalSince(last) >= leaseSeconds / 3 {
                     last = Date()
                     do {
@@ -128,7 +139,7 @@ final class Heartbeat: Sendable {
                         connection = nil
                     }
                 }
-                Thread.sleep(forTimeInterval: 0.05)
+                stop.wait(seconds: max(0, leaseSeconds / 3 - Date().timeIntervalSince(last)))
             }
         }
     }

@@ -96,6 +96,11 @@ struct PostgresRunSession: RunSession {
         }
     }
 
+    func start() {
+        heartbeat.start()
+        split?.start()
+    }
+
     func end(totals workerTotals: ChunkWorker.Totals) throws -> PostgresJoin.Report {
         let splitOutcome = split?.wait()
         split?.uploader.stop()
@@ -242,7 +247,11 @@ struct PostgresRunWorkers: RunWorkers {
 /// a stop asked for (`PostgresJoin.cancel`) is no failure.
 final class PostgresSplitStage: Sendable {
     private let outcome = Mutex<Result<PostgresImport.Split, any Error>?>(nil)
-    private let finished = DispatchSemaphore(value: 0)
+    private let thread = ManagedThread(name: "ingest.split")
+    private let split: PostgresJoin.SplitAlongside
+    private let run: Int
+    private let process: String
+    private let join: PostgresJoin
 
     /// The checksum of each chunk file this split wrote and found the database holding too.
     let localSums = Locked<[Int: String]>([:])
@@ -255,16 +264,22 @@ final class PostgresSplitStage: Sendable {
     /// Stores the chunks this split keeps when other processes want work.
     let uploader: ChunkUploader
 
-    /// Starts the split of `process`, which keeps its chunks (`PostgresImport.split(keeping:)`)
-    /// for its `workers`, storing them only for other processes.
+    /// The split of `process`, which keeps its chunks (`PostgresImport.split(keeping:)`) for
+    /// its `workers`, storing them only for other processes; it runs once started.
     init(_ split: PostgresJoin.SplitAlongside, run: Int, process: String, workers: Int, leaseSeconds: Double, join: PostgresJoin) {
+        (self.split, self.run, self.process, self.join) = (split, run, process, join)
         let (sums, written) = (localSums, lastWritten)
         uploader = ChunkUploader(url: join.url, run: run, process: process, directory: split.directory, ownWorkers: workers,
                                  leaseSeconds: leaseSeconds, sums: { number in sums.withLock { $0[number] } },
                                  lastWritten: { written.withLock { $0 } },
                                  logger: join.options.logger)
-        Thread.detachNewThread { [self] in
-            defer { finished.signal() }
+    }
+
+    /// Starts the split on the stage's thread, and the uploader of the chunks it keeps.
+    func start() {
+        uploader.start()
+        let (split, run, process, join) = (split, run, process, join)
+        thread.start { [self] _ in
             var result = Result {
                 // A feed read once (a pipe, standard input) cannot be split again by whoever
                 // outlives this process: its chunks are all stored, as they are made.
@@ -294,8 +309,7 @@ final class PostgresSplitStage: Sendable {
 
     /// Waits for the split; what it did, or why it failed (nil when it was asked to stop).
     func wait() -> Result<PostgresImport.Split, any Error>? {
-        finished.wait()
-        finished.signal()
+        thread.join()
         guard let result = outcome.withLock({ $0 }) else { return nil }
         if case .failure(let error) = result, error is SplitStopped { return nil }
         return result

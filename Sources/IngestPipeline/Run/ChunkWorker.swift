@@ -145,11 +145,10 @@ final class ChunkWorker {
         let handoff = Handoff<(Batch, Writer.Prepared)>(capacity: 1)
         let failure = Mutex<(any Error)?>(nil)
         let written = Mutex(Totals())
-        let finished = DispatchSemaphore(value: 0)
-        // The writing thread alone uses the writer until `finished`.
+        let writing = ManagedThread(name: "ingest.writer")
+        // The writing thread alone uses the writer until it is joined.
         let saving = UncheckedSendable(BatchSaver(writer: writer, afterSave: afterSave, logger: logger))
-        Thread.detachNewThread {
-            defer { finished.signal() }
+        writing.start { _ in
             var saver = saving.value
             while let (batch, prepared) = handoff.pop() {
                 guard failure.withLock({ $0 == nil }) else { continue }
@@ -174,7 +173,7 @@ final class ChunkWorker {
             failure.withLock { if $0 == nil { $0 = error } }
         }
         handoff.finish()
-        finished.wait()
+        writing.join()
         totals = totals + written.withLock { $0 }
         if let error = failure.withLock({ $0 }) { throw error }
     }

@@ -33,6 +33,9 @@ protocol RunSession {
     var workerCount: Int { get }
     var saveEvery: Int { get }
     var logger: Logger { get }
+    /// Starts what runs beside the workers (the split, when this process makes the
+    /// chunks), just before they start.
+    func start()
     /// After the workers: waits for the split, records how the run stands (finished when
     /// no chunk is left), and says what this process did.
     /// - Throws: the run's failure (`state.failure`) after recording it; the store's errors.
@@ -62,6 +65,7 @@ enum ImportRun {
     /// - Throws: what `RunStore.begin` and `RunSession.end` throw.
     static func run<Store: RunStore>(_ store: Store, started: Double = StageTimes.now()) throws -> Store.Session.Report {
         let session = try store.begin(started: started)
+        session.start()
         let workers = session.workers
         let stage = WorkerStage(saveEvery: session.saveEvery, makeWorker: workers.makeWorker,
                                 afterSave: { try workers.saved(worker: $0, $1) }, stop: workers.stopsClaiming,

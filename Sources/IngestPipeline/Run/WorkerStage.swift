@@ -1,4 +1,5 @@
 import Foundation
+import IngestStore
 import Logging
 import Synchronization
 
@@ -24,11 +25,9 @@ struct WorkerStage: Sendable {
         let totals = Mutex(ChunkWorker.Totals())
         // A thread per worker: concurrentPerform runs no more iterations at once than there
         // are cores, so on two cores workers 3 and 4 started only when the queue was empty.
-        let finished = DispatchGroup()
-        for number in 0..<count {
-            finished.enter()
-            Thread.detachNewThread {
-                defer { finished.leave() }
+        let threads = (0..<count).map { ManagedThread(name: "ingest.worker.\($0 + 1)") }
+        for (number, thread) in threads.enumerated() {
+            thread.start { _ in
                 var logger = logger
                 logger[metadataKey: "worker"] = "\(number + 1)"
                 do {
@@ -44,7 +43,7 @@ struct WorkerStage: Sendable {
                 }
             }
         }
-        finished.wait()
+        threads.forEach { $0.join() }
         return totals.withLock { $0 }
     }
 }

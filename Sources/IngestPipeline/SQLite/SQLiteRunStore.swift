@@ -217,6 +217,10 @@ final class SQLiteRunSession: RunSession {
         logger.info("workers starting", metadata: ["path": "\(batchPath ? "batch" : "objects")"])
     }
 
+    func start() {
+        split.start()
+    }
+
     func end(totals: ChunkWorker.Totals) throws -> ImportReport {
         defer {
             importer.active.withLock { $0 = nil }

@@ -1,5 +1,6 @@
 import Foundation
 import IngestJSON
+import IngestStore
 import Synchronization
 
 /// The run's first stage, on a thread of its own: the splitter writes chunk files and
@@ -7,7 +8,11 @@ import Synchronization
 /// is in place, then closes the queue. A failure is recorded in the run's state.
 final class SplitStage: Sendable {
     private let cancellation = Mutex<SplitCancellation?>(nil)
-    private let finished = DispatchSemaphore(value: 0)
+    private let thread = ManagedThread(name: "ingest.split")
+    private let inputs: Inputs
+    private let queue: ChunkQueue
+    private let state: RunState
+    private let started: Double
     private let manifest = Mutex<SplitManifest?>(nil)
     private let microseconds = Atomic<Int>(0)
     /// Chunks this run wrote: their checksums are of the bytes just written, so checking
@@ -33,10 +38,13 @@ final class SplitStage: Sendable {
         var mismatch: @Sendable (String) -> any Error
     }
 
-    /// Starts splitting on its own thread.
     init(_ inputs: Inputs, queue: ChunkQueue, state: RunState, started: Double) {
-        Thread.detachNewThread { [self] in
-            defer { finished.signal() }
+        (self.inputs, self.queue, self.state, self.started) = (inputs, queue, state, started)
+    }
+
+    /// Starts splitting on the stage's thread.
+    func start() {
+        thread.start { [self] _ in
             let splitter = Splitter(feedPath: inputs.feed, directory: inputs.directory, options: inputs.options)
             cancellation.withLock { $0 = splitter.cancellation }
             if state.failed { splitter.cancellation.cancel() }
@@ -105,8 +113,7 @@ final class SplitStage: Sendable {
 
     /// Waits for the split to end; its manifest (nil when it failed) and its wall time.
     func wait() -> (manifest: SplitManifest?, seconds: Double) {
-        finished.wait()
-        finished.signal()
+        thread.join()
         return (manifest.withLock { $0 }, Double(microseconds.load(ordering: .relaxed)) / 1e6)
     }
 }

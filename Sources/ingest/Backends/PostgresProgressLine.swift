@@ -11,22 +11,26 @@ import Glibc
 /// A progress line for an import on PostgreSQL, from the store (so it counts every
 /// process): redrawn on a terminal twice a second, a plain line every 5 s otherwise.
 final class PostgresProgressLine: Sendable {
-    private let thread: StoppableThread?
+    private let thread = ManagedThread(name: "ingest.progress")
+    private let url: PostgresURL
+    private let run: Int?
 
-    init(url: PostgresURL, run: Int?, quiet: Bool) {
-        guard !quiet else {
-            thread = nil
-            return
-        }
-        thread = StoppableThread { isStopped in
+    /// Shows the progress of `run` (the newest when nil) once started.
+    init(url: PostgresURL, run: Int?) {
+        (self.url, self.run) = (url, run)
+    }
+
+    /// Starts drawing on the line's thread.
+    func start() {
+        let (url, run) = (url, run)
+        thread.start { stop in
             let terminal = isatty(STDERR_FILENO) != 0
             let interval = terminal ? 0.5 : 5.0
             guard let connection = try? PostgresConnection(url) else { return }
             var last: (time: ContinuousClock.Instant, done: Int)?
             var next = ContinuousClock.now + .seconds(interval)
             var drew = false
-            while !isStopped() {
-                Thread.sleep(forTimeInterval: 0.05)
+            while !stop.wait(seconds: max(0, (next - ContinuousClock.now).seconds)) {
                 guard ContinuousClock.now >= next else { continue }
                 next = ContinuousClock.now + .seconds(interval)
                 guard let progress = try? PostgresStatus.progress(run: run, connection) else { continue }
@@ -48,6 +52,6 @@ final class PostgresProgressLine: Sendable {
     }
 
     func stop() {
-        thread?.stop()
+        thread.stop()
     }
 }

@@ -141,7 +141,10 @@ struct PostgresRunBackend: RunBackend {
                     }
                 }
                 began = true
-                progress = PostgresProgressLine(url: url, run: start.run, quiet: running.quiet)
+                if !running.quiet {
+                    progress = PostgresProgressLine(url: url, run: start.run)
+                    progress?.start()
+                }
             }
         } catch let error as PostgresError where began && error.isConnectionLoss {
             // The saves that committed are kept; the run goes on from its markers.
