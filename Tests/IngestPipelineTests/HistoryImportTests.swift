@@ -151,7 +151,7 @@ import Testing
             let opened: PersistentStoreCoordinator
             do {
                 opened = try store.open()
-            } catch StoreError.notAStore(_, let reason) where reason == "the database has no Ingest tables" {
+            } catch StoreError.notAStore(_, let reason) where ["the database has no Ingest tables", "there is no file there"].contains(reason) {
                 continue
             }
             registered = true
