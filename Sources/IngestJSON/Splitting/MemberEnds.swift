@@ -18,7 +18,7 @@
 /// Nothing trusts the file blindly: the importer checks each end against the byte it lands
 /// on, and scans a record whose ends do not fit. Only the process whose split wrote a chunk
 /// reads its ends; a resumed run scans.
-public enum MemberEnds {
+package enum MemberEnds {
     /// The flag on an end whose key or string is not plain.
     public static let notPlain: UInt32 = 0x8000_0000
 
@@ -117,7 +117,7 @@ final class MemberEndsWriter {
 
 /// One record's member ends, read in place from a `MemberEnds` file: entry 2k is the
 /// k-th member's key end, 2k + 1 its value end.
-public struct RecordEnds {
+package struct RecordEnds {
     let base: UnsafeRawPointer
     /// Entries: twice the members.
     public let count: Int
@@ -144,7 +144,7 @@ public struct RecordEnds {
 
 /// Reads a chunk's `MemberEnds`, a record at a time, in the chunk's order, through a
 /// buffer of its own (64 KiB, more for a record whose ends need it).
-public final class MemberEndsReader {
+package final class MemberEndsReader {
     private var source: any ByteSource
     // Touched by the thread that reads the chunk only: no exclusivity checks, which would
     // cost more than the reading itself.

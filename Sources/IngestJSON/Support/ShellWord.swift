@@ -4,7 +4,7 @@ import Foundation
 /// holds only characters no shell treats specially, else in single quotes. The commands the
 /// messages suggest (`continue with: ingest join …`) can then be pasted: a PostgreSQL URL
 /// with `?host=…&port=…` broke at the `&` (found by probing).
-public enum ShellWord {
+package enum ShellWord {
     public static func quoted(_ word: String) -> String {
         let plain = !word.isEmpty && word.utf8.allSatisfy { byte in
             switch byte {

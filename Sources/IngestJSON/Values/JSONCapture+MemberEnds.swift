@@ -21,7 +21,7 @@ extension JSONCapturePlan {
     /// scan gives: whatever the ends cannot vouch for (an escaped or split key, a key twice,
     /// nesting deeper than the scan follows, an end that does not fit the bytes it points
     /// at or a record of another length) leaves the whole record to the scan.
-    public func capture(_ record: UnsafeRawBufferPointer, memberEnds ends: RecordEnds,
+    package func capture(_ record: UnsafeRawBufferPointer, memberEnds ends: RecordEnds,
                         into captures: UnsafeMutableBufferPointer<JSONCapture>,
                         log: UnsafeMutablePointer<CaptureLog>? = nil, maxDepth: Int = FeedOptions.defaultMaxDepth) -> EndsCapture {
         for index in 0..<slotCount { captures[index] = .absent }

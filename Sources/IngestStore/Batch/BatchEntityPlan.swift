@@ -5,7 +5,7 @@ import Foundation
 /// `BatchInserter.Statements`, PostgreSQL's in `PostgresBatchWriter.Statements`).
 // A class: rows reach their plan once each, and a struct would be copied (its strings
 // and arrays retained) every time.
-public final class BatchEntityPlan: Sendable {
+package final class BatchEntityPlan: Sendable {
     let info: EntityInfo
     /// The model's defaults, as cells.
     let defaultCells: [BatchInsertRequest.Cell]

@@ -10,7 +10,7 @@ import Foundation
 /// defaults) and a link for every to-one relationship. Text cells may point into
 /// `text`, the bytes the rows were read from, so a value is never copied before
 /// SQLite copies it.
-public struct BatchInsertRequest: Sendable {
+package struct BatchInsertRequest: Sendable {
     /// One attribute's value in a row.
     package enum Cell: Sendable, Equatable {
         case null

@@ -1,7 +1,7 @@
 /// A writer of `BatchInsertRequest`s as record mappers see it: entity and to-one
 /// positions, and empty requests. The SQLite `BatchInserter` and the PostgreSQL
 /// `PostgresBatchWriter` both are one, so one mapper fills requests for either store.
-public protocol BatchRequestMaking: AnyObject {
+package protocol BatchRequestMaking: AnyObject {
     /// The index of `entity` for `BatchInsertRequest.addRow`, or nil when the batch path
     /// cannot write it.
     func entityIndex(_ entity: String) -> Int?

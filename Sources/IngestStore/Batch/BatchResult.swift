@@ -1,5 +1,5 @@
 /// A record a batch write rejected, with the reason in the model's names.
-public struct BatchRejection: Sendable, Equatable {
+package struct BatchRejection: Sendable, Equatable {
     public var record: Int
     public var reason: String
 
@@ -10,7 +10,7 @@ public struct BatchRejection: Sendable, Equatable {
 }
 
 /// What one batch write did, on either store.
-public struct BatchResult: Sendable {
+package struct BatchResult: Sendable {
     /// Records written (all their rows).
     public var records = 0
     public var rejected: [BatchRejection] = []

@@ -23,7 +23,7 @@ import Foundation
 ///
 /// One writer per connection (it keeps temporary staging tables there). The `reject`
 /// rule is not supported yet.
-public final class PostgresBatchWriter: BatchRequestMaking {
+package final class PostgresBatchWriter: BatchRequestMaking {
     let connection: PostgresConnection
     let plans: [BatchEntityPlan]
     let planIndex: [String: Int]

@@ -6,7 +6,7 @@ import Foundation
 ///
 /// One database (or one schema, chosen with libpq's `options=-csearch_path=…`) holds one
 /// model: opening it with another model is refused, as a SQLite store refuses.
-public final class PostgresStore: Sendable {
+package final class PostgresStore: Sendable {
     public let url: PostgresURL
     public let model: Model
     let schema: Schema

@@ -16,7 +16,7 @@ import GRDBSQLite
 /// set both ways (the to-many side of a one-to-many is the to-one's column); and the
 /// coordinator's observers get a `SaveNotice` with the object IDs inserted and updated,
 /// so main contexts merge these saves as any other.
-public final class BatchInserter: BatchRequestMaking {
+package final class BatchInserter: BatchRequestMaking {
     public let coordinator: PersistentStoreCoordinator
     let plans: [BatchEntityPlan]
     /// Per plan, its statements in SQLite's words.
