@@ -61,3 +61,62 @@ import Testing
         #expect(title == nil)
     }
 }
+
+/// An object kept across `reset()`: its context no longer tracks it, so a change to it
+/// could never be saved. The change traps, naming the object, never silently dropped.
+@Suite struct ResetObjectTests {
+    @Test func changingAnObjectKeptAcrossResetTrapsNamingIt() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let coordinator = try PersistentStoreCoordinator(inMemory: TestModel.model)
+            let context = ObjectContext(coordinator: coordinator, name: "editor")
+            try context.perform {
+                insertPhoto(context, id: "p1", title: "Harbour")
+                try context.save()
+                let photo = try context.fetch("Photo")[0]
+                context.reset()
+                photo.title = "Pier"
+                try context.save()
+            }
+        }.map { result in
+            let text = String(decoding: result.standardErrorContent, as: UTF8.self)
+            #expect(text.contains("was changed (setValue(_:forAttributeAt:)) after ObjectContext 'editor' dropped it in reset(): the change could never be saved; fetch the object again"), "\(text)")
+        }
+    }
+
+    @Test func relatingAnObjectKeptAcrossResetTraps() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let coordinator = try PersistentStoreCoordinator(inMemory: TestModel.model)
+            let context = ObjectContext(coordinator: coordinator, name: "editor")
+            context.perform {
+                let kept = insertPhoto(context, id: "p1")
+                context.reset()
+                let ana = context.insert("Photographer")
+                ana.id = "ana"
+                kept.setObject(ana, forKey: "whoTook")
+            }
+        }.map { result in
+            let text = String(decoding: result.standardErrorContent, as: UTF8.self)
+            #expect(text.contains("after ObjectContext 'editor' dropped it in reset()"), "\(text)")
+        }
+    }
+
+    /// Reading an object kept across a reset still works, and the same object fetched again
+    /// takes the change and saves it.
+    @Test(arguments: StoreBackend.available) func anObjectFetchedAgainAfterResetSavesItsChange(backend: StoreBackend) throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator, name: "editor")
+        try context.perform {
+            insertPhoto(context, id: "p1", title: "Harbour")
+            try context.save()
+            let kept = try context.fetch("Photo")[0]
+            context.reset()
+            #expect(kept.title == "Harbour")
+            let again = context.object(with: kept.objectID)
+            again.title = "Pier"
+            try context.save()
+        }
+        let reader = ObjectContext(coordinator: coordinator)
+        #expect(try reader.perform { try reader.fetch("Photo").map { $0.title } } == ["Pier"])
+    }
+}

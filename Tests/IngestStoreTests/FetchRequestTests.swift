@@ -378,3 +378,32 @@ import Testing
         }
     }
 }
+
+@Suite struct UnknownEntityFetchTests {
+    /// A fetch of an entity the model does not have throws `StoreError.unknownEntity`, as
+    /// every fetching call says it throws, instead of trapping.
+    @Test(arguments: StoreBackend.available) func fetchingAnUnknownEntityThrowsInsteadOfTrapping(backend: StoreBackend) throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
+        _ = directory
+        let context = ObjectContext(coordinator: coordinator)
+        context.perform {
+            let request = FetchRequest("Photoo")
+            let calls: [() throws -> Void] = [
+                { _ = try context.fetch("Photoo") },
+                { _ = try context.fetch("Photoo", where: "id", equals: nil) },
+                { _ = try context.count("Photoo") },
+                { _ = try context.fetch(request) },
+                { _ = try context.count(for: request) },
+                { _ = try context.fetchObjectIDs(request) },
+                { _ = try context.fetchResults(request) },
+                { _ = try context.fetchDictionaries(DictionaryFetch(request, properties: [.keyPath("id")])) },
+                { try FetchedResultsController(request: FetchRequest("Photoo", sortDescriptors: [FetchSortDescriptor("id")]), context: context).performFetch() },
+            ]
+            for call in calls {
+                let error = #expect(throws: StoreError.self) { try call() }
+                #expect(error == .unknownEntity("Photoo"))
+                #expect(error?.localizedDescription == "the model has no entity 'Photoo'")
+            }
+        }
+    }
+}

@@ -146,3 +146,49 @@ import Testing
         }
     }
 }
+
+@Suite struct ResultsControllerWindowTests {
+    /// A "top 5" controller keeps five after merges: ten better photos saved elsewhere push
+    /// the first five out, and a deleted one lets the next in; every delta, applied, gives
+    /// the new state, which is what the same request fetches.
+    @Test(arguments: StoreBackend.available) func aControllerWithAFetchLimitKeepsItsWindowAcrossMerges(backend: StoreBackend) throws {
+        let (coordinator, directory) = try TestModel.store(on: backend)
+        _ = directory
+        let viewer = ObjectContext(coordinator: coordinator, name: "viewer")
+        let writer = ObjectContext(coordinator: coordinator, name: "writer")
+        viewer.perform { viewer.automaticallyMergesChangesFromCoordinator = true }
+        try writer.perform {
+            for i in 0..<5 { insertPhoto(writer, id: "low\(i)").views = .int(Int64(i)) }
+            try writer.save()
+        }
+        var request = FetchRequest("Photo", sortDescriptors: [FetchSortDescriptor("views", ascending: false)])
+        request.fetchLimit = 5
+        let heard = Mutex2<[ResultsChange]>([])
+        let listener = FetchedResultsControllerTests.Listener { heard.set(heard.get() + [$0]) }
+        let (controller, before) = try viewer.perform { () throws -> (FetchedResultsController, FetchedResultsControllerTests.State) in
+            let controller = try FetchedResultsController(request: request, context: viewer)
+            try controller.performFetch()
+            controller.delegate = listener
+            return (controller, FetchedResultsControllerTests.state(controller))
+        }
+        try writer.perform {
+            for i in 0..<10 { insertPhoto(writer, id: "high\(i)").views = .int(Int64(100 + i)) }
+            try writer.save()
+        }
+        func views() -> [Int64] {
+            viewer.perform { controller.fetchedObjects.compactMap { $0.views?.intValue } }
+        }
+        #expect(views() == [109, 108, 107, 106, 105])
+        try writer.perform {
+            try writer.delete(writer.fetch("Photo", where: "id", equals: "high9")[0])
+            try writer.save()
+        }
+        #expect(views() == [108, 107, 106, 105, 104])
+        try viewer.perform {
+            let applied = heard.get().reduce(before) { FetchedResultsControllerTests.apply($1, to: $0) }
+            #expect(FetchedResultsControllerTests.same(applied, FetchedResultsControllerTests.state(controller)))
+            let fetched = try viewer.fetch(request).map(\.objectID)
+            #expect(controller.fetchedObjects.map(\.objectID) == fetched)
+        }
+    }
+}

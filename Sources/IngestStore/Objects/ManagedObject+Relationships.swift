@@ -12,6 +12,7 @@ extension ManagedObject {
     public func setObject(_ target: ManagedObject?, forKey key: String) {
         let index = relationshipIndex(key, toMany: false)
         context.checkAccess()
+        if isDetached { trapDetached() }
         if let target { checkSameContext(target, key) }
         setToOne(index, to: target, updateInverse: true)
     }
@@ -32,6 +33,7 @@ extension ManagedObject {
     public func insertObject(_ member: ManagedObject, at index: Int, forKey key: String) {
         let relationshipIndex = relationshipIndex(key, toMany: true)
         context.checkAccess()
+        if isDetached { trapDetached() }
         precondition(info.relationships[relationshipIndex].orderColumn != nil,
                      "\(info.name).\(key) is not ordered: use addObject(_:toKey:)")
         addObject(member, toKey: key)
@@ -49,6 +51,7 @@ extension ManagedObject {
     public func addObject(_ member: ManagedObject, toKey key: String) {
         let index = relationshipIndex(key, toMany: true)
         context.checkAccess()
+        if isDetached { trapDetached() }
         checkSameContext(member, key)
         let relationship = info.relationships[index]
         let inverse = member.info.relationshipIndex[relationship.inverseName]!
@@ -66,6 +69,7 @@ extension ManagedObject {
     public func removeObject(_ member: ManagedObject, fromKey key: String) {
         let index = relationshipIndex(key, toMany: true)
         context.checkAccess()
+        if isDetached { trapDetached() }
         checkSameContext(member, key)
         let relationship = info.relationships[index]
         let inverse = member.info.relationshipIndex[relationship.inverseName]!
@@ -120,5 +124,6 @@ extension ManagedObject {
     private func checkSameContext(_ other: ManagedObject, _ key: String) {
         precondition(other.context === context,
                      "\(info.name).\(key): \(other.objectID) belongs to another context; relate objects of one context only")
+        if other.isDetached { other.trapDetached() }
     }
 }

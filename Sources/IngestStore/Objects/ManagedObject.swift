@@ -80,6 +80,10 @@ public final class ManagedObject {
     @exclusivity(unchecked) var changedToOne = ChangeMask()
     @exclusivity(unchecked) public internal(set) var isInserted = false
     @exclusivity(unchecked) public internal(set) var isDeleted = false
+    /// Dropped by its context's `reset()`: the context no longer tracks it, so a change to
+    /// it could never be saved. Changing it traps (as Core Data's invalidated objects do)
+    /// instead of being dropped at the next save.
+    @exclusivity(unchecked) var isDetached = false
 
     init(id: ObjectID, info: EntityInfo, context: ObjectContext, fault: Bool) {
         objectID = id
@@ -137,6 +141,7 @@ public final class ManagedObject {
         // A decimal is kept in its one form (`DecimalText`), so `7.80` over a stored `7.8` is no change.
         let newValue = newValue?.canonicalized
         confinement.check()
+        if isDetached { trapDetached() }
         fireFault()
         if let recorder = context.undoRecorder {
             let before = (values[index], context.tracking(of: self))
@@ -226,9 +231,18 @@ public final class ManagedObject {
 
     /// Records the object as changed, keeping its loaded state for rollback.
     func noteChange() {
+        if isDetached { trapDetached() }
         guard !isInserted else { return }
         if committed == nil { committed = RowData(values: values.array, toOne: toOne) }
         context.noteUpdated(self)
+    }
+}
+
+extension ManagedObject {
+    /// A change to an object its context's `reset()` dropped.
+    func trapDetached(_ function: StaticString = #function) -> Never {
+        preconditionFailure("\(objectID) was changed (\(function)) after ObjectContext '\(context.name)' dropped it in reset(): "
+            + "the change could never be saved; fetch the object again (context.object(with: id)) and change that one")
     }
 }
 

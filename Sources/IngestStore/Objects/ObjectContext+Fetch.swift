@@ -10,7 +10,7 @@ extension ObjectContext {
     /// with this context's unsaved changes taken into account.
     /// - Throws: `StoreError` when the store cannot be read.
     public func fetch(_ entity: String, where key: String, equals value: Value?) throws -> [ManagedObject] {
-        let info = entityInfo(entity)
+        let info = try knownEntity(entity)
         guard let index = info.attributeIndex[key] else { throw StoreError.unknownProperty(entity: entity, property: key) }
         return try fetch(entity, filter: (index, value))
     }
@@ -19,7 +19,7 @@ extension ObjectContext {
     /// - Throws: `StoreError` when the store cannot be read.
     public func count(_ entity: String) throws -> Int {
         checkAccess()
-        let info = entityInfo(entity)
+        let info = try knownEntity(entity)
         let stored = try coordinator.count(info.name)
         let inserted = insertedList.filter { info.includes($0.info) }.count
         let deleted = deletedSet.values.filter { info.includes($0.info) }.count
@@ -28,7 +28,7 @@ extension ObjectContext {
 
     private func fetch(_ entity: String, filter: (index: Int, value: Value?)?) throws -> [ManagedObject] {
         checkAccess()
-        let info = entityInfo(entity)
+        let info = try knownEntity(entity)
         var sql = "SELECT \(info.selectColumns) FROM \(info.table)"
         var conditions = info.entityCondition().map { [$0] } ?? []
         if let filter {

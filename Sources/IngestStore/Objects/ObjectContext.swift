@@ -142,6 +142,15 @@ public final class ObjectContext {
 
     // MARK: - Objects
 
+    /// The entity `name`, for the calls that throw: a fetch of an entity the model does not
+    /// have fails as the store's other errors do, instead of trapping.
+    /// - Throws: `StoreError.unknownEntity`.
+    func knownEntity(_ name: String) throws -> EntityInfo {
+        if let last = lastEntity, last.name == name { return last }
+        guard coordinator.schema.entity(name) != nil else { throw StoreError.unknownEntity(name) }
+        return entityInfo(name)
+    }
+
     func entityInfo(_ name: String) -> EntityInfo {
         // Workers insert one entity many times in a row: remember the last one.
         if let last = lastEntity, last.name == name { return last }
@@ -233,6 +242,7 @@ public final class ObjectContext {
     public func delete(_ object: ManagedObject) {
         checkAccess()
         precondition(object.context === self, "\(object.objectID) belongs to another context")
+        if object.isDetached { object.trapDetached() }
         guard !object.isDeleted else { return }
         if object.isInserted {
             insertedList.removeAll { $0 === object }
@@ -281,11 +291,15 @@ public final class ObjectContext {
 
     /// Drops every registered object and every unsaved change: memory returns.
     /// (The tables keep their capacity, so a worker that resets after every save does
-    /// not grow them again each time.)
+    /// not grow them again each time.) An object kept past the reset may still be read,
+    /// but changing or deleting it traps, naming it: fetch it again to change it.
     public func reset() {
         checkAccess()
         postgresSaveHook = nil
         undoManager?.removeAllActions()
+        // Objects kept past the reset must not take changes that no save would write.
+        for object in registered.values { object.isDetached = true }
+        for object in insertedList { object.isDetached = true }
         registered.removeAll(keepingCapacity: true)
         toManyHolders.removeAll(keepingCapacity: true)
         insertedList.removeAll(keepingCapacity: true)

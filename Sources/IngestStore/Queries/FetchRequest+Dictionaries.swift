@@ -36,7 +36,7 @@ extension ObjectContext {
     /// - Throws: `QueryPredicateError` for keys the entity does not have; `StoreError`.
     public func fetchDictionaries(_ fetch: DictionaryFetch) throws -> [[String: Value?]] {
         checkAccess()
-        let info = entityInfo(fetch.request.entityName)
+        let info = try knownEntity(fetch.request.entityName)
         let dialect = coordinator.dialect
         var compiler = PredicateCompiler(schema: coordinator.schema, dialect: dialect)
         var columns: [(name: String, sql: String, type: AttributeType?, function: AggregateFunction?)] = []
@@ -112,7 +112,7 @@ extension ObjectContext {
     /// - Throws: as `fetch(_:)`.
     public func fetchObjectIDs(_ request: FetchRequest) throws -> [ObjectID] {
         checkAccess()
-        let info = entityInfo(request.entityName)
+        let info = try knownEntity(request.entityName)
         if request.includesPendingChanges && hasPendingChanges(for: info) {
             return try fetch(request).map(\.objectID)
         }

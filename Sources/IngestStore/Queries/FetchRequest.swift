@@ -35,7 +35,7 @@ extension ObjectContext {
     ///   entity; `StoreError` when the store cannot be read.
     public func fetch(_ request: FetchRequest) throws -> [ManagedObject] {
         checkAccess()
-        let info = entityInfo(request.entityName)
+        let info = try knownEntity(request.entityName)
         let pending = request.includesPendingChanges && hasPendingChanges(for: info)
         // With unsaved changes in play the window is cut in memory, after they are merged in.
         let query = try selectQuery(request, info, columns: info.aliasedSelectColumns,
@@ -54,7 +54,7 @@ extension ObjectContext {
     /// - Throws: as `fetch(_:)`.
     public func count(for request: FetchRequest) throws -> Int {
         checkAccess()
-        let info = entityInfo(request.entityName)
+        let info = try knownEntity(request.entityName)
         if request.includesPendingChanges && hasPendingChanges(for: info) { return try fetch(request).count }
         let query = try selectQuery(request, info, columns: "count(*)", window: false, countOnly: true)
         var count = try coordinator.reading { db in Int(try db.int64(query.sql, query.arguments) ?? 0) }

@@ -130,6 +130,12 @@ public final class FetchedResultsController {
             let index = insertionIndex(for: object, in: flat)
             flat.insert(object, at: index)
         }
+        // A window ("top 5") cannot be kept by merging alone: an object that leaves lets the
+        // next one in, which the notice does not name. The request is asked again (a
+        // failure keeps the merged list, as a failed preload does above).
+        if (request.fetchLimit ?? 0) > 0 || request.fetchOffset > 0, let windowed = try? context.fetch(request) {
+            flat = windowed
+        }
         let new = group(flat)
         sections = new
         let change = Self.diff(old: old, new: new, updated: notice.updated)
