@@ -9,15 +9,6 @@ struct HistoryScope {
 
     /// What a consumer whose token no longer fits the store should do.
     static let afresh = "fetch the objects afresh and continue from the current token (coordinator.currentHistoryToken(), or the last line of ingest history)"
-
-    /// The metadata entry `key` as stored (JSON text), or nil.
-    func metadataText(_ key: String, _ connection: StoreConnection) throws -> String? {
-        var value: String?
-        try connection.query("SELECT value FROM \(quoted(PersistentStoreCoordinator.metadataTable)) WHERE key = ?", [.string(key)]) { row in
-            value = row.value(.string, 0)?.stringValue
-        }
-        return value
-    }
 }
 
 /// How a store numbers its history: SQLite gives each transaction the next position (and

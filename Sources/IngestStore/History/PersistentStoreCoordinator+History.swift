@@ -103,12 +103,8 @@ extension PersistentStoreCoordinator {
     /// What the store's history code needs of the coordinator.
     var historyScope: HistoryScope { HistoryScope(schema: schema, storeID: storeID, path: path) }
 
-    func purgedBefore(_ connection: StoreConnection) throws -> Int64? {
-        try metadataText(HistoryLog.purgedKey, connection).flatMap { Int64($0) }
-    }
-
-    func metadataText(_ key: String, _ connection: StoreConnection) throws -> String? {
-        try historyScope.metadataText(key, connection)
+    private func purgedBefore(_ connection: StoreConnection) throws -> Int64? {
+        try Self.metadataText(HistoryLog.purgedKey, connection).flatMap { Int64($0) }
     }
 
     /// Runs `body` in one snapshot of the store (on PostgreSQL a REPEATABLE READ

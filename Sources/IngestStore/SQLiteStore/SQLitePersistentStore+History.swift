@@ -6,7 +6,7 @@ import Foundation
 extension SQLitePersistentStore {
     func currentHistoryToken(_ scope: HistoryScope, _ connection: StoreConnection) throws -> HistoryToken {
         let next = try Self.nextPosition(connection)
-        let purged = try scope.metadataText(HistoryLog.purgedKey, connection).flatMap { Int64($0) }
+        let purged = try PersistentStoreCoordinator.metadataText(HistoryLog.purgedKey, connection).flatMap { Int64($0) }
         return HistoryToken(storeID: scope.storeID, position: next,
                             fingerprint: try Self.fingerprint(before: next, purged: purged, scope, connection))
     }
@@ -71,6 +71,6 @@ extension SQLitePersistentStore {
     private static func fingerprint(before position: Int64, purged: Int64?, _ scope: HistoryScope, _ connection: StoreConnection) throws -> String? {
         if position - 1 >= (purged ?? 0) { return try HistoryLog.fingerprint(at: position - 1, connection) }
         guard position == purged else { return nil }
-        return try scope.metadataText(HistoryLog.purgedFingerprintKey, connection)
+        return try PersistentStoreCoordinator.metadataText(HistoryLog.purgedFingerprintKey, connection)
     }
 }

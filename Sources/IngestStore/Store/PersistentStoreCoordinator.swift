@@ -249,13 +249,17 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The JSON text stored under `key` in the store's metadata, or nil.
     /// - Throws: `StoreError.database` when the store cannot be read.
     public func metadata(forKey key: String) throws -> String? {
-        try reading { connection in
-            var value: String?
-            try connection.query("SELECT value FROM \(quoted(Self.metadataTable)) WHERE key = ?", [.string(key)]) { row in
-                value = row.value(.string, 0)?.stringValue
-            }
-            return value
+        try reading { connection in try Self.metadataText(key, connection) }
+    }
+
+    /// The metadata entry `key` as stored (JSON text), or nil, read on `connection` (inside
+    /// a transaction or snapshot the caller holds).
+    static func metadataText(_ key: String, _ connection: StoreConnection) throws -> String? {
+        var value: String?
+        try connection.query("SELECT value FROM \(quoted(metadataTable)) WHERE key = ?", [.string(key)]) { row in
+            value = row.value(.string, 0)?.stringValue
         }
+        return value
     }
 
     /// The value stored under `key`, decoded from its JSON.
