@@ -234,6 +234,40 @@ import Testing
         ], spec: Self.spec(), dir: dir, objectPath: objectPath, saveEvery: 2)
         #expect(try rows(dir, "SELECT id, name, email FROM Author") == ["2|X|y@x"])
     }
+
+    /// The record-by-record fallback of `BatchSave` on SQLite, as on PostgreSQL: a batch
+    /// the store refuses for one record's data (here a trigger's RAISE, a rule only the
+    /// store knows) is written again one record at a time, and only that record is
+    /// rejected, with the store's reason; the others end as written in one go.
+    @Test func aBatchSQLiteRefusesIsWrittenRecordByRecordAndOnlyTheRecordAtFaultIsRejected() throws {
+        let dir = try TemporaryDirectory()
+        let spec = try Self.spec()
+        let first = try importLines([#"{"id":"p1","title":"one","author":{"id":1,"name":"Al"}}"#,
+                                     #"{"id":"p2","title":"two","author":{"id":2,"name":"Bo"}}"#],
+                                    spec: spec, dir: dir, objectPath: false)
+        #expect(first.records == 2 && first.rejected == 0)
+        for event in ["INSERT", "UPDATE"] {
+            try storeRowsExecute(dir.file("store.sqlite"), """
+                CREATE TRIGGER views_not_negative_\(event) BEFORE \(event) ON Post WHEN NEW.views < 0
+                BEGIN SELECT RAISE(ABORT, 'views_not_negative'); END
+                """)
+        }
+        let second = try importLines([
+            #"{"id":"p3","title":"three","author":{"id":3,"name":"Cy"}}"#,
+            #"{"id":"p4","views":-1,"author":{"id":4,"name":"Di"}}"#,
+            #"{"id":"p1","title":"one again","author":{"id":1,"name":"Al renamed"}}"#,
+            #"{"id":"p5","author":{"id":3,"name":"Cy"}}"#,
+            #"{"id":"p2","title":"two again","views":7}"#,
+            #"{"id":"p6","title":"six","author":{"id":1,"name":"Al at last"}}"#,
+        ], spec: spec, dir: dir, objectPath: false)
+        #expect(second.imported == 5 && second.rejectedThisRun == 1, "\(second)")
+        let rejected = try rejects(second)
+        #expect(rejected.count == 1)
+        #expect(rejected.first?.contains("views_not_negative") == true && rejected.first?.contains(#""index":1"#) == true, "\(rejected)")
+        let posts = try rows(dir, "SELECT p.id, p.title, p.views, a.id AS author FROM Post p LEFT JOIN Author a ON a._pk = p._author ORDER BY p.id")
+        #expect(posts == ["p1|one again|0|1", "p2|two again|7|2", "p3|three|0|3", "p5|NULL|0|3", "p6|six|0|1"], "\(posts)")
+        #expect(try rows(dir, "SELECT id, name FROM Author ORDER BY id") == ["1|Al at last", "2|Bo", "3|Cy"])
+    }
 }
 
 /// Every pair of rules for a record's own object and its related objects, through both

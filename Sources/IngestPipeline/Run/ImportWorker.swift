@@ -533,14 +533,5 @@ final class ImportWorker {
 extension StoreError {
     /// A save failed because of what its objects say, not because of the store: making
     /// the save again without the record that says it succeeds.
-    var isAboutRecords: Bool {
-        switch self {
-        case .validation, .uniquenessConflict: true
-        // SQLITE_CONSTRAINT, whatever the extended code (UNIQUE, NOTNULL, CHECK, a trigger's RAISE).
-        case .database: isConstraintFailure
-        // A value PostgreSQL refuses (SQLSTATE classes 22 and 23).
-        case .postgres(let error): error.isAboutData
-        default: false
-        }
-    }
+    var isAboutRecords: Bool { isAboutData }
 }

@@ -23,21 +23,23 @@ final class SQLiteChunkWriter: BatchChunkWriter {
     }
 
     func save(_ prepared: BatchInserter.Prepared, _ save: ChunkSave) throws -> BatchResult {
-        var metadata: [String: String] = [:]
-        for reject in save.rejects { metadata[keys.rejectKey(chunk: save.chunk.index, index: reject.index)] = try reject.jsonLine() }
-        metadata[keys.chunkKey(save.chunk.index)] = String(save.done)
-        if !save.members.isEmpty { metadata[keys.membersKey(chunk: save.chunk.index, done: save.done)] = try ImportMarker.jsonLine(save.members) }
-        // Once a chunk: its first save records what its bytes were.
-        if save.from == 0 { metadata[keys.sumKey(save.chunk.index)] = save.chunk.checksum }
-        var result = try inserter.execute(prepared, metadata: metadata, author: "import run \(keys.run) chunk \(save.chunk.index)") { [keys] rejection in
-            let index = rejection.record  // the record's index in its chunk, as the mapper numbered it
-            let reject = ImportMarker.Reject(save.chunk, index: index, reason: rejection.reason,
-                                             text: ChunkLines.text(ofRecord: index, in: save.bytes))
-            return [keys.rejectKey(chunk: save.chunk.index, index: index): try reject.jsonLine()]
-        } written: { [keys] result in
+        var result = try BatchSave(inserter).run(prepared, author: "import run \(keys.run) chunk \(save.chunk.index)", after: { [keys] result in
+            var metadata: [String: String] = [:]
+            for reject in save.rejects { metadata[keys.rejectKey(chunk: save.chunk.index, index: reject.index)] = try reject.jsonLine() }
+            for rejection in result.rejected {
+                let index = rejection.record  // the record's index in its chunk, as the mapper numbered it
+                let reject = ImportMarker.Reject(save.chunk, index: index, reason: rejection.reason,
+                                                 text: ChunkLines.text(ofRecord: index, in: save.bytes))
+                metadata[keys.rejectKey(chunk: save.chunk.index, index: index)] = try reject.jsonLine()
+            }
+            metadata[keys.chunkKey(save.chunk.index)] = String(save.done)
+            if !save.members.isEmpty { metadata[keys.membersKey(chunk: save.chunk.index, done: save.done)] = try ImportMarker.jsonLine(save.members) }
+            // Once a chunk: its first save records what its bytes were.
+            if save.from == 0 { metadata[keys.sumKey(save.chunk.index)] = save.chunk.checksum }
             let outcomes = RecordOutcomes(written: result)
-            return outcomes.isEmpty ? [:] : [keys.outcomesKey(chunk: save.chunk.index, done: save.done): try ImportMarker.jsonLine(outcomes)]
-        }
+            if !outcomes.isEmpty { metadata[keys.outcomesKey(chunk: save.chunk.index, done: save.done)] = try ImportMarker.jsonLine(outcomes) }
+            return metadata
+        })
         result.rejected = save.rejects.map { BatchRejection(record: $0.index, reason: $0.reason) } + result.rejected
         return result
     }

@@ -34,3 +34,25 @@ package struct BatchResult: Sendable {
     public init() {}
 }
 
+
+extension BatchResult {
+    /// Adds what another write of the same save did (a record written on its own).
+    package mutating func add(_ other: BatchResult) {
+        records += other.records
+        rejected += other.rejected
+        inserted.merge(other.inserted, uniquingKeysWith: +)
+        updated += other.updated
+        unchanged += other.unchanged
+        duplicates += other.duplicates
+        history.merge(other.history)
+    }
+
+    /// Counts a record whose own object was stored already (by an earlier record of this
+    /// run or before it): updated when the write changed a value, else unchanged; and a
+    /// duplicate when this run made the object. Both stores count here, so a feed gives
+    /// the same summary on either.
+    package mutating func countStored(changed: Bool, madeThisRun: Bool) {
+        if changed { updated += 1 } else { unchanged += 1 }
+        if madeThisRun { duplicates += 1 }
+    }
+}

@@ -98,7 +98,7 @@ extension PostgresBatchWriter {
         // (as on SQLite), new objects related to a kept one are not made (nothing would link
         // them), and each key's rows fold in record order into one write.
         // Records whose own object was stored: updated or unchanged, as the UPDATE says.
-        var awaitingVerdict: [(entity: Int, record: Int)] = []
+        var awaitingVerdict: [(entity: Int, record: Int, madeThisRun: Bool)] = []
         var kept = 0
         let noKeys = [Value?](repeating: nil, count: request.rows.count)
         for record in accepted {
@@ -141,8 +141,7 @@ extension PostgresBatchWriter {
                     let changed = apply(row, to: Int(at), in: &batches[entity], request, rowSlot: rowSlot)
                     if own {
                         // Made earlier in this run: in this request, or stored since the run began.
-                        if storedPK.map({ $0 >= (firstRowOfRun[plan.info.name] ?? .max) }) ?? true { result.duplicates += 1 }
-                        if changed { result.updated += 1 } else { result.unchanged += 1 }
+                        result.countStored(changed: changed, madeThisRun: storedPK.map { $0 >= (firstRowOfRun[plan.info.name] ?? .max) } ?? true)
                     }
                 } else if let storedPK {
                     var update = entry
@@ -150,10 +149,7 @@ extension PostgresBatchWriter {
                     update.pk = storedPK
                     let index = batches[entity].append(update, row: row, request, rowSlot: rowSlot, maskBits: 0)
                     _ = apply(row, to: index, in: &batches[entity], request, rowSlot: rowSlot)
-                    if own {
-                        awaitingVerdict.append((entity, record))
-                        if storedPK >= (firstRowOfRun[plan.info.name] ?? .max) { result.duplicates += 1 }
-                    }
+                    if own { awaitingVerdict.append((entity, record, storedPK >= (firstRowOfRun[plan.info.name] ?? .max))) }
                 } else {
                     _ = batches[entity].append(entry, row: row, request, rowSlot: rowSlot, maskBits: bits)
                 }
@@ -316,8 +312,8 @@ extension PostgresBatchWriter {
                 }
             }
         }
-        for (entity, record) in awaitingVerdict {
-            if updatedRecords[entity].contains(record) { result.updated += 1 } else { result.unchanged += 1 }
+        for (entity, record, madeThisRun) in awaitingVerdict {
+            result.countStored(changed: updatedRecords[entity].contains(record), madeThisRun: madeThisRun)
         }
         // What this write taught of objects others link to, where it differs from what the
         // writer remembered (it counts once the transaction commits). What another process

@@ -23,7 +23,7 @@ import Foundation
 ///
 /// One writer per connection (it keeps temporary staging tables there). The `reject`
 /// rule is not supported yet.
-package final class PostgresBatchWriter: BatchRequestMaking {
+package final class PostgresBatchWriter: BatchWriting {
     let connection: PostgresConnection
     let plans: [BatchEntityPlan]
     let planIndex: [String: Int]

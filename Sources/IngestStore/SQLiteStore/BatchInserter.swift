@@ -16,7 +16,7 @@ import GRDBSQLite
 /// set both ways (the to-many side of a one-to-many is the to-one's column); and the
 /// coordinator's observers get a `SaveNotice` with the object IDs inserted and updated,
 /// so main contexts merge these saves as any other.
-package final class BatchInserter: BatchRequestMaking {
+package final class BatchInserter: BatchWriting {
     public let coordinator: PersistentStoreCoordinator
     let plans: [BatchEntityPlan]
     /// Per plan, its statements in SQLite's words.
@@ -33,7 +33,11 @@ package final class BatchInserter: BatchRequestMaking {
     private var runStart: [Int64] = []
     /// Per plan, whether a record's own row is first tried with a plain INSERT (see
     /// `write`): while nearly all of them are new, as in a first import.
-    private var insertsFirst: [Bool] = []
+    var insertsFirst: [Bool] = []
+    /// The open transaction's connection (set inside `inTransaction` only).
+    var database: Database?
+    /// What the open transaction's writes did, for the key cache and the save notice once it commits.
+    var open = OpenWrites()
 
     /// An inserter for the entities of `coordinator`'s model that `supports(_:in:)` accepts,
     /// writing stored objects by `rules` (per entity name; `update` where none is given).
@@ -96,60 +100,28 @@ package final class BatchInserter: BatchRequestMaking {
         try execute(try prepare(request), metadata: metadata, rejected: rejected)
     }
 
-    /// Writes a prepared request (see `execute(_:metadata:rejected:)`). Related objects
-    /// repeated exactly since their last write are not written again. `written` adds
-    /// metadata made from what the write did, in the same transaction.
+    /// Writes a prepared request (see `execute(_:metadata:rejected:)`) as one `BatchSave`.
+    /// Related objects repeated exactly since their last write are not written again.
+    /// `written` adds metadata made from what the write did, in the same transaction.
     ///
     /// The store's history records the write as one transaction by `author`.
     public func execute(_ prepared: Prepared, metadata: [String: String], author: String = "batch insert",
                         rejected: (Rejection) throws -> [String: String] = { _ in [:] },
                         written: (Result) throws -> [String: String] = { _ in [:] }) throws -> Result {
-        let request = prepared.request
-        let (keys, contents) = (prepared.keys, prepared.contents)
-        var resolved = prepared.resolved
-        skipUnchanged(request, contents: contents, resolved: &resolved)
-        // A failed write leaves the rows as they were, which the cache no longer knows.
-        var committed = false
-        defer { if !committed { forget(records: Array(request.records.indices), of: request) } }
-        nonisolated(unsafe) let inserter = self
-        let observed = coordinator.hasSaveObservers
-        let history = coordinator.recordsHistory
-        var locked = 0.0
-        var written = try coordinator.write { db in
-            let start = DispatchTime.now().uptimeNanoseconds
-            defer { locked = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
-            return try inserter.write(request, keys: keys, resolved: resolved, contents: contents, metadata: metadata, rejected: rejected,
-                                      written: written, observed: observed, history: history ? author : nil, db)
-        }
-        committed = true
-        forget(records: written.leftOut, of: request)
-        remember(written.learned, written: written.writtenFields)
-        if observed {
-            let storeID = coordinator.storeID
-            func ids(_ rows: [[Int64]]) -> Set<ObjectID> {
-                var ids = Set<ObjectID>(minimumCapacity: rows.reduce(0) { $0 + $1.count })
-                for (entity, keys) in rows.enumerated() {
-                    let name = plans[entity].info.rootName
-                    for key in keys { ids.insert(ObjectID(storeID: storeID, entityName: name, key: .permanent(key))) }
-                }
-                return ids
-            }
-            coordinator.post(SaveNotice(inserted: ids(written.inserted), updated: ids(written.updated), deleted: [],
-                                        sequence: written.sequence, contextName: "batch insert", contextIdentity: nil))
-        }
-        written.result.lockedSeconds = locked
-        return written.result
+        try BatchSave(self).run(prepared, author: author, after: { result in
+            var entries = metadata
+            for rejection in result.rejected { entries.merge(try rejected(rejection)) { $1 } }
+            entries.merge(try written(result)) { $1 }
+            return entries
+        })
     }
 
     // MARK: - The transaction
 
-    private func write(_ request: BatchInsertRequest, keys: [Value?], resolved: [Int64], contents: [UInt64], metadata: [String: String],
-                       rejected: (Rejection) throws -> [String: String], written: (Result) throws -> [String: String],
-                       observed: Bool, history author: String?, _ db: Database) throws -> Written {
-        let history = author != nil
+    func write(_ prepared: Prepared, only: [Int]?, observed: Bool, history: Bool, _ db: Database) throws -> Written {
+        let (request, keys, resolved, contents) = (prepared.request, prepared.keys, prepared.resolved, prepared.contents)
         let listed = observed || history
         var result = Result()
-        var stagedMetadata = metadata
         var learned: [[Value: Int64]] = Array(repeating: [:], count: plans.count)
         // The hash of the fields each written related row now holds (0: not known).
         var writtenFields: [[Value: UInt64]] = Array(repeating: [:], count: plans.count)
@@ -205,7 +177,7 @@ package final class BatchInserter: BatchRequestMaking {
         }
 
         try request.text.withUnsafeBytes { text in
-            for recordIndex in request.records.indices {
+            for recordIndex in only ?? Array(request.records.indices) {
                 let range = request.rowRange(ofRecord: recordIndex)
                 let unlinked = try request.unlinkedNewRows(in: range) { request, rowIndex in
                     let row = request.rows[rowIndex]
@@ -230,7 +202,6 @@ package final class BatchInserter: BatchRequestMaking {
                     let rejection = Rejection(record: request.records[recordIndex].number, reason: reason)
                     result.rejected.append(rejection)
                     leftOut.append(recordIndex)
-                    for (key, value) in try rejected(rejection) { stagedMetadata[key] = value }
                     continue
                 }
                 rowKeys.removeAll(keepingCapacity: true)
@@ -316,38 +287,31 @@ package final class BatchInserter: BatchRequestMaking {
                             if history { updatedProperties[row.entity].append(plan.givenProperties(request, row: row)) }
                         }
                         if rowIndex == range.lowerBound {
-                            if changed { result.updated += 1 } else { result.unchanged += 1 }
-                            if stored >= runStart[row.entity] { result.duplicates += 1 }
+                            result.countStored(changed: changed, madeThisRun: stored >= runStart[row.entity])
                         }
                     }
                 }
                 result.records += 1
             }
         }
-        stagedMetadata.merge(try written(result)) { $1 }
-        var changes: HistoryChanges?
-        if author != nil {
-            var made = HistoryChanges()
+        if history {
             for entity in plans.indices {
-                made.add(plans[entity].info.name, .insert, rows: inserted[entity])
+                result.history.add(plans[entity].info.name, .insert, rows: inserted[entity])
                 for (pk, properties) in zip(updated[entity], updatedProperties[entity]) {
-                    made.add(plans[entity].info.name, .update, row: pk, properties: properties)
+                    result.history.add(plans[entity].info.name, .update, row: pk, properties: properties)
                 }
             }
-            changes = made
         }
-        let sequence = try coordinator.finishSave(db, metadata: stagedMetadata, history: changes, author: author ?? "")
         for (entity, count) in insertedCounts.enumerated() where count > 0 { result.inserted[plans[entity].info.name] = count }
-        return Written(result: result, inserted: inserted, updated: updated, sequence: sequence, learned: learned,
+        return Written(result: result, inserted: inserted, updated: updated, learned: learned,
                        writtenFields: writtenFields, leftOut: leftOut)
     }
 
     /// What a write transaction did, handed out of the lock.
-    private struct Written {
+    struct Written {
         var result: Result
         var inserted: [[Int64]]
         var updated: [[Int64]]
-        var sequence: Int
         var learned: [[Value: Int64]]
         var writtenFields: [[Value: UInt64]]
         /// Records not written (rejected), by index in the request.

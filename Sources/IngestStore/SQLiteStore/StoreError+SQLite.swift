@@ -22,4 +22,10 @@ extension StoreError.Reason {
             }
         }
     }
+
+    /// Whether SQLite's `code` is about the data written: a constraint, a text or blob over
+    /// SQLite's length limit, a value of the wrong type for a strict column.
+    static func isAboutData(sqlite code: ResultCode) -> Bool {
+        [.SQLITE_CONSTRAINT, .SQLITE_TOOBIG, .SQLITE_MISMATCH, .SQLITE_RANGE].contains(code.primaryResultCode)
+    }
 }

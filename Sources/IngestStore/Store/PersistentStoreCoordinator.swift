@@ -306,13 +306,18 @@ public final class PersistentStoreCoordinator: Sendable {
         try finishSave(StoreConnection(kind: .sqlite(db)), metadata: metadata, history: history, author: author())
     }
 
+    /// Sets the store metadata entries `metadata` in `connection`'s open transaction.
+    static func writeMetadata(_ metadata: [String: String], on connection: StoreConnection) throws {
+        for (key, value) in metadata {
+            try connection.execute("INSERT INTO \(quoted(metadataTable)) (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                                   [.string(key), .string(value)])
+        }
+    }
+
     func finishSave(_ connection: StoreConnection, metadata: [String: String], history: HistoryChanges? = nil,
                     author: @autoclosure () -> String = "") throws -> Int {
         if let history, !history.isEmpty, recordsHistory { try HistoryLog.record(history, author: author(), on: connection) }
-        for (key, value) in metadata {
-            try connection.execute("INSERT INTO \(quoted(Self.metadataTable)) (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                                   [.string(key), .string(value)])
-        }
+        try Self.writeMetadata(metadata, on: connection)
         try beforeCommit.withLock { $0 }?()
         if takeInjectedCommitFailure() {
             throw DatabaseError(resultCode: .SQLITE_FULL, message: "database or disk is full")

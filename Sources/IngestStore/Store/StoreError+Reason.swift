@@ -52,6 +52,25 @@ extension StoreError {
         }
     }
 
+    /// Whether the failure is about the data of what was written (a constraint refused
+    /// it, or the store cannot hold one of its values), not about the store: writing the
+    /// same without the record at fault succeeds.
+    public var isAboutData: Bool {
+        switch self {
+        case .validation, .uniquenessConflict: true
+        case .database(_, let code):
+            code.map(Reason.isAboutData(sqlite:)) ?? false
+        case .postgres(let error): error.isAboutData
+        default: false
+        }
+    }
+
+    /// Whether the transaction lost to a concurrent one or met a lock (a deadlock, a
+    /// serialization failure, a busy store): running it again may succeed.
+    public var isTransactionConflict: Bool {
+        reason == .transactionConflict || reason == .busy
+    }
+
     /// The statement that failed, when the store knows it (PostgreSQL's statements; a SQLite
     /// failure keeps SQLite's message and result code only). Record values are bound as
     /// parameters, never written into it.
