@@ -57,30 +57,62 @@ extension PostgresBatchWriter {
         if !usedStagingTables.isEmpty {
             try connection.execute("TRUNCATE " + usedStagingTables.sorted().joined(separator: ", "))
         }
+        var state = WriteState(request: request, made: made, plans: plans)
+        try lookUpStoredKeys(&state)
+        fold(made.accepted, &state)
+        try numberNewRows(&state)
+        try insertNewRows(&state)
+        try markPlaceholders(state)
+        try updateStoredRows(&state)
+        rememberWritten(state)
+        return state.result
+    }
+
+    /// What one `write` works on: the request's rows folded per entity (`EntityBatch`),
+    /// and what the write finds and does on the way.
+    struct WriteState {
+        let request: BatchInsertRequest
+        let rowSlot: [Int32]
+        /// The write's own arrays by slot and by entry, beside the staged slots it only reads.
+        var batches: [EntityBatch]
         var result = BatchResult()
-        result.rejected = made.rejected
-        func reject(_ record: Int, _ reason: String) {
+        /// Records whose own object was stored: updated or unchanged, as the UPDATE says.
+        var awaitingVerdict: [(entity: Int, record: Int, madeThisRun: Bool)] = []
+        /// Keys another process made meanwhile, in entities others link to: stored, not made here.
+        var madeElsewhere: [Set<Int32>]
+        /// Per entity and entry, the hash of what the entry gives (`contentHash`).
+        var contents: [[Int]]
+
+        init(request: BatchInsertRequest, made: Staged, plans: [BatchEntityPlan]) {
+            self.request = request
+            rowSlot = made.rowSlot
+            batches = plans.indices.map { entity in
+                EntityBatch(slots: made.slots[entity], rows: made.rows[entity], linkCount: plans[entity].info.toOneColumns.count,
+                            maskWords: plans[entity].maskWords)
+            }
+            result.rejected = made.rejected
+            madeElsewhere = Array(repeating: [], count: plans.count)
+            contents = Array(repeating: [], count: plans.count)
+        }
+
+        mutating func reject(_ record: Int, _ reason: String) {
             result.rejected.append(BatchRejection(record: request.records[record].number, reason: reason))
         }
-        let accepted = made.accepted
-        // The write's own arrays by slot and by entry, beside the staged slots it only reads.
-        var batches = plans.indices.map { entity in
-            EntityBatch(slots: made.slots[entity], rows: made.rows[entity], linkCount: plans[entity].info.toOneColumns.count,
-                        maskWords: plans[entity].maskWords)
-        }
-        let rowSlot = made.rowSlot
-        // The keys stored already: remembered, or looked up (one query per entity).
-        for entity in plans.indices where !(assumesNewKeys && undestined[entity]) && !batches[entity].keys.isEmpty {
+    }
+
+    /// The keys stored already: remembered, or looked up (one query per entity).
+    private func lookUpStoredKeys(_ state: inout WriteState) throws(PostgresError) {
+        for entity in plans.indices where !(assumesNewKeys && undestined[entity]) && !state.batches[entity].keys.isEmpty {
             var unknown: [String] = []
             let remembering = !known[entity].isEmpty || !pending[entity].isEmpty
-            for slot in batches[entity].keys.indices {
-                let key = batches[entity].keys[slot]
+            for slot in state.batches[entity].keys.indices {
+                let key = state.batches[entity].keys[slot]
                 if remembering, var memory = (pending[entity].isEmpty ? nil : pending[entity][key]) ?? known[entity][key] {
                     // Others wrote since: the object's row number holds, its fields may not.
                     if memory.generation != contentGeneration { memory.content = nil }
-                    batches[entity].stored[slot] = memory.pk
-                    batches[entity].remembered[slot] = memory
-                    batches[entity].placeholder[slot] = memory.mayBePlaceholder
+                    state.batches[entity].stored[slot] = memory.pk
+                    state.batches[entity].remembered[slot] = memory
+                    state.batches[entity].placeholder[slot] = memory.mayBePlaceholder
                 } else {
                     unknown.append(key.text)
                 }
@@ -88,106 +120,48 @@ extension PostgresBatchWriter {
             guard !unknown.isEmpty else { continue }
             let found = try connection.execute(statements[entity].existing!, [Self.arrayLiteral(unknown)])
             for row in 0..<found.count {
-                guard let slot = batches[entity].slotOf[TextKey(try found.text(row, 0))] else { continue }
-                batches[entity].stored[Int(slot)] = try found.int64(row, 1)
-                batches[entity].placeholder[Int(slot)] = found[row, 2] == "t"
+                guard let slot = state.batches[entity].slotOf[TextKey(try found.text(row, 0))] else { continue }
+                state.batches[entity].stored[Int(slot)] = try found.int64(row, 1)
+                state.batches[entity].placeholder[Int(slot)] = found[row, 2] == "t"
             }
         }
+    }
 
-        // Record by record: a record whose new rows lack required values is rejected whole
-        // (as on SQLite), new objects related to a kept one are not made (nothing would link
-        // them), and each key's rows fold in record order into one write.
-        // Records whose own object was stored: updated or unchanged, as the UPDATE says.
-        var awaitingVerdict: [(entity: Int, record: Int, madeThisRun: Bool)] = []
-        var kept = 0
-        let noKeys = [Value?](repeating: nil, count: request.rows.count)
-        for record in accepted {
-            let range = request.rowRange(ofRecord: record)
-            let unlinked = request.unlinkedNewRows(in: range) { request, rowIndex in
-                let (entity, slot) = (request.rows[rowIndex].entity, rowSlot[rowIndex])
-                guard slot >= 0, batches[entity].isStoredOrFolded(slot) else { return .new }
-                return batches[entity].placeholder[Int(slot)] ? .placeholder : .stored
-            }
-            let reason = (try? request.problem(in: range, keys: noKeys, skipping: unlinked) { entity, value in
-                guard let key = keyBytes(value), let slot = batches[entity].slotOf[key] else { return nil }
-                return batches[entity].stored[Int(slot)] ?? (batches[entity].foldedAt[Int(slot)] >= 0 ? -1 : nil)
-            }) ?? nil
-            if let reason {
-                reject(record, reason)
-                continue
-            }
-            kept += 1
-            // A record's rows fold last to first, the order the SQLite batch path writes them in.
-            for rowIndex in range.reversed() where unlinked.isEmpty || !unlinked.contains(rowIndex) {
-                let row = request.rows[rowIndex]
-                let entity = row.entity
-                let plan = plans[entity]
-                let own = rowIndex == range.lowerBound
-                let bits = plan.info.attributeNames.count + plan.info.toOneColumns.count
-                let slot = rowSlot[rowIndex]
-                let entry = Folded(op: UInt8(ascii: "i"), record: record, firstCell: row.firstCell,
-                                   cellCount: plan.info.attributeNames.count, slot: slot)
-                guard slot >= 0 else {
-                    _ = batches[entity].append(entry, row: row, request, rowSlot: rowSlot, maskBits: bits)
-                    continue
-                }
-                // A key met first by reference is a placeholder until a row describes it.
-                if batches[entity].foldedAt[Int(slot)] < 0 && batches[entity].stored[Int(slot)] == nil {
-                    batches[entity].placeholder[Int(slot)] = row.mode == .findOrCreate
-                }
-                let at = batches[entity].foldedAt[Int(slot)]
-                let storedPK = batches[entity].stored[Int(slot)]
-                if at >= 0 {
-                    let changed = apply(row, to: Int(at), in: &batches[entity], request, rowSlot: rowSlot)
-                    if own {
-                        // Made earlier in this run: in this request, or stored since the run began.
-                        result.countStored(changed: changed, madeThisRun: storedPK.map { $0 >= (firstRowOfRun[plan.info.name] ?? .max) } ?? true)
-                    }
-                } else if let storedPK {
-                    var update = entry
-                    update.op = UInt8(ascii: "u")
-                    update.pk = storedPK
-                    let index = batches[entity].append(update, row: row, request, rowSlot: rowSlot, maskBits: 0)
-                    _ = apply(row, to: index, in: &batches[entity], request, rowSlot: rowSlot)
-                    if own { awaitingVerdict.append((entity, record, storedPK >= (firstRowOfRun[plan.info.name] ?? .max))) }
-                } else {
-                    _ = batches[entity].append(entry, row: row, request, rowSlot: rowSlot, maskBits: bits)
-                }
-            }
-        }
+    /// New rows of entities no other links to take their numbers from the table as they are
+    /// copied: one statement and a number a row fewer to send back and forth. With history
+    /// on, such rows need numbers history can name: the table still gives them (see
+    /// `tableNumbered`), found by key where they are not one run. Keyless ones take theirs first.
+    private func numberedByTable(_ entity: Int) -> Bool {
+        undestined[entity] && statements[entity].copyNewUnnumbered != nil && (!recordsHistory || plans[entity].keyPosition != nil)
+    }
 
-        // Row numbers for the new rows, so that links are numbers before anything is written.
-        // New rows of entities no other links to take theirs from the table as they are
-        // copied: one statement and a number a row fewer to send back and forth.
-        // With history on, such rows need numbers history can name: the table still gives them
-        // (see `tableNumbered`), found by key where they are not one run. Keyless ones take theirs first.
-        func numberedByTable(_ entity: Int) -> Bool {
-            undestined[entity] && statements[entity].copyNewUnnumbered != nil && (!recordsHistory || plans[entity].keyPosition != nil)
-        }
+    /// Row numbers for the new rows, so that links are numbers before anything is written.
+    private func numberNewRows(_ state: inout WriteState) throws(PostgresError) {
         for entity in plans.indices where !numberedByTable(entity) {
-            let count = batches[entity].folded.count { $0.op == UInt8(ascii: "i") }
+            let count = state.batches[entity].folded.count { $0.op == UInt8(ascii: "i") }
             guard count > 0 else { continue }
             let numbers = try connection.execute(statements[entity].reserve, [String(count)])
             var next = 0
-            for index in batches[entity].folded.indices where batches[entity].folded[index].op == UInt8(ascii: "i") {
-                batches[entity].folded[index].pk = try numbers.int64(next, 0)
+            for index in state.batches[entity].folded.indices where state.batches[entity].folded[index].op == UInt8(ascii: "i") {
+                state.batches[entity].folded[index].pk = try numbers.int64(next, 0)
                 next += 1
             }
         }
-        func linked(_ entity: Int, _ number: Int, _ slot: Int32) -> Int64? {
-            batches[linkTargets[entity][number]].linkedPK(slot)
-        }
+    }
 
-        // New rows straight into their tables, in key order: two transactions inserting the
-        // same new keys then wait for each other in one order, never in a cycle.
-        // Keys another process made meanwhile, in entities others link to: stored, not made here.
-        var madeElsewhere = Array(repeating: Set<Int32>(), count: plans.count)
+    /// New rows straight into their tables, in key order: two transactions inserting the
+    /// same new keys then wait for each other in one order, never in a cycle.
+    private func insertNewRows(_ state: inout WriteState) throws(PostgresError) {
+        let request = state.request
+        func linked(_ entity: Int, _ number: Int, _ slot: Int32) -> Int64? {
+            state.batches[linkTargets[entity][number]].linkedPK(slot)
+        }
         do {
             for entity in order {
-                var entries = batches[entity].folded.indices.filter { batches[entity].folded[$0].op == UInt8(ascii: "i") }
+                var entries = state.batches[entity].folded.indices.filter { state.batches[entity].folded[$0].op == UInt8(ascii: "i") }
                 guard !entries.isEmpty else { continue }
                 if plans[entity].keyPosition != nil {
-                    let batch = batches[entity]
+                    let batch = state.batches[entity]
                     func precedes(_ a: Int, _ b: Int) -> Bool {
                         let (first, second) = (batch.folded[a].slot, batch.folded[b].slot)
                         guard first >= 0, second >= 0 else { return first < 0 && second >= 0 }
@@ -198,7 +172,7 @@ extension PostgresBatchWriter {
                         entries.sort(by: precedes)
                     }
                 }
-                let batch = batches[entity]
+                let batch = state.batches[entity]
                 let binary = binaryEncodable(entries, of: batch, entity: entity, request)
                 let numbered = !numberedByTable(entity)
                 func rows(_ stream: inout CopyStream) {
@@ -212,7 +186,7 @@ extension PostgresBatchWriter {
                 guard !undestined[entity], let copyStaged = statements[entity].copyStagedNew, let insertNew = statements[entity].insertNew else {
                     let before = recordsHistory && !numbered ? try lastNumber(entity, taking: true) : nil
                     try connection.copyIn((numbered ? statements[entity].copyNew : statements[entity].copyNewUnnumbered!) + format, write: rows)
-                    result.inserted[plans[entity].info.name] = entries.count
+                    state.result.inserted[plans[entity].info.name] = entries.count
                     if recordsHistory {
                         let pks: [Int64]
                         if let before {
@@ -220,7 +194,7 @@ extension PostgresBatchWriter {
                         } else {
                             pks = entries.map { batch.folded[$0].pk }
                         }
-                        result.history.add(plans[entity].info.name, .insert, rows: pks)
+                        state.result.history.add(plans[entity].info.name, .insert, rows: pks)
                     }
                     continue
                 }
@@ -229,9 +203,9 @@ extension PostgresBatchWriter {
                 usedStagingTables.insert(quoted("_new_\(entity)"))
                 try connection.copyIn(copyStaged + format, write: rows)
                 let made = try connection.execute(insertNew)
-                result.inserted[plans[entity].info.name] = made.count
+                state.result.inserted[plans[entity].info.name] = made.count
                 guard made.count < entries.count else {
-                    if recordsHistory { result.history.add(plans[entity].info.name, .insert, rows: entries.map { batch.folded[$0].pk }) }
+                    if recordsHistory { state.result.history.add(plans[entity].info.name, .insert, rows: entries.map { batch.folded[$0].pk }) }
                     continue
                 }
                 var madeHere = Set<TextKey>()
@@ -239,17 +213,17 @@ extension PostgresBatchWriter {
                 if recordsHistory {
                     // The rows made here, by number: the server's text of a key (a date's, a bool's)
                     // need not be the bytes this writer keys it by.
-                    result.history.add(plans[entity].info.name, .insert, rows: (0..<made.count).compactMap { made[$0, 1].flatMap { Int64($0) } })
+                    state.result.history.add(plans[entity].info.name, .insert, rows: (0..<made.count).compactMap { made[$0, 1].flatMap { Int64($0) } })
                 }
                 let lost = entries.compactMap { index -> TextKey? in
-                    let slot = batches[entity].folded[index].slot
-                    return slot < 0 ? nil : batches[entity].keys[Int(slot)]
+                    let slot = state.batches[entity].folded[index].slot
+                    return slot < 0 ? nil : state.batches[entity].keys[Int(slot)]
                 }.filter { !madeHere.contains($0) }
                 let found = try connection.execute(statements[entity].existing!, [Self.arrayLiteral(lost.map(\.text))])
                 for row in 0..<found.count {
-                    guard let slot = batches[entity].slotOf[TextKey(try found.text(row, 0))] else { continue }
-                    madeElsewhere[entity].insert(slot)
-                    batches[entity].folded[Int(batches[entity].foldedAt[Int(slot)])].pk = try found.int64(row, 1)
+                    guard let slot = state.batches[entity].slotOf[TextKey(try found.text(row, 0))] else { continue }
+                    state.madeElsewhere[entity].insert(slot)
+                    state.batches[entity].folded[Int(state.batches[entity].foldedAt[Int(slot)])].pk = try found.int64(row, 1)
                 }
             }
         } catch {
@@ -261,37 +235,44 @@ extension PostgresBatchWriter {
             }
             throw error
         }
+    }
 
-        // New objects only named by key are placeholders: marked, for the record that describes them.
+    /// New objects only named by key are placeholders: marked, for the record that describes them.
+    private func markPlaceholders(_ state: WriteState) throws(PostgresError) {
         for entity in order where !undestined[entity] {
-            let batch = batches[entity]
+            let batch = state.batches[entity]
             let marked = batch.folded.compactMap { entry -> String? in
                 guard entry.op == UInt8(ascii: "i"), entry.slot >= 0, batch.placeholder[Int(entry.slot)],
-                      !madeElsewhere[entity].contains(entry.slot) else { return nil }
+                      !state.madeElsewhere[entity].contains(entry.slot) else { return nil }
                 return String(entry.pk)
             }
             guard !marked.isEmpty else { continue }
             _ = try connection.execute("UPDATE \(plans[entity].info.table) SET \(EntityInfo.placeholderColumn) = 1 WHERE \"_pk\" = ANY($1::bigint[])",
                                        ["{" + marked.joined(separator: ",") + "}"])
         }
+    }
 
-        // Stored rows the request may change: staged, then one UPDATE per entity. Related
-        // objects given again as this writer last wrote them are left out: nothing to change.
-        var contents = Array(repeating: [Int](), count: plans.count)
+    /// Stored rows the request may change: staged, then one UPDATE per entity. Related
+    /// objects given again as this writer last wrote them are left out: nothing to change.
+    private func updateStoredRows(_ state: inout WriteState) throws(PostgresError) {
+        let request = state.request
+        func linked(_ entity: Int, _ number: Int, _ slot: Int32) -> Int64? {
+            state.batches[linkTargets[entity][number]].linkedPK(slot)
+        }
         for entity in order where !undestined[entity] {
-            contents[entity].reserveCapacity(batches[entity].folded.count)
-            for index in batches[entity].folded.indices {
-                let entry = batches[entity].folded[index]
-                let hash = contentHash(index, of: batches[entity], entity: entity, request, linked: linked)
-                contents[entity].append(hash)
-                if entry.op == UInt8(ascii: "u"), entry.slot >= 0, batches[entity].remembered[Int(entry.slot)]?.content == hash {
-                    for word in 0..<batches[entity].maskWords { batches[entity].masks[index * batches[entity].maskWords + word] = 0 }
+            state.contents[entity].reserveCapacity(state.batches[entity].folded.count)
+            for index in state.batches[entity].folded.indices {
+                let entry = state.batches[entity].folded[index]
+                let hash = contentHash(index, of: state.batches[entity], entity: entity, request, linked: linked)
+                state.contents[entity].append(hash)
+                if entry.op == UInt8(ascii: "u"), entry.slot >= 0, state.batches[entity].remembered[Int(entry.slot)]?.content == hash {
+                    for word in 0..<state.batches[entity].maskWords { state.batches[entity].masks[index * state.batches[entity].maskWords + word] = 0 }
                 }
             }
         }
         var updatedRecords = Array(repeating: Set<Int>(), count: plans.count)
         for entity in order {
-            let batch = batches[entity]
+            let batch = state.batches[entity]
             let changes = batch.folded.indices.filter { index in
                 batch.folded[index].op == UInt8(ascii: "u")
                     && batch.masks[(index * batch.maskWords)..<((index + 1) * batch.maskWords)].contains { $0 != 0 }
@@ -308,30 +289,31 @@ extension PostgresBatchWriter {
                 for index in changes { entryOf[batch.folded[index].pk] = index }
                 for row in 0..<updated.count {
                     guard let pk = Int64(try updated.text(row, 1)), let index = entryOf[pk] else { continue }
-                    result.history.add(plans[entity].info.name, .update, row: pk, properties: givenProperties(index, of: batch, entity: entity))
+                    state.result.history.add(plans[entity].info.name, .update, row: pk, properties: givenProperties(index, of: batch, entity: entity))
                 }
             }
         }
-        for (entity, record, madeThisRun) in awaitingVerdict {
-            result.countStored(changed: updatedRecords[entity].contains(record), madeThisRun: madeThisRun)
+        for (entity, record, madeThisRun) in state.awaitingVerdict {
+            state.result.countStored(changed: updatedRecords[entity].contains(record), madeThisRun: madeThisRun)
         }
-        // What this write taught of objects others link to, where it differs from what the
-        // writer remembered (it counts once the transaction commits). What another process
-        // made is not known to hold this write's fields.
+    }
+
+    /// What this write taught of objects others link to, where it differs from what the
+    /// writer remembered (it counts once the transaction commits). What another process
+    /// made is not known to hold this write's fields.
+    private func rememberWritten(_ state: WriteState) {
         for entity in plans.indices where !undestined[entity] {
-            let batch = batches[entity]
+            let batch = state.batches[entity]
             for (index, entry) in batch.folded.enumerated() where entry.slot >= 0 {
-                let memory = Known(pk: entry.pk, content: madeElsewhere[entity].contains(entry.slot) ? nil : contents[entity][index],
+                let memory = Known(pk: entry.pk, content: state.madeElsewhere[entity].contains(entry.slot) ? nil : state.contents[entity][index],
                                    generation: contentGeneration,
-                                   mayBePlaceholder: batch.placeholder[Int(entry.slot)] || madeElsewhere[entity].contains(entry.slot))
+                                   mayBePlaceholder: batch.placeholder[Int(entry.slot)] || state.madeElsewhere[entity].contains(entry.slot))
                 let before = batch.remembered[Int(entry.slot)]
                 if before?.pk != memory.pk || before?.content != memory.content || before?.mayBePlaceholder != memory.mayBePlaceholder {
                     pending[entity][batch.keys[Int(entry.slot)]] = memory
                 }
             }
         }
-        result.records = kept
-        return result
     }
 
     /// A hash of what entry `index` gives: each field and link its mask sets, with its value
@@ -388,111 +370,5 @@ extension PostgresBatchWriter {
             names.append(info.relationships[link.relationship].relationship.name)
         }
         return names
-    }
-
-    // MARK: - Folding
-
-    /// Applies `row` to entry `index` of `batch` by the plan's rule; returns whether a value
-    /// it gives differs from what the entry held (or is not known to be the same).
-    private func apply(_ row: BatchInsertRequest.Row, to index: Int, in batch: inout EntityBatch, _ request: BatchInsertRequest,
-                       rowSlot: [Int32]) -> Bool {
-        let plan = plans[row.entity]
-        guard row.mode == .upsert else { return false }
-        // The first row that describes a placeholder fills it as `update` writes, whatever the rule.
-        let slot = Int(batch.folded[index].slot)
-        let filling = slot >= 0 && batch.placeholder[slot]
-        if slot >= 0 { batch.placeholder[slot] = false }
-        let rule = filling ? .update : plan.rule
-        guard rule == .update || rule == .replace else { return false }
-        let attributes = plan.info.attributeNames.count
-        var changed = false
-        for bit in 0..<(attributes + batch.linkCount) where bit != plan.keyPosition {
-            guard rule == .replace || request.isGiven(row: row, bit: bit) else { continue }
-            let known = batch.folded[index].op == UInt8(ascii: "i") || batch.isSet(bit, entry: index)
-            if bit < attributes {
-                let cell = request.cells[row.firstCell + bit]
-                if !known || !same(batch.cell(bit, of: index, request), cell, request) { changed = true }
-                batch.refold(index, request)
-                batch.refoldedCells[batch.folded[index].firstCell + bit] = cell
-            } else {
-                let link = index * batch.linkCount + bit - attributes
-                let target = Int(request.links[row.firstLink + bit - attributes])
-                let given = target < 0 ? -1 : rowSlot[target]
-                if !known || batch.links[link] != given { changed = true }
-                batch.links[link] = given
-            }
-            batch.masks[index * batch.maskWords + bit >> 6] |= 1 << UInt64(bit & 63)
-        }
-        return changed
-    }
-
-    private func same(_ a: BatchInsertRequest.Cell, _ b: BatchInsertRequest.Cell, _ request: BatchInsertRequest) -> Bool {
-        switch (a, b) {
-        case (.text(let o1, let c1), .text(let o2, let c2)):
-            return c1 == c2 && request.text[Int(o1)..<Int(o1 + c1)].elementsEqual(request.text[Int(o2)..<Int(o2 + c2)])
-        case (.value(let i), .value(let j)):
-            return request.values[Int(i)] == request.values[Int(j)]
-        case (.text, .value), (.value, .text):
-            return keyText(a, request) == keyText(b, request)
-        default:
-            return a == b
-        }
-    }
-
-    // MARK: - Rows as COPY text
-
-    /// New rows (entries `entries` of `batch`) in COPY's text format, for the entity's own
-    /// table: the row number (unless `numbered` is false: the table gives it), each attribute
-    /// in its column's text form, each link's row number.
-    func appendNewRows(_ entries: [Int], of batch: EntityBatch, entity: Int, _ request: BatchInsertRequest, numbered: Bool = true,
-                       linked: (Int, Int, Int32) -> Int64?, to stream: inout CopyStream) {
-        let plan = plans[entity]
-        for index in entries {
-            let entry = batch.folded[index]
-            if numbered { Self.appendInteger(entry.pk, to: &stream.data) }
-            for position in 0..<entry.cellCount {
-                if numbered || position > 0 { stream.data.append(0x09) }
-                appendColumnValue(batch.cell(position, of: index, request), type: plan.info.attributeTypes[position], request, to: &stream.data)
-            }
-            appendLinks(of: index, in: batch, entity: entity, linked: linked, to: &stream.data)
-            stream.data.append(0x0A)
-            stream.rowEnded()
-        }
-    }
-
-    /// Stored rows' changes (entries `entries` of `batch`) in COPY's text format, for the staging table.
-    func appendStagedRows(_ entries: [Int], of batch: EntityBatch, entity: Int, _ request: BatchInsertRequest,
-                          linked: (Int, Int, Int32) -> Int64?, to stream: inout CopyStream) {
-        let plan = plans[entity]
-        for index in entries {
-            let entry = batch.folded[index]
-            Self.appendInteger(Int64(entry.record), to: &stream.data)
-            stream.data.append(0x09)
-            Self.appendInteger(entry.pk, to: &stream.data)
-            for position in 0..<entry.cellCount {
-                stream.data.append(0x09)
-                appendCell(batch.cell(position, of: index, request), type: plan.info.attributeTypes[position], request, to: &stream.data)
-            }
-            appendLinks(of: index, in: batch, entity: entity, linked: linked, to: &stream.data)
-            for word in 0..<batch.maskWords {
-                stream.data.append(0x09)
-                Self.appendInteger(Int64(bitPattern: batch.masks[index * batch.maskWords + word]), to: &stream.data)
-            }
-            stream.data.append(0x0A)
-            stream.rowEnded()
-        }
-    }
-
-    /// Entry `index`'s links, each after a tab: the linked row's number, or `\N`.
-    private func appendLinks(of index: Int, in batch: EntityBatch, entity: Int, linked: (Int, Int, Int32) -> Int64?,
-                             to data: inout [UInt8]) {
-        for number in 0..<batch.linkCount {
-            data.append(0x09)
-            if let pk = linked(entity, number, batch.links[index * batch.linkCount + number]) {
-                Self.appendInteger(pk, to: &data)
-            } else {
-                data.append(contentsOf: [0x5C, 0x4E])
-            }
-        }
     }
 }
