@@ -17,6 +17,12 @@ final class PostgresChunkWriter: BatchChunkWriter {
     let process: String
     let leaseSeconds: Double
     let logger: Logger
+    /// Whether saves record history (the pipeline's choice); the writer may gather what
+    /// each write changed without it, for `observer`.
+    var writesHistory = true
+    /// Told of every save once it committed (a container's coordinator, whose view context
+    /// merges it).
+    var observer: PersistentStoreCoordinator?
 
     init(writer: PostgresBatchWriter, connection: PostgresConnection, run: Int, owner: String, process: String,
          leaseSeconds: Double, logger: Logger) {
@@ -65,6 +71,7 @@ final class PostgresChunkWriter: BatchChunkWriter {
                 result.retries = attempt
                 try connection.execute("COMMIT")
                 writer.didCommit()
+                observer?.postSave(result.history, contextName: "import run \(run) chunk \(save.chunk.index)")
                 lastCommit = (save.chunk.index, save.done, save.done >= save.chunk.records)
                 return result
             } catch {
@@ -89,7 +96,7 @@ final class PostgresChunkWriter: BatchChunkWriter {
                                                text: ChunkLines.text(ofRecord: rejection.record, in: save.bytes)))
         }
         let lines = try rejects.map { (index: $0.index, json: try $0.jsonLine()) }
-        try writer.recordHistory(of: result, author: "import run \(run) chunk \(save.chunk.index)")
+        if writesHistory { try writer.recordHistory(of: result, author: "import run \(run) chunk \(save.chunk.index)") }
         try lease.recordSave(rejects: lines, members: save.members, records: result.records + rejects.count, done: save.done,
                              process: process, connection)
         result.rejected = rejects.map { BatchRejection(record: $0.index, reason: $0.reason) }
