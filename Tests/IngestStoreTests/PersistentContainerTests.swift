@@ -85,6 +85,22 @@ import Testing
         }
     }
 
+    /// The README's container example, as written there (on a store in memory).
+    @MainActor
+    @Test func theReadmesContainerExampleRuns() async throws {
+        let model = TestModel.model
+        let container = try PersistentContainer(inMemory: model)
+        try await container.performBackgroundTask { context in
+            let photo = context.insert("Photo")
+            photo.id = .string("p1")
+            photo.title = .string("Harbour")
+            try context.save()
+        }
+        let view = container.viewContext
+        let titles = try view.perform { try view.fetch("Photo").map(\.title) }
+        #expect(titles == [.string("Harbour")])
+    }
+
     /// The view context is made once, on the main actor, and named after the container.
     @MainActor
     @Test func theViewContextIsMadeOnceAndNamedAfterTheContainer() throws {
