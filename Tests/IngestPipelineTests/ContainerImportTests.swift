@@ -67,12 +67,7 @@ import Testing
         // The view context fetches by them meanwhile (a PostgreSQL store always keeps them).
         options.keepIndexes = backend != .postgres
         let importer = try Importer(pipeline: pipeline, options: options, coordinator: container.persistentStoreCoordinator)
-        // A store in memory keeps its run's files in the temporary directory, under its store ID.
-        defer {
-            if backend == .memory {
-                for suffix in [".lock", ".report.json", ".rejects.ndjson", ".chunks"] { try? FileManager.default.removeItem(atPath: importer.filesBase + suffix) }
-            }
-        }
+        defer { if backend == .memory { Self.removeRunFiles(of: importer) } }
         #expect(importer.options.store == container.persistentStoreCoordinator.path)
         let report = try await Self.offTheMainActor { try importer.run() }
         #expect(report.imported == 250 && report.rejectedThisRun == 0)
@@ -95,6 +90,32 @@ import Testing
             }
         }
         #expect(container.persistentStoreCoordinator.recordsHistory, "the coordinator records history again after the run")
+    }
+
+    /// An import into a store in memory, stopped at a save boundary, goes on where it
+    /// stopped when run again on the same coordinator: every record once.
+    @Test func anImportIntoAStoreInMemoryResumesOnTheSameCoordinator() throws {
+        let directory = try TemporaryDirectory()
+        let spec = try UpdateRuleTests.spec()
+        let container = try PersistentContainer(inMemory: spec.model)
+        let coordinator = container.persistentStoreCoordinator
+        let options = Importer.Options(feed: try Self.feed(directory, tags: false), store: "", workers: 1, saveEvery: 25, chunkSize: 50)
+        let first = Importer(spec: spec, options: options, coordinator: coordinator)
+        defer { Self.removeRunFiles(of: first) }
+        first.addProgressObserver { _ in first.cancel() }
+        #expect(throws: ImportInterrupted.self) { try first.run() }
+        let done = try coordinator.count("Post")
+        #expect(done > 0 && done < 250)
+        let report = try Importer(spec: spec, options: options, coordinator: coordinator).run()
+        #expect(report.run == 1 && report.records == 250)
+        #expect(report.imported == 250 - done)
+        #expect(try coordinator.count("Post") == 250)
+        #expect(report.chunksDirectory?.hasPrefix(FileManager.default.temporaryDirectory.path) == true)
+    }
+
+    /// A store in memory keeps its run's files in the temporary directory, under its store ID.
+    static func removeRunFiles(of importer: Importer) {
+        for suffix in [".lock", ".report.json", ".rejects.ndjson", ".chunks"] { try? FileManager.default.removeItem(atPath: importer.filesBase + suffix) }
     }
 
     /// The importer refuses a coordinator made with another model, before anything runs.
