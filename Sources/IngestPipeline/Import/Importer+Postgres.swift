@@ -32,12 +32,13 @@ extension Importer {
         if let (name, _, why) = sqliteOnly.first(where: { $0.1 }) {
             throw ImportError("\(name) works on SQLite stores only: \(why)")
         }
-        let url = try PostgresURL(options.store)
+        let url = try coordinator?.postgresURL ?? PostgresURL(options.store)
         var postgres = PostgresImportOptions(workers: options.workers, saveEvery: options.saveEvery, chunkSize: options.chunkSize,
                                              leaseSeconds: options.leaseSeconds ?? 30, abandonRun: options.abandonRun,
                                              logger: options.logger)
         postgres.again = options.again
         postgres.readsKeptChunkFiles = options.readsKeptChunkFiles
+        postgres.coordinator = coordinator
         switch work {
         case .join(let run):
             try started(PostgresStart(run: run, registered: false))

@@ -1,6 +1,6 @@
 public import Foundation
 public import Logging
-import IngestStore
+public import IngestStore
 import Synchronization
 
 /// Imports a feed into a store with a pipeline: a SQLite file, or a PostgreSQL database
@@ -108,6 +108,9 @@ public final class Importer: Sendable {
     public let spec: PipelineSpec?
     public let options: Options
     let work: Work
+    /// The coordinator the import saves through, when it was given one (a container's);
+    /// nil: the importer opens the store `options.store` names itself.
+    public let coordinator: PersistentStoreCoordinator?
 
     /// Set by `cancel()`: the run stops at its next save boundary.
     let cancellation = Atomic<Bool>(false)
@@ -136,6 +139,7 @@ public final class Importer: Sendable {
         self.spec = spec
         self.options = options
         self.work = .feed(text: nil)
+        coordinator = nil
     }
 
     /// An importer of `options.feed` into `options.store` with the pipeline file's bytes
@@ -145,6 +149,7 @@ public final class Importer: Sendable {
         self.spec = try PipelineSpec.parse(pipeline)
         self.options = options
         self.work = .feed(text: pipeline)
+        coordinator = nil
     }
 
     /// One more process importing the PostgreSQL store's run `run` (nil: its newest
@@ -155,6 +160,47 @@ public final class Importer: Sendable {
         self.spec = nil
         self.options = options
         self.work = .join(run: run)
+        coordinator = nil
+    }
+
+    /// An importer of `options.feed` with `spec` into the store `coordinator` has open (a
+    /// `PersistentContainer`'s): every save of the import goes through it, so its contexts
+    /// hear of each one as it commits (a container's view context merges it) instead of
+    /// following the store's history, and a store held in memory, which no path reopens,
+    /// can be imported into. `options.store` is not read: the importer's `options.store`
+    /// is the coordinator's `path`.
+    ///
+    /// On SQLite and in memory the import is what `init(spec:options:)` makes of the store's
+    /// file (a lock, a run recorded in the store, resumable while the coordinator lives),
+    /// with the run's files (lock, chunks, report, rejects) beside the file or, for a store
+    /// in memory, in the temporary directory under its store ID. The coordinator's
+    /// `recordsHistory` follows the pipeline during the run, and its secondary indexes are
+    /// rebuilt at the end unless `options.keepIndexes` (set it when views fetch by them
+    /// meanwhile). On PostgreSQL the coordinator hears of this process's saves; chunks
+    /// other processes import reach it through the store's history only.
+    ///
+    /// `run()` throws `ImportError` when the coordinator's model is not the pipeline's, or
+    /// it is read-only, or `options.deleteStore` asks to delete a store it has open.
+    public init(spec: PipelineSpec, options: Options, coordinator: PersistentStoreCoordinator) {
+        self.spec = spec
+        var options = options
+        options.store = coordinator.path
+        self.options = options
+        self.work = .feed(text: nil)
+        self.coordinator = coordinator
+    }
+
+    /// An importer of `options.feed` with the pipeline file's bytes into the store
+    /// `coordinator` has open (see `init(spec:options:coordinator:)`; a PostgreSQL run
+    /// stores the bytes for the processes that join it).
+    /// - Throws: `PipelineError` for a pipeline that does not parse.
+    public init(pipeline: [UInt8], options: Options, coordinator: PersistentStoreCoordinator) throws {
+        self.spec = try PipelineSpec.parse(pipeline)
+        var options = options
+        options.store = coordinator.path
+        self.options = options
+        self.work = .feed(text: pipeline)
+        self.coordinator = coordinator
     }
 
     /// Stops the run at its next save boundary (from a signal handler's queue, say), and at
@@ -172,9 +218,21 @@ public final class Importer: Sendable {
     }
 
     /// The rejects file of a SQLite store (a PostgreSQL store keeps them in `_ingest_rejects`).
-    public var rejectsPath: String { options.store + ".rejects.ndjson" }
+    public var rejectsPath: String { filesBase + ".rejects.ndjson" }
     /// Where a SQLite run writes its report as JSON.
-    public var reportPath: String { options.store + ".report.json" }
+    public var reportPath: String { filesBase + ".report.json" }
+
+    /// Whether the store is a PostgreSQL database: the given coordinator's, or the one
+    /// `options.store` names.
+    var isPostgres: Bool { coordinator.map { $0.postgresURL != nil } ?? options.isPostgres }
+
+    /// What a SQLite run's files are named after (`.lock`, `.chunks/`, `.report.json`,
+    /// `.rejects.ndjson`): the store's file, or for a store in memory a name in the
+    /// temporary directory made of its store ID (its `path` is no file's).
+    var filesBase: String {
+        guard let coordinator, coordinator.isInMemory else { return options.store }
+        return FileManager.default.temporaryDirectory.appendingPathComponent("ingest-memory-\(coordinator.storeID.uuidString.lowercased())").path
+    }
 
     /// Calls `handler` with every progress event of `run()`, in order (on SQLite on the main
     /// context's queue; on PostgreSQL on the worker that saved, with `counts` empty). Keep the
@@ -207,10 +265,28 @@ public final class Importer: Sendable {
     ///   is of another feed or pipeline (unless `abandonRun`), or more records were
     ///   rejected than `maxRejects`, or an option does not apply to the store's backend;
     ///   `ImportError.noImport` when joining a store with no unfinished run;
-    ///   `ImportInterrupted` on SQLite after `cancel()`; `FeedError`, `SplitError`,
+    ///   `ImportError` when a given coordinator is read-only or holds another model than
+    ///   the pipeline's; `ImportInterrupted` on SQLite after `cancel()`; `FeedError`, `SplitError`,
     ///   `IOError`, `StoreError`, `PostgresError` from the stages.
     public func run() throws -> ImportReport {
-        if options.isPostgres {
+        if let coordinator {
+            guard !coordinator.isReadOnly else { throw ImportError("\(options.store): the coordinator is read-only: an import writes") }
+            if let spec, try coordinator.model != spec.model.validated() {
+                throw ImportError("\(options.store): the coordinator's model is not the pipeline's: make the container (or coordinator) with the pipeline's model (spec.model)")
+            }
+            // The pipeline says whether the import's saves are in the history; the
+            // coordinator's other saves go on as they were after the run.
+            let recordedHistory = coordinator.recordsHistory
+            coordinator.recordsHistory = spec?.history ?? recordedHistory
+            defer { coordinator.recordsHistory = recordedHistory }
+            return try runOnStore()
+        }
+        return try runOnStore()
+    }
+
+    /// `run()` on the store's backend.
+    private func runOnStore() throws -> ImportReport {
+        if isPostgres {
             let (report, splitFailure) = try runOnPostgres(started: { _ in })
             if let splitFailure { throw splitFailure }
             return report

@@ -16,6 +16,9 @@ final class PostgresChunkWriter: BatchChunkWriter {
     let process: String
     let leaseSeconds: Double
     let logger: Logger
+    /// Told of every save once it committed (a container's coordinator, whose view context
+    /// merges it).
+    var observer: PersistentStoreCoordinator?
 
     init(writer: PostgresBatchWriter, connection: PostgresConnection, run: Int, owner: String, process: String,
          leaseSeconds: Double, logger: Logger) {
@@ -69,6 +72,7 @@ final class PostgresChunkWriter: BatchChunkWriter {
             result.rejected = rejects.map { BatchRejection(record: $0.index, reason: $0.reason) }
             return [:]
         }
+        observer?.postSave(result.history, contextName: "import run \(run) chunk \(save.chunk.index)")
         lastCommit = (save.chunk.index, save.done, save.done >= save.chunk.records)
         return result
     }

@@ -70,6 +70,10 @@ package struct PostgresImportOptions: Sendable {
     /// read here (the default), rather than wait for it to store them in the database.
     package var readsKeptChunkFiles = true
     package var logger: Logger
+    /// The coordinator whose contexts hear of this process's saves (an importer's given
+    /// one, a container's): the object path's workers save through it, and each batch
+    /// write, committed on a worker's own connection, is posted to it.
+    package var coordinator: PersistentStoreCoordinator?
 
     package init(workers: Int? = nil, saveEvery: Int? = nil, chunkSize: Int? = nil, leaseSeconds: Double = 30,
                 abandonRun: Bool = false, logger: Logger = Logger(label: "ingest.import", factory: { _ in SwiftLogNoOpLogHandler() })) {

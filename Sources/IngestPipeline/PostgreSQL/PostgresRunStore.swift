@@ -204,12 +204,20 @@ struct PostgresRunWorkers: RunWorkers {
             // Claims and chunk bytes on a connection of their own while this one writes.
             let claims = try store.connect()
             try PostgresCommitTurns.label(claims, process: process)
-            return (source(claims), .batch(PostgresChunkWriter(writer: writer, connection: connection, run: run, owner: owner, process: process,
-                                                       leaseSeconds: record.leaseSeconds, logger: logger), rows))
+            let chunkWriter = PostgresChunkWriter(writer: writer, connection: connection, run: run, owner: owner, process: process,
+                                                  leaseSeconds: record.leaseSeconds, logger: logger)
+            chunkWriter.observer = join.options.coordinator
+            return (source(claims), .batch(chunkWriter, rows))
         }
         // Discriminators, to-many mappings, the reject rule, links to itself: objects in a context.
-        let coordinator = try PersistentStoreCoordinator(opened: store)
-        coordinator.recordsHistory = spec.history
+        let coordinator: PersistentStoreCoordinator
+        if let given = join.options.coordinator {
+            // Its `recordsHistory` follows the pipeline for the run (`Importer.run`).
+            coordinator = given
+        } else {
+            coordinator = try PersistentStoreCoordinator(opened: store)
+            coordinator.recordsHistory = spec.history
+        }
         let bookkeeping = LeaseBookkeeping(run: run, owner: owner, process: process, leaseSeconds: record.leaseSeconds)
         let context = ObjectContext(coordinator: coordinator, name: "join-\(number + 1)")
         let importer = ImportWorker(context: context, spec: spec, bookkeeping: bookkeeping, firstRowOfRun: record.firstRowOfRun)
@@ -232,7 +240,10 @@ struct PostgresRunWorkers: RunWorkers {
         do {
             let writer = try PostgresBatchWriter(store: store, connection: connection, rules: spec.mappings.mapValues(\.onConflict))
             writer.firstRowOfRun = record.firstRowOfRun
-            writer.recordsHistory = spec.history
+            // What a write changed is gathered for its history, and for the notice a given
+            // coordinator's contexts merge.
+            writer.recordsHistory = spec.history || join.options.coordinator != nil
+            writer.logsHistory = spec.history
             return writer
         } catch {
             guard case .unsupported(let why) = error else { throw error }

@@ -85,7 +85,7 @@ extension Importer {
         let number = (runs.last?.number ?? 0) + 1
         let run = ImportMarker.Run(
             number: number, feed: options.feed == "-" ? "-" : absolute(options.feed), pipeline: options.pipelinePath.map(absolute),
-            chunks: absolute(options.chunks ?? options.store + ".chunks/run-" + ImportMarker.Keys.pad(number, 4)),
+            chunks: absolute(options.chunks ?? filesBase + ".chunks/run-" + ImportMarker.Keys.pad(number, 4)),
             saveEvery: options.saveEvery, feedByteSize: feedSize, feedChecksum: "", pipelineSHA256: spec.hash, chunkCount: 0,
             chunkSize: chunkSize, state: .running, started: ImportMarker.now(), ended: nil,
             firstRowOfRun: try coordinator.nextRowNumbers())

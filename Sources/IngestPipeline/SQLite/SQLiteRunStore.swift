@@ -24,27 +24,34 @@ struct SQLiteRunStore: RunStore {
         guard options.withoutFeed || FileOps.isReadOnce(options.feed) || FileOps.fileSize(options.feed) != nil else {
             throw ImportError(.feedUnreadable(path: options.feed, exists: FileManager.default.fileExists(atPath: options.feed)))
         }
+        let given = importer.coordinator
+        if given != nil, options.deleteStore {
+            throw ImportError("\(options.store): deleteStore cannot delete a store a coordinator has open; delete its file before opening it, or import into a new container")
+        }
         // A file that is not an Ingest store is refused before anything touches it (no lock
-        // file beside it, no WAL mode, and never deleted by --delete-store).
-        try PersistentStoreCoordinator.checkIsStoreOrNew(at: options.store)
-        let lock = try ImportLock(store: options.store)
+        // file beside it, no WAL mode, and never deleted by --delete-store). A given
+        // coordinator has its store open already.
+        if given == nil { try PersistentStoreCoordinator.checkIsStoreOrNew(at: options.store) }
+        // Beside the store's file, or for a store in memory in the temporary directory.
+        let files = importer.filesBase
+        let lock = try ImportLock(store: files)
         var bulkLoad: PersistentStoreCoordinator?
         var chunkLock: ChunkDirectoryLock?
         do {
             // Refused before anything is recorded or removed: a run that could never split
             // would be advised to resume forever.
             if let chunks = options.chunks {
-                try Self.checkChunksDirectory(chunks, store: options.store)
+                try Self.checkChunksDirectory(chunks, store: files)
                 chunkLock = try ChunkDirectoryLock(directory: chunks, store: options.store)
             }
             try reportsWritable()
             if options.deleteStore { try deleteStore() }
             // Readers here only look keys up: a small cache each keeps memory flat however big the store grows.
-            let coordinator = try PersistentStoreCoordinator(model: spec.model, path: options.store, readerCacheKiB: 512)
+            let coordinator = try given ?? PersistentStoreCoordinator(model: spec.model, path: options.store, readerCacheKiB: 512)
             coordinator.recordsHistory = spec.history
             let (begun, abandoned) = try importer.beginRun(coordinator, spec: spec, chunkSize: options.chunkSize ?? spec.chunkSize)
             // A resumed run's own --chunks directory is held as a new run's is.
-            if chunkLock == nil, !begun.chunks.hasPrefix(Importer.absolute(options.store) + ".chunks/") {
+            if chunkLock == nil, !begun.chunks.hasPrefix(Importer.absolute(files) + ".chunks/") {
                 chunkLock = try ChunkDirectoryLock(directory: begun.chunks, store: options.store)
             }
             if !options.keepIndexes { try coordinator.deferSecondaryIndexes() }

@@ -117,6 +117,17 @@ public final class ObjectContext {
         }
     }
 
+    /// Runs `body` on the context's queue and returns at once (Core Data's `perform(_:)`);
+    /// the context is handed to `body`, which must not let it or its objects escape.
+    func performLater(_ body: @escaping @Sendable (ObjectContext) -> Void) {
+        nonisolated(unsafe) let context = self
+        queue.async {
+            context.enter()
+            defer { context.leave() }
+            body(context)
+        }
+    }
+
     /// Runs `body` as a perform block would, for code already running on the queue
     /// (a block the context itself scheduled there).
     func runOnQueue(_ body: () -> Void) {

@@ -47,7 +47,7 @@ extension PostgresBatchWriter {
     }
 
     package func finish(_ result: BatchResult, metadata: [String: String], author: String) throws {
-        try recordHistory(of: result, author: author)
+        if logsHistory { try recordHistory(of: result, author: author) }
         if !metadata.isEmpty { try PersistentStoreCoordinator.writeMetadata(metadata, on: StoreConnection(kind: .postgres(connection))) }
     }
 

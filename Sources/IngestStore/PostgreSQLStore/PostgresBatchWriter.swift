@@ -34,6 +34,9 @@ package final class PostgresBatchWriter: BatchWriting {
     public var firstRowOfRun: [String: Int64] = [:]
     /// Whether writes list what they change in `BatchResult.history` (on by default).
     public var recordsHistory = true
+    /// Whether a save's `finish` records what its writes listed in the store's history log
+    /// (on by default); off, they are listed only for the caller (a save notice).
+    package var logsHistory = true
 
     struct Statements {
         let stage: String

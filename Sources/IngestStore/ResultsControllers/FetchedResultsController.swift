@@ -47,7 +47,8 @@ public protocol FetchedResultsControllerDelegate: AnyObject {
 /// fetching everything again.
 ///
 /// Not Sendable: use it on its context's queue. Its changes also arrive as an
-/// `AsyncStream` (`changes`), whose elements are Sendable.
+/// `AsyncStream` (`changes`), whose elements are Sendable; the stream is made when first
+/// asked for, so a controller followed through its delegate alone keeps no change.
 public final class FetchedResultsController {
     public struct Section {
         public var name: String
@@ -61,8 +62,23 @@ public final class FetchedResultsController {
     public let sectionNameKeyPath: String?
     public weak var delegate: (any FetchedResultsControllerDelegate)?
     public private(set) var sections: [Section] = []
-    public let changes: AsyncStream<ResultsChange>
-    private let continuation: AsyncStream<ResultsChange>.Continuation
+    /// The most changes `changes` keeps, by default, for a reader that is behind.
+    public static let defaultChangesBufferLimit = 100
+    /// What `changes` keeps for a reader that is behind, read when the stream is made (set
+    /// it before first asking for `changes`). By default the newest
+    /// `defaultChangesBufferLimit` changes: a reader that falls further behind misses the
+    /// oldest ones, so it should read `sections` afresh (on the context's queue) rather
+    /// than apply the rest to a state it no longer has. `.unbounded` keeps every change,
+    /// as long as the reader is behind.
+    public var changesBufferingPolicy = AsyncStream<ResultsChange>.Continuation.BufferingPolicy.bufferingNewest(
+        FetchedResultsController.defaultChangesBufferLimit)
+    /// Every change from the first time this is asked for on, in order, as the delegate
+    /// hears them: nothing is kept before a reader asks (the delegate alone costs no
+    /// memory), and what is kept for a reader that is behind follows
+    /// `changesBufferingPolicy`. One reader at a time: asking again returns the same stream
+    /// until its reader stops (its task cancelled), then a new one.
+    public var changes: AsyncStream<ResultsChange> { changeStream.stream(changesBufferingPolicy) }
+    let changeStream = ResultsChangeStream()
     private var fetched = false
 
     /// - Throws: `QueryPredicateError` when the request has no sort descriptor, or the
@@ -77,13 +93,12 @@ public final class FetchedResultsController {
         self.request = request
         self.context = context
         self.sectionNameKeyPath = sectionNameKeyPath
-        (changes, continuation) = AsyncStream.makeStream()
     }
 
     deinit {
         // The listener the context keeps holds this controller weakly and does nothing
         // once it is gone; removing it here could race with the context's queue.
-        continuation.finish()
+        changeStream.finish()
     }
 
     /// Runs the fetch and starts following the context's saves and merges.
@@ -141,7 +156,7 @@ public final class FetchedResultsController {
         let change = Self.diff(old: old, new: new, updated: notice.updated)
         guard !change.isEmpty else { return }
         delegate?.controller(self, didChange: change)
-        continuation.yield(change)
+        changeStream.yield(change)
     }
 
     private func group(_ objects: [ManagedObject]) -> [Section] {

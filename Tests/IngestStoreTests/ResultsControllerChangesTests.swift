@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+@testable import IngestStore
+
+/// A fetched results controller's `changes` stream: made when a reader first asks for it
+/// (nothing is kept for a controller followed through its delegate alone), in order, and
+/// bounded by its buffering policy.
+@Suite struct ResultsControllerChangesTests {
+    /// A viewer context that merges a writer's saves, and a controller on it over all photos by id.
+    static func setUp(_ backend: StoreBackend) throws -> (viewer: ObjectContext, writer: ObjectContext, FetchedResultsController, Any) {
+        let (coordinator, directory) = try TestModel.store(on: backend)
+        let viewer = ObjectContext(coordinator: coordinator, name: "viewer")
+        let writer = ObjectContext(coordinator: coordinator, name: "writer")
+        let controller = try viewer.perform { () throws -> FetchedResultsController in
+            viewer.automaticallyMergesChangesFromCoordinator = true
+            let controller = try FetchedResultsController(request: FetchRequest("Photo", sortDescriptors: [FetchSortDescriptor("id")]),
+                                                          context: viewer)
+            try controller.performFetch()
+            return controller
+        }
+        return (viewer, writer, controller, directory)
+    }
+
+    /// Saves `count` new photos named `prefix`0… in one save, and waits for the viewer to
+    /// merge it; returns their IDs.
+    @discardableResult
+    static func save(_ count: Int, _ prefix: String, _ writer: ObjectContext, _ viewer: ObjectContext) throws -> Set<ObjectID> {
+        let ids = try writer.perform {
+            let photos = (0..<count).map { insertPhoto(writer, id: "\(prefix)\($0)") }
+            try writer.save()
+            writer.reset()
+            return Set(photos.map(\.objectID))
+        }
+        // The merge was queued on the viewer's queue during the save: this runs after it.
+        viewer.perform {}
+        return ids
+    }
+
+    /// 200 merges of 50 photos heard by a delegate alone: no stream was made, so nothing was
+    /// kept; a reader that asks afterwards gets the next change first, not the 200 before it.
+    @Test(arguments: StoreBackend.available) func aControllerFollowedByItsDelegateAloneKeepsNoChange(backend: StoreBackend) async throws {
+        let (viewer, writer, controller, directory) = try Self.setUp(backend)
+        _ = directory
+        var heard = 0
+        let listener = FetchedResultsControllerTests.Listener { _ in heard += 1 }
+        viewer.perform { controller.delegate = listener }
+        for round in 0..<200 { try Self.save(50, "r\(round)-", writer, viewer) }
+        #expect(viewer.perform { heard } == 200)
+        #expect(!controller.changeStream.isMade)
+        var reader = controller.changes.makeAsyncIterator()
+        #expect(controller.changeStream.isMade)
+        let fresh = try Self.save(3, "late-", writer, viewer)
+        let first = try #require(await reader.next())
+        #expect(Set(first.inserted.map(\.id)) == fresh)
+        #expect(first.inserted.count == 3)
+        #expect(viewer.perform { heard } == 201)
+    }
+
+    /// A reader that asked first gets every change, in the order of the saves.
+    @Test(arguments: StoreBackend.available) func aReaderGetsEveryChangeInOrder(backend: StoreBackend) async throws {
+        let (viewer, writer, controller, directory) = try Self.setUp(backend)
+        _ = directory
+        var reader = controller.changes.makeAsyncIterator()
+        var saved: [Set<ObjectID>] = []
+        for round in 0..<5 { saved.append(try Self.save(round + 1, "r\(round)-", writer, viewer)) }
+        for round in 0..<5 {
+            let change = try #require(await reader.next())
+            #expect(Set(change.inserted.map(\.id)) == saved[round], "change \(round)")
+        }
+    }
+
+    /// A reader that falls behind keeps what the buffering policy says: with the newest
+    /// three, the fourth and fifth saves' changes wait, after the third's.
+    @Test func aReaderBehindKeepsWhatItsBufferingPolicySays() async throws {
+        let (viewer, writer, controller, directory) = try Self.setUp(.memory)
+        _ = directory
+        #expect(FetchedResultsController.defaultChangesBufferLimit == 100)
+        controller.changesBufferingPolicy = .bufferingNewest(3)
+        var reader = controller.changes.makeAsyncIterator()
+        var saved: [Set<ObjectID>] = []
+        for round in 0..<5 { saved.append(try Self.save(1, "r\(round)-", writer, viewer)) }
+        for round in 2..<5 {
+            let change = try #require(await reader.next())
+            #expect(Set(change.inserted.map(\.id)) == saved[round], "change \(round)")
+        }
+        // The same stream while its reader reads: asking again makes no other.
+        let next = try Self.save(2, "after-", writer, viewer)
+        var again = controller.changes.makeAsyncIterator()
+        #expect(Set(try #require(await again.next()).inserted.map(\.id)) == next)
+    }
+}
