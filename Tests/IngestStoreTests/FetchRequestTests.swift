@@ -123,7 +123,7 @@ import Testing
         let context = ObjectContext(coordinator: coordinator)
         try context.perform {
             for hostile in ["x' OR 1=1 --", "%", "_", "*", "\\", "\"", "'); DROP TABLE \"Photo\"; --"] {
-                let request = FetchRequest("Photo", predicate: try QueryPredicate(format: "title = %@ OR title CONTAINS %@", .value(.string(hostile)), .value(.string(hostile))))
+                let request = FetchRequest("Photo", predicate: try QueryPredicate(format: "title = %@ OR title CONTAINS %@", hostile, hostile))
                 let expected = try context.fetch("Photo").filter { photo in
                     guard let title = photo.title?.stringValue else { return false }
                     return title == hostile || title.contains(hostile)

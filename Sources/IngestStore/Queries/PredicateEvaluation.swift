@@ -22,6 +22,16 @@ extension QueryPredicate {
 
 extension PredicateComparison {
     func evaluate(with object: ManagedObject) throws -> Bool {
+        switch right {
+        case .object, .objects:
+            // As in SQL: the objects become the row numbers the relationship resolves to.
+            let coordinator = object.context.coordinator
+            let destination = Self.toOneDestination(left, from: object.info, schema: coordinator.schema)
+            return try objectsAsKeys(destination: destination, schema: coordinator.schema, storeID: coordinator.storeID)
+                .evaluate(with: object)
+        default:
+            break
+        }
         let right = try Self.resolve(right, object, allowMany: false)
         let left = try Self.resolve(left, object, allowMany: true)
         // `9 < v` is `v > 9` when v is a decimal: its kind decides how they compare, as in SQL.
@@ -77,6 +87,8 @@ extension PredicateComparison {
         case .value(let v): return .single(v)
         case .list(let items): return .list(items)
         case .variable(let name): throw QueryPredicateError("$\(name) has no value: call substituting(_:) first", column: 0)
+        case .object, .objects:
+            throw QueryPredicateError("an object compares only with a to-one relationship (as in whoTook == %@)", column: 0)
         case .keyPath(let path):
             let (values, many) = try walk(path, from: object)
             if many {
@@ -126,8 +138,10 @@ extension PredicateComparison {
                 guard !owner.info.relationships[index].isToMany else {
                     throw QueryPredicateError("'\(last)' is a to-many relationship: compare its members' attributes, or use @count", column: 0)
                 }
-                // A to-one compared with nil: is it set?
-                values.append(owner.object(forKey: last).map { _ in .bool(true) })
+                // The object's row number, as SQL reads the relationship's column (`predicateKey`).
+                owner.context.checkAccess()
+                owner.fireFault()
+                values.append(owner.toOne[index].map { .int($0.predicateKey(in: owner.context.coordinator.storeID)) })
             } else {
                 throw QueryPredicateError("entity \(owner.info.name) has no key '\(last)'", column: 0)
             }

@@ -1,18 +1,22 @@
 import Foundation
 
 extension QueryPredicate {
-    /// Parses NSPredicate's format syntax. Arguments fill `%@` (a value or a list),
-    /// `%K` (a key path, given as a string), `%d %i %ld %lld` and `%f`, in order.
+    /// Parses NSPredicate's format syntax. Arguments are Swift values as they are, and
+    /// fill, in order, `%@` (a value, a list for IN, an object for a to-one relationship,
+    /// nil), `%K` (a key path, given as a string), `%d %i %ld %lld` (integers) and `%f`
+    /// (numbers). They become bound values, never SQL text.
     ///
-    /// `QueryPredicate(format: "whoTook.name = %@ AND views > %d", "Ana", 100)`
-    /// - Throws: `QueryPredicateError` saying what was expected, at which column.
-    public init(format: String, _ arguments: PredicateArgument...) throws {
+    /// `QueryPredicate(format: "whoTook == %@ AND views > %d AND %K IN %@", ana, 100, "title", titles)`
+    /// - Throws: `QueryPredicateError` saying what was expected, at which column;
+    ///   `PredicateArgumentError` for too few or too many arguments, or one its specifier
+    ///   does not take, naming its position and the specifier.
+    public init(format: String, _ arguments: (any PredicateArgumentConvertible)?...) throws {
         try self.init(format: format, arguments: arguments)
     }
 
-    /// The same, with the arguments as an array.
-    /// - Throws: `QueryPredicateError`.
-    public init(format: String, arguments: [PredicateArgument]) throws {
+    /// The same, with the arguments as an array (`PredicateArgument`s or Swift values).
+    /// - Throws: as `init(format:_:)`.
+    public init(format: String, arguments: [(any PredicateArgumentConvertible)?]) throws {
         var parser = PredicateParser(tokens: try PredicateTokenizer.tokens(format), arguments: arguments,
                                      end: format.count + 1)
         self = try parser.parse()
@@ -142,7 +146,7 @@ enum PredicateTokenizer {
 /// Recursive descent over the tokens: OR binds loosest, then AND, then NOT.
 struct PredicateParser {
     let tokens: [PredicateToken]
-    var arguments: [PredicateArgument]
+    var arguments: [(any PredicateArgumentConvertible)?]
     let end: Int
     var position = 0
     var nextArgument = 0
@@ -151,7 +155,7 @@ struct PredicateParser {
     private var nesting = 0
     static let maxNesting = 256
 
-    init(tokens: [PredicateToken], arguments: [PredicateArgument], end: Int) {
+    init(tokens: [PredicateToken], arguments: [(any PredicateArgumentConvertible)?], end: Int) {
         self.tokens = tokens
         self.arguments = arguments
         self.end = end
@@ -164,7 +168,7 @@ struct PredicateParser {
             throw QueryPredicateError("expected AND, OR or the end of the predicate, found \(describe(tokens[position]))", column: tokens[position].column)
         }
         if nextArgument < arguments.count {
-            throw QueryPredicateError("\(arguments.count) arguments given but the format uses \(nextArgument)", column: 0)
+            throw PredicateArgumentError(.unused, position: nextArgument + 1)
         }
         return predicate
     }
@@ -339,28 +343,35 @@ struct PredicateParser {
         return .keyPath(path)
     }
 
+    /// The next argument, as the expression `%spec` makes of it.
     private mutating func argument(_ spec: String, column: Int) throws -> PredicateExpression {
-        guard nextArgument < arguments.count else {
-            throw QueryPredicateError("the format uses more arguments than the \(arguments.count) given", column: column)
-        }
-        let argument = arguments[nextArgument]
         nextArgument += 1
+        let position = nextArgument
+        func wrongType(_ found: String) -> PredicateArgumentError {
+            PredicateArgumentError(.wrongType, position: position, specifier: "%" + spec, found: found, column: column)
+        }
+        guard position <= arguments.count else {
+            throw PredicateArgumentError(.missing, position: position, specifier: "%" + spec, column: column)
+        }
+        let argument: PredicateArgument
+        do {
+            argument = try arguments[position - 1]?.predicateArgument() ?? .value(nil)
+        } catch let error as PredicateArgumentError {
+            throw wrongType(error.found ?? "of no kind a predicate takes")
+        }
         switch (spec, argument) {
         case ("K", .value(.string(let path)?)):
-            return .keyPath(path.split(separator: ".").map(String.init))
-        case ("K", _):
-            throw QueryPredicateError("%K needs a key path string", column: column)
-        case ("@", .value(let v)): return .value(v)
-        case ("@", .list(let items)): return .list(items)
-        case ("d", .value(.int)), ("i", .value(.int)), ("ld", .value(.int)), ("lld", .value(.int)):
-            if case .value(let v) = argument { return .value(v) }
-        case ("f", .value(.double)), ("f", .value(.int)):
-            if case .value(.int(let i)) = argument { return .value(.double(Double(i))) }
-            if case .value(let v) = argument { return .value(v) }
-        default:
-            break
+            // Keys are names, never parsed: a key may be spelled like a keyword (`%K` exists for them).
+            let keys = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            guard !keys.contains(where: \.isEmpty) else { throw wrongType("a string that is not a key path") }
+            return .keyPath(keys)
+        case ("@", _): return argument.expression
+        case ("d", .value(.int?)), ("i", .value(.int?)), ("ld", .value(.int?)), ("lld", .value(.int?)):
+            return argument.expression
+        case ("f", .value(.double?)): return argument.expression
+        case ("f", .value(.int(let i)?)): return .value(.double(Double(i)))
+        default: throw wrongType(argument.kind)
         }
-        throw QueryPredicateError("argument \(nextArgument) does not fit %\(spec)", column: column)
     }
 
     // MARK: - Tokens
