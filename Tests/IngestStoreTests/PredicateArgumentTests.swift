@@ -93,7 +93,7 @@ import Testing
     static func fixture(_ backend: StoreBackend) throws -> (PersistentStoreCoordinator, TemporaryDirectory) {
         let (coordinator, directory) = try TestModel.store(on: backend)
         let context = ObjectContext(coordinator: coordinator, name: "fixture")
-        try context.perform {
+        try context.performAndWait {
             var people: [String: ManagedObject] = [:]
             for (id, name) in [("ana", "Ana"), ("bo", "Bo"), ("cy", "Cy")] {
                 let p = context.insert("Photographer"); p.id = .string(id); p.name = .string(name)
@@ -129,7 +129,7 @@ import Testing
         let (coordinator, directory) = try Self.fixture(backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             let people = Dictionary(uniqueKeysWithValues: try context.fetch("Photographer").map { ($0.id!.stringValue!, $0) })
             let (ana, bo) = (people["ana"]!, people["bo"]!)
             let title = "Harbour"
@@ -183,7 +183,7 @@ import Testing
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
         let hostile = "x' OR 1=1 --"
-        let (exact, other) = try context.perform {
+        let (exact, other) = try context.performAndWait {
             (try Self.selected(context, "Photo", QueryPredicate(format: "title == %@", hostile)),
              try Self.selected(context, "Photo", QueryPredicate(format: "title == %@", "Harbour' OR '1'='1")))
         }
@@ -200,7 +200,7 @@ import Testing
         let (coordinator, directory) = try Self.fixture(backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             let ids = { (objects: [ManagedObject]) in objects.map { $0.id!.stringValue! }.sorted() }
             let people = Dictionary(uniqueKeysWithValues: try context.fetch("Photographer").map { ($0.id!.stringValue!, $0) })
             let photos = Dictionary(uniqueKeysWithValues: try context.fetch("Photo").map { ($0.id!.stringValue!, $0) })
@@ -225,13 +225,13 @@ import Testing
         let (otherStore, otherDirectory) = try TestModel.store(on: .memory)
         _ = otherDirectory
         let other = ObjectContext(coordinator: otherStore)
-        let stranger: ObjectID = try other.perform {
+        let stranger: ObjectID = try other.performAndWait {
             let p = other.insert("Photographer"); p.id = "ana"
             try other.save()
             return p.objectID
         }
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             let ana = try context.fetch(FetchRequest("Photographer", predicate: QueryPredicate(format: "id == %@", "ana")))[0]
             #expect(stranger.primaryKey == ana.objectID.primaryKey)  // the same row number, in another store
             #expect(try Self.selected(context, "Photo", QueryPredicate(format: "whoTook == %@", stranger)) == [])
@@ -243,7 +243,7 @@ import Testing
         let (coordinator, directory) = try Self.fixture(backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             let ana = try context.fetch(FetchRequest("Photographer", predicate: QueryPredicate(format: "id == %@", "ana")))[0]
             let p1 = try context.fetch(FetchRequest("Photo", predicate: QueryPredicate(format: "id == %@", "p1")))[0]
             let cases: [(String, (any PredicateArgumentConvertible)?, String)] = [
@@ -269,7 +269,7 @@ import Testing
         let notices = Mutex2<[SaveNotice]>([])
         let token = coordinator.addSaveObserver { notice in notices.set(notices.get() + [notice]) }
         defer { coordinator.removeSaveObserver(token) }
-        let controller = try viewer.perform { () throws -> FetchedResultsController in
+        let controller = try viewer.performAndWait { () throws -> FetchedResultsController in
             let ana = try viewer.fetch(FetchRequest("Photographer", predicate: QueryPredicate(format: "id == %@", "ana")))[0]
             let request = FetchRequest("Photo", predicate: try QueryPredicate(format: "whoTook == %@", ana),
                                        sortDescriptors: [FetchSortDescriptor("id")])
@@ -277,7 +277,7 @@ import Testing
             try controller.performFetch()
             return controller
         }
-        try writer.perform {
+        try writer.performAndWait {
             let people = Dictionary(uniqueKeysWithValues: try writer.fetch("Photographer").map { ($0.id!.stringValue!, $0) })
             let photos = Dictionary(uniqueKeysWithValues: try writer.fetch("Photo").map { ($0.id!.stringValue!, $0) })
             photos["p1"]!.setObject(people["bo"], forKey: "whoTook")
@@ -285,7 +285,7 @@ import Testing
             insertPhoto(writer, id: "p5").setObject(people["ana"], forKey: "whoTook")
             try writer.save()
         }
-        viewer.perform {
+        viewer.performAndWait {
             #expect(controller.fetchedObjects.map { $0.id!.stringValue! } == ["p1", "p2"])
             for notice in notices.get() { viewer.mergeChanges(fromDidSave: notice) }
             #expect(controller.fetchedObjects.map { $0.id!.stringValue! } == ["p2", "p3", "p5"])

@@ -86,7 +86,7 @@ import Testing
     func graph() throws -> (ObjectContext, [String: ManagedObject], PersistentStoreCoordinator, TemporaryDirectory) {
         let (coordinator, directory) = try TestModel.store()
         let context = ObjectContext(coordinator: coordinator, name: "fixture")
-        let objects: [String: ManagedObject] = context.perform {
+        let objects: [String: ManagedObject] = context.performAndWait {
             var objects: [String: ManagedObject] = [:]
             for name in ["ana", "bo", "cy"] {
                 let p = context.insert("Photographer"); p.id = .string(name); p.name = .string(name.capitalized)
@@ -116,7 +116,7 @@ import Testing
         let (context, objects, _, directory) = try graph()
         _ = directory
         let predicate = try QueryPredicate(format: format, arguments: arguments)
-        return try context.perform {
+        return try context.performAndWait {
             try keys.filter { try predicate.evaluate(with: objects[$0]!) }
         }
     }
@@ -193,14 +193,14 @@ import Testing
         _ = directory
         let composed = try QueryPredicate(format: "views > 5") && !(try QueryPredicate(format: "whoTook.id = 'ana'"))
             || QueryPredicate(format: "title = nil")
-        let matched = try context.perform { try photos.filter { try composed.evaluate(with: objects[$0]!) } }
+        let matched = try context.performAndWait { try photos.filter { try composed.evaluate(with: objects[$0]!) } }
         #expect(matched == ["p4"])
     }
 
     @Test func badKeyPathsAreErrorsNamingTheKey() throws {
         let (context, objects, _, directory) = try graph()
         _ = directory
-        context.perform {
+        context.performAndWait {
             let photo = objects["p1"]!
             #expect(throws: QueryPredicateError("entity Photo has no key 'nope'", column: 0)) {
                 try QueryPredicate(format: "nope = 1").evaluate(with: photo)

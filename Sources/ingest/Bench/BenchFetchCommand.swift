@@ -67,10 +67,10 @@ extension Ingest {
                 var times: [Double] = []
                 var result = 0
                 for _ in 0..<runs {
-                    context.perform { context.reset() }
+                    context.performAndWait { context.reset() }
                     let clock = ContinuousClock()
                     let start = clock.now
-                    result = try context.perform { () throws -> Int in
+                    result = try context.performAndWait { () throws -> Int in
                         if isCount { return try context.count(for: request) }
                         let objects = try context.fetch(request)
                         for object in objects { _ = object.name }  // materialize what was fetched
@@ -101,7 +101,7 @@ extension Ingest {
             let coordinator = try PersistentStoreCoordinator(model: Self.model, path: path)
             let context = ObjectContext(coordinator: coordinator, name: "build")
             let ownerCount = max(1, objects / 20)
-            try context.perform {
+            try context.performAndWait {
                 var owners: [ObjectID] = []
                 var batch: [ManagedObject] = []
                 for i in 0..<ownerCount {
