@@ -54,7 +54,8 @@ extension ObjectContext {
         }
     }
 
-    /// The synchronous `perform` of earlier versions: `performAndWait`.
+    /// The synchronous `perform` of earlier versions.
+    @available(*, deprecated, renamed: "performAndWait(_:)", message: "perform is asynchronous, as in Core Data; performAndWait waits")
     public func perform<T>(_ body: () throws -> T) rethrows -> T {
         try performAndWait(body)
     }
