@@ -97,6 +97,10 @@ import Testing
             try context.save()
             #expect(Set(sea.photos.compactMap(\.id)) == ["p1"] && album.photos.map(\.id) == ["p3", "p1"])
             #expect(try context.fetch(Tag.fetchRequest()).map(\.name) == ["sea"])
+            // A typed object is a predicate argument as it is, for its to-one relationships.
+            let inAlbum = Photo.fetchRequest(predicate: try QueryPredicate(format: "album == %@", album),
+                                             sortDescriptors: [FetchSortDescriptor("id")])
+            #expect(try context.fetch(inAlbum).map(\.id) == ["p1", "p3"])
         }
     }
 

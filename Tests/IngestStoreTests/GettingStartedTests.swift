@@ -36,11 +36,22 @@ import Testing
         let main = ObjectContext(coordinator: coordinator, name: "main")
         main.performAndWait { main.automaticallyMergesChangesFromCoordinator = true }
 
-        let popular = FetchRequest("Photo", predicate: try QueryPredicate(format: "views > %d", 9_000),
+        let minViews = 9_000
+        let popular = FetchRequest("Photo", predicate: try QueryPredicate(format: "views > %d", minViews),
                                    sortDescriptors: [FetchSortDescriptor("views", ascending: false)], fetchLimit: 10)
         let ids = try main.performAndWait { try main.fetch(popular).map(\.objectID) }
         #expect(ids.count == 10)
         #expect(try coordinator.count("Photo") == 10_000)
+
+        let byAna = try main.performAndWait {
+            let ana = main.insert("Photographer")
+            ana["id"] = "ana"
+            let chosen = try main.fetch(FetchRequest("Photo", predicate: try QueryPredicate(format: "id IN %@", ["p1", "p2"])))
+            for photo in chosen { photo.setObject(ana, forKey: "whoTook") }
+            try main.save()
+            return try main.count(for: FetchRequest("Photo", predicate: try QueryPredicate(format: "whoTook == %@", ana)))
+        }
+        #expect(byAna == 2)
     }
 }
 
