@@ -44,7 +44,8 @@ extension ObjectContext {
     /// Schedules `block` on the context's queue and returns at once, as Core Data's
     /// `perform(_:)` does; the context is handed to `block`, which must not let it or its
     /// objects escape. Blocks run in the order they were scheduled, after any already
-    /// queued (also when called from the queue itself).
+    /// queued (also when called from the queue itself). In async code the compiler picks
+    /// the async `perform` instead (and asks for `await`), as it does for Core Data's.
     public func perform(_ block: @escaping @Sendable (ObjectContext) -> Void) {
         nonisolated(unsafe) let context = self
         queue.async {
