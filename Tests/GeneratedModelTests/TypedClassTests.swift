@@ -29,7 +29,7 @@ import Testing
         let context = ObjectContext(coordinator: coordinator, name: "typed")
         let taken = Date(timeIntervalSince1970: 1_700_000_000.25)
         let uuid = UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!
-        let id = try context.perform {
+        let id = try context.performAndWait {
             let photo = context.insert(Photo.self)
             // Required numbers read as their defaults before they are set.
             #expect(photo.views == 0 && photo.rating == 2.5 && photo.isPublic && photo.orientation == 0)
@@ -49,7 +49,7 @@ import Testing
             return photo.objectID
         }
         let reader = ObjectContext(coordinator: coordinator, name: "reader")
-        reader.perform {
+        reader.performAndWait {
             let photo = reader.object(with: id, as: Photo.self)
             #expect(photo.id == "p1" && photo.title == "Harbour" && photo.views == 1_234 && photo.rating == 4.5)
             #expect(photo.width == 4_032 && photo.orientation == 6 && photo.isPublic == false && photo.taken == taken)
@@ -66,7 +66,7 @@ import Testing
         let (coordinator, directory) = try Self.store()
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "typed")
-        try context.perform {
+        try context.performAndWait {
             let album = context.insert(Album.self)
             album.name = "Trips"
             let sea = context.insert(Tag.self)
@@ -97,6 +97,10 @@ import Testing
             try context.save()
             #expect(Set(sea.photos.compactMap(\.id)) == ["p1"] && album.photos.map(\.id) == ["p3", "p1"])
             #expect(try context.fetch(Tag.fetchRequest()).map(\.name) == ["sea"])
+            // A typed object is a predicate argument as it is, for its to-one relationships.
+            let inAlbum = Photo.fetchRequest(predicate: try QueryPredicate(format: "album == %@", album),
+                                             sortDescriptors: [FetchSortDescriptor("id")])
+            #expect(try context.fetch(inAlbum).map(\.id) == ["p1", "p3"])
         }
     }
 
@@ -106,7 +110,7 @@ import Testing
         let (coordinator, directory) = try Self.store()
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "typed")
-        context.perform {
+        context.performAndWait {
             let photo = context.insert(Photo.self)
             photo.id = "p"
             #expect(photo.orientation == 0)
@@ -120,7 +124,7 @@ import Testing
         let (coordinator, directory) = try Self.store()
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "typed")
-        let clipID = try context.perform {
+        let clipID = try context.performAndWait {
             let photo = context.insert(Photo.self)
             photo.id = "p1"; photo.orientation = 1
             let clip = context.insert(Clip.self)
@@ -134,7 +138,7 @@ import Testing
             return clip.objectID
         }
         let reader = ObjectContext(coordinator: coordinator, name: "reader")
-        try reader.perform {
+        try reader.performAndWait {
             let photos = try reader.fetch(Photo.fetchRequest(sortDescriptors: [FetchSortDescriptor("id")]))
             #expect(photos.map(\.id) == ["c1", "p1"])
             #expect(photos.map { $0.asClip?.duration } == [12.5, nil])

@@ -55,7 +55,7 @@ import Testing
         let view = container.viewContext
         var merged: [String: Set<ObjectID>] = [:]
         var notices = 0
-        view.perform {
+        view.performAndWait {
             view.onDidMerge = { notice in
                 notices += 1
                 for id in notice.inserted { merged[id.entityName, default: []].insert(id) }
@@ -73,7 +73,7 @@ import Testing
         #expect(report.imported == 250 && report.rejectedThisRun == 0)
         // Every save's merge was queued on the main queue before the save returned.
         await Task.yield()
-        try view.perform {
+        try view.performAndWait {
             #expect(notices >= 10, "one notice a save: 250 records, 25 to a save")
             let posts = try view.fetch(FetchRequest("Post", sortDescriptors: [FetchSortDescriptor("views")]))
             #expect(posts.count == 250)

@@ -52,7 +52,7 @@ import Testing
     /// each predicate selects.
     static func check(_ store: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let context = ObjectContext(coordinator: try PersistentStoreCoordinator(existingStoreAt: store, readOnly: true))
-        try context.perform {
+        try context.performAndWait {
             for key in ["mag", "depth"] {
                 let sorted = try context.fetch(FetchRequest("Quake", sortDescriptors: [FetchSortDescriptor(key)]))
                 #expect(sorted.map { $0[key]?.description } == ascending, "\(key)", sourceLocation: sourceLocation)

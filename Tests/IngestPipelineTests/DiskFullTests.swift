@@ -27,7 +27,7 @@ import Testing
     /// Photo id → photographer id, and the rejects file.
     func contents(_ store: String) throws -> ([String: String], String) {
         let context = ObjectContext(coordinator: try PersistentStoreCoordinator(existingStoreAt: store))
-        let photos = try context.perform {
+        let photos = try context.performAndWait {
             var photos: [String: String] = [:]
             for photo in try context.fetch("Photo") {
                 photos[photo["id"]!.stringValue!] = photo.object(forKey: "whoTook")?["id"]?.stringValue ?? "-"

@@ -31,7 +31,7 @@ import Testing
 
         let coordinator = try store.open(readOnly: false)
         let editor = ObjectContext(coordinator: coordinator, name: "editor")
-        let photo = try editor.perform {
+        let photo = try editor.performAndWait {
             let photo = try #require(try editor.fetch(FetchRequest("Photo", predicate: try QueryPredicate(format: "id == 'p1'"))).first)
             photo.title = "Pier"
             return photo
@@ -39,16 +39,16 @@ import Testing
         // The importer's second run updates p1 (the feed's update rule) while the editor holds it.
         try Self.importFeed(second, into: store)
 
-        let error = try editor.perform { try #require(throws: StoreError.self) { try editor.save() } }
+        let error = try editor.performAndWait { try #require(throws: StoreError.self) { try editor.save() } }
         #expect(error.description == "the save conflicts with changes made in the store since the objects were read: "
             + "Photo \"p1\": the store changed title (read \"Harbour\", stored \"Dock\", here \"Pier\"), views (read 1, stored 7)")
-        try editor.perform {
+        try editor.performAndWait {
             editor.mergePolicy = .mergeByPropertyObjectTrump
             try editor.save()
             #expect(photo.title == "Pier" && photo.views == 7)
         }
         let reader = ObjectContext(coordinator: try store.open())
-        try reader.perform {
+        try reader.performAndWait {
             let photos = try reader.fetch(FetchRequest("Photo", sortDescriptors: [FetchSortDescriptor("id")]))
             #expect(photos.map { "\($0.id!) \($0.title!) \($0.views!)" } == ["\"p1\" \"Pier\" 7", "\"p2\" \"Bridge\" 2"])
         }

@@ -236,7 +236,7 @@ import Testing
 
     static func photoIDs(_ store: String) throws -> [String: String] {
         let context = ObjectContext(coordinator: try PersistentStoreCoordinator(existingStoreAt: store))
-        return try context.perform {
+        return try context.performAndWait {
             var photos: [String: String] = [:]
             for photo in try context.fetch("Photo") {
                 photos[photo["id"]!.stringValue!] = photo.object(forKey: "whoTook")?["id"]?.stringValue ?? "-"
@@ -277,7 +277,7 @@ import Testing
         #expect(report.counts == ["Select": 2, "Group By": 1])
         let coordinator = try PersistentStoreCoordinator(existingStoreAt: store)
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             let rows = try context.fetch(FetchRequest("Select", sortDescriptors: [FetchSortDescriptor("from")]))
             #expect(rows.map { $0["a \"quoted\" name"] } == [.string(#"it's "x""#), .string(#"'; DROP TABLE "Select"; --"#)])
             #expect(rows.map { $0["größe; DROP TABLE x"] } == [.int(5), .int(6)])
@@ -321,7 +321,7 @@ import Testing
         let report = try Importer(spec: FaultTests.spec, options: .init(feed: feed, store: store, workers: 1)).run()
         #expect(report.counts["Photo"] == 2 && report.rejected == 0)
         let context = ObjectContext(coordinator: try PersistentStoreCoordinator(existingStoreAt: store))
-        try context.perform {
+        try context.performAndWait {
             let views = try context.fetch(FetchRequest("Photo", sortDescriptors: [FetchSortDescriptor("id")])).map { $0["views"] }
             #expect(views == [.int(.max), .int(.min)])
         }

@@ -87,7 +87,7 @@ import Testing
     /// attributes, each to-many as its destinations' (in order when ordered, else sorted).
     static func graph(_ coordinator: PersistentStoreCoordinator, _ model: Model) throws -> [String: [String]] {
         let context = ObjectContext(coordinator: coordinator, name: "compare")
-        return try context.perform {
+        return try context.performAndWait {
             var all: [String: [String]] = [:]
             func describe(_ object: ManagedObject, _ entity: Entity) -> String {
                 entity.attributes.map { object[$0.name].map { "\($0)" } ?? "nil" }.joined(separator: ",")

@@ -27,7 +27,7 @@ import Testing
         #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
         let coordinator = try store.open()
         let context = ObjectContext(coordinator: coordinator, name: "reader")
-        try context.perform {
+        try context.performAndWait {
             let events = try context.fetch(FetchRequest("Event", sortDescriptors: [FetchSortDescriptor("id")]))
             #expect(events.map { "\($0.entityName) \($0.id!.stringValue!)" }
                 == ["PushEvent 1", "IssueEvent 2", "Event 3", "PushEvent 4", "Event 5"])
@@ -51,7 +51,7 @@ import Testing
         let outcome = try Self.importFeed(cross, into: store)
         let coordinator = try store.open()
         let context = ObjectContext(coordinator: coordinator, name: "reader")
-        let row = try context.perform {
+        let row = try context.performAndWait {
             let events = try context.fetch(FetchRequest("Event", sortDescriptors: [FetchSortDescriptor("id")]))
             #expect(events.map { "\($0.entityName) \($0.id!.stringValue!)" }
                 == ["PushEvent 1", "IssueEvent 2", "Event 3", "PushEvent 4", "Event 5", "IssueEvent 6"])

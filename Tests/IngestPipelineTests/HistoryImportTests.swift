@@ -63,7 +63,7 @@ import Testing
         }
         let context = ObjectContext(coordinator: coordinator, name: "check")
         var stored: [String: [Int64]] = [:]
-        try context.perform {
+        try context.performAndWait {
             for entity in ["Photo", "Photographer"] {
                 stored[entity] = try context.fetch(entity).map { $0.objectID.primaryKey! }.sorted()
             }
@@ -92,7 +92,7 @@ import Testing
 
         let viewer = ObjectContext(.main, coordinator: coordinator, name: "viewer")
         let request = FetchRequest("Photographer", sortDescriptors: [FetchSortDescriptor("name"), FetchSortDescriptor("id")])
-        let controller = try viewer.perform { () throws -> FetchedResultsController in
+        let controller = try viewer.performAndWait { () throws -> FetchedResultsController in
             let controller = try FetchedResultsController(request: request, context: viewer)
             try controller.performFetch()
             return controller
@@ -100,7 +100,7 @@ import Testing
         var merged: HistoryToken?
         let follower = Task { @MainActor in
             for try await transaction in coordinator.history(after: nil, interval: .milliseconds(20)) {
-                viewer.perform { viewer.mergeChanges(fromHistory: [transaction]) }
+                viewer.performAndWait { viewer.mergeChanges(fromHistory: [transaction]) }
                 merged = transaction.token
             }
         }
@@ -113,7 +113,7 @@ import Testing
             try await Task.sleep(for: .milliseconds(20))
         }
         follower.cancel()
-        try viewer.perform {
+        try viewer.performAndWait {
             let fresh = try viewer.fetch(request)
             #expect(fresh.count > 100)
             #expect(controller.fetchedObjects.map(\.objectID) == fresh.map(\.objectID))

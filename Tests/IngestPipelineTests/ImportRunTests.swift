@@ -252,7 +252,7 @@ import Testing
         #expect(report.counts == ["Photo": 5, "Photographer": 4, "Agency": 2])
         let coordinator = try PersistentStoreCoordinator(model: spec.model, path: dir.file("store.sqlite"))
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             var agencyOf: [String: String] = [:]
             for photographer in try context.fetch("Photographer") {
                 agencyOf[photographer.id!.stringValue!] = photographer.object(forKey: "agency")?["code"]?.stringValue ?? "-"

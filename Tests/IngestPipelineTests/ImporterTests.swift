@@ -13,7 +13,7 @@ import Testing
     func contents(_ store: String) throws -> (photos: [String: String], photographers: Set<String>) {
         let coordinator = try PersistentStoreCoordinator(model: Self.spec.model, path: store)
         let context = ObjectContext(coordinator: coordinator)
-        return try context.perform {
+        return try context.performAndWait {
             var photos: [String: String] = [:]
             var request = FetchRequest("Photo")
             request.relationshipKeyPathsForPrefetching = ["whoTook"]
@@ -177,7 +177,7 @@ import Testing
         #expect(report.counts == ["Photo": 800, "Photographer": 20])
         let coordinator = try PersistentStoreCoordinator(model: ImporterTests.spec.model, path: dir.file("store.sqlite"))
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             for photographer in try context.fetch("Photographer") {
                 #expect(photographer.objects(forKey: "photos").count == 40, "\(photographer.id?.stringValue ?? "?")")
             }

@@ -32,7 +32,7 @@ import Testing
         }
         func order() throws -> [String] {
             let context = ObjectContext(coordinator: try store.open(), name: "reader")
-            return try context.perform {
+            return try context.performAndWait {
                 let playlist = try #require(try context.fetch("Playlist").first)
                 return playlist.objects(forKey: "tracks").map { $0.id!.stringValue! }
             }

@@ -155,8 +155,8 @@ struct PostgresImportTests {
         for fetch in fetches {
             let sqliteContext = ObjectContext(coordinator: onSQLite)
             let postgresContext = ObjectContext(coordinator: onPostgres)
-            let expected = try sqliteContext.perform { try sqliteContext.fetchDictionaries(fetch) }
-            let found = try postgresContext.perform { try postgresContext.fetchDictionaries(fetch) }
+            let expected = try sqliteContext.performAndWait { try sqliteContext.fetchDictionaries(fetch) }
+            let found = try postgresContext.performAndWait { try postgresContext.fetchDictionaries(fetch) }
             #expect(!expected.isEmpty)
             #expect(found == expected, "\(fetch.request.predicate.map { "\($0)" } ?? "")")
         }
@@ -458,7 +458,7 @@ struct PostgresImportTests {
             // The links of the many-to-many, read through the object graph on each store.
             func tagsByPost(_ coordinator: PersistentStoreCoordinator) throws -> [String: [String]] {
                 let context = ObjectContext(coordinator: coordinator)
-                return try context.perform {
+                return try context.performAndWait {
                     var links: [String: [String]] = [:]
                     for post in try context.fetch("Post") {
                         links[post["id"]!.stringValue!] = post.objects(forKey: "tags").compactMap { $0["name"]?.stringValue }.sorted()

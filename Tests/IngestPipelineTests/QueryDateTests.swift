@@ -35,7 +35,7 @@ import Testing
         _ = dir
         let predicate = try QueryPredicate(format: format)
         let context = ObjectContext(coordinator: try PersistentStoreCoordinator(existingStoreAt: store))
-        let (viaSQL, inMemory) = try context.perform {
+        let (viaSQL, inMemory) = try context.performAndWait {
             let sql = try context.fetch(FetchRequest("Photo", predicate: predicate)).compactMap { $0["id"]?.stringValue }.sorted()
             let memory = try context.fetch("Photo").filter { try predicate.evaluate(with: $0) }.compactMap { $0["id"]?.stringValue }.sorted()
             return (sql, memory)

@@ -205,7 +205,7 @@ import Testing
         let context = ObjectContext(coordinator: coordinator, name: "old")
         struct Old: Encodable { var feedByteSize: Int; var pipelineSHA256: String; var chunks: Int; var chunkSize: Int }
         struct Paths: Encodable { var feed: String; var chunks: String }
-        try context.perform {
+        try context.performAndWait {
             try context.setMetadata(Old(feedByteSize: 1, pipelineSHA256: spec.hash, chunks: 2, chunkSize: 100), forKey: "ingest.import")
             try context.setMetadata(Paths(feed: feed, chunks: dir.file("gone")), forKey: "ingest.run")
             try context.save()

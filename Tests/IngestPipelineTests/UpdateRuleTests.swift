@@ -173,7 +173,7 @@ import Testing
         #expect(try rows(dir, "SELECT name FROM Tag ORDER BY name") == ["a", "b", "c"])
         let coordinator = try PersistentStoreCoordinator(model: try Self.spec().model, path: dir.file("store.sqlite"))
         let context = ObjectContext(coordinator: coordinator, name: "check")
-        let names = try context.perform {
+        let names = try context.performAndWait {
             let post = try #require(try context.fetch(FetchRequest("Post")).first)
             return post.objects(forKey: "tags").compactMap { $0["name"]?.stringValue }.sorted()
         }

@@ -57,7 +57,7 @@ import Testing
         #expect(sequences.count == 8 && sequences.allSatisfy { $0.count == 20 })
         // The main queue runs the merges in order; a block queued after them sees them all.
         let (fetched, total, unique, notices) = try await MainActor.run {
-            try main.value.perform {
+            try main.value.performAndWait {
                 (try main.value.fetch("Photo").count, log.insertedTotal, log.inserted.count, log.notices)
             }
         }
@@ -67,7 +67,7 @@ import Testing
         #expect(fetched == 80_000)
         #expect(try coordinator.count("Photo") == 80_000)
         let reader = ObjectContext(coordinator: coordinator)
-        try reader.perform {
+        try reader.performAndWait {
             let photos = try reader.fetch("Photo")
             #expect(Set(photos.map(\.objectID)).count == 80_000)
             #expect(Set(photos.compactMap { $0.id?.stringValue }).count == 80_000)
@@ -99,7 +99,7 @@ import Testing
         _ = directory
         let writer = ObjectContext(coordinator: coordinator, name: "writer")
         let reader = ObjectContext(coordinator: coordinator, name: "reader")
-        let ids: [ObjectID] = try writer.perform {
+        let ids: [ObjectID] = try writer.performAndWait {
             let photos = [insertPhoto(writer, id: "a", title: "old"), insertPhoto(writer, id: "b", title: "old"),
                           insertPhoto(writer, id: "c", title: "old")]
             try writer.save()
@@ -109,7 +109,7 @@ import Testing
             var captured: SaveNotice?
             let token = coordinator.addSaveObserver { _ in }
             defer { coordinator.removeSaveObserver(token) }
-            try reader.perform {
+            try reader.performAndWait {
                 let a = try reader.existingObject(with: ids[0])
                 let b = try reader.existingObject(with: ids[1])
                 b.views = 99
@@ -118,7 +118,7 @@ import Testing
             }
             let stream = Mutex2<SaveNotice?>(nil)
             let observer = coordinator.addSaveObserver { stream.set($0) }
-            try writer.perform {
+            try writer.performAndWait {
                 try writer.existingObject(with: ids[0]).title = "new"
                 try writer.existingObject(with: ids[1]).title = "new"
                 writer.delete(try writer.existingObject(with: ids[2]))
@@ -130,7 +130,7 @@ import Testing
         }()
         #expect(notice.updated == [ids[0], ids[1]])
         #expect(notice.deleted == [ids[2]])
-        reader.perform {
+        reader.performAndWait {
             var heard: ObjectsDidChange?
             reader.onObjectsDidChange = { heard = $0 }
             reader.mergeChanges(fromDidSave: notice)
@@ -170,7 +170,7 @@ final class Mutex2<T>: @unchecked Sendable {
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let writer = ObjectContext(coordinator: coordinator, name: "writer")
-        try writer.perform {
+        try writer.performAndWait {
             insertPhoto(writer, id: "committed")
             try writer.save()
         }
@@ -183,14 +183,14 @@ final class Mutex2<T>: @unchecked Sendable {
             // A context is not Sendable (the compiler refuses to send `writer` here):
             // the background writer makes its own.
             let background = ObjectContext(coordinator: coordinator, name: "background")
-            result.set(Result { try background.perform { insertPhoto(background, id: "pending"); try background.save() } })
+            result.set(Result { try background.performAndWait { insertPhoto(background, id: "pending"); try background.save() } })
             done.signal()
         }
         inTransaction.wait()
         let reader = ObjectContext(coordinator: coordinator, name: "reader")
         let clock = ContinuousClock()
         let start = clock.now
-        let seen = try reader.perform { try reader.fetch("Photo").compactMap { $0.id?.stringValue } }
+        let seen = try reader.performAndWait { try reader.fetch("Photo").compactMap { $0.id?.stringValue } }
         #expect(seen == ["committed"])
         #expect(clock.now - start < .seconds(5), "the read waited for the writer")
         coordinator.beforeCommit.withLock { $0 = nil }

@@ -14,7 +14,7 @@ import Testing
             _ = context.insert("Photo")  // not inside perform
         }.map { result in
             let text = String(decoding: result.standardErrorContent, as: UTF8.self)
-            #expect(text.contains("ObjectContext 'worker-7' used off its queue (insert(_:)): wrap the call in worker-7.perform { }"))
+            #expect(text.contains("ObjectContext 'worker-7' used off its queue (insert(_:)): wrap the call in worker-7.performAndWait { }"))
         }
     }
 
@@ -23,7 +23,7 @@ import Testing
             let directory = try TemporaryDirectory()
             let coordinator = try PersistentStoreCoordinator(model: TestModel.model, path: directory.file("s.sqlite"))
             let context = ObjectContext(coordinator: coordinator, name: "importer")
-            let photo = context.perform { context.insert("Photo") }
+            let photo = context.performAndWait { context.insert("Photo") }
             _ = photo.title  // read outside perform
         }.map { result in
             let text = String(decoding: result.standardErrorContent, as: UTF8.self)
@@ -36,7 +36,7 @@ import Testing
         // The store's file, or its PostgreSQL URL.
         let path = backend == .sqlite ? directory.file("store.sqlite") : coordinator.path
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             for i in 0..<100 { insertPhoto(context, id: "before-\(i)") }
             try context.setMetadata("before", forKey: "marker")
             try context.save()
@@ -45,7 +45,7 @@ import Testing
             let coordinator = try PersistentStoreCoordinator(existingStoreAt: path)
             coordinator.beforeCommit.withLock { $0 = { kill(getpid(), SIGKILL) } }
             let context = ObjectContext(coordinator: coordinator)
-            try context.perform {
+            try context.performAndWait {
                 for i in 0..<5_000 { insertPhoto(context, id: "during-\(i)") }
                 let old = try context.fetch("Photo", where: "id", equals: "before-0")
                 old.first?.title = "changed"
@@ -57,7 +57,7 @@ import Testing
         #expect(try reopened.count("Photo") == 100)
         #expect(try reopened.metadata(forKey: "marker", as: String.self) == "before")
         let reader = ObjectContext(coordinator: reopened)
-        let title = try reader.perform { try reader.fetch("Photo", where: "id", equals: "before-0").first?.title }
+        let title = try reader.performAndWait { try reader.fetch("Photo", where: "id", equals: "before-0").first?.title }
         #expect(title == nil)
     }
 }
@@ -69,7 +69,7 @@ import Testing
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let coordinator = try PersistentStoreCoordinator(inMemory: TestModel.model)
             let context = ObjectContext(coordinator: coordinator, name: "editor")
-            try context.perform {
+            try context.performAndWait {
                 insertPhoto(context, id: "p1", title: "Harbour")
                 try context.save()
                 let photo = try context.fetch("Photo")[0]
@@ -87,7 +87,7 @@ import Testing
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let coordinator = try PersistentStoreCoordinator(inMemory: TestModel.model)
             let context = ObjectContext(coordinator: coordinator, name: "editor")
-            context.perform {
+            context.performAndWait {
                 let kept = insertPhoto(context, id: "p1")
                 context.reset()
                 let ana = context.insert("Photographer")
@@ -106,7 +106,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "editor")
-        try context.perform {
+        try context.performAndWait {
             insertPhoto(context, id: "p1", title: "Harbour")
             try context.save()
             let kept = try context.fetch("Photo")[0]
@@ -117,6 +117,6 @@ import Testing
             try context.save()
         }
         let reader = ObjectContext(coordinator: coordinator)
-        #expect(try reader.perform { try reader.fetch("Photo").map { $0.title } } == ["Pier"])
+        #expect(try reader.performAndWait { try reader.fetch("Photo").map { $0.title } } == ["Pier"])
     }
 }

@@ -23,7 +23,7 @@ import Testing
     static func fixture(_ backend: StoreBackend) throws -> (PersistentStoreCoordinator, TemporaryDirectory) {
         let (coordinator, directory) = try TestModel.store(model, on: backend)
         let context = ObjectContext(coordinator: coordinator, name: "fixture")
-        try context.perform {
+        try context.performAndWait {
             for (id, value) in written {
                 let reading = context.insert("Reading")
                 reading.id = .string(id)
@@ -40,7 +40,7 @@ import Testing
         let (coordinator, directory) = try Self.fixture(backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "check")
-        try context.perform {
+        try context.performAndWait {
             for key in ["v", "w"] {
                 for ascending in [true, false] {
                     let order = [FetchSortDescriptor(key, ascending: ascending)]
@@ -80,7 +80,7 @@ import Testing
         for (format, expected) in Self.predicates {
             do {
                 let predicate = try QueryPredicate(format: format)
-                let (viaSQL, inMemory, counted) = try context.perform {
+                let (viaSQL, inMemory, counted) = try context.performAndWait {
                     (try context.fetch(FetchRequest("Reading", predicate: predicate)).compactMap { $0.id?.stringValue }.sorted(),
                      try context.fetch("Reading").filter { try predicate.evaluate(with: $0) }.compactMap { $0.id?.stringValue }.sorted(),
                      try context.count(for: FetchRequest("Reading", predicate: predicate)))
@@ -94,11 +94,11 @@ import Testing
         }
         // Built in Swift, with a decimal value: exact as well.
         let exact = QueryPredicate.comparison(PredicateComparison(.keyPath(["v"]), .greater, .value(.decimal("123456789012345678901234567889.99"))))
-        let found = try context.perform { try context.fetch(FetchRequest("Reading", predicate: exact)).compactMap { $0.id?.stringValue } }
+        let found = try context.performAndWait { try context.fetch(FetchRequest("Reading", predicate: exact)).compactMap { $0.id?.stringValue } }
         #expect(found == ["e"])
         // Text that is no number is refused, as other mismatched kinds are.
         #expect(throws: QueryPredicateError.self) {
-            try context.perform { try context.fetch(FetchRequest("Reading", predicate: try QueryPredicate(format: "v > 'many'"))) }
+            try context.performAndWait { try context.fetch(FetchRequest("Reading", predicate: try QueryPredicate(format: "v > 'many'"))) }
         }
     }
 
@@ -110,7 +110,7 @@ import Testing
                      ("1e-30", "0." + String(repeating: "0", count: 29) + "1"), ("7.800000", "7.8"), ("+7.80", "7.8"), ("78e-1", "7.8"),
                      ("1E+3", "1000"), ("-0", "0"), ("0.000", "0"), ("1e400", "1" + String(repeating: "0", count: 400))]
         let writer = ObjectContext(coordinator: coordinator, name: "writer")
-        try writer.perform {
+        try writer.performAndWait {
             for (index, (written, canonical)) in cases.enumerated() {
                 let reading = writer.insert("Reading")
                 reading.id = .string("r\(index)")
@@ -124,7 +124,7 @@ import Testing
             #expect(!stored.hasChanges)
         }
         let reader = ObjectContext(coordinator: coordinator, name: "reader")
-        try reader.perform {
+        try reader.performAndWait {
             let values = Dictionary(uniqueKeysWithValues: try reader.fetch("Reading").map { ($0.id!.stringValue!, $0.v) })
             for (index, (written, canonical)) in cases.enumerated() { #expect(values["r\(index)"] == .decimal(canonical), "\(written)") }
             let rows = try reader.fetchDictionaries(DictionaryFetch(FetchRequest("Reading", predicate: try QueryPredicate(format: "id == 'r0'")),
@@ -132,7 +132,7 @@ import Testing
             #expect(rows.first?["v"] == .decimal(Self.thirty))
         }
         // Text that is no decimal is refused at the save, naming the object.
-        writer.perform {
+        writer.performAndWait {
             let bad = writer.insert("Reading")
             bad.id = .string("bad")
             bad.v = .decimal("7,8")
@@ -154,7 +154,7 @@ import Testing
         let coordinator = readOnly ? try PersistentStoreCoordinator(existingStoreAt: path, readOnly: true)
             : try PersistentStoreCoordinator(model: Self.model, path: path)
         let context = ObjectContext(coordinator: coordinator, name: "check")
-        try context.perform {
+        try context.performAndWait {
             let sorted = try context.fetch(FetchRequest("Reading", predicate: try QueryPredicate(format: "w > 9"), sortDescriptors: [FetchSortDescriptor("w")]))
             #expect(sorted.map { $0.w?.decimalText } == ["9.25", "10.5", "100", Self.thirty])
             #expect(try context.count(for: FetchRequest("Reading", predicate: try QueryPredicate(format: "v == 9.25"))) == 1)
@@ -209,7 +209,7 @@ import Testing
         #expect(throws: PostgresError.self) { try PostgresStore(url: PostgresURL(url), model: Self.model, readOnly: true) }
         let coordinator = try PersistentStoreCoordinator(existingStoreAt: url, readOnly: true)
         let context = ObjectContext(coordinator: coordinator, name: "check")
-        try context.perform {
+        try context.performAndWait {
             let sorted = try context.fetch(FetchRequest("Reading", predicate: try QueryPredicate(format: "v > 9"), sortDescriptors: [FetchSortDescriptor("w")]))
             #expect(sorted.map { $0.w?.decimalText } == ["9.25", "10.5", "100", Self.thirty])
         }

@@ -9,7 +9,7 @@ import Testing
     static func fixture(_ backend: StoreBackend = .sqlite) throws -> (PersistentStoreCoordinator, TemporaryDirectory) {
         let (coordinator, directory) = try TestModel.store(on: backend)
         let context = ObjectContext(coordinator: coordinator, name: "fixture")
-        try context.perform {
+        try context.performAndWait {
             var people: [ManagedObject] = []
             for (id, name) in [("ana", "Ana Silva"), ("bo", "Bo Öberg"), ("cy", nil), ("dee", "dee"), ("eve", "ÉVE")] as [(String, String?)] {
                 let p = context.insert("Photographer"); p.id = .string(id)
@@ -60,7 +60,7 @@ import Testing
     func agree(_ coordinator: PersistentStoreCoordinator, entity: String, _ format: String) throws {
         let predicate = try QueryPredicate(format: format)
         let context = ObjectContext(coordinator: coordinator, name: "check")
-        let (viaSQL, inMemory, total): ([String], [String], Int) = try context.perform {
+        let (viaSQL, inMemory, total): ([String], [String], Int) = try context.performAndWait {
             let sql = try context.fetch(FetchRequest(entity, predicate: predicate)).map(\.objectID.uri)
             let all = try context.fetch(entity)
             let memory = try all.filter { try predicate.evaluate(with: $0) }.map(\.objectID.uri)
@@ -87,7 +87,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: .sqlite)
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "fixture")
-        try context.perform {
+        try context.performAndWait {
             for (i, title) in ["a\u{0}b", "A\u{0}C", "a", "zzz", "\u{0}"].enumerated() { _ = insertPhoto(context, id: "n\(i)", title: title) }
             try context.save()
         }
@@ -99,7 +99,7 @@ import Testing
         ]
         for (format, argument, expected) in cases {
             let predicate = try QueryPredicate(format: format, arguments: [argument])
-            let (viaSQL, inMemory): ([String], [String]) = try context.perform {
+            let (viaSQL, inMemory): ([String], [String]) = try context.performAndWait {
                 let sql = try context.fetch(FetchRequest("Photo", predicate: predicate)).compactMap { $0.id?.stringValue }.sorted()
                 let memory = try context.fetch("Photo").filter { try predicate.evaluate(with: $0) }.compactMap { $0.id?.stringValue }.sorted()
                 return (sql, memory)
@@ -121,9 +121,9 @@ import Testing
         let (coordinator, directory) = try Self.fixture(backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             for hostile in ["x' OR 1=1 --", "%", "_", "*", "\\", "\"", "'); DROP TABLE \"Photo\"; --"] {
-                let request = FetchRequest("Photo", predicate: try QueryPredicate(format: "title = %@ OR title CONTAINS %@", .value(.string(hostile)), .value(.string(hostile))))
+                let request = FetchRequest("Photo", predicate: try QueryPredicate(format: "title = %@ OR title CONTAINS %@", hostile, hostile))
                 let expected = try context.fetch("Photo").filter { photo in
                     guard let title = photo.title?.stringValue else { return false }
                     return title == hostile || title.contains(hostile)
@@ -140,7 +140,7 @@ import Testing
         let (coordinator, directory) = try PredicateAgreementTests.fixture(backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             let byViews = FetchRequest("Photo", predicate: try QueryPredicate(format: "views != nil"),
                                        sortDescriptors: [FetchSortDescriptor("views", ascending: false)])
             let views = try context.fetch(byViews).compactMap { $0.views?.intValue }
@@ -163,7 +163,7 @@ import Testing
         let (coordinator, directory) = try PredicateAgreementTests.fixture(backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             let request = FetchRequest("Photo", predicate: try QueryPredicate(format: "title BEGINSWITH[c] 'harbour'"),
                                        sortDescriptors: [FetchSortDescriptor("id")])
             #expect(try context.fetch(request).map { $0.id } == ["p00", "p09"])
@@ -184,7 +184,7 @@ import Testing
         let (coordinator, directory) = try PredicateAgreementTests.fixture(backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             let request = FetchRequest("Photo", predicate: try QueryPredicate(format: "id IN {'p00', 'p01'}"),
                                        sortDescriptors: [FetchSortDescriptor("id")])
             let rows = try context.fetchDictionaries(DictionaryFetch(request, properties: [.keyPath("id"), .keyPath("whoTook.name"), .keyPath("views")]))
@@ -199,7 +199,7 @@ import Testing
         let (coordinator, directory) = try PredicateAgreementTests.fixture(backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             // The expected figures, computed from the objects themselves.
             var expected: [String: (count: Int, sum: Int64, min: Int64?, max: Int64?, valued: Int)] = [:]
             for photo in try context.fetch("Photo") {
@@ -245,7 +245,7 @@ import Testing
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
         let dates = [752_000_000.0, 752_000_100.0, 752_000_500.0].map(Date.init(timeIntervalSinceReferenceDate:))
-        try context.perform {
+        try context.performAndWait {
             for (flag, date) in zip([true, false, true], dates) {
                 let row = context.insert("Everything")
                 row["a_bool"] = .bool(flag)
@@ -279,7 +279,7 @@ import Testing
     func store(photos: Int, on backend: StoreBackend) throws -> (PersistentStoreCoordinator, TemporaryDirectory) {
         let (coordinator, directory) = try TestModel.store(on: backend)
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             let people = (0..<10).map { i -> ManagedObject in
                 let p = context.insert("Photographer"); p.id = .string("ph\(i)"); p.name = .string("Name \(i)"); return p
             }
@@ -296,7 +296,7 @@ import Testing
         let (coordinator, directory) = try store(photos: 100, on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             var request = FetchRequest("Photo", sortDescriptors: [FetchSortDescriptor("id")])
             request.fetchBatchSize = 10
             let results = try context.fetchResults(request)
@@ -317,7 +317,7 @@ import Testing
         let (coordinator, directory) = try store(photos: 60, on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             var request = FetchRequest("Photo")
             request.relationshipKeyPathsForPrefetching = ["whoTook"]
             let before = context.rowQueries
@@ -356,7 +356,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             for (i, title) in (["file 10", "file 2", "File 1", "éclair", "Eclair", "zebra", "Zebra", "b", nil, "10", "9"] as [String?]).enumerated() {
                 insertPhoto(context, id: "p\(i)", title: title)
             }
@@ -386,7 +386,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        context.perform {
+        context.performAndWait {
             let request = FetchRequest("Photoo")
             let calls: [() throws -> Void] = [
                 { _ = try context.fetch("Photoo") },

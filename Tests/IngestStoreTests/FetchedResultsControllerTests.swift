@@ -46,7 +46,7 @@ import Testing
 
         let request = FetchRequest("Photo", predicate: try QueryPredicate(format: "views >= 0"),
                                    sortDescriptors: [FetchSortDescriptor("title"), FetchSortDescriptor("views", ascending: false)])
-        let controller = try viewer.perform { () throws -> FetchedResultsController in
+        let controller = try viewer.performAndWait { () throws -> FetchedResultsController in
             let controller = try FetchedResultsController(request: request, context: viewer, sectionNameKeyPath: "title")
             try controller.performFetch()
             return controller
@@ -54,7 +54,7 @@ import Testing
         var changeCount = 0
         var counter = 0
         for round in 0..<120 {
-            try writer.perform {
+            try writer.performAndWait {
                 for _ in 0..<(1 + next(4)) {
                     let existing = try writer.fetch("Photo")
                     switch (existing.isEmpty ? 0 : next(10)) {
@@ -75,7 +75,7 @@ import Testing
             }
             let batch = notices.get()
             notices.set([])
-            try viewer.perform {
+            try viewer.performAndWait {
                 for notice in batch {
                     let before = Self.state(controller)
                     var heard: [ResultsChange] = []
@@ -121,7 +121,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "own")
-        let (controller, first): (FetchedResultsController, ObjectID) = try context.perform {
+        let (controller, first): (FetchedResultsController, ObjectID) = try context.performAndWait {
             let first = insertPhoto(context, id: "b", title: "B")
             try context.save()
             let controller = try FetchedResultsController(
@@ -131,7 +131,7 @@ import Testing
             return (controller, first.objectID)
         }
         var iterator = controller.changes.makeAsyncIterator()
-        let inserted: ObjectID = try context.perform {
+        let inserted: ObjectID = try context.performAndWait {
             let photo = insertPhoto(context, id: "a", title: "A")
             try context.save()
             return photo.objectID
@@ -140,7 +140,7 @@ import Testing
         #expect(change.insertedSections.map(\.name) == ["A"])
         #expect(change.inserted.map(\.id) == [inserted])
         #expect(change.inserted.map(\.at) == [ResultPosition(item: 0, section: 0)])
-        context.perform {
+        context.performAndWait {
             #expect(controller.sections.map(\.name) == ["A", "B"])
             #expect(controller.object(at: ResultPosition(item: 0, section: 1)).objectID == first)
         }
@@ -156,8 +156,8 @@ import Testing
         _ = directory
         let viewer = ObjectContext(coordinator: coordinator, name: "viewer")
         let writer = ObjectContext(coordinator: coordinator, name: "writer")
-        viewer.perform { viewer.automaticallyMergesChangesFromCoordinator = true }
-        try writer.perform {
+        viewer.performAndWait { viewer.automaticallyMergesChangesFromCoordinator = true }
+        try writer.performAndWait {
             for i in 0..<5 { insertPhoto(writer, id: "low\(i)").views = .int(Int64(i)) }
             try writer.save()
         }
@@ -165,26 +165,26 @@ import Testing
         request.fetchLimit = 5
         let heard = Mutex2<[ResultsChange]>([])
         let listener = FetchedResultsControllerTests.Listener { heard.set(heard.get() + [$0]) }
-        let (controller, before) = try viewer.perform { () throws -> (FetchedResultsController, FetchedResultsControllerTests.State) in
+        let (controller, before) = try viewer.performAndWait { () throws -> (FetchedResultsController, FetchedResultsControllerTests.State) in
             let controller = try FetchedResultsController(request: request, context: viewer)
             try controller.performFetch()
             controller.delegate = listener
             return (controller, FetchedResultsControllerTests.state(controller))
         }
-        try writer.perform {
+        try writer.performAndWait {
             for i in 0..<10 { insertPhoto(writer, id: "high\(i)").views = .int(Int64(100 + i)) }
             try writer.save()
         }
         func views() -> [Int64] {
-            viewer.perform { controller.fetchedObjects.compactMap { $0.views?.intValue } }
+            viewer.performAndWait { controller.fetchedObjects.compactMap { $0.views?.intValue } }
         }
         #expect(views() == [109, 108, 107, 106, 105])
-        try writer.perform {
+        try writer.performAndWait {
             try writer.delete(writer.fetch("Photo", where: "id", equals: "high9")[0])
             try writer.save()
         }
         #expect(views() == [108, 107, 106, 105, 104])
-        try viewer.perform {
+        try viewer.performAndWait {
             let applied = heard.get().reduce(before) { FetchedResultsControllerTests.apply($1, to: $0) }
             #expect(FetchedResultsControllerTests.same(applied, FetchedResultsControllerTests.state(controller)))
             let fetched = try viewer.fetch(request).map(\.objectID)

@@ -20,7 +20,7 @@ import Testing
         let coordinator = try PersistentStoreCoordinator(model: model, path: dir.file("photos.sqlite"))
 
         let worker = ObjectContext(coordinator: coordinator, name: "worker")
-        try worker.perform {
+        try worker.performAndWait {
             for n in 0..<10_000 {
                 let photo = worker.insert("Photo")
                 photo["id"] = .string("p\(n)")
@@ -34,13 +34,24 @@ import Testing
         }
 
         let main = ObjectContext(coordinator: coordinator, name: "main")
-        main.perform { main.automaticallyMergesChangesFromCoordinator = true }
+        main.performAndWait { main.automaticallyMergesChangesFromCoordinator = true }
 
-        let popular = FetchRequest("Photo", predicate: try QueryPredicate(format: "views > %d", 9_000),
+        let minViews = 9_000
+        let popular = FetchRequest("Photo", predicate: try QueryPredicate(format: "views > %d", minViews),
                                    sortDescriptors: [FetchSortDescriptor("views", ascending: false)], fetchLimit: 10)
-        let ids = try main.perform { try main.fetch(popular).map(\.objectID) }
+        let ids = try main.performAndWait { try main.fetch(popular).map(\.objectID) }
         #expect(ids.count == 10)
         #expect(try coordinator.count("Photo") == 10_000)
+
+        let byAna = try main.performAndWait {
+            let ana = main.insert("Photographer")
+            ana["id"] = "ana"
+            let chosen = try main.fetch(FetchRequest("Photo", predicate: try QueryPredicate(format: "id IN %@", ["p1", "p2"])))
+            for photo in chosen { photo.setObject(ana, forKey: "whoTook") }
+            try main.save()
+            return try main.count(for: FetchRequest("Photo", predicate: try QueryPredicate(format: "whoTook == %@", ana)))
+        }
+        #expect(byAna == 2)
     }
 }
 
@@ -56,7 +67,7 @@ import Testing
             try db.execute(sql: #"CREATE TRIGGER refuse BEFORE INSERT ON "Note" BEGIN SELECT RAISE(ABORT, 'no notes'); END"#)
         }
         let context = ObjectContext(coordinator: coordinator)
-        let error = context.perform {
+        let error = context.performAndWait {
             _ = context.insert("Note")
             return #expect(throws: StoreError.self) { try context.save() }
         }

@@ -15,7 +15,7 @@ import Testing
     static func savePhotos(_ coordinator: PersistentStoreCoordinator, _ count: Int, prefix: String = "p") throws -> Int64 {
         let start = try coordinator.currentHistoryToken()
         let context = ObjectContext(coordinator: coordinator, name: "writer")
-        try context.perform {
+        try context.performAndWait {
             for number in 0..<count { insertPhoto(context, id: "\(prefix)\(number)") }
             try context.save()
         }
@@ -50,7 +50,7 @@ import Testing
         // Deleted rows keep their numbers: a history naming them is sound.
         try damage("1-3")
         let context = ObjectContext(coordinator: coordinator, name: "deleter")
-        try context.perform {
+        try context.performAndWait {
             for photo in try context.fetch("Photo") { context.delete(photo) }
             try context.save()
         }

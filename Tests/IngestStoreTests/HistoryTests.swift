@@ -32,7 +32,7 @@ import Testing
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "editor")
         let start = try coordinator.currentHistoryToken()
-        let (p1, p2) = try context.perform {
+        let (p1, p2) = try context.performAndWait {
             let ana = context.insert("Photographer")
             ana.id = .string("ana")
             let p1 = insertPhoto(context, id: "p1", title: "one")
@@ -41,7 +41,7 @@ import Testing
             try context.save()
             return (p1.objectID, p2.objectID)
         }
-        try context.perform {
+        try context.performAndWait {
             let photo = context.object(with: p1)
             photo.title = .string("first")
             photo.views = .int(7)
@@ -52,7 +52,7 @@ import Testing
         }
         let fetch = try coordinator.fetchHistory(after: start)
         #expect(fetch.transactions.map(\.author) == ["editor", "editor", "cleanup job"])
-        let ana = try context.perform { try context.fetch("Photographer")[0].objectID.primaryKey! }
+        let ana = try context.performAndWait { try context.fetch("Photographer")[0].objectID.primaryKey! }
         let lines = Self.lines(fetch.transactions)
         #expect(Set(lines.prefix(3)) == ["insert Photographer \(ana)", "insert Photo \(p1.primaryKey!)", "insert Photo \(p2.primaryKey!)"])
         #expect(Array(lines.dropFirst(3)) == ["update Photo \(p1.primaryKey!) title,views", "delete Photo \(p2.primaryKey!) id=\"p2\""])
@@ -72,7 +72,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "tagger")
-        let (photo, tag) = try context.perform {
+        let (photo, tag) = try context.performAndWait {
             let photo = insertPhoto(context, id: "p")
             let tag = context.insert("Tag")
             tag.name = "sea"
@@ -80,7 +80,7 @@ import Testing
             return (photo.objectID, tag.objectID)
         }
         let token = try coordinator.currentHistoryToken()
-        try context.perform {
+        try context.performAndWait {
             context.object(with: photo).addObject(context.object(with: tag), toKey: "tags")
             try context.save()
         }
@@ -97,7 +97,7 @@ import Testing
         let viewer = ObjectContext(coordinator: other, name: "viewer")
         var token = try other.currentHistoryToken()
         let request = FetchRequest("Photo", sortDescriptors: [FetchSortDescriptor("title"), FetchSortDescriptor("id")])
-        let controller = try viewer.perform { () throws -> FetchedResultsController in
+        let controller = try viewer.performAndWait { () throws -> FetchedResultsController in
             let controller = try FetchedResultsController(request: request, context: viewer, sectionNameKeyPath: "title")
             try controller.performFetch()
             return controller
@@ -109,7 +109,7 @@ import Testing
         }
         var counter = 0
         for _ in 0..<60 {
-            try writer.perform {
+            try writer.performAndWait {
                 for _ in 0..<(1 + next(3)) {
                     let existing = try writer.fetch("Photo")
                     switch existing.isEmpty ? 0 : next(6) {
@@ -126,7 +126,7 @@ import Testing
             }
             let fetch = try other.fetchHistory(after: token)
             token = fetch.token
-            try viewer.perform {
+            try viewer.performAndWait {
                 viewer.mergeChanges(fromHistory: fetch.transactions)
                 let fresh = try viewer.fetch(request)
                 #expect(controller.fetchedObjects.map(\.objectID) == fresh.map(\.objectID))
@@ -144,7 +144,7 @@ import Testing
         let context = ObjectContext(coordinator: coordinator, name: "writer")
         let old = try coordinator.currentHistoryToken()
         for number in 0..<3 {
-            try context.perform {
+            try context.performAndWait {
                 insertPhoto(context, id: "p\(number)")
                 try context.save()
             }
@@ -182,13 +182,13 @@ import Testing
         let token = try coordinator.currentHistoryToken()
         coordinator.recordsHistory = false
         let context = ObjectContext(coordinator: coordinator, name: "quiet")
-        try context.perform {
+        try context.performAndWait {
             insertPhoto(context, id: "p")
             try context.save()
         }
         #expect(try coordinator.fetchHistory(after: token).transactions.isEmpty)
         coordinator.recordsHistory = true
-        try context.perform {
+        try context.performAndWait {
             insertPhoto(context, id: "q")
             try context.save()
         }
@@ -203,7 +203,7 @@ import Testing
         let writer = Task.detached {
             let context = ObjectContext(coordinator: coordinator, name: "writer")
             for number in 0..<5 {
-                try context.perform {
+                try context.performAndWait {
                     insertPhoto(context, id: "p\(number)")
                     try context.save()
                 }
@@ -224,7 +224,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "editor")
-        let (ana, bo, photos, tag) = try context.perform {
+        let (ana, bo, photos, tag) = try context.performAndWait {
             let ana = context.insert("Photographer")
             ana.id = .string("ana")
             let bo = context.insert("Photographer")
@@ -238,7 +238,7 @@ import Testing
         }
         func changes(_ body: () throws -> Void) throws -> Set<String> {
             let token = try coordinator.currentHistoryToken()
-            try context.perform {
+            try context.performAndWait {
                 context.reset()
                 try body()
                 try context.save()
@@ -269,12 +269,12 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "bulk")
-        try context.perform {
+        try context.performAndWait {
             for number in 0..<10_000 { context.insert("Tag").name = .string("t\(number)") }
             try context.save()
         }
         let token = try coordinator.currentHistoryToken()
-        try context.perform {
+        try context.performAndWait {
             for tag in try context.fetch("Tag") { context.delete(tag) }
             try context.save()
         }
@@ -291,26 +291,26 @@ import Testing
         let writer = ObjectContext(coordinator: coordinator, name: "writer")
         let viewer = ObjectContext(coordinator: coordinator, name: "viewer")
         let token = try coordinator.currentHistoryToken()
-        let (x, y) = try writer.perform {
+        let (x, y) = try writer.performAndWait {
             let x = insertPhoto(writer, id: "x", title: "A")
             let y = insertPhoto(writer, id: "y", title: "B")
             try writer.save()
             return (x.objectID, y.objectID)
         }
         let request = FetchRequest("Photo", sortDescriptors: [FetchSortDescriptor("title")])
-        let controller = try viewer.perform { () throws -> FetchedResultsController in
+        let controller = try viewer.performAndWait { () throws -> FetchedResultsController in
             let controller = try FetchedResultsController(request: request, context: viewer, sectionNameKeyPath: "title")
             try controller.performFetch()
             return controller
         }
-        try writer.perform {
+        try writer.performAndWait {
             writer.object(with: x).title = .string("C")
             writer.delete(writer.object(with: y))
             try writer.save()
         }
         let fetch = try coordinator.fetchHistory(after: token)
         #expect(fetch.transactions.count == 2)
-        viewer.perform {
+        viewer.performAndWait {
             viewer.mergeChanges(fromHistory: fetch.transactions)
             #expect(controller.fetchedObjects.map(\.objectID) == [x])
             #expect(controller.sections.map(\.name) == ["C"])
@@ -324,7 +324,7 @@ import Testing
         _ = (directory, server)
         let context = ObjectContext(coordinator: coordinator, name: "writer")
         let start = try coordinator.currentHistoryToken()
-        try context.perform {
+        try context.performAndWait {
             insertPhoto(context, id: "p")
             try context.save()
         }

@@ -13,7 +13,7 @@ import Testing
         #expect(first.path == "memory:" + first.storeID.uuidString.lowercased())
         #expect(first.storeID != second.storeID)
         let context = ObjectContext(coordinator: first)
-        try context.perform {
+        try context.performAndWait {
             for id in ["p1", "p2", "p3"] { insertPhoto(context, id: id) }
             try context.save()
         }
@@ -31,7 +31,7 @@ import Testing
             let coordinator = try PersistentStoreCoordinator(inMemory: TestModel.model)
             released = coordinator
             let context = ObjectContext(coordinator: coordinator)
-            id = try context.perform {
+            id = try context.performAndWait {
                 let photo = insertPhoto(context, id: "p1", title: "Harbour")
                 try context.save()
                 return photo.objectID
@@ -48,7 +48,7 @@ import Testing
             for worker in 0..<8 {
                 group.addTask {
                     let context = ObjectContext(coordinator: coordinator, name: "worker \(worker)")
-                    try context.perform {
+                    try context.performAndWait {
                         for batch in 0..<5 {
                             for i in 0..<20 { insertPhoto(context, id: "w\(worker)-b\(batch)-\(i)") }
                             try context.save()
@@ -60,7 +60,7 @@ import Testing
             try await group.waitForAll()
         }
         let reader = ObjectContext(coordinator: coordinator)
-        let ids = try reader.perform { try reader.fetch("Photo").compactMap { $0.id?.stringValue } }
+        let ids = try reader.performAndWait { try reader.fetch("Photo").compactMap { $0.id?.stringValue } }
         #expect(ids.count == 800)
         #expect(Set(ids) == Set((0..<8).flatMap { w in (0..<5).flatMap { b in (0..<20).map { "w\(w)-b\(b)-\($0)" } } }))
     }

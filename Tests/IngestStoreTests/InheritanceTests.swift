@@ -14,7 +14,7 @@ import Testing
     static func store(on backend: StoreBackend) throws -> (PersistentStoreCoordinator, TemporaryDirectory, [String: ObjectID]) {
         let (coordinator, directory) = try TestModel.store(model, on: backend)
         let context = ObjectContext(coordinator: coordinator, name: "setup")
-        let ids = try context.perform {
+        let ids = try context.performAndWait {
             let album = context.insert("Album"); album.name = "trip"
             let photo = context.insert("Photo"); photo.id = "m1"; photo.title = "Harbour"; photo.views = 5; photo.width = .int(800)
             let video = context.insert("Video"); video.id = "m2"; video.title = "Dock"; video.views = 9; video.duration = .double(12.5)
@@ -48,7 +48,7 @@ import Testing
         let (coordinator, directory, ids) = try Self.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "reader")
-        try context.perform {
+        try context.performAndWait {
             let byID = [FetchSortDescriptor("id")]
             let media = try context.fetch(FetchRequest("Media", sortDescriptors: byID))
             #expect(Self.describe(media) == ["Photo m1", "Video m2", "Clip m3"])
@@ -71,7 +71,7 @@ import Testing
         }
         // An ID alone (a fault in a fresh context) becomes an object of the row's own entity.
         let fresh = ObjectContext(coordinator: coordinator, name: "fresh")
-        fresh.perform {
+        fresh.performAndWait {
             let clip = fresh.object(with: ids["m3"]!)
             #expect(clip.entityName == "Clip" && clip.source == "cam" && clip.title == "Pier")
             let parsed = fresh.object(with: ObjectID(uri: ids["m2"]!.uri.replacingOccurrences(of: "/Media/", with: "/Video/"))!)
@@ -83,7 +83,7 @@ import Testing
         let (coordinator, directory, ids) = try Self.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "reader")
-        try context.perform {
+        try context.performAndWait {
             func fetch(_ entity: String, _ format: String, by key: String, ascending: Bool = true) throws -> [String] {
                 Self.describe(try context.fetch(FetchRequest(entity, predicate: try QueryPredicate(format: format),
                                                              sortDescriptors: [FetchSortDescriptor(key, ascending: ascending)])))
@@ -113,7 +113,7 @@ import Testing
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "writer")
         context.mergePolicy = .objectTrump
-        try context.perform {
+        try context.performAndWait {
             let video = context.insert("Video"); video.id = "m1"; video.title = "not a photo"
             let error = try #require(throws: StoreError.self) { try context.save() }
             #expect(error.description == "the save conflicts with uniqueness constraints: Video \"m1\" has id = \"m1\", as the stored Photo row \(ids["m1"]!.primaryKey!) does; no merge policy makes one entity's object another's")
@@ -130,7 +130,7 @@ import Testing
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "editor")
         let token = try coordinator.currentHistoryToken()
-        try context.perform {
+        try context.performAndWait {
             let clip = context.object(with: ids["m3"]!)
             clip.source = "phone"
             clip.title = "Jetty"
@@ -138,7 +138,7 @@ import Testing
             try context.save()
         }
         let reader = ObjectContext(coordinator: coordinator, name: "reader")
-        try reader.perform {
+        try reader.performAndWait {
             let clips = try reader.fetch(FetchRequest("Clip"))
             #expect(clips.map { "\($0.title!) \($0.source!)" } == ["\"Jetty\" \"phone\""])
             #expect(Self.describe(try reader.fetch(FetchRequest("Media", sortDescriptors: [FetchSortDescriptor("id")]))) == ["Video m2", "Clip m3"])
@@ -197,7 +197,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(shuffled, on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "shuffled")
-        try context.perform {
+        try context.performAndWait {
             let clip = context.insert("Clip"); clip.id = "c1"; clip.source = "cam"; clip.duration = .double(2)
             let photo = context.insert("Photo"); photo.id = "p1"
             try context.save()
@@ -215,7 +215,7 @@ import Testing
             ? try PersistentStoreCoordinator(model: Model(entities: entities), path: storedDirectory.file("store.sqlite"))
             : try PersistentStoreCoordinator(model: Model(entities: entities), url: URL(string: stored.path)!)
         let reader = ObjectContext(coordinator: reordered, name: "reordered")
-        try reader.perform {
+        try reader.performAndWait {
             let photos = try reader.fetch(FetchRequest("Photo"))
             let media = try reader.fetch(FetchRequest("Media", sortDescriptors: [FetchSortDescriptor("id")]))
             #expect(Self.describe(photos) == ["Photo m1"])
@@ -228,7 +228,7 @@ import Testing
         let (coordinator, directory, ids) = try Self.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "viewer")
-        try context.perform {
+        try context.performAndWait {
             let controller = try FetchedResultsController(request: FetchRequest("Video", sortDescriptors: [FetchSortDescriptor("id")]), context: context)
             try controller.performFetch()
             #expect(Self.describe(controller.fetchedObjects) == ["Video m2", "Clip m3"])

@@ -10,7 +10,7 @@ import Testing
     func race(_ policy: MergePolicy, on backend: StoreBackend) throws -> (PersistentStoreCoordinator, TemporaryDirectory, ObjectContext, ManagedObject, ObjectID, Result<Void, any Error>) {
         let (coordinator, directory) = try TestModel.store(on: backend)
         let first = ObjectContext(coordinator: coordinator, name: "A")
-        let firstID: ObjectID = try first.perform {
+        let firstID: ObjectID = try first.performAndWait {
             let photo = insertPhoto(first, id: "p1", title: "first")
             photo.views = 10
             let ana = first.insert("Photographer"); ana.id = "ana"
@@ -20,7 +20,7 @@ import Testing
         }
         let second = ObjectContext(coordinator: coordinator, name: "B")
         second.mergePolicy = policy
-        let (photo, result): (ManagedObject, Result<Void, any Error>) = second.perform {
+        let (photo, result): (ManagedObject, Result<Void, any Error>) = second.performAndWait {
             let photo = insertPhoto(second, id: "p1", title: "second")
             photo.views = nil
             let bo = second.insert("Photographer"); bo.id = "bo"
@@ -32,7 +32,7 @@ import Testing
 
     func stored(_ coordinator: PersistentStoreCoordinator) throws -> [String] {
         let reader = ObjectContext(coordinator: coordinator)
-        return try reader.perform {
+        return try reader.performAndWait {
             try reader.fetch("Photo").map { photo in
                 let by = photo.object(forKey: "whoTook")?.id?.stringValue ?? "-"
                 return "\(photo.id!.stringValue!) \(photo.title?.stringValue ?? "-") \(photo.views.map(\.description) ?? "-") \(by)"
@@ -44,18 +44,18 @@ import Testing
         let (coordinator, directory, context, photo, _, result) = try race(.error, on: backend)
         _ = directory
         let error = try #require(throws: StoreError.self) { try result.get() }
-        let id = context.perform { photo.objectID }
+        let id = context.performAndWait { photo.objectID }
         #expect(error.description == "the save conflicts with uniqueness constraints: \(id) has id = \"p1\", as the stored Photo row 1 does")
         #expect(try stored(coordinator) == ["p1 first 10 ana"])
         #expect(try coordinator.count("Photographer") == 1)
-        context.perform { #expect(context.hasChanges) }
+        context.performAndWait { #expect(context.hasChanges) }
     }
 
     @Test(arguments: StoreBackend.available) func objectTrumpWritesTheSavingContextsValuesOntoTheExistingRow(backend: StoreBackend) throws {
         let (coordinator, directory, context, photo, firstID, result) = try race(.objectTrump, on: backend)
         _ = directory
         try result.get()
-        context.perform { #expect(photo.objectID == firstID) }
+        context.performAndWait { #expect(photo.objectID == firstID) }
         #expect(try stored(coordinator) == ["p1 second - bo"])
         #expect(try coordinator.count("Photo") == 1)
     }
@@ -64,7 +64,7 @@ import Testing
         let (coordinator, directory, context, photo, firstID, result) = try race(.storeTrump, on: backend)
         _ = directory
         try result.get()
-        context.perform {
+        context.performAndWait {
             #expect(photo.objectID == firstID)
             #expect(photo.title == "first")
         }
@@ -76,7 +76,7 @@ import Testing
         let (coordinator, directory, context, photo, firstID, result) = try race(.rollback, on: backend)
         _ = directory
         try result.get()
-        context.perform {
+        context.performAndWait {
             #expect(photo.objectID == firstID)
             #expect(photo.views == 10)
             #expect(photo.object(forKey: "whoTook")?.id == "ana")
@@ -88,7 +88,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             let a = insertPhoto(context, id: "same", title: "a")
             insertPhoto(context, id: "same", title: "b")
             let error = #expect(throws: StoreError.self) { try context.save() }

@@ -62,7 +62,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(model)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             let object = context.insert("select")
             object["from"] = "x'); DROP TABLE \"select\"; --"
             object["we\"ird name"] = 7
@@ -70,7 +70,7 @@ import Testing
             try context.save()
         }
         let reader = ObjectContext(coordinator: coordinator)
-        try reader.perform {
+        try reader.performAndWait {
             let objects = try reader.fetch("select")
             #expect(objects.count == 1)
             #expect(objects[0]["from"] == "x'); DROP TABLE \"select\"; --")

@@ -10,13 +10,13 @@ import Testing
         let writer = ObjectContext(coordinator: coordinator, name: "writer")
         if backend == .postgres {
             // PostgreSQL's text has no U+0000: the save is refused, naming the attribute.
-            writer.perform {
+            writer.performAndWait {
                 writer.insert("Everything")["a_string"] = sample(.string)
                 #expect(throws: StoreError.validation(["a new Everything: a_string: PostgreSQL text cannot hold U+0000 (NUL)"])) { try writer.save() }
                 writer.rollback()
             }
         }
-        let ids: [ObjectID] = try writer.perform {
+        let ids: [ObjectID] = try writer.performAndWait {
             let full = writer.insert("Everything")
             for type in AttributeType.allCases { full["a_\(type.rawValue)"] = sample(type, on: backend) }
             let empty = writer.insert("Everything")
@@ -32,7 +32,7 @@ import Testing
         }
         #expect(ids.allSatisfy { !$0.isTemporary })
         let reader = ObjectContext(coordinator: coordinator, name: "reader")
-        try reader.perform {
+        try reader.performAndWait {
             let full = try reader.existingObject(with: ids[0])
             for type in AttributeType.allCases {
                 #expect(full["a_\(type.rawValue)"] == sample(type, on: backend, stored: true), "\(type)")
@@ -54,7 +54,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        context.perform {
+        context.performAndWait {
             let photo = context.insert("Photo")
             photo.views = "many"
             let tooBig = context.insert("Everything")
@@ -73,7 +73,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        context.perform {
+        context.performAndWait {
             #expect(context.insert("Photo").views == 0)
         }
     }
@@ -82,7 +82,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             let ana = context.insert("Photographer"); ana.id = "ana"
             let bo = context.insert("Photographer"); bo.id = "bo"
             let photo = insertPhoto(context, id: "p1")
@@ -111,7 +111,7 @@ import Testing
         }
         // The same graph, read back by a fresh context.
         let reader = ObjectContext(coordinator: coordinator)
-        try reader.perform {
+        try reader.performAndWait {
             let photo = try #require(try reader.fetch("Photo", where: "id", equals: "p1").first)
             #expect(photo.object(forKey: "whoTook")?.id == "bo")
             #expect(Set(photo.objects(forKey: "tags").compactMap { $0.name?.stringValue }) == ["red", "blue"])
@@ -128,7 +128,7 @@ import Testing
             try reader.save()
         }
         let third = ObjectContext(coordinator: coordinator)
-        try third.perform {
+        try third.performAndWait {
             let photo = try #require(try third.fetch("Photo", where: "id", equals: "p1").first)
             #expect(photo.objects(forKey: "tags").map { $0.name } == ["blue"])
         }
@@ -138,7 +138,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        let (photographer, photos, folder, album, albumPhoto): (ObjectID, [ObjectID], ObjectID, ObjectID, ObjectID) = try context.perform {
+        let (photographer, photos, folder, album, albumPhoto): (ObjectID, [ObjectID], ObjectID, ObjectID, ObjectID) = try context.performAndWait {
             let ana = context.insert("Photographer"); ana.id = "ana"
             let photos = (1...3).map { insertPhoto(context, id: "p\($0)") }
             photos.forEach { ana.addObject($0, toKey: "photos") }
@@ -150,7 +150,7 @@ import Testing
             try context.save()
             return (ana.objectID, photos.map(\.objectID), folder.objectID, album.objectID, inAlbum.objectID)
         }
-        try context.perform {
+        try context.performAndWait {
             context.reset()
             // Nullify: the photographer goes, the photos stay without one.
             context.delete(context.object(with: photographer))
@@ -178,13 +178,13 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        let id: ObjectID = try context.perform {
+        let id: ObjectID = try context.performAndWait {
             let photo = insertPhoto(context, id: "p1", title: "Harbour")
             try context.save()
             return photo.objectID
         }
         let reader = ObjectContext(coordinator: coordinator)
-        try reader.perform {
+        try reader.performAndWait {
             let fault = reader.object(with: id)
             #expect(fault.isFault)
             #expect(fault.title == "Harbour")
@@ -202,7 +202,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             insertPhoto(context, id: "a", title: "x")
             insertPhoto(context, id: "b", title: "y")
             try context.save()
@@ -221,7 +221,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             let kept = insertPhoto(context, id: "kept", title: "before")
             try context.save()
             kept.title = "after"
@@ -245,7 +245,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             let photo = insertPhoto(context, id: "p")
             let other = insertPhoto(context, id: "q")
             #expect(photo.objectID.isTemporary)
@@ -270,7 +270,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             insertPhoto(context, id: "p1")
             try context.setMetadata(["chunk-000001": 1], forKey: "marker")
             try context.save()
@@ -279,7 +279,7 @@ import Testing
         // A failure between the rows and the commit writes neither.
         struct Injected: Error {}
         coordinator.beforeCommit.withLock { $0 = { throw Injected() } }
-        try context.perform {
+        try context.performAndWait {
             insertPhoto(context, id: "p2")
             try context.setMetadata(["chunk-000001": 2], forKey: "marker")
             #expect(throws: Injected.self) { try context.save() }
@@ -288,7 +288,7 @@ import Testing
         #expect(try coordinator.metadata(forKey: "marker", as: [String: Int].self) == ["chunk-000001": 1])
         // The changes are still there; once the failure is gone the save goes through.
         coordinator.beforeCommit.withLock { $0 = nil }
-        try context.perform { try context.save() }
+        try context.performAndWait { try context.save() }
         #expect(try coordinator.count("Photo") == 2)
         #expect(try coordinator.metadata(forKey: "marker", as: [String: Int].self) == ["chunk-000001": 2])
     }
@@ -299,7 +299,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        let (photo, red): (ObjectID, ObjectID) = try context.perform {
+        let (photo, red): (ObjectID, ObjectID) = try context.performAndWait {
             let photo = insertPhoto(context, id: "p")
             let other = insertPhoto(context, id: "q")
             let red = context.insert("Tag"); red.name = "red"
@@ -311,12 +311,12 @@ import Testing
             return (photo.objectID, red.objectID)
         }
         let second = ObjectContext(coordinator: coordinator)
-        try second.perform {
+        try second.performAndWait {
             second.delete(second.object(with: red))
             try second.save()
         }
         let third = ObjectContext(coordinator: coordinator)
-        try third.perform {
+        try third.performAndWait {
             let stored = try third.existingObject(with: photo)
             #expect(stored.objects(forKey: "tags").map { $0.name } == ["blue"])
             let q = try #require(try third.fetch("Photo", where: "id", equals: "q").first)
@@ -328,7 +328,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        try context.perform {
+        try context.performAndWait {
             let photo = insertPhoto(context, id: "gone")
             context.delete(photo)
             #expect(photo.isDeleted)

@@ -33,7 +33,7 @@ import Testing
         -> ([PersistentStoreCoordinator], TemporaryDirectory, other: ObjectContext, editor: ObjectContext, ObjectID) {
         let (coordinators, directory) = try coordinators(2, on: backend)
         let other = ObjectContext(coordinator: coordinators[0], name: "other")
-        let id = try other.perform {
+        let id = try other.performAndWait {
             let photo = insertPhoto(other, id: "p1", title: "Harbour")
             try other.save()
             return photo.objectID
@@ -57,7 +57,7 @@ import Testing
     static func race(_ policy: MergePolicy, on backend: StoreBackend) throws -> Race {
         let (coordinators, directory) = try coordinators(2, on: backend)
         let other = ObjectContext(coordinator: coordinators[0], name: "other")
-        let ids = try other.perform {
+        let ids = try other.performAndWait {
             let ana = other.insert("Photographer"); ana.id = "ana"
             let bo = other.insert("Photographer"); bo.id = "bo"
             let photo = insertPhoto(other, id: "p1", title: "Harbour")
@@ -68,13 +68,13 @@ import Testing
         }
         let editor = ObjectContext(coordinator: coordinators[1], name: "editor")
         editor.mergePolicy = policy
-        let photo = try editor.perform {
+        let photo = try editor.performAndWait {
             let photo = try #require(try editor.fetch("Photo").first)
             photo.title = "Pier"
             photo.setObject(editor.object(with: ids["bo"]!), forKey: "whoTook")
             return photo
         }
-        try other.perform {
+        try other.performAndWait {
             let photo = other.object(with: ids["p1"]!)
             photo.title = "Dock"
             photo.views = 7
@@ -86,7 +86,7 @@ import Testing
     /// p1 as stored: "title views photographer".
     static func stored(_ coordinator: PersistentStoreCoordinator) throws -> String {
         let reader = ObjectContext(coordinator: coordinator)
-        return try reader.perform {
+        return try reader.performAndWait {
             let photo = try #require(try reader.fetch("Photo").first)
             return "\(photo.title?.stringValue ?? "-") \(photo.views!) \(photo.object(forKey: "whoTook")?.id?.stringValue ?? "-")"
         }
@@ -94,7 +94,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func errorPolicyNamesTheObjectAndEveryPropertyTheStoreChangedAndWritesNothing(backend: StoreBackend) throws {
         let race = try Self.race(.error, on: backend)
-        let error = try race.editor.perform { try #require(throws: StoreError.self) { try race.editor.save() } }
+        let error = try race.editor.performAndWait { try #require(throws: StoreError.self) { try race.editor.save() } }
         #expect(error.description == "the save conflicts with changes made in the store since the objects were read: "
             + "Photo \"p1\": the store changed title (read \"Harbour\", stored \"Dock\", here \"Pier\"), views (read 1, stored 7)")
         guard case .mergeConflict(let conflicts) = error else { Issue.record("not a merge conflict: \(error)"); return }
@@ -104,7 +104,7 @@ import Testing
         #expect(conflicts[0].properties.map(\.changedHere) == [true, false])
         #expect(try Self.stored(race.store) == "Dock 7 ana")
         // Nothing changed in the context: the same save meets the same conflict.
-        race.editor.perform {
+        race.editor.performAndWait {
             #expect(race.photo.title == "Pier" && race.editor.hasChanges)
             #expect(throws: StoreError.self) { try race.editor.save() }
         }
@@ -112,9 +112,9 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func mergeByPropertyStoreTrumpKeepsTheStoresChangesAndWritesTheContextsOthers(backend: StoreBackend) throws {
         let race = try Self.race(.mergeByPropertyStoreTrump, on: backend)
-        try race.editor.perform { try race.editor.save() }
+        try race.editor.performAndWait { try race.editor.save() }
         #expect(try Self.stored(race.store) == "Dock 7 bo")
-        race.editor.perform {
+        race.editor.performAndWait {
             #expect(race.photo.title == "Dock" && race.photo.views == 7)
             #expect(race.photo.object(forKey: "whoTook")?.objectID == race.ids["bo"])
             #expect(!race.editor.hasChanges)
@@ -123,23 +123,23 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func mergeByPropertyObjectTrumpWritesTheContextsChangesAndKeepsTheStoresOthers(backend: StoreBackend) throws {
         let race = try Self.race(.mergeByPropertyObjectTrump, on: backend)
-        try race.editor.perform { try race.editor.save() }
+        try race.editor.performAndWait { try race.editor.save() }
         #expect(try Self.stored(race.store) == "Pier 7 bo")
-        race.editor.perform { #expect(race.photo.title == "Pier" && race.photo.views == 7) }
+        race.editor.performAndWait { #expect(race.photo.title == "Pier" && race.photo.views == 7) }
     }
 
     @Test(arguments: StoreBackend.available) func overwriteWritesTheObjectWholeOverTheStoresChanges(backend: StoreBackend) throws {
         let race = try Self.race(.overwrite, on: backend)
-        try race.editor.perform { try race.editor.save() }
+        try race.editor.performAndWait { try race.editor.save() }
         #expect(try Self.stored(race.store) == "Pier 1 bo")
-        race.editor.perform { #expect(race.photo.title == "Pier" && race.photo.views == 1) }
+        race.editor.performAndWait { #expect(race.photo.title == "Pier" && race.photo.views == 1) }
     }
 
     @Test(arguments: StoreBackend.available) func rollbackDropsTheContextsChangesToTheObject(backend: StoreBackend) throws {
         let race = try Self.race(.rollback, on: backend)
-        try race.editor.perform { try race.editor.save() }
+        try race.editor.performAndWait { try race.editor.save() }
         #expect(try Self.stored(race.store) == "Dock 7 ana")
-        race.editor.perform {
+        race.editor.performAndWait {
             #expect(race.photo.title == "Dock" && race.photo.views == 7)
             #expect(race.photo.object(forKey: "whoTook")?.objectID == race.ids["ana"])
             #expect(!race.editor.hasChanges)
@@ -152,20 +152,20 @@ import Testing
         let coordinator = coordinators[0]
         let first = ObjectContext(coordinator: coordinator, name: "first")
         let second = ObjectContext(coordinator: coordinator, name: "second")
-        let id = try first.perform {
+        let id = try first.performAndWait {
             let photo = insertPhoto(first, id: "p1", title: "Harbour")
             try first.save()
             return photo.objectID
         }
-        second.perform { second.object(with: id).title = "Pier" }
+        second.performAndWait { second.object(with: id).title = "Pier" }
         let notice = Mutex<SaveNotice?>(nil)
         let token = coordinator.addSaveObserver { saved in notice.withLock { $0 = saved } }
         defer { coordinator.removeSaveObserver(token) }
-        try first.perform {
+        try first.performAndWait {
             first.object(with: id).views = 3
             try first.save()
         }
-        try second.perform {
+        try second.performAndWait {
             second.mergeChanges(fromDidSave: try #require(notice.withLock { $0 }))
             try second.save()
         }
@@ -176,20 +176,20 @@ import Testing
         for policy in MergePolicy.allCases {
             let (coordinators, directory, other, editor, id) = try Self.photoInTwoStores(policy, on: backend)
             _ = directory
-            let photo = editor.perform {
+            let photo = editor.performAndWait {
                 let photo = editor.object(with: id)
                 photo.title = "Pier"
                 return photo
             }
-            try other.perform {
+            try other.performAndWait {
                 other.delete(other.object(with: id))
                 try other.save()
             }
-            let result = editor.perform { Result { try editor.save() } }
+            let result = editor.performAndWait { Result { try editor.save() } }
             switch policy {
             case .storeTrump, .rollback:
                 #expect(throws: Never.self, "\(policy)") { try result.get() }
-                editor.perform { #expect(photo.isDeleted && !editor.hasChanges, "\(policy)") }
+                editor.performAndWait { #expect(photo.isDeleted && !editor.hasChanges, "\(policy)") }
             case .error, .objectTrump, .overwrite:
                 #expect(throws: StoreError.mergeConflict([MergeConflict(objectID: id, label: "Photo \"p1\"", kind: .deletedInStore, properties: [])]),
                         "\(policy)") { try result.get() }
@@ -203,16 +203,16 @@ import Testing
         for policy in [MergePolicy.error, .storeTrump] {
             let (coordinators, directory, other, editor, id) = try Self.photoInTwoStores(policy, on: backend)
             _ = directory
-            editor.perform {
+            editor.performAndWait {
                 let photo = editor.object(with: id)
                 _ = photo.title
                 editor.delete(photo)
             }
-            try other.perform {
+            try other.performAndWait {
                 other.object(with: id).title = "Dock"
                 try other.save()
             }
-            let result = editor.perform { Result { try editor.save() } }
+            let result = editor.performAndWait { Result { try editor.save() } }
             if policy == .error {
                 #expect(result.failure.map { "\($0)" } == "the save conflicts with changes made in the store since the objects were read: "
                     + "Photo \"p1\" is deleted here, but the store changed title (read \"Harbour\", stored \"Dock\")")
@@ -232,7 +232,7 @@ import Testing
             _ = directory
             let context = ObjectContext(coordinator: coordinators[0], name: "editor")
             context.mergePolicy = policy
-            let (photoID, anaID) = try context.perform {
+            let (photoID, anaID) = try context.performAndWait {
                 let ana = context.insert("Photographer"); ana.id = "ana"
                 let photo = insertPhoto(context, id: "p1", title: "Harbour")
                 photo.setObject(ana, forKey: "whoTook")
@@ -240,7 +240,7 @@ import Testing
                 context.reset()
                 return (photo.objectID, ana.objectID)
             }
-            try context.perform {
+            try context.performAndWait {
                 let photo = context.object(with: photoID)
                 photo.title = "Pier"
                 context.delete(context.object(with: anaID))
@@ -259,7 +259,7 @@ import Testing
         let (coordinators, directory) = try Self.coordinators(workers, on: backend)
         _ = directory
         let setup = ObjectContext(coordinator: coordinators[0])
-        let id = try setup.perform {
+        let id = try setup.performAndWait {
             let photo = insertPhoto(setup, id: "counter")
             try setup.save()
             return photo.objectID
@@ -289,7 +289,7 @@ import Testing
             }
             return try await group.reduce(0, +)
         }
-        let views = setup.perform {
+        let views = setup.performAndWait {
             setup.refresh(setup.object(with: id), mergeChanges: false)
             return setup.object(with: id).views
         }

@@ -24,14 +24,14 @@ import Testing
     /// `key`'s members of the object `id`, read by a fresh context.
     static func stored(_ coordinator: PersistentStoreCoordinator, _ id: ObjectID, _ key: String) -> [String] {
         let reader = ObjectContext(coordinator: coordinator, name: "reader")
-        return reader.perform { titles(reader.object(with: id).objects(forKey: key)) }
+        return reader.performAndWait { titles(reader.object(with: id).objects(forKey: key)) }
     }
 
     @Test(arguments: StoreBackend.available) func aOneToManyKeepsItsOrderThroughInsertsMovesAndRemovals(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(Self.model, on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "editor")
-        let (mix, other, tracks) = try context.perform {
+        let (mix, other, tracks) = try context.performAndWait {
             let mix = context.insert("Playlist"); mix.name = "mix"
             let other = context.insert("Playlist"); other.name = "other"
             let tracks = (1...4).map { number in
@@ -44,7 +44,7 @@ import Testing
             return (mix.objectID, other.objectID, tracks.map(\.objectID))
         }
         #expect(Self.stored(coordinator, mix, "tracks") == ["t1", "t4", "t2", "t3"])
-        try context.perform {
+        try context.performAndWait {
             context.reset()
             let playlist = context.object(with: mix)
             playlist.insertObject(context.object(with: tracks[2]), at: 0, forKey: "tracks")   // a move
@@ -52,7 +52,7 @@ import Testing
             try context.save()
         }
         #expect(Self.stored(coordinator, mix, "tracks") == ["t3", "t4", "t2"])
-        try context.perform {
+        try context.performAndWait {
             // Moving a track to another playlist through its to-one: it leaves this order, ends the other's.
             context.object(with: tracks[3]).setObject(context.object(with: other), forKey: "playlist")
             context.object(with: tracks[0]).setObject(context.object(with: other), forKey: "playlist")
@@ -67,7 +67,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(Self.model, on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "editor")
-        let (track, rock) = try context.perform {
+        let (track, rock) = try context.performAndWait {
             let track = context.insert("Track"); track.title = "song"
             let tags = ["rock", "pop", "jazz"].map { name in
                 let tag = context.insert("Tag"); tag.name = .string(name); return tag
@@ -79,7 +79,7 @@ import Testing
         }
         #expect(Self.stored(coordinator, track, "tags") == ["jazz", "rock", "pop"])
         #expect(Self.stored(coordinator, rock, "tracks") == ["song"])
-        try context.perform {
+        try context.performAndWait {
             context.reset()
             let song = context.object(with: track)
             song.insertObject(context.object(with: rock), at: 5, forKey: "tags")   // past the end: last
@@ -92,7 +92,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(Self.model, on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "editor")
-        let mix = try context.perform {
+        let mix = try context.performAndWait {
             let mix = context.insert("Playlist")
             for title in ["a", "b", "c"] {
                 let track = context.insert("Track"); track.title = .string(title)
@@ -101,13 +101,13 @@ import Testing
             try context.save()
             return mix.objectID
         }
-        context.perform { context.undoManager = ContextUndoManager() }
-        let playlist = context.perform { context.object(with: mix) }
-        context.perform {
+        context.performAndWait { context.undoManager = ContextUndoManager() }
+        let playlist = context.performAndWait { context.object(with: mix) }
+        context.performAndWait {
             let c = playlist.objects(forKey: "tracks")[2]
             playlist.insertObject(c, at: 0, forKey: "tracks")
         }
-        try context.perform {
+        try context.performAndWait {
             #expect(Self.titles(playlist.objects(forKey: "tracks")) == ["c", "a", "b"])
             context.undo()
             #expect(Self.titles(playlist.objects(forKey: "tracks")) == ["a", "b", "c"])
@@ -143,7 +143,7 @@ import Testing
     static func mix(on backend: StoreBackend) throws -> (PersistentStoreCoordinator, TemporaryDirectory, ObjectID, [String: ObjectID]) {
         let (coordinator, directory) = try TestModel.store(model, on: backend)
         let context = ObjectContext(coordinator: coordinator, name: "setup")
-        let (mix, tracks) = try context.perform {
+        let (mix, tracks) = try context.performAndWait {
             let mix = context.insert("Playlist"); mix.name = "mix"
             var tracks: [String: ManagedObject] = [:]
             for title in ["a", "b", "c"] {
@@ -161,7 +161,7 @@ import Testing
         let (coordinator, directory, mix, _) = try Self.mix(on: backend)
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "editor")
-        try context.perform {
+        try context.performAndWait {
             let playlist = context.object(with: mix)
             let tracks = playlist.objects(forKey: "tracks")
             playlist.insertObject(tracks[2], at: 0, forKey: "tracks")
@@ -184,11 +184,11 @@ import Testing
         _ = directory
         let editor = ObjectContext(coordinator: coordinator, name: "editor")
         let other = ObjectContext(coordinator: coordinator, name: "other")
-        editor.perform {
+        editor.performAndWait {
             let playlist = editor.object(with: mix)
             playlist.insertObject(editor.object(with: tracks["c"]!), at: 0, forKey: "tracks")
         }
-        let notice = try other.perform {
+        let notice = try other.performAndWait {
             let d = other.insert("Track"); d.title = "d"
             other.object(with: mix).insertObject(d, at: 0, forKey: "tracks")
             let saved = Mutex<SaveNotice?>(nil)
@@ -199,7 +199,7 @@ import Testing
         }
         #expect(Self.stored(coordinator, mix, "tracks") == ["d", "a", "b", "c"])
         // Saved without reading the relationship first: the save takes the merged order.
-        try editor.perform {
+        try editor.performAndWait {
             editor.mergeChanges(fromDidSave: notice)
             try editor.save()
             #expect(Self.titles(editor.object(with: mix).objects(forKey: "tracks")) == ["c", "a", "b", "d"])
@@ -212,7 +212,7 @@ import Testing
         _ = directory
         let context = ObjectContext(coordinator: coordinator, name: "importer")
         context.mergePolicy = .objectTrump
-        try context.perform {
+        try context.performAndWait {
             // A new "mix" (the stored one's key) with one track: merged onto the stored row, its
             // track follows the stored ones.
             let again = context.insert("Playlist"); again.name = "mix"

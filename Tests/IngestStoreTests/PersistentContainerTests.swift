@@ -20,20 +20,20 @@ import Testing
         _ = directory
         let view = container.viewContext
         #expect(view.kind == .main)
-        #expect(view.perform { view.automaticallyMergesChangesFromCoordinator })
+        #expect(view.performAndWait { view.automaticallyMergesChangesFromCoordinator })
         let background = container.newBackgroundContext()
         #expect(background.kind == .privateQueue && background.name == "view-background-1")
-        let first = try background.perform {
+        let first = try background.performAndWait {
             let photo = insertPhoto(background, id: "p1", title: "Harbour")
             try background.save()
             return photo.objectID
         }
         // The first save's merge runs on a later turn of the main queue: heard after it is the second's only.
         await Task.yield()
-        let shown = try view.perform { try view.existingObject(with: first) }
+        let shown = try view.performAndWait { try view.existingObject(with: first) }
         var heard = ObjectsDidChange()
-        view.perform { view.onObjectsDidChange = { heard.inserted.formUnion($0.inserted); heard.refreshed.formUnion($0.refreshed) } }
-        let second = try background.perform {
+        view.performAndWait { view.onObjectsDidChange = { heard.inserted.formUnion($0.inserted); heard.refreshed.formUnion($0.refreshed) } }
+        let second = try background.performAndWait {
             background.object(with: first).title = .string("Harbour at night")
             let photo = insertPhoto(background, id: "p2", title: "Quay")
             try background.save()
@@ -42,7 +42,7 @@ import Testing
         // The merge was queued on the main queue during the save: a later main-actor turn runs after it.
         await Task.yield()
         await MainActor.run {}
-        view.perform {
+        view.performAndWait {
             #expect(shown.title == .string("Harbour at night"))
             #expect(heard.inserted == [second])
             #expect(heard.refreshed == [first])
@@ -57,7 +57,7 @@ import Testing
         _ = directory
         let view = container.viewContext
         var merged: [SaveNotice] = []
-        view.perform { view.onDidMerge = { merged.append($0) } }
+        view.performAndWait { view.onDidMerge = { merged.append($0) } }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             container.performBackgroundTask { context in
                 #expect(context.name == "view-background-1")
@@ -74,7 +74,7 @@ import Testing
             return photo.objectID
         }
         await MainActor.run {}
-        try view.perform {
+        try view.performAndWait {
             #expect(merged.count == 2)
             #expect(merged.first?.inserted.count == 3)
             #expect(merged.last?.updated == [renamed])
@@ -97,7 +97,7 @@ import Testing
             try context.save()
         }
         let view = container.viewContext
-        let titles = try view.perform { try view.fetch("Photo").map(\.title) }
+        let titles = try view.performAndWait { try view.fetch("Photo").map(\.title) }
         #expect(titles == [.string("Harbour")])
     }
 

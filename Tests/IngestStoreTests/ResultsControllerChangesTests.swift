@@ -11,7 +11,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store(on: backend)
         let viewer = ObjectContext(coordinator: coordinator, name: "viewer")
         let writer = ObjectContext(coordinator: coordinator, name: "writer")
-        let controller = try viewer.perform { () throws -> FetchedResultsController in
+        let controller = try viewer.performAndWait { () throws -> FetchedResultsController in
             viewer.automaticallyMergesChangesFromCoordinator = true
             let controller = try FetchedResultsController(request: FetchRequest("Photo", sortDescriptors: [FetchSortDescriptor("id")]),
                                                           context: viewer)
@@ -25,14 +25,14 @@ import Testing
     /// merge it; returns their IDs.
     @discardableResult
     static func save(_ count: Int, _ prefix: String, _ writer: ObjectContext, _ viewer: ObjectContext) throws -> Set<ObjectID> {
-        let ids = try writer.perform {
+        let ids = try writer.performAndWait {
             let photos = (0..<count).map { insertPhoto(writer, id: "\(prefix)\($0)") }
             try writer.save()
             writer.reset()
             return Set(photos.map(\.objectID))
         }
         // The merge was queued on the viewer's queue during the save: this runs after it.
-        viewer.perform {}
+        viewer.performAndWait {}
         return ids
     }
 
@@ -43,9 +43,9 @@ import Testing
         _ = directory
         var heard = 0
         let listener = FetchedResultsControllerTests.Listener { _ in heard += 1 }
-        viewer.perform { controller.delegate = listener }
+        viewer.performAndWait { controller.delegate = listener }
         for round in 0..<200 { try Self.save(50, "r\(round)-", writer, viewer) }
-        #expect(viewer.perform { heard } == 200)
+        #expect(viewer.performAndWait { heard } == 200)
         #expect(!controller.changeStream.isMade)
         var reader = controller.changes.makeAsyncIterator()
         #expect(controller.changeStream.isMade)
@@ -53,7 +53,7 @@ import Testing
         let first = try #require(await reader.next())
         #expect(Set(first.inserted.map(\.id)) == fresh)
         #expect(first.inserted.count == 3)
-        #expect(viewer.perform { heard } == 201)
+        #expect(viewer.performAndWait { heard } == 201)
     }
 
     /// A reader that asked first gets every change, in the order of the saves.

@@ -28,7 +28,7 @@ import Testing
             try coordinator.write { db in try db.execute(sql: index) }
         }
         let context = ObjectContext(coordinator: coordinator)
-        let error = context.perform {
+        let error = context.performAndWait {
             insertPhoto(context, id: "p1", title: "the same")
             insertPhoto(context, id: "p2", title: "the same")
             return #expect(throws: StoreError.self) { try context.save() }
@@ -120,7 +120,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store()
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        let error = context.perform {
+        let error = context.performAndWait {
             _ = context.insert("Photo")
             context.insert("Everything")["a_date"] = .date(Date(timeIntervalSince1970: StoredDate.endSince1970))
             return #expect(throws: StoreError.self) { try context.save() }
@@ -140,7 +140,7 @@ import Testing
         let (coordinator, directory) = try TestModel.store()
         _ = directory
         let context = ObjectContext(coordinator: coordinator)
-        let error = try context.perform {
+        let error = try context.performAndWait {
             let album = context.insert("Album")
             let photo = insertPhoto(context, id: "p1")
             photo.setObject(album, forKey: "album")

@@ -10,7 +10,7 @@ import Testing
     static func setUp(_ backend: StoreBackend) throws -> (ObjectContext, PersistentStoreCoordinator, Any, [String: ObjectID]) {
         let (coordinator, directory) = try TestModel.store(on: backend)
         let context = ObjectContext(coordinator: coordinator, name: "editor")
-        let ids = try context.perform {
+        let ids = try context.performAndWait {
             let ana = context.insert("Photographer")
             ana.id = .string("ana")
             let bo = context.insert("Photographer")
@@ -30,17 +30,17 @@ import Testing
             return ["ana": ana.objectID, "bo": bo.objectID, "p1": p1.objectID, "p2": p2.objectID, "sea": sea.objectID,
                     "folder": folder.objectID, "album": album.objectID]
         }
-        context.perform { context.undoManager = ContextUndoManager() }
+        context.performAndWait { context.undoManager = ContextUndoManager() }
         return (context, coordinator, directory, ids)
     }
 
     @Test(arguments: StoreBackend.available) func eachPerformIsAGroupUndoneAndRedoneInTurn(backend: StoreBackend) throws {
         let (context, _, directory, ids) = try Self.setUp(backend)
         _ = directory
-        let photo = context.perform { context.object(with: ids["p1"]!) }
-        context.perform { photo.title = "Pier"; photo.views = 3 }
-        context.perform { photo.title = "Quay" }
-        context.perform {
+        let photo = context.performAndWait { context.object(with: ids["p1"]!) }
+        context.performAndWait { photo.title = "Pier"; photo.views = 3 }
+        context.performAndWait { photo.title = "Quay" }
+        context.performAndWait {
             #expect(context.undoManager!.canUndo)
             context.undo()
             #expect(photo.title == "Pier" && photo.views == .int(3))
@@ -54,7 +54,7 @@ import Testing
             #expect(photo.title == "Quay" && !context.undoManager!.canRedo)
         }
         // A new change after an undo drops what could be redone.
-        context.perform {
+        context.performAndWait {
             context.undo()
             photo.title = "Dock"
             #expect(!context.undoManager!.canRedo)
@@ -64,24 +64,24 @@ import Testing
     @Test(arguments: StoreBackend.available) func anExplicitGroupSpansPerformsAndUndoesAsOne(backend: StoreBackend) throws {
         let (context, coordinator, directory, ids) = try Self.setUp(backend)
         _ = directory
-        context.perform { context.undoManager!.beginUndoGrouping() }
-        context.perform { context.object(with: ids["p1"]!).title = "One" }
-        context.perform { context.object(with: ids["p2"]!).title = "Two" }
-        try context.perform {
+        context.performAndWait { context.undoManager!.beginUndoGrouping() }
+        context.performAndWait { context.object(with: ids["p1"]!).title = "One" }
+        context.performAndWait { context.object(with: ids["p2"]!).title = "Two" }
+        try context.performAndWait {
             context.undoManager!.endUndoGrouping()
             context.undo()
             #expect(context.object(with: ids["p1"]!).title == "Harbour" && context.object(with: ids["p2"]!).title == "Bridge")
             try context.save()
         }
         let reader = ObjectContext(coordinator: coordinator, name: "reader")
-        let found = try reader.perform { try reader.fetch("Photo", where: "title", equals: "One") }
+        let found = try reader.performAndWait { try reader.fetch("Photo", where: "title", equals: "One") }
         #expect(found.isEmpty)
     }
 
     @Test(arguments: StoreBackend.available) func relationshipChangesAreUndoneOnBothSides(backend: StoreBackend) throws {
         let (context, coordinator, directory, ids) = try Self.setUp(backend)
         _ = directory
-        try context.perform {
+        try context.performAndWait {
             let p1 = context.object(with: ids["p1"]!)
             let ana = context.object(with: ids["ana"]!)
             let bo = context.object(with: ids["bo"]!)
@@ -100,7 +100,7 @@ import Testing
             try context.save()
         }
         let reader = ObjectContext(coordinator: coordinator, name: "reader")
-        reader.perform {
+        reader.performAndWait {
             let p1 = reader.object(with: ids["p1"]!)
             #expect(p1.object(forKey: "whoTook")?.objectID == ids["bo"]! && p1.objectIDs(forKey: "tags") == [ids["sea"]!])
         }
@@ -109,7 +109,7 @@ import Testing
     @Test(arguments: StoreBackend.available) func insertsAndDeletesAreUndoneBeforeTheSave(backend: StoreBackend) throws {
         let (context, coordinator, directory, ids) = try Self.setUp(backend)
         _ = directory
-        try context.perform {
+        try context.performAndWait {
             let p3 = insertPhoto(context, id: "p3")
             let folder = context.object(with: ids["folder"]!)
             context.delete(folder)
@@ -121,25 +121,25 @@ import Testing
             try context.save()
         }
         let reader = ObjectContext(coordinator: coordinator, name: "reader")
-        let counts = try reader.perform { [try reader.count("Photo"), try reader.count("Folder"), try reader.count("Album")] }
+        let counts = try reader.performAndWait { [try reader.count("Photo"), try reader.count("Folder"), try reader.count("Album")] }
         #expect(counts == [2, 1, 1])
         // Redone, the delete cascades when it is saved (delete rules run at the save).
-        context.perform {
+        context.performAndWait {
             context.delete(context.object(with: ids["folder"]!))
         }
-        try context.perform {
+        try context.performAndWait {
             context.undo()
             context.redo()
             try context.save()
         }
-        let left = try reader.perform { [try reader.count("Folder"), try reader.count("Album")] }
+        let left = try reader.performAndWait { [try reader.count("Folder"), try reader.count("Album")] }
         #expect(left == [0, 0])
     }
 
     @Test(arguments: StoreBackend.available) func afterASaveThereIsNothingToUndo(backend: StoreBackend) throws {
         let (context, coordinator, directory, ids) = try Self.setUp(backend)
         _ = directory
-        try context.perform {
+        try context.performAndWait {
             let photo = context.object(with: ids["p1"]!)
             photo.title = "Saved"
             try context.save()
@@ -148,7 +148,7 @@ import Testing
             #expect(photo.title == "Saved" && !context.hasChanges)
         }
         let reader = ObjectContext(coordinator: coordinator, name: "reader")
-        reader.perform { #expect(reader.object(with: ids["p1"]!).title == "Saved") }
+        reader.performAndWait { #expect(reader.object(with: ids["p1"]!).title == "Saved") }
     }
 
     /// An undo, a save or a merge inside an explicit group ends what it recorded, not the
@@ -156,7 +156,7 @@ import Testing
     @Test func anUndoInsideAnExplicitGroupLeavesItsEndValid() throws {
         let (context, _, directory, ids) = try Self.setUp(.sqlite)
         _ = directory
-        try context.perform {
+        try context.performAndWait {
             let photo = context.object(with: ids["p1"]!)
             context.undoManager!.beginUndoGrouping()
             photo.title = "x"
@@ -175,15 +175,15 @@ import Testing
         let (coordinator, directory) = try TestModel.store()
         _ = directory
         let context = ObjectContext(.main, coordinator: coordinator, name: "main")
-        let photo = try context.perform {
+        let photo = try context.performAndWait {
             let photo = insertPhoto(context, id: "p", title: "Harbour")
             try context.save()
             context.undoManager = ContextUndoManager()
             return photo
         }
-        context.perform { photo.title = "A" }
-        context.perform { photo.title = "B" }
-        context.perform {
+        context.performAndWait { photo.title = "A" }
+        context.performAndWait { photo.title = "B" }
+        context.performAndWait {
             context.undo()
             #expect(photo.title == "A")
         }
@@ -193,7 +193,7 @@ import Testing
     @Test func permanentIDsEndTheHistoryThatNamesTemporaryOnes() throws {
         let (context, _, directory, ids) = try Self.setUp(.sqlite)
         _ = directory
-        try context.perform {
+        try context.performAndWait {
             let photo = insertPhoto(context, id: "p9")
             photo.setObject(context.object(with: ids["ana"]!), forKey: "whoTook")
             try context.obtainPermanentIDs(for: [photo])
@@ -208,21 +208,21 @@ import Testing
         let (context, _, directory, ids) = try Self.setUp(.sqlite)
         _ = directory
         var heard: [ObjectsDidChange] = []
-        let p3 = context.perform {
+        let p3 = context.performAndWait {
             context.onObjectsDidChange = { heard.append($0) }
             let p3 = insertPhoto(context, id: "p3")
             context.delete(context.object(with: ids["p2"]!))
             context.object(with: ids["p1"]!).setObject(context.object(with: ids["bo"]!), forKey: "whoTook")
             return p3.objectID
         }
-        context.perform {
+        context.performAndWait {
             heard.removeAll()
             context.undo()
         }
         #expect(heard.count == 1)
         #expect(heard.first?.inserted == [ids["p2"]!] && heard.first?.deleted == [p3])
         #expect(heard.first?.updated == [ids["p1"]!, ids["ana"]!, ids["bo"]!])
-        context.perform {
+        context.performAndWait {
             heard.removeAll()
             context.redo()
         }

@@ -40,7 +40,7 @@ import Testing
         let directory = try TemporaryDirectory()
         let coordinator = try PersistentStoreCoordinator(model: model, path: directory.file("photos.sqlite"))
         let context = ObjectContext(coordinator: coordinator, name: "xcode")
-        try context.perform {
+        try context.performAndWait {
             let photo = context.insert("Photo")
             photo.id = .string("p1")
             #expect(photo.rating == .double(2.5) && photo.isPublic == .bool(true))

@@ -72,7 +72,7 @@ final class ChunkWorker {
 
     private func importObjects(_ importer: ImportWorker) throws {
         let context = importer.context
-        try context.perform {
+        try context.performAndWait {
             while let claimed = try source.claim(until: shouldStop) {
                 let chunk = claimed.info
                 totals.times.parse += claimed.readSeconds

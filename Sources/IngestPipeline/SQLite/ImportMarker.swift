@@ -209,7 +209,7 @@ enum ImportMarker {
     /// Writes `run`'s record in a transaction of its own.
     static func save(_ run: Run, _ coordinator: PersistentStoreCoordinator) throws {
         let context = ObjectContext(coordinator: coordinator, name: "marker")
-        try context.perform {
+        try context.performAndWait {
             try context.setMetadata(run, forKey: Keys(run: run.number).record)
             try context.save()
         }

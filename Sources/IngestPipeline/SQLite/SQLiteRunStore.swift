@@ -156,7 +156,7 @@ final class SQLiteRunSession: RunSession {
         for entity in spec.model.entities { storeCounts[entity.name] = try coordinator.count(entity.name) }
         let counts = Locked(storeCounts)
         self.counts = counts
-        main.perform {
+        main.performAndWait {
             main.onDidMerge = { [importer] notice in
                 // Counted by entity first: a notice holds thousands of IDs and a few entity
                 // names, which then need hashing once each, not once an ID.
@@ -243,7 +243,7 @@ final class SQLiteRunSession: RunSession {
                                                      "seconds": "\(splitSeconds)"])
         }
         // Every save's merge was queued before its save returned: this drains them.
-        main.perform {
+        main.performAndWait {
             main.automaticallyMergesChangesFromCoordinator = false
             main.onDidMerge = nil
         }
@@ -335,7 +335,7 @@ struct SQLiteRunWorkers: RunWorkers {
             return (source, .batch(writer, rows))
         }
         let context = ObjectContext(coordinator: coordinator, name: "worker-\(number + 1)")
-        let importer = context.perform { ImportWorker(context: context, spec: spec, keys: keys, firstRowOfRun: firstRowOfRun) }
+        let importer = context.performAndWait { ImportWorker(context: context, spec: spec, keys: keys, firstRowOfRun: firstRowOfRun) }
         importer.logger = logger
         return (source, .objects(importer))
     }

@@ -77,7 +77,7 @@ public final class PersistentContainer: Sendable {
     @MainActor public var viewContext: ObjectContext {
         if let mainContext { return mainContext }
         let context = ObjectContext(.main, coordinator: persistentStoreCoordinator, name: name)
-        context.perform { context.automaticallyMergesChangesFromCoordinator = true }
+        context.performAndWait { context.automaticallyMergesChangesFromCoordinator = true }
         mainContext = context
         return context
     }
@@ -94,7 +94,7 @@ public final class PersistentContainer: Sendable {
     /// `performBackgroundTask(_:)`: `body` saves what it wants kept; the context is gone
     /// after it. What `body` saves reaches the view context.
     public func performBackgroundTask(_ body: @escaping @Sendable (ObjectContext) -> Void) {
-        newBackgroundContext().performLater(body)
+        newBackgroundContext().perform(body)
     }
 
     /// Runs `body` on a new background context's queue and returns what it returns, as

@@ -44,8 +44,8 @@ extension Value: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Expres
 }
 
 /// Swift types that convert to and from `Value`, for typed access:
-/// `photo.value(forKey: "views", as: Int64.self)`.
-public protocol ValueConvertible {
+/// `photo.value(forKey: "views", as: Int64.self)`. They are predicate arguments too.
+public protocol ValueConvertible: PredicateArgumentConvertible {
     init?(value: Value)
     var value: Value { get }
 }

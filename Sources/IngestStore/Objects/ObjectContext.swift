@@ -10,8 +10,8 @@ import Glibc
 /// NSManagedObjectContext.
 ///
 /// A `.privateQueue` context has its own serial queue; a `.main` context uses the main
-/// queue. Everything about a context and its objects happens inside `perform`; every
-/// entry point checks that, and traps naming the context when it is not so.
+/// queue. Everything about a context and its objects happens inside `performAndWait` or
+/// `perform`; every entry point checks that, and traps naming the context when it is not so.
 /// Not Sendable: pass `ObjectID`s between contexts, never objects.
 public final class ObjectContext {
     public enum Kind: Sendable { case privateQueue, main }
@@ -26,7 +26,7 @@ public final class ObjectContext {
     public var transactionAuthor: String?
     /// Records changes for `undo()` and `redo()` when set (nil by default, as Core Data's on iOS).
     public var undoManager: ContextUndoManager?
-    /// `perform` calls running inline on the queue, nested.
+    /// `performAndWait` calls running inline on the queue, nested.
     @exclusivity(unchecked) var performDepth = 0
     /// On a PostgreSQL store: statements every save runs in its own transaction, after its
     /// rows (an importer's chunk marker and rejects, kept in tables of their own there).
@@ -82,73 +82,6 @@ public final class ObjectContext {
 
     deinit {
         if let mergeObserverToken { coordinator.removeSaveObserver(mergeObserverToken) }
-    }
-
-    // MARK: - Queue confinement
-
-    /// Runs `body` on the context's queue and waits for it (at once when already there).
-    public func perform<T>(_ body: () throws -> T) rethrows -> T {
-        if isOnQueue {
-            // A main context's perform runs inline: the outermost one still ends an undo group.
-            performDepth += 1
-            defer {
-                performDepth -= 1
-                if performDepth == 0 { undoManager?.closeGroup() }
-            }
-            return try body()
-        }
-        return try queue.sync {
-            enter()
-            defer { leave() }
-            return try body()
-        }
-    }
-
-    /// Runs `body` on the context's queue without blocking the caller; the context is
-    /// handed to `body`, which must not let it or its objects escape.
-    public func perform<T: Sendable>(_ body: @escaping @Sendable (ObjectContext) throws -> T) async throws -> T {
-        nonisolated(unsafe) let context = self
-        return try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                context.enter()
-                defer { context.leave() }
-                continuation.resume(with: Result { try body(context) })
-            }
-        }
-    }
-
-    /// Runs `body` on the context's queue and returns at once (Core Data's `perform(_:)`);
-    /// the context is handed to `body`, which must not let it or its objects escape.
-    func performLater(_ body: @escaping @Sendable (ObjectContext) -> Void) {
-        nonisolated(unsafe) let context = self
-        queue.async {
-            context.enter()
-            defer { context.leave() }
-            body(context)
-        }
-    }
-
-    /// Runs `body` as a perform block would, for code already running on the queue
-    /// (a block the context itself scheduled there).
-    func runOnQueue(_ body: () -> Void) {
-        enter()
-        defer { leave() }
-        body()
-    }
-
-    private func enter() { confinement.enter() }
-
-    private func leave() {
-        processPendingChanges()
-        confinement.leave()
-    }
-
-    private var isOnQueue: Bool { confinement.isCurrent }
-
-    /// Traps unless called from inside one of this context's `perform` blocks.
-    @inline(__always)
-    func checkAccess(_ function: StaticString = #function) {
-        confinement.check(function)
     }
 
     // MARK: - Objects

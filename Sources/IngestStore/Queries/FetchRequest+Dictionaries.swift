@@ -38,7 +38,7 @@ extension ObjectContext {
         checkAccess()
         let info = try knownEntity(fetch.request.entityName)
         let dialect = coordinator.dialect
-        var compiler = PredicateCompiler(schema: coordinator.schema, dialect: dialect)
+        var compiler = PredicateCompiler(schema: coordinator.schema, dialect: dialect, storeID: coordinator.storeID)
         var columns: [(name: String, sql: String, type: AttributeType?, function: AggregateFunction?)] = []
         for property in fetch.properties {
             switch property {

@@ -88,6 +88,7 @@ extension ObjectContext {
         let key = QueryCacheKey(request: request, columns: columns, window: window, countOnly: countOnly)
         if let cached = coordinator.queryCache.withLock({ $0[key] }) { return cached }
         let query = try Self.selectQuery(request, info, schema: coordinator.schema, dialect: coordinator.dialect,
+                                         storeID: coordinator.storeID,
                                          columns: columns, window: window, countOnly: countOnly)
         // A request with a long list (an importer's IN lookup) is rarely asked twice: not worth the memory.
         if query.arguments.count <= 64 {
@@ -100,8 +101,8 @@ extension ObjectContext {
     }
 
     static func selectQuery(_ request: FetchRequest, _ info: EntityInfo, schema: Schema, dialect: SQLDialect,
-                            columns: String, window: Bool, countOnly: Bool = false) throws -> SelectQuery {
-        var compiler = PredicateCompiler(schema: schema, dialect: dialect)
+                            storeID: UUID, columns: String, window: Bool, countOnly: Bool = false) throws -> SelectQuery {
+        var compiler = PredicateCompiler(schema: schema, dialect: dialect, storeID: storeID)
         let condition = try request.predicate.map { try compiler.condition($0, entity: info) }
         var order: [String] = []
         if !countOnly {
@@ -164,7 +165,7 @@ extension PersistentStoreCoordinator {
     /// - Throws: `QueryPredicateError` for a predicate or sort key that does not fit the entity.
     public func sql(for request: FetchRequest, countOnly: Bool = false) throws -> (sql: String, arguments: [Value?]) {
         guard let info = schema.entity(request.entityName) else { throw StoreError.unknownEntity(request.entityName) }
-        let query = try ObjectContext.selectQuery(request, info, schema: schema, dialect: dialect,
+        let query = try ObjectContext.selectQuery(request, info, schema: schema, dialect: dialect, storeID: storeID,
                                                   columns: info.aliasedSelectColumns,
                                                   window: !countOnly, countOnly: countOnly)
         return (query.sql, query.arguments)

@@ -1,148 +1,32 @@
 import Foundation
 
 extension QueryPredicate {
-    /// Parses NSPredicate's format syntax. Arguments fill `%@` (a value or a list),
-    /// `%K` (a key path, given as a string), `%d %i %ld %lld` and `%f`, in order.
+    /// Parses NSPredicate's format syntax. Arguments are Swift values as they are, and
+    /// fill, in order, `%@` (a value, a list for IN, an object for a to-one relationship,
+    /// nil), `%K` (a key path, given as a string), `%d %i %ld %lld` (integers) and `%f`
+    /// (numbers). They become bound values, never SQL text.
     ///
-    /// `QueryPredicate(format: "whoTook.name = %@ AND views > %d", "Ana", 100)`
-    /// - Throws: `QueryPredicateError` saying what was expected, at which column.
-    public init(format: String, _ arguments: PredicateArgument...) throws {
+    /// `QueryPredicate(format: "whoTook == %@ AND views > %d AND %K IN %@", ana, 100, "title", titles)`
+    /// - Throws: `QueryPredicateError` saying what was expected, at which column;
+    ///   `PredicateArgumentError` for too few or too many arguments, or one its specifier
+    ///   does not take, naming its position and the specifier.
+    public init(format: String, _ arguments: (any PredicateArgumentConvertible)?...) throws {
         try self.init(format: format, arguments: arguments)
     }
 
-    /// The same, with the arguments as an array.
-    /// - Throws: `QueryPredicateError`.
-    public init(format: String, arguments: [PredicateArgument]) throws {
+    /// The same, with the arguments as an array (`PredicateArgument`s or Swift values).
+    /// - Throws: as `init(format:_:)`.
+    public init(format: String, arguments: [(any PredicateArgumentConvertible)?]) throws {
         var parser = PredicateParser(tokens: try PredicateTokenizer.tokens(format), arguments: arguments,
                                      end: format.count + 1)
         self = try parser.parse()
     }
 }
 
-struct PredicateToken: Equatable {
-    enum Kind: Equatable {
-        case word(String)          // identifiers and keywords
-        case aggregate(String)     // @count, @sum …
-        case string(String)
-        case number(String)
-        case symbol(String)        // = == != <> < <= > >= && || ! ( ) { } , .
-        case options(PredicateComparison.Options)
-        case format(String)        // @ K d i ld lld f
-        case variable(String)
-    }
-    var kind: Kind
-    var column: Int
-}
-
-enum PredicateTokenizer {
-    static func tokens(_ text: String) throws -> [PredicateToken] {
-        let chars = Array(text)
-        var tokens: [PredicateToken] = []
-        var i = 0
-        func isWordStart(_ c: Character) -> Bool { c.isLetter || c == "_" }
-        func isWord(_ c: Character) -> Bool { c.isLetter || c.isNumber || c == "_" }
-        while i < chars.count {
-            let c = chars[i]
-            let column = i + 1
-            if c.isWhitespace { i += 1; continue }
-            if isWordStart(c) {
-                var j = i
-                while j < chars.count, isWord(chars[j]) { j += 1 }
-                tokens.append(.init(kind: .word(String(chars[i..<j])), column: column))
-                i = j
-            } else if c == "@" {
-                var j = i + 1
-                while j < chars.count, isWord(chars[j]) { j += 1 }
-                guard j > i + 1 else { throw QueryPredicateError("expected an aggregate name after '@'", column: column) }
-                tokens.append(.init(kind: .aggregate(String(chars[(i + 1)..<j]).lowercased()), column: column))
-                i = j
-            } else if c == "$" {
-                var j = i + 1
-                while j < chars.count, isWord(chars[j]) { j += 1 }
-                guard j > i + 1 else { throw QueryPredicateError("expected a variable name after '$'", column: column) }
-                tokens.append(.init(kind: .variable(String(chars[(i + 1)..<j])), column: column))
-                i = j
-            } else if c == "\"" || c == "'" {
-                var value = ""
-                var j = i + 1
-                var closed = false
-                while j < chars.count {
-                    let d = chars[j]
-                    if d == c { closed = true; j += 1; break }
-                    if d == "\\" {
-                        guard j + 1 < chars.count else { break }
-                        let e = chars[j + 1]
-                        switch e {
-                        case "n": value.append("\n")
-                        case "t": value.append("\t")
-                        case "r": value.append("\r")
-                        case "u":
-                            guard j + 5 < chars.count, let code = UInt32(String(chars[(j + 2)...(j + 5)]), radix: 16),
-                                  let scalar = Unicode.Scalar(code) else {
-                                throw QueryPredicateError("expected four hex digits after \\u", column: j + 1)
-                            }
-                            value.unicodeScalars.append(scalar)
-                            j += 4
-                        default: value.append(e)
-                        }
-                        j += 2
-                        continue
-                    }
-                    value.append(d)
-                    j += 1
-                }
-                guard closed else { throw QueryPredicateError("unterminated string", column: column) }
-                tokens.append(.init(kind: .string(value), column: column))
-                i = j
-            } else if c.isNumber || (c == "-" && i + 1 < chars.count && chars[i + 1].isNumber) {
-                var j = i + 1
-                while j < chars.count, chars[j].isNumber || chars[j] == "." || chars[j] == "e" || chars[j] == "E"
-                    || ((chars[j] == "-" || chars[j] == "+") && (chars[j - 1] == "e" || chars[j - 1] == "E")) {
-                    j += 1
-                }
-                tokens.append(.init(kind: .number(String(chars[i..<j])), column: column))
-                i = j
-            } else if c == "%" {
-                let rest = String(chars[(i + 1)..<min(chars.count, i + 4)])
-                let spec = ["lld", "ld", "@", "K", "d", "i", "f"].first { rest.hasPrefix($0) }
-                guard let spec else { throw QueryPredicateError("unknown format specifier '%\(rest.prefix(1))'", column: column) }
-                tokens.append(.init(kind: .format(spec), column: column))
-                i += 1 + spec.count
-            } else if c == "[" {
-                guard let close = chars[i...].firstIndex(of: "]") else { throw QueryPredicateError("unclosed '['", column: column) }
-                var options: PredicateComparison.Options = []
-                for flag in chars[(i + 1)..<close] {
-                    switch flag {
-                    case "c": options.insert(.caseInsensitive)
-                    case "d": options.insert(.diacriticInsensitive)
-                    case "n": break  // normalized: accepted, as NSPredicate does
-                    default: throw QueryPredicateError("unknown comparison option '\(flag)' (expected c, d or cd)", column: column)
-                    }
-                }
-                tokens.append(.init(kind: .options(options), column: column))
-                i = close + 1
-            } else {
-                let two = i + 1 < chars.count ? String(chars[i...(i + 1)]) : ""
-                if ["==", "!=", "<>", "<=", ">=", "=<", "=>", "&&", "||"].contains(two) {
-                    let normalized = ["=<": "<=", "=>": ">=", "<>": "!="][two] ?? two
-                    tokens.append(.init(kind: .symbol(normalized), column: column))
-                    i += 2
-                } else if "=<>!(){},.".contains(c) {
-                    tokens.append(.init(kind: .symbol(String(c)), column: column))
-                    i += 1
-                } else {
-                    throw QueryPredicateError("unexpected character '\(c)'", column: column)
-                }
-            }
-        }
-        return tokens
-    }
-}
-
 /// Recursive descent over the tokens: OR binds loosest, then AND, then NOT.
 struct PredicateParser {
     let tokens: [PredicateToken]
-    var arguments: [PredicateArgument]
+    var arguments: [(any PredicateArgumentConvertible)?]
     let end: Int
     var position = 0
     var nextArgument = 0
@@ -151,7 +35,7 @@ struct PredicateParser {
     private var nesting = 0
     static let maxNesting = 256
 
-    init(tokens: [PredicateToken], arguments: [PredicateArgument], end: Int) {
+    init(tokens: [PredicateToken], arguments: [(any PredicateArgumentConvertible)?], end: Int) {
         self.tokens = tokens
         self.arguments = arguments
         self.end = end
@@ -164,7 +48,7 @@ struct PredicateParser {
             throw QueryPredicateError("expected AND, OR or the end of the predicate, found \(describe(tokens[position]))", column: tokens[position].column)
         }
         if nextArgument < arguments.count {
-            throw QueryPredicateError("\(arguments.count) arguments given but the format uses \(nextArgument)", column: 0)
+            throw PredicateArgumentError(.unused, position: nextArgument + 1)
         }
         return predicate
     }
@@ -339,28 +223,35 @@ struct PredicateParser {
         return .keyPath(path)
     }
 
+    /// The next argument, as the expression `%spec` makes of it.
     private mutating func argument(_ spec: String, column: Int) throws -> PredicateExpression {
-        guard nextArgument < arguments.count else {
-            throw QueryPredicateError("the format uses more arguments than the \(arguments.count) given", column: column)
-        }
-        let argument = arguments[nextArgument]
         nextArgument += 1
+        let position = nextArgument
+        func wrongType(_ found: String) -> PredicateArgumentError {
+            PredicateArgumentError(.wrongType, position: position, specifier: "%" + spec, found: found, column: column)
+        }
+        guard position <= arguments.count else {
+            throw PredicateArgumentError(.missing, position: position, specifier: "%" + spec, column: column)
+        }
+        let argument: PredicateArgument
+        do {
+            argument = try arguments[position - 1]?.predicateArgument() ?? .value(nil)
+        } catch let error as PredicateArgumentError {
+            throw wrongType(error.found ?? "of no kind a predicate takes")
+        }
         switch (spec, argument) {
         case ("K", .value(.string(let path)?)):
-            return .keyPath(path.split(separator: ".").map(String.init))
-        case ("K", _):
-            throw QueryPredicateError("%K needs a key path string", column: column)
-        case ("@", .value(let v)): return .value(v)
-        case ("@", .list(let items)): return .list(items)
-        case ("d", .value(.int)), ("i", .value(.int)), ("ld", .value(.int)), ("lld", .value(.int)):
-            if case .value(let v) = argument { return .value(v) }
-        case ("f", .value(.double)), ("f", .value(.int)):
-            if case .value(.int(let i)) = argument { return .value(.double(Double(i))) }
-            if case .value(let v) = argument { return .value(v) }
-        default:
-            break
+            // Keys are names, never parsed: a key may be spelled like a keyword (`%K` exists for them).
+            let keys = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            guard !keys.contains(where: \.isEmpty) else { throw wrongType("a string that is not a key path") }
+            return .keyPath(keys)
+        case ("@", _): return argument.expression
+        case ("d", .value(.int?)), ("i", .value(.int?)), ("ld", .value(.int?)), ("lld", .value(.int?)):
+            return argument.expression
+        case ("f", .value(.double?)): return argument.expression
+        case ("f", .value(.int(let i)?)): return .value(.double(Double(i)))
+        default: throw wrongType(argument.kind)
         }
-        throw QueryPredicateError("argument \(nextArgument) does not fit %\(spec)", column: column)
     }
 
     // MARK: - Tokens

@@ -5,20 +5,23 @@ import Foundation
 extension PredicateCompiler {
     enum Operand {
         case column(String, AttributeType?)
+        /// A to-one relationship's column of row numbers, and the entity it leads to.
+        case relationship(String, EntityInfo)
         case value(Value?, String)
         case expression(String)
 
         var sql: String {
             switch self {
-            case .column(let sql, _), .value(_, let sql), .expression(let sql): sql
+            case .column(let sql, _), .relationship(let sql, _), .value(_, let sql), .expression(let sql): sql
             }
         }
+        var destination: EntityInfo? { if case .relationship(_, let entity) = self { entity } else { nil } }
         var isNil: Bool { if case .value(nil, _) = self { true } else { false } }
         var isText: Bool {
             switch self {
             case .column(_, let type): type == .string || type == .uuid
             case .value(let v, _): v?.stringValue != nil
-            case .expression: false
+            case .relationship, .expression: false
             }
         }
         var type: AttributeType? { if case .column(_, let t) = self { t } else { nil } }
@@ -28,6 +31,8 @@ extension PredicateCompiler {
         switch expression {
         case .value(let value): return .value(value, value == nil ? "NULL" : bind(value))
         case .list: throw QueryPredicateError("a list can only stand on the right of IN or BETWEEN", column: 0)
+        case .object, .objects:
+            throw QueryPredicateError("an object compares only with a to-one relationship (as in whoTook == %@)", column: 0)
         case .variable(let name): throw QueryPredicateError("$\(name) has no value: call substituting(_:) first", column: 0)
         case .keyPath(let path):
             if try splitAtToMany(path, scope.entity) != nil {
@@ -74,8 +79,8 @@ extension PredicateCompiler {
             guard case .column(let fk) = relationship.storage else {
                 throw QueryPredicateError("'\(key)' is a to-many relationship: compare its members' attributes, or use @count", column: 0)
             }
-            if isLast { return .column("\(alias).\(quoted(fk))", nil) }
             let destination = schema.entity(relationship.destination)!
+            if isLast { return .relationship("\(alias).\(quoted(fk))", destination) }
             alias = join(destination, from: alias, through: fk, key: key, &scope, rejectsNull: useRejectsNull)
             entity = destination
         }

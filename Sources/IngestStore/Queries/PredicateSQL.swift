@@ -12,6 +12,8 @@ import GRDBSQLite
 struct PredicateCompiler {
     let schema: Schema
     let dialect: SQLDialect
+    /// The store whose row numbers objects in the predicate are compared by.
+    let storeID: UUID
     private(set) var arguments: [Value?] = []
     /// Joins for to-one key paths of the outer query, in order. A join is LEFT unless
     /// every use of it rejects NULL (a positive comparison that a missing object can
@@ -34,9 +36,10 @@ struct PredicateCompiler {
     /// Named expressions of a dictionary fetch (`total` for `sum(views)`), usable in HAVING.
     var expressionAliases: [String: String] = [:]
 
-    init(schema: Schema, dialect: SQLDialect = .sqlite) {
+    init(schema: Schema, dialect: SQLDialect = .sqlite, storeID: UUID) {
         self.schema = schema
         self.dialect = dialect
+        self.storeID = storeID
     }
 
     private var trueSQL: String { dialect == .postgres ? "true" : "1" }
@@ -185,7 +188,8 @@ struct PredicateCompiler {
     /// The test itself: true exactly where `evaluate` is (NULL standing for false, or
     /// turned into 0 under a NOT).
     private mutating func comparison(_ c: PredicateComparison, left: Operand, _ scope: inout Scope) throws -> String {
-        var c = c
+        // Objects become the row numbers the relationship's column holds.
+        var c = try c.objectsAsKeys(destination: left.destination, schema: schema, storeID: storeID)
         var left = left
         // A date compared with ISO 8601 text ('2001-03-01T00:00:00Z') compares as dates.
         if case .column(_, .date?) = left { c.right = ValueComparison.datesFromText(c.right) }

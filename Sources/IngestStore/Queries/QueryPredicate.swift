@@ -71,6 +71,11 @@ public indirect enum PredicateExpression: Sendable, Hashable {
     case aggregate(AggregateFunction, relationship: [String], attribute: [String])
     /// `$NAME`, replaced by `substituting(_:)`.
     case variable(String)
+    /// An object, compared with a to-one relationship (`whoTook == %@`): equal when the
+    /// relationship holds that very object.
+    case object(ObjectID)
+    /// Objects (nil for none), for a to-one relationship's IN.
+    case objects([ObjectID?])
 }
 
 /// Functions over the members of a to-many relationship.
@@ -78,31 +83,19 @@ public enum AggregateFunction: String, Sendable, Hashable {
     case count, sum, avg, min, max
 }
 
-/// A value handed to a format string: for %@ (a value or a list), %K (a key path),
-/// %d %i %ld %lld (integers), %f (doubles).
-public enum PredicateArgument: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
-    ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral, ExpressibleByNilLiteral, ExpressibleByArrayLiteral {
-    case value(Value?)
-    case list([Value?])
-
-    public init(stringLiteral value: String) { self = .value(.string(value)) }
-    public init(integerLiteral value: Int64) { self = .value(.int(value)) }
-    public init(floatLiteral value: Double) { self = .value(.double(value)) }
-    public init(booleanLiteral value: Bool) { self = .value(.bool(value)) }
-    public init(nilLiteral: ()) { self = .value(nil) }
-    public init(arrayLiteral elements: Value?...) { self = .list(elements) }
-}
-
 extension QueryPredicate {
-    /// Replaces `$NAME` variables with values.
-    /// - Throws: `QueryPredicateError` naming a variable the dictionary does not have.
-    public func substituting(_ variables: [String: PredicateArgument]) throws -> QueryPredicate {
+    /// Replaces `$NAME` variables with values: Swift values as they are, as a format's
+    /// arguments (`["MIN": 3, "WHO": photographer]`).
+    /// - Throws: `QueryPredicateError` naming a variable the dictionary does not have, or
+    ///   whose value stands for no argument (a list holding lists).
+    public func substituting(_ variables: [String: (any PredicateArgumentConvertible)?]) throws -> QueryPredicate {
         func expression(_ e: PredicateExpression) throws -> PredicateExpression {
             guard case .variable(let name) = e else { return e }
-            switch variables[name] {
-            case .value(let value)?: return .value(value)
-            case .list(let values)?: return .list(values)
-            case nil: throw QueryPredicateError("no value for variable $\(name)", column: 0)
+            guard let entry = variables[name] else { throw QueryPredicateError("no value for variable $\(name)", column: 0) }
+            do {
+                return try (entry?.predicateArgument() ?? .value(nil)).expression
+            } catch let error as PredicateArgumentError {
+                throw QueryPredicateError("$\(name) is \(error.found ?? "no value a predicate takes")", column: 0)
             }
         }
         switch self {

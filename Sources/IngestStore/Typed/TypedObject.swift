@@ -5,7 +5,7 @@ public import Foundation
 /// `photo.whoTook` a `Photographer?`. It holds its `ManagedObject`, so it is confined to
 /// the object's context as the object is (not Sendable); pass `objectID` between queues.
 /// Dynamic access (`managedObject["title"]`) keeps working beside it.
-public protocol TypedObject: Hashable {
+public protocol TypedObject: Hashable, PredicateArgumentConvertible {
     /// The entity the type stands for.
     static var entityName: String { get }
     /// The managed object it shows.

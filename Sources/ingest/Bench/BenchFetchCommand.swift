@@ -51,14 +51,14 @@ extension Ingest {
             let code = Int64(objects / 2)
             let queries: [(String, FetchRequest, Bool)] = [
                 ("count: code BETWEEN (indexed attribute)",
-                 FetchRequest("Item", predicate: try QueryPredicate(format: "code BETWEEN {%d, %d}", .value(.int(code)), .value(.int(code + 5_000)))), true),
+                 FetchRequest("Item", predicate: try QueryPredicate(format: "code BETWEEN {%d, %d}", code, code + 5_000)), true),
                 ("first 100: code >= (indexed), sorted by code",
-                 FetchRequest("Item", predicate: try QueryPredicate(format: "code >= %d", .value(.int(code))),
+                 FetchRequest("Item", predicate: try QueryPredicate(format: "code >= %d", code),
                               sortDescriptors: [FetchSortDescriptor("code")], fetchLimit: 100), false),
                 ("count: owner.name = (to-one key path)",
-                 FetchRequest("Item", predicate: try QueryPredicate(format: "owner.name = %@", .value(.string("owner \(owners / 2)")))), true),
+                 FetchRequest("Item", predicate: try QueryPredicate(format: "owner.name = %@", "owner \(owners / 2)")), true),
                 ("first 100: owner.name IN (to-one key path), sorted by code",
-                 FetchRequest("Item", predicate: try QueryPredicate(format: "owner.name IN %@", .list((0..<10).map { .string("owner \($0 * 7)") })),
+                 FetchRequest("Item", predicate: try QueryPredicate(format: "owner.name IN %@", (0..<10).map { "owner \($0 * 7)" }),
                               sortDescriptors: [FetchSortDescriptor("code")], fetchLimit: 100), false),
             ]
             var rows: [[String]] = []
@@ -67,10 +67,10 @@ extension Ingest {
                 var times: [Double] = []
                 var result = 0
                 for _ in 0..<runs {
-                    context.perform { context.reset() }
+                    context.performAndWait { context.reset() }
                     let clock = ContinuousClock()
                     let start = clock.now
-                    result = try context.perform { () throws -> Int in
+                    result = try context.performAndWait { () throws -> Int in
                         if isCount { return try context.count(for: request) }
                         let objects = try context.fetch(request)
                         for object in objects { _ = object.name }  // materialize what was fetched
@@ -101,7 +101,7 @@ extension Ingest {
             let coordinator = try PersistentStoreCoordinator(model: Self.model, path: path)
             let context = ObjectContext(coordinator: coordinator, name: "build")
             let ownerCount = max(1, objects / 20)
-            try context.perform {
+            try context.performAndWait {
                 var owners: [ObjectID] = []
                 var batch: [ManagedObject] = []
                 for i in 0..<ownerCount {

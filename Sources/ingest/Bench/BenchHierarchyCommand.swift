@@ -116,10 +116,10 @@ extension Ingest {
             var times: [Double] = []
             var result = 0
             for _ in 0...runs {   // one warm-up
-                context.perform { context.reset() }
+                context.performAndWait { context.reset() }
                 let clock = ContinuousClock()
                 let start = clock.now
-                result = try context.perform { try body(context) }
+                result = try context.performAndWait { try body(context) }
                 times.append((clock.now - start).seconds * 1000)
             }
             let measured = times.dropFirst().sorted()

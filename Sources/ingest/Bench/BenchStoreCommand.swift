@@ -139,7 +139,7 @@ extension Ingest {
         private func runContext(_ coordinator: PersistentStoreCoordinator) throws {
             let context = ObjectContext(coordinator: coordinator, name: "bench")
             let names = Self.model.entities[0].attributes.map(\.name)
-            try context.perform {
+            try context.performAndWait {
                 for i in 0..<objects {
                     let item = context.insert("Item")
                     for (name, value) in zip(names, Self.values(i)) { item[name] = value }
@@ -157,7 +157,7 @@ extension Ingest {
             let context = ObjectContext(coordinator: coordinator, name: "bench")
             var request = FetchRequest("Item")
             request.fetchBatchSize = Self.batch
-            try context.perform {
+            try context.performAndWait {
                 let items = try context.fetchResults(request)
                 var batch: [ManagedObject] = []
                 for (i, item) in items.enumerated() {

@@ -52,7 +52,7 @@ extension Ingest {
             let context = ObjectContext(coordinator: coordinator, name: "demo")
             let top = FetchRequest("Photo", predicate: try QueryPredicate(format: "whoTook.name BEGINSWITH[c] %@", "ana"),
                                    sortDescriptors: [FetchSortDescriptor("views", ascending: false)], fetchLimit: 3)
-            let rows = try context.perform {
+            let rows = try context.performAndWait {
                 try context.fetchDictionaries(DictionaryFetch(top, properties: [.keyPath("title"), .keyPath("views"), .keyPath("whoTook.name")]))
             }
             print("3. the most viewed photos by photographers named Ana:")

@@ -79,11 +79,11 @@ extension Ingest {
                                        sortDescriptors: sortDescriptors, fetchLimit: limit, fetchOffset: offset)
             let context = ObjectContext(coordinator: coordinator, name: "query")
             if count {
-                print(try context.perform { try context.count(for: request) })
+                print(try context.performAndWait { try context.count(for: request) })
                 return
             }
             let keys = fields.map(Self.keys) ?? entityModel.attributes.map(\.name)
-            let rows = try context.perform {
+            let rows = try context.performAndWait {
                 try context.fetchDictionaries(DictionaryFetch(request, properties: keys.map(FetchProperty.keyPath)))
             }
             // CSV ends every row, the last too, with its own CRLF (RFC 4180).
