@@ -30,7 +30,7 @@ package final class BatchInserter: BatchWriting {
     public var firstRowOfRun: [String: Int64] = [:] {
         didSet { runStart = plans.map { firstRowOfRun[$0.info.name] ?? .max } }
     }
-    private var runStart: [Int64] = []
+    private(set) var runStart: [Int64] = []
     /// Per plan, whether a record's own row is first tried with a plain INSERT (see
     /// `write`): while nearly all of them are new, as in a first import.
     var insertsFirst: [Bool] = []
@@ -118,193 +118,19 @@ package final class BatchInserter: BatchWriting {
 
     // MARK: - The transaction
 
+    /// Writes the rows of `prepared` (of its records `only`) in the open transaction on
+    /// `db`: one `SQLiteBatchWrite`.
     func write(_ prepared: Prepared, only: [Int]?, observed: Bool, history: Bool, _ db: Database) throws -> Written {
-        let (request, keys, resolved, contents) = (prepared.request, prepared.keys, prepared.resolved, prepared.contents)
-        let listed = observed || history
-        var result = Result()
-        var learned: [[Value: Int64]] = Array(repeating: [:], count: plans.count)
-        // The hash of the fields each written related row now holds (0: not known).
-        var writtenFields: [[Value: UInt64]] = Array(repeating: [:], count: plans.count)
-        var leftOut: [Int] = []
-        // Row numbers only, inside the lock; the notice's object IDs are made after it.
-        var inserted: [[Int64]] = Array(repeating: [], count: plans.count)
-        var updated: [[Int64]] = Array(repeating: [], count: plans.count)
-        // Per entity, beside `updated`: the properties each update gave (history names them).
-        var updatedProperties: [[[String]]] = Array(repeating: [], count: plans.count)
-        if listed { inserted[0].reserveCapacity(request.rows.count) }
-        // Row numbers handed out in one reservation per entity; unused ones leave gaps.
-        var nextKey = Array(repeating: Int64(0), count: plans.count)
-        var lastKey = Array(repeating: Int64(-1), count: plans.count)
-        var counts = Array(repeating: 0, count: plans.count)
-        var insertedCounts = Array(repeating: 0, count: plans.count)
-        for row in request.rows { counts[row.entity] += 1 }
-        for (entity, count) in counts.enumerated() where count > 0 {
-            nextKey[entity] = try coordinator.reserveKeys(count, for: plans[entity].info, db)
-            lastKey[entity] = nextKey[entity] + Int64(count) - 1
-        }
-        let upserts = try statements.map { try db.cachedStatement(sql: $0.insertSQL).sqliteStatement }
-        let plainInserts = try plans.indices.map { entity in
-            insertsFirst[entity] ? try db.cachedStatement(sql: plans[entity].info.insertSQL).sqliteStatement : nil
-        }
-        // Per plan: records' own rows written, and of those, new ones (which decides `insertsFirst` for the next batch).
-        var ownRows = Array(repeating: 0, count: plans.count)
-        var ownRowsNew = Array(repeating: 0, count: plans.count)
+        var write = try SQLiteBatchWrite(self, prepared, listed: observed || history, history: history, db)
         defer {
-            for entity in plans.indices where ownRows[entity] > 0 && !plans[entity].info.uniquenessConstraints.isEmpty {
-                insertsFirst[entity] = ownRowsNew[entity] * 8 >= ownRows[entity] * 7
+            for entity in plans.indices where write.ownRows[entity] > 0 && !plans[entity].info.uniquenessConstraints.isEmpty {
+                insertsFirst[entity] = write.ownRowsNew[entity] * 8 >= write.ownRows[entity] * 7
             }
         }
-        let creates = try statements.map { try db.cachedStatement(sql: $0.findOrCreateSQL).sqliteStatement }
-        let lookups = try plans.map { plan in try plan.info.uniqueLookupSQL.first.map { try db.cachedStatement(sql: $0).sqliteStatement } }
-        let differs = try statements.map { plan in try plan.differsSQL.map { try db.cachedStatement(sql: $0).sqliteStatement } }
-        let placeholders = try plans.map { plan in
-            plan.rule == .keepExisting && plan.keyPosition != nil
-                ? try db.cachedStatement(sql: "SELECT 1 FROM \(plan.info.table) WHERE \"_pk\" = ? AND \(EntityInfo.placeholderColumn) IS NOT NULL").sqliteStatement
-                : nil
+        try prepared.request.text.withUnsafeBytes { text in
+            for recordIndex in only ?? Array(prepared.request.records.indices) { try write.writeRecord(recordIndex, text: text) }
         }
-        var rowKeys = [Int64](repeating: 0, count: 0)
-
-        func existing(_ entity: Int, _ key: Value) throws -> Int64? {
-            if let pk = learned[entity][key] { return pk }
-            guard let statement = lookups[entity] else { return nil }
-            defer { sqlite3_reset(statement) }
-            SQLiteValues.bind(key, to: statement, at: 1)
-            switch sqlite3_step(statement) {
-            case SQLITE_ROW: return sqlite3_column_int64(statement, 0)
-            case SQLITE_DONE: return nil
-            default: throw SQLiteValues.failure(statement, db)
-            }
-        }
-
-        try request.text.withUnsafeBytes { text in
-            for recordIndex in only ?? Array(request.records.indices) {
-                let range = request.rowRange(ofRecord: recordIndex)
-                let unlinked = try request.unlinkedNewRows(in: range) { request, rowIndex in
-                    let row = request.rows[rowIndex]
-                    var pk = resolved[rowIndex]
-                    if pk == 0 {
-                        guard let key = keys[rowIndex] ?? request.key(ofRow: rowIndex), let found = try existing(row.entity, key) else { return .new }
-                        pk = found
-                    }
-                    // Only a described object kept by its rule can be a placeholder that matters here.
-                    guard row.mode == .upsert, plans[row.entity].rule == .keepExisting, let statement = placeholders[row.entity] else { return .stored }
-                    defer { sqlite3_reset(statement) }
-                    sqlite3_bind_int64(statement, 1, pk)
-                    switch sqlite3_step(statement) {
-                    case SQLITE_ROW: return .placeholder
-                    case SQLITE_DONE: return .stored
-                    default: throw SQLiteValues.failure(statement, db)
-                    }
-                }
-                if let reason = try request.records[recordIndex].invalid
-                    ?? request.problem(in: range, keys: keys, skipping: unlinked, existing: existing)
-                    ?? conflict(in: range, request, keys: keys, resolved: resolved, existing: existing, differs: differs, text: text, db) {
-                    let rejection = Rejection(record: request.records[recordIndex].number, reason: reason)
-                    result.rejected.append(rejection)
-                    leftOut.append(recordIndex)
-                    continue
-                }
-                rowKeys.removeAll(keepingCapacity: true)
-                rowKeys.append(contentsOf: repeatElement(0, count: range.count))
-                // Linked rows come after the rows linking to them: write from the last.
-                for rowIndex in range.reversed() where unlinked.isEmpty || !unlinked.contains(rowIndex) {
-                    let row = request.rows[rowIndex]
-                    let plan = plans[row.entity]
-                    // Found by key, or (a related object the record repeats exactly) nothing to write.
-                    if resolved[rowIndex] != 0 {
-                        rowKeys[rowIndex - range.lowerBound] = resolved[rowIndex]
-                        continue
-                    }
-                    if let key = keys[rowIndex] {
-                        if let pk = try existing(row.entity, key) {
-                            rowKeys[rowIndex - range.lowerBound] = pk
-                            learned[row.entity][key] = pk
-                            continue
-                        }
-                        let pk = nextKey[row.entity]
-                        nextKey[row.entity] += 1
-                        precondition(pk <= lastKey[row.entity], "more rows than keys reserved")
-                        let statement = creates[row.entity]
-                        bind(request, row, pk: pk, rowKeys: rowKeys, firstRow: range.lowerBound, text: text, to: statement)
-                        try SQLiteValues.stepToEnd(statement, db)
-                        // Another inserter may have made it since the lookup: its row wins.
-                        let made = sqlite3_changes(db.sqliteConnection) > 0
-                        let final = made ? pk : try existing(row.entity, key) ?? pk
-                        rowKeys[rowIndex - range.lowerBound] = final
-                        learned[row.entity][key] = final
-                        if made {
-                            insertedCounts[row.entity] += 1
-                            if listed { inserted[row.entity].append(pk) }
-                        }
-                        continue
-                    }
-                    let pk = nextKey[row.entity]
-                    nextKey[row.entity] += 1
-                    // Most rows of most imports are new: a plain INSERT costs SQLite less than the
-                    // upsert (2,400 instructions a record on the bench's feed). A row whose key is
-                    // stored fails it on the unique index, before anything is written, and is upserted.
-                    var insertedPlainly = false
-                    if let plain = plainInserts[row.entity] {
-                        bind(request, row, pk: pk, rowKeys: rowKeys, firstRow: range.lowerBound, text: text, to: plain)
-                        let code = sqlite3_step(plain)
-                        if code != SQLITE_DONE && code & 0xFF != SQLITE_CONSTRAINT { throw SQLiteValues.failure(plain, db) }
-                        sqlite3_reset(plain)
-                        insertedPlainly = code == SQLITE_DONE
-                    }
-                    if !insertedPlainly {
-                        let statement = upserts[row.entity]
-                        bind(request, row, pk: pk, rowKeys: rowKeys, firstRow: range.lowerBound, text: text, to: statement)
-                        // An upsert that updates leaves the last insert rowid alone: that tells the
-                        // two outcomes apart without RETURNING (which costs a temporary table per row).
-                        sqlite3_set_last_insert_rowid(db.sqliteConnection, 0)
-                        try SQLiteValues.stepToEnd(statement, db)
-                    }
-                    let changed = sqlite3_changes(db.sqliteConnection) > 0
-                    var stored = pk
-                    var key: Value?
-                    if let position = plan.keyPosition, sqlite3_last_insert_rowid(db.sqliteConnection) != pk || rowIndex != range.lowerBound {
-                        key = request.value(request.cells[row.firstCell + position], type: plan.info.attributeTypes[position])
-                    }
-                    if sqlite3_last_insert_rowid(db.sqliteConnection) != pk, let key {
-                        stored = try existing(row.entity, key) ?? pk
-                    }
-                    if let key {
-                        learned[row.entity][key] = stored
-                        // A record's own object may also be someone's related object: what its write gave is not hashed.
-                        writtenFields[row.entity][key] = rowIndex != range.lowerBound ? contents[rowIndex] : 0
-                    }
-                    rowKeys[rowIndex - range.lowerBound] = stored
-                    if rowIndex == range.lowerBound {
-                        ownRows[row.entity] += 1
-                        if stored == pk { ownRowsNew[row.entity] += 1 }
-                    }
-                    if stored == pk {
-                        insertedCounts[row.entity] += 1
-                        if listed { inserted[row.entity].append(pk) }
-                    } else {
-                        if changed, listed {
-                            updated[row.entity].append(stored)
-                            if history { updatedProperties[row.entity].append(plan.givenProperties(request, row: row)) }
-                        }
-                        if rowIndex == range.lowerBound {
-                            result.countStored(changed: changed, madeThisRun: stored >= runStart[row.entity])
-                        }
-                    }
-                }
-                result.records += 1
-            }
-        }
-        if history {
-            for entity in plans.indices {
-                result.history.add(plans[entity].info.name, .insert, rows: inserted[entity])
-                for (pk, properties) in zip(updated[entity], updatedProperties[entity]) {
-                    result.history.add(plans[entity].info.name, .update, row: pk, properties: properties)
-                }
-            }
-        }
-        for (entity, count) in insertedCounts.enumerated() where count > 0 { result.inserted[plans[entity].info.name] = count }
-        return Written(result: result, inserted: inserted, updated: updated, learned: learned,
-                       writtenFields: writtenFields, leftOut: leftOut)
+        return write.finish()
     }
 
     /// What a write transaction did, handed out of the lock.
@@ -320,7 +146,7 @@ package final class BatchInserter: BatchWriting {
 
     /// Under the `reject` rule: why the record is rejected (an object it describes is
     /// stored with other values), or nil.
-    private func conflict(in range: Range<Int>, _ request: BatchInsertRequest, keys: [Value?], resolved: [Int64],
+    func conflict(in range: Range<Int>, _ request: BatchInsertRequest, keys: [Value?], resolved: [Int64],
                           existing: (Int, Value) throws -> Int64?,
                           differs: [SQLiteStatement?], text: UnsafeRawBufferPointer, _ db: Database) throws -> String? {
         guard hasRejectRule else { return nil }
@@ -363,7 +189,7 @@ package final class BatchInserter: BatchWriting {
         return nil
     }
 
-    private func bind(_ request: BatchInsertRequest, _ row: BatchInsertRequest.Row, pk: Int64, rowKeys: [Int64], firstRow: Int,
+    func bind(_ request: BatchInsertRequest, _ row: BatchInsertRequest.Row, pk: Int64, rowKeys: [Int64], firstRow: Int,
                       text: UnsafeRawBufferPointer, to statement: SQLiteStatement, links: Bool = true) {
         sqlite3_bind_int64(statement, 1, pk)
         let info = plans[row.entity].info
