@@ -113,7 +113,7 @@ extension ObjectContext {
 
     private func validate() throws {
         var problems: [ValidationProblem] = []
-        let onPostgres = coordinator.dialect == .postgres
+        let store = coordinator.store
         let candidates = insertedList + updatedSet.compactMap { registered[$0] }.filter { !$0.isFault && !$0.isDeleted }
         for object in candidates {
             let info = object.info
@@ -128,7 +128,7 @@ extension ObjectContext {
                             problems.append(problem(index, .type, "\(value) is not a valid \(info.attributeTypes[index].rawValue)"))
                         } else if case .date(let date) = value, let reason = StoredDate.problem(date) {
                             problems.append(problem(index, .dateRange, reason))
-                        } else if onPostgres, let reason = PostgresValues.problem(value) {
+                        } else if let reason = store.refusal(of: value) {
                             problems.append(problem(index, .storable, reason))
                         }
                     } else if info.attributeRequired[index] {
@@ -185,7 +185,11 @@ extension ObjectContext {
         var seen: [UniqueKey: ManagedObject] = [:]
         var fresh: [ManagedObject] = []
         var mergedTargets: [(ManagedObject, Target)] = []
+        // A server answers one query per save for the stored rows of every inserted object
+        // (a round trip per object costs more); SQLite looks each up in place.
         let batched = db.dialect == .postgres
+        // SQLite's rows are bound and stepped in place (`SQLiteRows`), without the
+        // statement-by-statement work of `StoreConnection`, on the path every save takes.
         var sqliteRows: SQLiteRows? = if case .sqlite(let database) = db.kind { SQLiteRows(database) } else { nil }
         let stored = batched ? try storedRows(for: insertedList, db) : [:]
 
@@ -325,6 +329,8 @@ extension ObjectContext {
         try writePlaceholderMarks(db, key: key)
 
         // 4. Metadata and history, in the same transaction as the rows they describe.
+        // An import's own statements in the save's transaction (its lease and counts): the
+        // PostgreSQL run store's, written on its connection; SQLite runs keep theirs in metadata.
         if case .postgres(let connection) = db.kind, let postgresSaveHook { try postgresSaveHook(connection) }
         let history = coordinator.recordsHistory ? historyChanges(fresh: fresh, plan: plan, unlinked: unlinked ?? [], key: key) : nil
         plan.sequence = try coordinator.finishSave(db, metadata: stagedMetadata, history: history, author: transactionAuthor ?? name)

@@ -11,6 +11,8 @@ struct PostgresPersistentStore: PersistentStore {
 
     var dialect: SQLDialect { .postgres }
 
+    func refusal(of value: Value) -> String? { PostgresValues.problem(value) }
+
     func writing<T>(_ body: (StoreConnection) throws -> T) throws -> T {
         try pool.with { connection in
             do {

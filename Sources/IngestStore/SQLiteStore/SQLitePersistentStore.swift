@@ -32,6 +32,9 @@ struct SQLitePersistentStore: PersistentStore {
         }
     }
 
+    /// SQLite holds every value the model accepts.
+    func refusal(of value: Value) -> String? { nil }
+
     func writing<T>(_ body: (StoreConnection) throws -> T) throws -> T {
         try write { db in try body(StoreConnection(kind: .sqlite(db))) }
     }

@@ -13,6 +13,10 @@ protocol PersistentStore: HistoryPositions, Sendable {
     /// The SQL the store speaks.
     var dialect: SQLDialect { get }
 
+    /// Why the store cannot hold `value` although the model accepts it (PostgreSQL's text
+    /// holds no NUL byte), or nil: a save's validation names it.
+    func refusal(of value: Value) -> String?
+
     /// Runs `body` in one write transaction holding the store's write lock: saves see each
     /// other whole, whatever process made them.
     /// - Throws: `StoreError` for the database's failures; what `body` throws (the
