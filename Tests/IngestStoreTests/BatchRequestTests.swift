@@ -127,6 +127,37 @@ import Testing
                                                                  values: ["title": nil, "views": .int(50)]))
         #expect(cleared.count == 1 && cleared.objectIDs == nil)
         #expect(try Self.photos(coordinator).last == "p5:nil:50")
+        // Predicates through a to-one and a to-many select the rows as a fetch would.
+        let byAna = try coordinator.execute(try BatchUpdateRequest(entity: "Photo", predicate: try QueryPredicate(format: "whoTook.id == %@", "ana"),
+                                                                   propertiesToUpdate: ["views": 7], resultType: .objectIDs))
+        let tagged = try coordinator.execute(try BatchUpdateRequest(entity: "Photo", predicate: try QueryPredicate(format: "ANY tags.name == %@", "sea"),
+                                                                    propertiesToUpdate: ["title": "tagged"], resultType: .objectIDs))
+        #expect(byAna.objectIDs == [ids["p1"]!, ids["p2"]!] && tagged.objectIDs == [ids["p1"]!])
+        #expect(try Self.photos(coordinator) == ["p1:tagged:7", "p2:bulk:7", "p3:T3:3", "p4:T4:4", "p5:nil:50"])
+    }
+
+    /// Media (abstract) → Photo, Video → Clip: one table; requests follow `includesSubentities`
+    /// and the history names each row's own entity.
+    @Test(arguments: StoreBackend.available) func requestsOnAHierarchyActOnSubentitiesAndNameTheirEntities(backend: StoreBackend) throws {
+        let (coordinator, directory, ids) = try InheritanceTests.store(on: backend)
+        _ = directory
+        let start = try coordinator.currentHistoryToken()
+        let videos = try coordinator.execute(try BatchUpdateRequest(entity: "Video", propertiesToUpdate: ["duration": 1.5], resultType: .objectIDs))
+        // Row numbers differ by store (the order a save inserts in): IDs come in row order.
+        #expect(videos.objectIDs == [ids["m2"]!, ids["m3"]!].sorted { $0.primaryKey! < $1.primaryKey! })
+        var onlyVideos = try BatchUpdateRequest(entity: "Video", propertiesToUpdate: ["duration": 2.5], resultType: .objectIDs)
+        onlyVideos.includesSubentities = false
+        #expect(try coordinator.execute(onlyVideos).objectIDs == [ids["m2"]!])
+        let deleted = try coordinator.execute(BatchDeleteRequest(entity: "Media", predicate: try QueryPredicate(format: "views > %d", 3)))
+        #expect(deleted.count == 2 && deleted.changes.deleted == [ids["m1"]!, ids["m2"]!])
+        let reader = ObjectContext(coordinator: coordinator, name: "reader")
+        let left = try reader.performAndWait { try reader.fetch(FetchRequest("Media")).map { "\($0.entityName) \($0.duration ?? .double(0))" } }
+        #expect(left == ["Clip 1.5"])
+        let lines = HistoryTests.lines(try coordinator.fetchHistory(after: start).transactions)
+        let (m1, m2, m3) = (ids["m1"]!.primaryKey!, ids["m2"]!.primaryKey!, ids["m3"]!.primaryKey!)
+        let first = [(m2, "update Video \(m2) duration"), (m3, "update Clip \(m3) duration")].sorted { $0.0 < $1.0 }.map(\.1)
+        #expect(Array(lines.prefix(3)) == first + ["update Video \(m2) duration"])
+        #expect(Array(lines.dropFirst(3)) == [(m1, "delete Photo \(m1) id=\"m1\""), (m2, "delete Video \(m2) id=\"m2\"")].sorted { $0.0 < $1.0 }.map(\.1))
     }
 
     @Test(arguments: StoreBackend.available) func aBatchUpdateChecksItsValuesAgainstTheModelAndWritesNothingOtherwise(backend: StoreBackend) throws {

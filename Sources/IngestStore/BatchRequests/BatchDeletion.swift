@@ -142,6 +142,7 @@ struct BatchDeletion {
             let entityColumn = rootInfo.code != nil
             let returning = ["\"_pk\""] + (entityColumn ? ["\"_entity\""] : []) + keyColumns.map { quoted($0.name) }
             let sql = "DELETE FROM \(rootInfo.table) WHERE \"_pk\" IN "
+            var deleted: [(key: Int64, entity: String, tombstone: [String: Value])] = []
             for chunk in Self.chunks(Array(rows[root]!).sorted()) {
                 try db.query(sql + Self.list(chunk.count) + " RETURNING " + returning.joined(separator: ", "),
                              chunk.map { .int($0) }, cached: false) { row in
@@ -156,9 +157,11 @@ struct BatchDeletion {
                             tombstone[info.attributeNames[position]] = stored[info.attributeNames[position]]
                         }
                     }
-                    changes.addDelete(name, row: key, tombstone: tombstone)
+                    deleted.append((key, name, tombstone))
                 }
             }
+            // In row order: RETURNING gives the rows in whatever order the database deleted them.
+            for row in deleted.sorted(by: { $0.key < $1.key }) { changes.addDelete(row.entity, row: row.key, tombstone: row.tombstone) }
         }
         for root in roots { try unlink(root, db) }
         for (id, properties) in unlinked.sorted(by: { ($0.key.entityName, $0.key.primaryKey!) < ($1.key.entityName, $1.key.primaryKey!) }) {

@@ -72,16 +72,17 @@ extension PersistentStoreCoordinator {
         let history = recordsHistory
         let properties = assignments.map(\.name)
         let (keys, sequence) = try writing { connection in
-            var keys: [Int64] = []
-            var changes = HistoryChanges()
+            var rows: [(key: Int64, entity: String)] = []
             try connection.query(sql, arguments, cached: false) { row in
                 guard let key = row.key(0) else { return }
-                keys.append(key)
-                let entity = entityColumn ? row.key(1).flatMap { names[$0] } ?? info.name : info.name
-                if history { changes.add(entity, .update, row: key, properties: properties) }
+                rows.append((key, entityColumn ? row.key(1).flatMap { names[$0] } ?? info.name : info.name))
             }
+            // In row order: RETURNING gives the rows in whatever order the database updated them.
+            rows.sort { $0.key < $1.key }
+            var changes = HistoryChanges()
+            if history { for row in rows { changes.add(row.entity, .update, row: row.key, properties: properties) } }
             let sequence = try finishSave(connection, metadata: [:], history: history ? changes : nil, author: author)
-            return (keys.sorted(), sequence)
+            return (rows.map(\.key), sequence)
         }
         let updated = Set(keys.map { ObjectID(storeID: storeID, entityName: info.rootName, key: .permanent($0)) })
         let notice = SaveNotice(inserted: [], updated: updated, deleted: [], sequence: sequence,
