@@ -112,6 +112,33 @@ import Testing
         #expect(Self.stored(coordinator, ids["p1"]!) == "Harbour ana []")
     }
 
+    /// The case of issue 42: a background import saving while the user edits, merged
+    /// automatically, leaves the user's changes undoable.
+    @Test(arguments: StoreBackend.available) func aBackgroundSaveMergedAutomaticallyLeavesTheEditorsHistory(backend: StoreBackend) throws {
+        let (context, coordinator, directory, ids) = try UndoTests.setUp(backend)
+        _ = directory
+        var merges = 0
+        context.performAndWait {
+            context.automaticallyMergesChangesFromCoordinator = true
+            context.onDidMerge = { _ in merges += 1 }
+            context.object(with: ids["p1"]!).title = "Mine"
+        }
+        let importer = ObjectContext(coordinator: coordinator, name: "importer")
+        try importer.performAndWait {
+            for n in 1...3 { insertPhoto(importer, id: "new\(n)") }
+            importer.object(with: ids["p2"]!).views = 40
+            try importer.save()
+        }
+        // The merge was queued on the editor's queue during the save: this block runs after it.
+        let (merged, titles, views) = context.performAndWait {
+            #expect(context.undoManager!.canUndo)
+            context.undo()
+            return (merges, context.object(with: ids["p1"]!).title, context.object(with: ids["p2"]!).views)
+        }
+        #expect(merged == 1 && titles == "Harbour" && views == .int(40))
+        context.performAndWait { #expect(!context.hasChanges && !context.undoManager!.canUndo) }
+    }
+
     /// Another context saves changes to p2, then deletes the tag; the editor changed p1, p2
     /// and the tag before. Each merge drops the changed object's entries; p1's survive both.
     @Test(arguments: StoreBackend.available) func aMergeDropsTheEntriesOfTheObjectsItChangesOrDeletesOnly(backend: StoreBackend) throws {
