@@ -1,29 +1,48 @@
 /// A context's undo manager (Core Data's `NSManagedObjectContext.undoManager`): it records
 /// every change made through the context's objects — attribute values, relationships on
 /// both sides, inserts and deletes — in groups, and `ObjectContext.undo()`/`redo()` take
-/// a group back or forward, before a save.
+/// a group back or forward.
 ///
 /// A group is what one `perform` changes (the end of each `perform`, as Core Data's end of
 /// an event), or what lies between `beginUndoGrouping()` and `endUndoGrouping()`.
-/// A save, `reset()`, `rollback()` and a merge of other saves end the history: `canUndo`
-/// is false after them, and `undo()` does nothing. The save is committed; to go back,
-/// change the objects again and save.
+///
+/// The history lasts across saves and merges, as Core Data's does: after a save, `undo()`
+/// takes back the last change as a new, unsaved change (the object is changed again, and
+/// the next save writes the old value); undoing an insert that was saved deletes the object.
+/// What a save or a merge makes void is dropped, the rest stays:
+/// - a save drops the entries of the objects it deleted (a deleted row does not come back);
+/// - a merge drops the entries of the objects it deleted or refreshed (their values are the
+///   store's now), and those naming a deleted object; other objects' entries stay.
+/// Once saved, a to-many change is taken back as the members it added and removed: a
+/// saved move within an ordered relationship is not undone (an unsaved one is).
+/// A group some of whose entries were dropped takes back the rest. `refresh(_:mergeChanges:)`
+/// drops the refreshed object's entries; `reset()`, `rollback()`, `obtainPermanentIDs` and
+/// a failed save whose delete rules changed objects end the whole history.
 ///
 /// Confined to its context's queue, as the objects are.
 public final class ContextUndoManager {
     /// One change, with what it replaced and what it made, and the object's change
     /// tracking before and after.
+    ///
+    /// A step recorded before a save has no tracking (nil): the save made it void, and
+    /// replaying the step tracks the change against the saved state instead.
     enum Step {
-        case value(ManagedObject, Int, before: Value?, after: Value?, Tracking, Tracking)
-        case toOne(ManagedObject, Int, before: ObjectID?, after: ObjectID?, Tracking, Tracking)
+        case value(ManagedObject, Int, before: Value?, after: Value?, Tracking?, Tracking?)
+        case toOne(ManagedObject, Int, before: ObjectID?, after: ObjectID?, Tracking?, Tracking?)
         case toMany(ManagedObject, Int, before: ToManyState, after: ToManyState)
         case join(JoinChange, before: Bool?, after: Bool?)
         case insert(ManagedObject)
         /// A delete of an object inserted and not saved: it leaves the context.
         case discard(ManagedObject)
-        case delete(ManagedObject, Tracking)
+        case delete(ManagedObject, Tracking?)
         /// An object the save will write (a relationship of it changed).
         case updated(ManagedObject)
+        /// An insert that was saved: undone, the object is deleted.
+        case savedInsert(ManagedObject)
+        /// A to-many change that was saved, as the members it added and removed.
+        case members(ManagedObject, Int, added: Set<ObjectID>, removed: Set<ObjectID>)
+        /// A many-to-many link made (`linked`) or removed, and saved.
+        case link(JoinChange, linked: Bool)
     }
 
     /// What `save` will write of an object, beside its values.
@@ -35,10 +54,10 @@ public final class ContextUndoManager {
     }
 
     /// Groups to undo (the last first) and to redo.
-    private(set) var undoStack: [[Step]] = []
-    private(set) var redoStack: [[Step]] = []
+    var undoStack: [[Step]] = []
+    var redoStack: [[Step]] = []
     /// The group being recorded.
-    private var open: [Step] = []
+    var open: [Step] = []
     private var explicitDepth = 0
     /// Set while undoing or redoing: those changes are not recorded as new ones.
     var isReplaying = false

@@ -7,8 +7,13 @@ extension ObjectContext {
     /// the notice's IDs.
     public func mergeChanges(fromDidSave notice: SaveNotice) {
         checkAccess()
-        // Objects reload from the store: changes recorded against what they held are void.
-        undoManager?.removeAllActions()
+        // Objects that reload from the store or leave the context: changes recorded against
+        // what they held are void. Other objects' stay (see ContextUndoManager).
+        if let undoManager {
+            var void = Set<ObjectIdentifier>()
+            for id in notice.updated.union(notice.deleted) { if let object = registered[id] { void.insert(ObjectIdentifier(object)) } }
+            undoManager.drop(objects: void, deleted: notice.deleted)
+        }
         var change = ObjectsDidChange()
         for id in notice.updated {
             guard let object = registered[id] else { continue }

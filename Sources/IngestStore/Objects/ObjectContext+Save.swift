@@ -448,8 +448,13 @@ extension ObjectContext {
         joinChanges = [:]
         stagedMetadata = [:]
         placeholderMarks = []
-        // Committed: what the undo manager holds cannot be taken back (see ContextUndoManager).
-        undoManager?.removeAllActions()
+        // The undo history stays, against the saved state; what the save deleted or merged
+        // onto other rows cannot come back (see ContextUndoManager).
+        if let undoManager {
+            undoManager.settle(mapping: mapping) { object in
+                plan.deleted.contains(object.objectID) || merged.contains(ObjectIdentifier(object))
+            }
+        }
         processPendingChanges()
         guard observed else { return }
         let notice = SaveNotice(inserted: plan.inserted, updated: plan.updated, deleted: plan.deleted,

@@ -52,6 +52,38 @@ extension ObjectContext {
         if tracking.updated { updatedSet.insert(object.objectID) } else { updatedSet.remove(object.objectID) }
     }
 
+    /// Sets an attribute as a change against the saved state (a step recorded before a
+    /// save): changed when it differs from the stored value, unchanged when it is that value.
+    private func setAgainstSaved(_ object: ManagedObject, attribute index: Int, to value: Value?) {
+        guard !object.isInserted else { object.values[index] = value; return }
+        object.fireFault()
+        if object.committed == nil { object.committed = RowData(values: object.values.array, toOne: object.toOne) }
+        object.values[index] = value
+        if object.committed!.values[index] == value { object.changedAttributes.remove(index) } else { object.changedAttributes.insert(index) }
+        retrack(object)
+    }
+
+    /// Sets a to-one as a change against the saved state (see `setAgainstSaved(_:attribute:to:)`).
+    private func setAgainstSaved(_ object: ManagedObject, toOne index: Int, to id: ObjectID?) {
+        guard !object.isInserted else { object.toOne[index] = id; return }
+        object.fireFault()
+        if object.committed == nil { object.committed = RowData(values: object.values.array, toOne: object.toOne) }
+        object.toOne[index] = id
+        if object.committed!.toOne[index] == id { object.changedToOne.remove(index) } else { object.changedToOne.insert(index) }
+        retrack(object)
+    }
+
+    /// Whether the save writes the object, from what differs from its saved state.
+    private func retrack(_ object: ManagedObject) {
+        guard !object.isDeleted else { return }
+        if object.changedAttributes.isEmpty && object.changedToOne.isEmpty {
+            object.committed = nil
+            updatedSet.remove(object.objectID)
+        } else {
+            updatedSet.insert(object.objectID)
+        }
+    }
+
     private func reinsert(_ object: ManagedObject) {
         object.isInserted = true
         object.isDeleted = false
@@ -83,11 +115,12 @@ extension ObjectContext {
             if pendingDidChange.inserted.remove(object.objectID) == nil { pendingDidChange.deleted.insert(object.objectID) }
         }
         switch step {
-        case .value(let object, _, _, _, _, _), .toOne(let object, _, _, _, _, _), .toMany(let object, _, _, _), .updated(let object):
+        case .value(let object, _, _, _, _, _), .toOne(let object, _, _, _, _, _), .toMany(let object, _, _, _), .updated(let object),
+             .members(let object, _, _, _):
             changed(object)
-        case .join:
+        case .join, .link:
             break
-        case .insert(let object):
+        case .insert(let object), .savedInsert(let object):
             forward ? arrived(object) : left(object)
         case .discard(let object), .delete(let object, _):
             forward ? left(object) : arrived(object)
@@ -100,11 +133,19 @@ extension ObjectContext {
         for step in steps {
             switch step {
             case .value(let object, let index, let before, let after, let old, let new):
-                object.values[index] = forward ? after : before
-                restore(forward ? new : old, of: object)
+                if let tracking = forward ? new : old {
+                    object.values[index] = forward ? after : before
+                    restore(tracking, of: object)
+                } else {
+                    setAgainstSaved(object, attribute: index, to: forward ? after : before)
+                }
             case .toOne(let object, let index, let before, let after, let old, let new):
-                object.toOne[index] = forward ? after : before
-                restore(forward ? new : old, of: object)
+                if let tracking = forward ? new : old {
+                    object.toOne[index] = forward ? after : before
+                    restore(tracking, of: object)
+                } else {
+                    setAgainstSaved(object, toOne: index, to: forward ? after : before)
+                }
             case .toMany(let object, let index, let before, let after):
                 object.toMany[index] = forward ? after : before
                 toManyHolders[ObjectIdentifier(object)] = object
@@ -124,7 +165,24 @@ extension ObjectContext {
                 } else {
                     object.isDeleted = false
                     deletedSet[object.objectID] = nil
-                    if tracking.updated { updatedSet.insert(object.objectID) }
+                    if tracking?.updated ?? (!object.changedAttributes.isEmpty || !object.changedToOne.isEmpty) {
+                        updatedSet.insert(object.objectID)
+                    }
+                }
+            case .savedInsert(let object):
+                // Undone, a saved insert is a delete the next save makes.
+                object.isDeleted = !forward
+                deletedSet[object.objectID] = forward ? nil : object
+                if !forward { updatedSet.remove(object.objectID) }
+            case .members(let object, let index, let added, let removed):
+                toManyHolders[ObjectIdentifier(object)] = object
+                for id in forward ? removed : added { object.toMany[index].remove(id) }
+                for id in forward ? added : removed { object.toMany[index].insert(id) }
+            case .link(let change, let linked):
+                let wanted = forward ? linked : !linked
+                joinChanges[change] = joinChanges[change] == !wanted ? nil : wanted
+                for id in [change.a, change.b] {
+                    if let object = registered[id], !object.isInserted, !object.isDeleted { updatedSet.insert(id) }
                 }
             }
             if onObjectsDidChange != nil { noteReplayed(step, forward: forward) }

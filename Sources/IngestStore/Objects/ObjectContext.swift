@@ -302,7 +302,7 @@ public final class ObjectContext {
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         checkAccess()
         // The object reloads: changes recorded against what it held are void.
-        undoManager?.removeAllActions()
+        undoManager?.drop(objects: [ObjectIdentifier(object)], deleted: [])
         guard !object.isInserted else { return }
         if mergeChanges && (object.hasChanges || object.hasUnsavedOrder) {
             if let row = loadRow(object.objectID, object.info) {
