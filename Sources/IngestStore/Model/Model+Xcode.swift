@@ -17,8 +17,9 @@ public struct XcodeModelError: Error, Sendable, Equatable, CustomStringConvertib
 extension Model {
     /// Reads an Xcode model: a `.xcdatamodeld` package (the version its `.xccurrentversion`
     /// names, or its only version) or a bare `.xcdatamodel`, whose `contents` is the XML
-    /// Xcode writes. It reads entities; attributes with their type, optional, default and
-    /// indexed; relationships with inverse, to-many and delete rule; uniqueness constraints
+    /// Xcode writes. It reads entities; attributes with their type, optional, default,
+    /// indexed, transient and validation rules (minimum, maximum, regular expression);
+    /// relationships with inverse, to-many and delete rule; uniqueness constraints
     /// and single-property fetch indexes.
     /// - Throws: `XcodeModelError` naming everything it cannot honour (`Photo.location:
     ///   Transformable attributes are not supported`), or why the files cannot be read;
@@ -213,10 +214,6 @@ struct XcodeModelReader {
         let place = "\(entity).\(name)"
         let xcodeType = element["attributeType"] ?? "Undefined"
         if element["derived"] == "YES" { problems.append("\(place): derived attributes are not supported") }
-        if element["transient"] == "YES" { problems.append("\(place): transient attributes are not supported") }
-        for rule in ["minValueString", "maxValueString", "regularExpressionString"] where element[rule] != nil {
-            problems.append("\(place): validation rules (\(rule)) are not supported")
-        }
         let type: AttributeType
         switch xcodeType {
         case "String": type = .string
@@ -240,7 +237,59 @@ struct XcodeModelReader {
         } else if type == .date, let seconds = element["defaultDateTimeInterval"].flatMap(Double.init) {
             defaultValue = .date(Date(timeIntervalSinceReferenceDate: seconds))
         }
-        return Attribute(name, type, optional: element["optional"] == "YES", default: defaultValue, indexed: element["indexed"] == "YES")
+        return Attribute(name, type, optional: element["optional"] == "YES", default: defaultValue, indexed: element["indexed"] == "YES",
+                         transient: element["transient"] == "YES", rules: rules(element, type, place: place, xcodeType, &problems))
+    }
+
+    /// Xcode's "Validation" fields: `minValueString`/`maxValueString` are a number's bounds,
+    /// or a string's (or binary data's) length; a date's bounds are `minDateTimeInterval`/
+    /// `maxDateTimeInterval`; `regularExpressionString` a string's pattern.
+    private func rules(_ element: [String: String], _ type: AttributeType, place: String, _ xcodeType: String,
+                       _ problems: inout [String]) -> AttributeRules {
+        var rules = AttributeRules()
+        func bound(_ field: String) -> Value? {
+            guard let text = element[field] else { return nil }
+            let value: Value? = switch type {
+            case .int16, .int32, .int64, .double, .decimal: Self.value(text, type)
+            case .date: Double(text).map { .date(Date(timeIntervalSinceReferenceDate: $0)) }
+            default: nil
+            }
+            if value == nil { problems.append("\(place): the \(field) \"\(text)\" is not a valid \(xcodeType) bound") }
+            return value
+        }
+        func length(_ field: String) -> Int? {
+            guard let text = element[field] else { return nil }
+            guard let length = Int(text), length >= 0 else {
+                problems.append("\(place): the \(field) \"\(text)\" is not a length")
+                return nil
+            }
+            return length
+        }
+        switch type {
+        case .string, .binary:
+            rules.minimumLength = length("minValueString")
+            rules.maximumLength = length("maxValueString")
+        case .date:
+            rules.minimum = bound("minDateTimeInterval")
+            rules.maximum = bound("maxDateTimeInterval")
+        case .bool, .uuid:
+            for field in ["minValueString", "maxValueString"] where element[field] != nil {
+                problems.append("\(place): \(field) does not apply to a \(xcodeType) attribute")
+            }
+        default:
+            rules.minimum = bound("minValueString")
+            rules.maximum = bound("maxValueString")
+        }
+        if let pattern = element["regularExpressionString"] {
+            if type != .string {
+                problems.append("\(place): regularExpressionString applies to String attributes only")
+            } else if (try? NSRegularExpression(pattern: pattern)) == nil {
+                problems.append("\(place): the regular expression \(pattern) is not valid")
+            } else {
+                rules.pattern = pattern
+            }
+        }
+        return rules
     }
 
     private static func value(_ text: String, _ type: AttributeType) -> Value? {
