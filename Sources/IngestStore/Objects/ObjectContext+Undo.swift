@@ -85,7 +85,7 @@ extension ObjectContext {
         switch step {
         case .value(let object, _, _, _, _, _), .toOne(let object, _, _, _, _, _), .toMany(let object, _, _, _), .updated(let object):
             changed(object)
-        case .join:
+        case .join, .transient:
             break
         case .insert(let object):
             forward ? arrived(object) : left(object)
@@ -105,6 +105,8 @@ extension ObjectContext {
             case .toOne(let object, let index, let before, let after, let old, let new):
                 object.toOne[index] = forward ? after : before
                 restore(forward ? new : old, of: object)
+            case .transient(let object, let index, let before, let after):
+                object.transients[index] = forward ? after : before
             case .toMany(let object, let index, let before, let after):
                 object.toMany[index] = forward ? after : before
                 toManyHolders[ObjectIdentifier(object)] = object
