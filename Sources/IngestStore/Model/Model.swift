@@ -9,8 +9,9 @@ public struct Attribute: Sendable, Hashable, Codable {
     public var isIndexed: Bool
     /// A transient attribute (Core Data's "Transient") lives only on managed objects: the
     /// store has no column for it, a save never writes it, and an object that is turned
-    /// back into a fault or refreshed takes its default (or nil) again. Fetches cannot
-    /// filter or sort on it.
+    /// back into a fault or refreshed takes its default (or nil) again. Setting one is
+    /// undone like any change but is no change to save: `hasChanges` does not count it.
+    /// Fetches cannot filter or sort on it.
     public var isTransient: Bool
     /// The value rules a save checks (Xcode's minimum, maximum and regular expression).
     public var rules: AttributeRules

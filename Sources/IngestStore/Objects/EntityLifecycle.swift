@@ -93,6 +93,9 @@ final class LifecycleRegistry: Sendable {
         }
     }
 
+    /// Whether no entity has hooks: a save then skips looking for them object by object.
+    var isEmpty: Bool { !any.load(ordering: .acquiring) }
+
     /// The hooks of `info`'s entity, or of its nearest ancestor that has some.
     func lifecycle(for info: EntityInfo, in model: Model) -> EntityLifecycle? {
         guard any.load(ordering: .acquiring) else { return nil }

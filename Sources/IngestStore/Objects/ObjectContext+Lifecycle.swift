@@ -20,6 +20,7 @@ extension ObjectContext {
     /// `willSave` on every object the save writes, and on those that its calls change in turn.
     /// Returns the objects that had hooks, for `didSave`.
     func runWillSave() -> [ManagedObject] {
+        guard !coordinator.lifecycles.isEmpty else { return [] }
         var called = Set<ObjectIdentifier>()
         var withHooks: [ManagedObject] = []
         while true {
@@ -36,6 +37,7 @@ extension ObjectContext {
 
     /// What the entities' `validateForInsert`/`Update`/`Delete` throw, as problems.
     func lifecycleProblems() -> [ValidationProblem] {
+        guard !coordinator.lifecycles.isEmpty else { return [] }
         var problems: [ValidationProblem] = []
         func check(_ object: ManagedObject, _ validation: EntityLifecycle.Check?) {
             guard let validation else { return }
