@@ -149,8 +149,8 @@ public final class ManagedObject {
         }
     }
 
-    /// Sets the attribute at `index` in the entity's `attributes`: for importers that
-    /// resolve names once, not per record. A decimal is kept in its canonical form (`DecimalText`).
+    /// Sets the attribute at `index` in the entity's `storedAttributes` (its `attributes`
+    /// when it has no transient ones): for importers that resolve names once, not per record. A decimal is kept in its canonical form (`DecimalText`).
     public func setValue(_ newValue: Value?, forAttributeAt index: Int) {
         precondition(index >= 0 && index < values.count, "entity \(info.name) has no attribute at position \(index)")
         // A decimal is kept in its one form (`DecimalText`), so `7.80` over a stored `7.8` is no change.
