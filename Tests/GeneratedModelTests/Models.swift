@@ -144,6 +144,12 @@ public struct Tag: TypedObject {
         nonmutating set { managedObject.setTypedValue(newValue, "name") }
     }
 
+    /// `display`: transient string, optional (not stored: back to its default when the object is refreshed).
+    public var display: String? {
+        get { managedObject.typedValue("display") }
+        nonmutating set { managedObject.setTypedValue(newValue, "display") }
+    }
+
     /// `photos`: to-many Photo (inverse `tags`).
     public var photos: [Photo] { managedObject.objects(forKey: "photos").map(Photo.init) }
 

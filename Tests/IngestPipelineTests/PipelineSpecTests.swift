@@ -65,7 +65,7 @@ import Testing
         #expect(modelError(#"{"entities": [{"name": "P", "attributes": [{"name": "id", "type": "string"}], "uniqe": [["id"]]}]}"#)
             == "pipeline.model: entities[0].uniqe: unknown field 'uniqe' (expected name, parent, abstract, attributes, relationships, unique)")
         #expect(modelError(#"{"entities": [{"name": "P", "attributes": [{"name": "id", "type": "string", "optinal": false}]}]}"#)
-            == "pipeline.model: entities[0].attributes[0].optinal: unknown field 'optinal' (expected name, type, optional, default, indexed)")
+            == "pipeline.model: entities[0].attributes[0].optinal: unknown field 'optinal' (expected name, type, optional, default, indexed, transient, min, max, minLength, maxLength, pattern)")
         #expect(modelError(#"{"entities": [{"name": "P", "attributes": [{"name": "id", "type": "string"}], "relationships": [{"name": "q", "destination": "P", "inverse": "q", "tomany": true}]}]}"#)
             == "pipeline.model: entities[0].relationships[0].tomany: unknown field 'tomany' (expected name, destination, inverse, toMany, ordered, deleteRule)")
         #expect(modelError(#"{"entities": [{"name": "P", "attributes": [{"name": "id", "type": "string"}]}], "version": 2}"#)

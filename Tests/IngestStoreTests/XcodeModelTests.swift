@@ -89,7 +89,7 @@ import Testing
         }
     }
 
-    @Test func booleanDefaultsAsCoreDataReadsThemAndValidationRulesRefused() throws {
+    @Test func booleanDefaultsAsCoreDataReadsThemAndBadRuleBoundsRefused() throws {
         let directory = try TemporaryDirectory()
         let model = URL(fileURLWithPath: directory.file("Small.xcdatamodel"))
         try FileManager.default.createDirectory(at: model, withIntermediateDirectories: true)
@@ -106,11 +106,11 @@ import Testing
             Attribute("on", .bool, optional: false, default: .bool(true)), Attribute("off", .bool, optional: false, default: .bool(false)),
         ])]))
         try Data("""
-            <model><entity name="Flag"><attribute name="level" attributeType="Integer 16" minValueString="0"/>
+            <model><entity name="Flag"><attribute name="level" attributeType="Integer 16" minValueString="low"/>
             <compoundIndexes><compoundIndex><index value="level"/></compoundIndex></compoundIndexes></entity></model>
             """.utf8).write(to: model.appendingPathComponent("contents"))
         #expect(throws: XcodeModelError(path: model.appendingPathComponent("contents").path, problems: [
-            "Flag.level: validation rules (minValueString) are not supported",
+            "Flag.level: the minValueString \"low\" is not a valid Integer 16 bound",
             "Flag: compound indexes (compoundIndexes) are not supported",
         ])) { try Model.load(xcdatamodel: model) }
     }

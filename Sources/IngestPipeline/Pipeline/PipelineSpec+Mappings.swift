@@ -33,6 +33,9 @@ extension PipelineSpec {
                 guard let attribute = named[member.key] else {
                     throw PipelineError(at: place, "\(name) has no attribute '\(member.key)'")
                 }
+                guard !attribute.isTransient else {
+                    throw PipelineError(at: place, "\(name).\(member.key) is transient: the store does not keep it, so an import cannot fill it")
+                }
                 attributes.append(try attributeMapping(attribute, member.value, at: place))
             }
         } else if fields.optional("attributes") != nil {

@@ -121,10 +121,12 @@ public struct RecordMapper: Sendable {
         var plans: [String: EntityPlan] = [:]
         for (name, mapping) in spec.mappings {
             let entity = spec.model.entity(name)!
+            // Positions among the stored attributes: rows and objects keep no slot for a transient one.
+            let stored = entity.storedAttributes
             let attributes = mapping.attributes.map { attribute in
                 let modelAttribute = entity.attribute(attribute.attribute)!
                 return AttributePlan(mapping: attribute, type: modelAttribute.type,
-                                     position: entity.attributes.firstIndex { $0.name == attribute.attribute }!,
+                                     position: stored.firstIndex { $0.name == attribute.attribute }!,
                                      required: attribute.required)
             }
             let relationships = mapping.relationships.map { relationship in
@@ -138,7 +140,7 @@ public struct RecordMapper: Sendable {
                                      keySlots: mapping.key.map { key in attributes.firstIndex { $0.mapping.attribute == key } },
                                      key: mapping.key,
                                      keyAttributes: mapping.key.map { key in
-                                         (entity.attribute(key)!.type, entity.attributes.firstIndex { $0.name == key }!)
+                                         (entity.attribute(key)!.type, stored.firstIndex { $0.name == key }!)
                                      },
                                      relationships: relationships)
         }

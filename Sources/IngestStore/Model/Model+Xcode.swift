@@ -17,8 +17,9 @@ public struct XcodeModelError: Error, Sendable, Equatable, CustomStringConvertib
 extension Model {
     /// Reads an Xcode model: a `.xcdatamodeld` package (the version its `.xccurrentversion`
     /// names, or its only version) or a bare `.xcdatamodel`, whose `contents` is the XML
-    /// Xcode writes. It reads entities; attributes with their type, optional, default and
-    /// indexed; relationships with inverse, to-many and delete rule; uniqueness constraints
+    /// Xcode writes. It reads entities; attributes with their type, optional, default,
+    /// indexed, transient and validation rules (minimum, maximum, regular expression);
+    /// relationships with inverse, to-many and delete rule; uniqueness constraints
     /// and single-property fetch indexes.
     /// - Throws: `XcodeModelError` naming everything it cannot honour (`Photo.location:
     ///   Transformable attributes are not supported`), or why the files cannot be read;
@@ -213,10 +214,6 @@ struct XcodeModelReader {
         let place = "\(entity).\(name)"
         let xcodeType = element["attributeType"] ?? "Undefined"
         if element["derived"] == "YES" { problems.append("\(place): derived attributes are not supported") }
-        if element["transient"] == "YES" { problems.append("\(place): transient attributes are not supported") }
-        for rule in ["minValueString", "maxValueString", "regularExpressionString"] where element[rule] != nil {
-            problems.append("\(place): validation rules (\(rule)) are not supported")
-        }
         let type: AttributeType
         switch xcodeType {
         case "String": type = .string
@@ -240,10 +237,11 @@ struct XcodeModelReader {
         } else if type == .date, let seconds = element["defaultDateTimeInterval"].flatMap(Double.init) {
             defaultValue = .date(Date(timeIntervalSinceReferenceDate: seconds))
         }
-        return Attribute(name, type, optional: element["optional"] == "YES", default: defaultValue, indexed: element["indexed"] == "YES")
+        return Attribute(name, type, optional: element["optional"] == "YES", default: defaultValue, indexed: element["indexed"] == "YES",
+                         transient: element["transient"] == "YES", rules: rules(element, type, place: place, xcodeType, &problems))
     }
 
-    private static func value(_ text: String, _ type: AttributeType) -> Value? {
+    static func value(_ text: String, _ type: AttributeType) -> Value? {
         switch type {
         case .string: .string(text)
         case .int16, .int32, .int64: Int64(text).map(Value.int)

@@ -7,14 +7,24 @@ public struct Attribute: Sendable, Hashable, Codable {
     public var isOptional: Bool
     public var defaultValue: Value?
     public var isIndexed: Bool
+    /// A transient attribute (Core Data's "Transient") lives only on managed objects: the
+    /// store has no column for it, a save never writes it, and an object that is turned
+    /// back into a fault or refreshed takes its default (or nil) again. Setting one is
+    /// undone like any change but is no change to save: `hasChanges` does not count it.
+    /// Fetches cannot filter or sort on it.
+    public var isTransient: Bool
+    /// The value rules a save checks (Xcode's minimum, maximum and regular expression).
+    public var rules: AttributeRules
 
     public init(_ name: String, _ type: AttributeType, optional: Bool = true, default defaultValue: Value? = nil,
-                indexed: Bool = false) {
+                indexed: Bool = false, transient: Bool = false, rules: AttributeRules = AttributeRules()) {
         self.name = name
         self.type = type
         self.isOptional = optional
         self.defaultValue = defaultValue
         self.isIndexed = indexed
+        self.isTransient = transient
+        self.rules = rules
     }
 }
 
@@ -97,6 +107,8 @@ public struct Entity: Sendable, Hashable, Codable {
     }
 
     public func attribute(_ name: String) -> Attribute? { attributes.first { $0.name == name } }
+    /// The attributes the store keeps (all but the transient ones), in order: a row's columns.
+    public var storedAttributes: [Attribute] { attributes.filter { !$0.isTransient } }
     public func relationship(_ name: String) -> Relationship? { relationships.first { $0.name == name } }
 }
 
@@ -211,6 +223,26 @@ public struct Model: Sendable, Hashable, Codable {
     public var hash: String {
         SHA256Digest.hex(Array(jsonData()))
     }
+
+    /// The model as the store keeps it: without transient attributes (no column) and
+    /// without value rules (a save checks them; the tables do not). Stores record, compare
+    /// and migrate this form, so adding a transient attribute or changing a rule needs no
+    /// migration. The same model when it has neither.
+    public var storedForm: Model {
+        guard entities.contains(where: { $0.attributes.contains { $0.isTransient || !$0.rules.isEmpty } }) else { return self }
+        return Model(entities: entities.map { entity in
+            var stored = Entity(entity.name, parent: entity.parent, abstract: entity.isAbstract,
+                                attributes: entity.declaredAttributes.filter { !$0.isTransient }.map { attribute in
+                                    var plain = attribute
+                                    plain.rules = AttributeRules()
+                                    return plain
+                                },
+                                relationships: Array(entity.declaredRelationships),
+                                uniquenessConstraints: Array(entity.declaredUniquenessConstraints))
+            stored.inheritedCounts = Entity.InheritedCounts()
+            return stored
+        })
+    }
 }
 
 // MARK: - Value coding
@@ -255,7 +287,10 @@ extension Value: Codable {
 }
 
 extension Attribute {
-    private enum Keys: String, CodingKey, CaseIterable { case name, type, optional, defaultValue = "default", indexed }
+    private enum Keys: String, CodingKey, CaseIterable {
+        case name, type, optional, defaultValue = "default", indexed, transient
+        case minimum = "min", maximum = "max", minimumLength = "minLength", maximumLength = "maxLength", pattern
+    }
 
     public init(from decoder: any Decoder) throws {
         try ModelKeys.refuseUnknown(in: decoder, known: Keys.self)
@@ -265,6 +300,13 @@ extension Attribute {
         isOptional = try c.decodeIfPresent(Bool.self, forKey: .optional) ?? true
         defaultValue = try c.decodeIfPresent(Value.self, forKey: .defaultValue)
         isIndexed = try c.decodeIfPresent(Bool.self, forKey: .indexed) ?? false
+        isTransient = try c.decodeIfPresent(Bool.self, forKey: .transient) ?? false
+        rules = AttributeRules(
+            minimum: try AttributeRules.decodeBound(c, .minimum, type),
+            maximum: try AttributeRules.decodeBound(c, .maximum, type),
+            minimumLength: try c.decodeIfPresent(Int.self, forKey: .minimumLength),
+            maximumLength: try c.decodeIfPresent(Int.self, forKey: .maximumLength),
+            pattern: try c.decodeIfPresent(String.self, forKey: .pattern))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -274,6 +316,13 @@ extension Attribute {
         try c.encode(isOptional, forKey: .optional)
         try c.encodeIfPresent(defaultValue, forKey: .defaultValue)
         try c.encode(isIndexed, forKey: .indexed)
+        // Written only when set: models without them keep their bytes and hash.
+        if isTransient { try c.encode(true, forKey: .transient) }
+        try AttributeRules.encodeBound(rules.minimum, &c, .minimum)
+        try AttributeRules.encodeBound(rules.maximum, &c, .maximum)
+        try c.encodeIfPresent(rules.minimumLength, forKey: .minimumLength)
+        try c.encodeIfPresent(rules.maximumLength, forKey: .maximumLength)
+        try c.encodeIfPresent(rules.pattern, forKey: .pattern)
     }
 }
 

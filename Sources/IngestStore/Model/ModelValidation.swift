@@ -86,6 +86,12 @@ extension Model {
                 if let value = attribute.defaultValue, !attribute.type.accepts(value) {
                     throw ModelError("bad default for \(entity.name).\(attribute.name): \(value) is not a valid \(attribute.type.rawValue)")
                 }
+                if let problem = attribute.rules.problem(for: attribute.type) {
+                    throw ModelError("rules of \(entity.name).\(attribute.name): \(problem)")
+                }
+                if attribute.isTransient && attribute.isIndexed {
+                    throw ModelError("attribute \(entity.name).\(attribute.name) is transient and indexed: a transient attribute has no column to index")
+                }
             }
             for relationship in entity.relationships {
                 let label = "\(entity.name).\(relationship.name)"
@@ -119,6 +125,9 @@ extension Model {
                 guard !constraint.isEmpty else { throw ModelError("an empty uniqueness constraint on \(entity.name)") }
                 for name in constraint where entity.attribute(name) == nil {
                     throw ModelError("uniqueness constraint on \(entity.name) names '\(name)', which is not an attribute of \(entity.name)")
+                }
+                for name in constraint where entity.attribute(name)?.isTransient == true {
+                    throw ModelError("uniqueness constraint on \(entity.name) names the transient attribute '\(name)', which the store does not keep")
                 }
             }
         }

@@ -27,7 +27,8 @@ extension ContextUndoManager {
             case .updated:
                 // Replays track changes against the saved state: nothing to mark.
                 return nil
-            case .discard, .savedInsert:
+            case .discard, .savedInsert, .transient:
+                // A transient value is no change a save sees: its step replays as it was.
                 return step
             case .members(let object, let index, let added, let removed):
                 return .members(object, index, added: ids(added), removed: ids(removed))
@@ -76,7 +77,7 @@ extension ContextUndoManager.Step {
         switch self {
         case .value(let object, _, _, _, _, _), .toOne(let object, _, _, _, _, _), .toMany(let object, _, _, _),
              .insert(let object), .discard(let object), .delete(let object, _), .updated(let object),
-             .savedInsert(let object), .members(let object, _, _, _):
+             .savedInsert(let object), .members(let object, _, _, _), .transient(let object, _, _, _):
             object
         case .join, .link:
             nil
@@ -90,7 +91,7 @@ extension ContextUndoManager.Step {
         case .toMany(_, _, let before, let after): before.added.union(before.removed).union(after.added).union(after.removed)
         case .members(_, _, let added, let removed): added.union(removed)
         case .join(let change, _, _), .link(let change, _): [change.a, change.b]
-        case .value, .insert, .discard, .delete, .updated, .savedInsert: []
+        case .value, .insert, .discard, .delete, .updated, .savedInsert, .transient: []
         }
     }
 }

@@ -29,6 +29,8 @@ public final class ContextUndoManager {
     enum Step {
         case value(ManagedObject, Int, before: Value?, after: Value?, Tracking?, Tracking?)
         case toOne(ManagedObject, Int, before: ObjectID?, after: ObjectID?, Tracking?, Tracking?)
+        /// A transient attribute's value (its position among the transient ones): no change a save sees.
+        case transient(ManagedObject, Int, before: Value?, after: Value?)
         case toMany(ManagedObject, Int, before: ToManyState, after: ToManyState)
         case join(JoinChange, before: Bool?, after: Bool?)
         case insert(ManagedObject)

@@ -69,6 +69,11 @@ public final class ManagedObject {
     /// The permanent ID a save in progress gives this object, until the save commits.
     @exclusivity(unchecked) var savedID: ObjectID?
     let values: ValueSlots
+    /// The transient attributes' values (`EntityInfo.transientAttributes`): never stored.
+    @exclusivity(unchecked) var transients: [Value?]
+    /// Set while `awakeFromFetch` runs: what it sets is the object's state as fetched, not
+    /// a change to save or undo (as Core Data turns change tracking off around it).
+    @exclusivity(unchecked) var isAwakening = false
     @exclusivity(unchecked) var toOne: [ObjectID?]
     @exclusivity(unchecked) var toMany: [ToManyState]
     /// The fault's values and to-one keys were already filled in by a fetch: firing it
@@ -92,6 +97,7 @@ public final class ManagedObject {
         confinement = context.confinement
         isFault = fault
         values = ValueSlots(count: info.attributes.count, defaults: info.hasDefaults ? info.attributeDefaults : nil)
+        transients = info.transientDefaults
         if info.relationships.isEmpty {
             toOne = []
             toMany = []
@@ -123,19 +129,28 @@ public final class ManagedObject {
 
     // MARK: - Attributes
 
-    /// The attribute's value; setting it marks the object changed.
+    /// The attribute's value; setting it marks the object changed. A transient attribute's
+    /// value is kept here only: setting it is recorded for undo, but is no change a save writes.
     public subscript(key: String) -> Value? {
         get {
-            let index = attributeIndex(key)
+            guard let index = info.attributePosition(key) else {
+                let transient = transientIndex(key)
+                confinement.check()
+                fireFault()
+                return transients[transient]
+            }
             confinement.check()
             fireFault()
             return values[index]
         }
-        set { setValue(newValue, forAttributeAt: attributeIndex(key)) }
+        set {
+            guard let index = info.attributePosition(key) else { return setTransient(newValue, transientIndex(key)) }
+            setValue(newValue, forAttributeAt: index)
+        }
     }
 
-    /// Sets the attribute at `index` in the entity's `attributes`: for importers that
-    /// resolve names once, not per record. A decimal is kept in its canonical form (`DecimalText`).
+    /// Sets the attribute at `index` in the entity's `storedAttributes` (its `attributes`
+    /// when it has no transient ones): for importers that resolve names once, not per record. A decimal is kept in its canonical form (`DecimalText`).
     public func setValue(_ newValue: Value?, forAttributeAt index: Int) {
         precondition(index >= 0 && index < values.count, "entity \(info.name) has no attribute at position \(index)")
         // A decimal is kept in its one form (`DecimalText`), so `7.80` over a stored `7.8` is no change.
@@ -143,6 +158,10 @@ public final class ManagedObject {
         confinement.check()
         if isDetached { trapDetached() }
         fireFault()
+        if isAwakening {
+            values[index] = newValue
+            return
+        }
         if let recorder = context.undoRecorder {
             let before = (values[index], context.tracking(of: self))
             defer {
@@ -177,6 +196,23 @@ public final class ManagedObject {
         self[key].flatMap(T.init(value:))
     }
 
+    /// Sets the transient attribute at `index` in `EntityInfo.transientAttributes`.
+    private func setTransient(_ newValue: Value?, _ index: Int) {
+        let newValue = newValue?.canonicalized
+        confinement.check()
+        if isDetached { trapDetached() }
+        fireFault()
+        let before = transients[index]
+        guard before != newValue else { return }
+        transients[index] = newValue
+        if !isAwakening { context.undoRecorder?.record(.transient(self, index, before: before, after: newValue)) }
+    }
+
+    private func transientIndex(_ key: String) -> Int {
+        guard let index = info.transientIndex[key] else { return attributeIndex(key) }
+        return index
+    }
+
     private func attributeIndex(_ key: String) -> Int {
         guard let index = info.attributePosition(key) else {
             preconditionFailure("entity \(info.name) has no attribute '\(key)'"
@@ -201,6 +237,7 @@ public final class ManagedObject {
         if preloaded {
             preloaded = false
             isFault = false
+            context.awakeFromFetch(self)
             return
         }
         guard let row = context.loadRow(objectID, info) else {
@@ -214,7 +251,9 @@ public final class ManagedObject {
         for index in 0..<values.count where !changedAttributes.contains(index) { values[index] = row.values[index] }
         for index in toOne.indices where !changedToOne.contains(index) { toOne[index] = row.toOne[index] }
         if hasChanges { committed = row }
+        guard isFault else { return }
         isFault = false
+        context.awakeFromFetch(self)
     }
 
     /// Turns the object back into a fault, dropping its values (and changes).
@@ -225,6 +264,8 @@ public final class ManagedObject {
         changedAttributes = []
         changedToOne = []
         values.clear()
+        // A transient value is not in the store to load again: it goes back to its default.
+        if !transients.isEmpty { transients = info.transientDefaults }
         for index in toOne.indices { toOne[index] = nil }
         for index in toMany.indices { toMany[index] = ToManyState() }
     }

@@ -15,8 +15,10 @@ extension ObjectContext {
     /// Writes every change — inserts, updates, deletes, relationship changes and staged
     /// metadata — in ONE transaction, then tells the coordinator's observers.
     ///
-    /// Validation (required attributes, value types, deny rules) and delete rules run
-    /// first; uniqueness conflicts resolve by `mergePolicy`.
+    /// Delete rules run first, then each object's `willSave` (`EntityLifecycle`), then
+    /// validation (required attributes, value types, attribute rules, deny rules, the
+    /// entities' `validateFor…`); uniqueness conflicts resolve by `mergePolicy`; after the
+    /// commit, each object's `didSave`. Changes to transient attributes alone write nothing.
     /// - Throws: `StoreError.validation` or `.uniquenessConflict` (nothing written);
     ///   `StoreError.database` when SQLite fails (nothing written).
     public func save() throws {
@@ -29,8 +31,10 @@ extension ObjectContext {
         let recording = undoManager.map { !$0.isReplaying } ?? false
         let rulesRun = !deletedSet.isEmpty
         undoManager?.isReplaying = true
+        var withHooks: [ManagedObject] = []
         do {
             try applyDeleteRules()
+            withHooks = runWillSave()
             try validate()
             if recording { undoManager?.isReplaying = false }
         } catch {
@@ -58,102 +62,7 @@ extension ObjectContext {
             throw error
         }
         finishSave(plan)
-    }
-
-    // MARK: - Before the transaction
-
-    private func applyDeleteRules() throws {
-        var problems: [ValidationProblem] = []
-        var work = Array(deletedSet.values)
-        var next = 0
-        while next < work.count {
-            let object = work[next]
-            next += 1
-            if object.isFault {
-                guard let row = loadRow(object.objectID, object.info) else { continue }
-                object.apply(row)
-            }
-            for (index, relationship) in object.info.relationships.enumerated() {
-                let related = relationship.isToMany
-                    ? Array(members(of: object, index))
-                    : [object.toOne[index]].compactMap { $0 }
-                let live = related.filter { deletedSet[$0] == nil }
-                guard !live.isEmpty else { continue }
-                switch relationship.relationship.deleteRule {
-                case .deny:
-                    problems.append(ValidationProblem(object: "\(object.objectID)", objectID: object.objectID, entity: object.info.name, key: uniquenessKey(object),
-                                                      property: relationship.relationship.name, rule: .deleteDenied,
-                                                      message: "has \(live.count) related object(s) and the deny rule"))
-                case .cascade:
-                    for id in live {
-                        let other = self.object(with: id)
-                        delete(other)
-                        if other.isDeleted && deletedSet[id] != nil { work.append(other) }
-                    }
-                case .nullify:
-                    let destination = entityInfo(relationship.destination)
-                    let inverse = destination.relationshipIndex[relationship.inverseName]!
-                    for id in live {
-                        guard let other = registered[id] else { continue }
-                        if destination.relationships[inverse].isToMany {
-                            if other.toMany[inverse].committed != nil { other.toMany[inverse].remove(object.objectID) }
-                        } else if other.toOne[inverse] == object.objectID {
-                            // Not a change of the other object's (the delete makes it in the
-                            // store), and its snapshot keeps the row as read: the conflict
-                            // check compares that with the store, which holds the link until
-                            // the delete runs.
-                            other.toOne[inverse] = nil
-                        }
-                    }
-                }
-            }
-        }
-        if !problems.isEmpty { throw StoreError.validation(problems) }
-    }
-
-    private func validate() throws {
-        var problems: [ValidationProblem] = []
-        let store = coordinator.store
-        let candidates = insertedList + updatedSet.compactMap { registered[$0] }.filter { !$0.isFault && !$0.isDeleted }
-        for object in candidates {
-            let info = object.info
-            func problem(_ index: Int, _ rule: ValidationProblem.Rule, _ message: String) -> ValidationProblem {
-                ValidationProblem(object: label(object), objectID: object.objectID, entity: info.name, key: uniquenessKey(object),
-                                  property: info.attributeNames[index], rule: rule, message: message)
-            }
-            object.values.withUnsafeBufferPointer { values in
-                for index in values.indices {
-                    if let value = values[index] {
-                        if !info.attributeTypes[index].accepts(value) {
-                            problems.append(problem(index, .type, "\(value) is not a valid \(info.attributeTypes[index].rawValue)"))
-                        } else if case .date(let date) = value, let reason = StoredDate.problem(date) {
-                            problems.append(problem(index, .dateRange, reason))
-                        } else if let reason = store.refusal(of: value) {
-                            problems.append(problem(index, .storable, reason))
-                        }
-                    } else if info.attributeRequired[index] {
-                        problems.append(problem(index, .required, "is required"))
-                    }
-                }
-            }
-        }
-        if !problems.isEmpty { throw StoreError.validation(problems) }
-    }
-
-    /// An object as messages name it: its entity and uniqueness key ("Event 17"), else
-    /// its row ("Event row 4") or "a new Event".
-    func label(_ object: ManagedObject) -> String {
-        let values = uniquenessKey(object)
-        if !values.isEmpty { return object.info.name + " " + values.map(\.description).joined(separator: ", ") }
-        if let pk = object.objectID.primaryKey { return "\(object.info.name) row \(pk)" }
-        return "a new \(object.info.name)"
-    }
-
-    /// The values of the object's first uniqueness key, or none when it has none or they are not all set.
-    func uniquenessKey(_ object: ManagedObject) -> [Value] {
-        guard let positions = object.info.uniquenessPositions.first else { return [] }
-        let values = positions.compactMap { object.values[$0] }
-        return values.count == positions.count ? values : []
+        for object in withHooks { lifecycle(object.info)?.didSave?(object) }
     }
 
     // MARK: - The transaction

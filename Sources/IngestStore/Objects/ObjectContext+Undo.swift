@@ -118,7 +118,7 @@ extension ObjectContext {
         case .value(let object, _, _, _, _, _), .toOne(let object, _, _, _, _, _), .toMany(let object, _, _, _), .updated(let object),
              .members(let object, _, _, _):
             changed(object)
-        case .join, .link:
+        case .join, .link, .transient:
             break
         case .insert(let object), .savedInsert(let object):
             forward ? arrived(object) : left(object)
@@ -146,6 +146,8 @@ extension ObjectContext {
                 } else {
                     setAgainstSaved(object, toOne: index, to: forward ? after : before)
                 }
+            case .transient(let object, let index, let before, let after):
+                object.transients[index] = forward ? after : before
             case .toMany(let object, let index, let before, let after):
                 object.toMany[index] = forward ? after : before
                 toManyHolders[ObjectIdentifier(object)] = object

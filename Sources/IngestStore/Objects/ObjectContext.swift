@@ -122,6 +122,7 @@ public final class ObjectContext {
         insertedList.append(object)
         if onObjectsDidChange != nil { pendingDidChange.inserted.insert(id) }
         undoRecorder?.record(.insert(object))
+        lifecycle(info)?.awakeFromInsert?(object)
         return object
     }
 
@@ -188,6 +189,7 @@ public final class ObjectContext {
         precondition(object.context === self, "\(object.objectID) belongs to another context")
         if object.isDetached { object.trapDetached() }
         guard !object.isDeleted else { return }
+        lifecycle(object.info)?.prepareForDeletion?(object)
         if object.isInserted {
             insertedList.removeAll { $0 === object }
             registered[object.objectID] = nil

@@ -76,7 +76,7 @@ package final class PostgresStore: Sendable {
                 throw .notAStore(target: url.description)
             }
             let stored = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model.sha256'")
-            guard stored.count == 1, stored[0, 0] == model.hash else {
+            guard stored.count == 1, stored[0, 0] == schema.model.hash else {
                 throw .modelMismatch(target: url.description, reason: "its tables hold another model")
             }
             if model.hasDecimals, try !Self.textDecimals(schema, connection).isEmpty {
@@ -134,7 +134,7 @@ package final class PostgresStore: Sendable {
                 }
                 let stored = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model.sha256'")
                 if stored.count == 1 {
-                    if stored[0, 0] != model.hash { try Self.migrate(schema, url: url, connection) }
+                    if stored[0, 0] != schema.model.hash { try Self.migrate(schema, url: url, connection) }
                     try Self.decimalsAsNumbers(schema, connection)
                     try Self.collateText(schema, connection)
                     try Self.addPlaceholderColumns(schema, connection)
@@ -144,7 +144,7 @@ package final class PostgresStore: Sendable {
                     for statement in info.createStatements(.postgres) { try connection.execute(statement) }
                 }
                 try connection.execute("INSERT INTO _ingest_store VALUES ('model.sha256', $1), ('model', $2)",
-                                       [model.hash, String(decoding: model.jsonData(), as: UTF8.self)])
+                                       [schema.model.hash, String(decoding: schema.model.jsonData(), as: UTF8.self)])
             }
         } catch let error as PostgresError where error.sqlState == .invalidSchemaName {
             // A search_path naming no existing schema.
@@ -164,7 +164,7 @@ package final class PostgresStore: Sendable {
         guard text.count == 1, let old = try? Model.load(json: Data(try text.text(0, 0).utf8)) else {
             throw PostgresError.modelMismatch(target: url.description, reason: "its tables hold another model, whose description is missing from _ingest_store")
         }
-        let migration = schema.migration(from: old, dialect: .postgres)
+        let migration = schema.migration(from: old.storedForm, dialect: .postgres)
         guard migration.differences.isEmpty else {
             let shown = migration.differences.prefix(5).joined(separator: "; ")
             throw PostgresError.modelMismatch(target: url.description, reason: shown + (migration.differences.count > 5 ? "; and \(migration.differences.count - 5) more" : ""))

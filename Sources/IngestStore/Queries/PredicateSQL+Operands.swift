@@ -73,7 +73,7 @@ extension PredicateCompiler {
                 return .column("\(alias).\(quoted(key))", entity.attributes[index].type)
             }
             guard let index = entity.relationshipIndex[key] else {
-                throw QueryPredicateError("entity \(entity.name) has no key '\(key)'", column: 0)
+                throw Self.unknownKey(key, entity)
             }
             let relationship = entity.relationships[index]
             guard case .column(let fk) = relationship.storage else {
@@ -130,6 +130,13 @@ extension PredicateCompiler {
         return entity.attributes[index].type
     }
 
+    /// A key the store cannot compare: not the entity's, or transient (no column; Core Data
+    /// refuses those in SQL fetches too).
+    static func unknownKey(_ key: String, _ entity: EntityInfo) -> QueryPredicateError {
+        guard entity.transientIndex[key] != nil else { return QueryPredicateError("entity \(entity.name) has no key '\(key)'", column: 0) }
+        return QueryPredicateError("\(entity.name).\(key) is a transient attribute, which the store does not keep: a fetch cannot filter or sort on it (filter or sort the fetched objects instead)", column: 0)
+    }
+
     /// The first to-many relationship on a path: the path up to and including it, and the rest.
     func splitAtToMany(_ path: [String], _ start: EntityInfo) throws -> (prefix: [String], rest: [String])? {
         if path.count == 1, expressionAliases[path[0]] != nil { return nil }
@@ -137,7 +144,7 @@ extension PredicateCompiler {
         for (index, key) in path.enumerated() {
             guard let r = entity.relationshipIndex[key] else {
                 if entity.attributeIndex[key] != nil { return nil }
-                throw QueryPredicateError("entity \(entity.name) has no key '\(key)'", column: 0)
+                throw Self.unknownKey(key, entity)
             }
             let relationship = entity.relationships[r]
             if relationship.isToMany { return (Array(path[...index]), Array(path[(index + 1)...])) }

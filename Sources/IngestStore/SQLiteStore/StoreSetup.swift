@@ -31,7 +31,7 @@ extension PersistentStoreCoordinator {
               let stored = try? JSONDecoder().decode(Model.self, from: Data(modelText.utf8)) else {
             throw StoreError.notAStore(path: path, reason: "its metadata has no store ID or model")
         }
-        if stored != schema.model {
+        if stored.storedForm != schema.model {
             try migrate(db, from: stored, to: schema, path: path)
             try writeModel(db, schema.model)
         }
@@ -63,7 +63,7 @@ extension PersistentStoreCoordinator {
               let stored = try? JSONDecoder().decode(Model.self, from: Data(modelText.utf8)) else {
             throw StoreError.notAStore(path: path, reason: "its metadata has no store ID or model")
         }
-        guard stored == schema.model else {
+        guard stored.storedForm == schema.model else {
             throw StoreError.modelMismatch(path: path, differences: ["it holds another model (opened read-only, so it is not migrated)"])
         }
         if keepsDecimalsAsWritten(try String.fetchOne(db, sql: "SELECT value FROM \(metadata) WHERE key = '_formatVersion'"), stored) {
@@ -188,7 +188,7 @@ extension PersistentStoreCoordinator {
 
     /// Adds what the new model adds (`Schema.migration`); anything else is refused.
     private static func migrate(_ db: Database, from old: Model, to schema: Schema, path: String) throws {
-        let migration = schema.migration(from: old, dialect: .sqlite)
+        let migration = schema.migration(from: old.storedForm, dialect: .sqlite)
         guard migration.differences.isEmpty else { throw StoreError.modelMismatch(path: path, differences: migration.differences) }
         for statement in migration.statements { try db.execute(sql: statement) }
     }

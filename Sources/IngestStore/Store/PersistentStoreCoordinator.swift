@@ -27,6 +27,8 @@ public final class PersistentStoreCoordinator: Sendable {
     let queryCache = Mutex<[ObjectContext.QueryCacheKey: ObjectContext.SelectQuery]>([:])
     /// Related objects' keys → rows, shared by the coordinator's batch inserters.
     let keyCache = Mutex(KeyCache(limit: 250_000))
+    /// Each entity's lifecycle hooks and validation (`setLifecycle(_:forEntity:)`).
+    let lifecycles = LifecycleRegistry()
     /// Tests put a failure or a crash here, between a save's rows and its commit.
     let beforeCommit = Mutex<(@Sendable () throws -> Void)?>(nil)
 

@@ -75,6 +75,14 @@ final class EntityInfo: Sendable {
     let hasDefaults: Bool
     /// Each name's two machine words (see `attributePosition`).
     let attributeNameBits: [(UInt64, UInt64)]
+    /// Each stored attribute's value rules, ready to check; nil where it has none.
+    let attributeChecks: [AttributeCheck?]
+    let hasChecks: Bool
+    /// The transient attributes (not in `attributes`: they have no column), their
+    /// positions among themselves, and their defaults.
+    let transientAttributes: [Attribute]
+    let transientIndex: [String: Int]
+    let transientDefaults: [Value?]
     let uniquenessConstraints: [[String]]
     /// Each uniqueness constraint as attribute positions.
     let uniquenessPositions: [[Int]]
@@ -112,8 +120,17 @@ final class EntityInfo: Sendable {
         return found ?? attributeIndex[name]
     }
 
-    init(_ entity: Entity, model: Model) {
+    /// `declared` as the model declares it (transient attributes, rules); its table and
+    /// columns come from `model`'s stored form.
+    init(_ declared: Entity, model: Model) {
+        let model = model.storedForm
+        let entity = model.entity(declared.name) ?? declared
         self.entity = entity
+        transientAttributes = declared.attributes.filter(\.isTransient)
+        transientIndex = Dictionary(uniqueKeysWithValues: transientAttributes.enumerated().map { ($1.name, $0) })
+        transientDefaults = transientAttributes.map { $0.defaultValue?.canonicalized }
+        attributeChecks = declared.storedAttributes.map { AttributeCheck($0.rules) }
+        hasChecks = attributeChecks.contains { $0 != nil }
         let rootName = model.rootEntity(of: entity.name)
         self.rootName = rootName
         let table = quoted(rootName)
@@ -348,9 +365,12 @@ struct Schema: Sendable {
     /// Whether any to-many keeps an order (saves then write positions).
     let hasOrderedRelationships: Bool
 
-    init(_ model: Model) {
+    /// The schema of `model` as the store keeps it (`Model.storedForm`, which `model`
+    /// holds); each entity's info keeps its transient attributes and rules.
+    init(_ declared: Model) {
+        let model = declared.storedForm
         self.model = model
-        entities = Dictionary(uniqueKeysWithValues: model.entities.map { ($0.name, EntityInfo($0, model: model)) })
+        entities = Dictionary(uniqueKeysWithValues: declared.entities.map { ($0.name, EntityInfo($0, model: model)) })
         hasRelationships = model.entities.contains { !$0.relationships.isEmpty }
         hasOrderedRelationships = model.entities.contains { $0.relationships.contains(where: \.isOrdered) }
     }

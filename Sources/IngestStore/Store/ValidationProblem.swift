@@ -17,6 +17,19 @@ public struct ValidationProblem: Sendable, Hashable, CustomStringConvertible, Ex
         case storable
         /// An object to delete has related objects through a relationship with the deny rule.
         case deleteDenied
+        /// A value less than its attribute's minimum (`AttributeRules.minimum`).
+        case minimum
+        /// A value more than its attribute's maximum.
+        case maximum
+        /// A string or binary value shorter than its attribute's minimum length.
+        case minimumLength
+        /// A string or binary value longer than its attribute's maximum length.
+        case maximumLength
+        /// A string that does not match its attribute's regular expression.
+        case pattern
+        /// An error thrown by an entity's own `validateForInsert`, `validateForUpdate` or
+        /// `validateForDelete` (see `EntityLifecycle`): its message is the error's description.
+        case custom
         /// A problem given as text, without its parts.
         case unspecified
     }
@@ -57,7 +70,9 @@ public struct ValidationProblem: Sendable, Hashable, CustomStringConvertible, Ex
         case .unspecified: message
         case .required: "\(object): \(property ?? "") \(message)"
         case .deleteDenied: "cannot delete \(object): \(entity).\(property ?? "") \(message)"
-        case .type, .dateRange, .storable: "\(object): \(property ?? ""): \(message)"
+        case .type, .dateRange, .storable, .minimum, .maximum, .minimumLength, .maximumLength, .pattern:
+            "\(object): \(property ?? ""): \(message)"
+        case .custom: property.map { "\(object): \($0): \(message)" } ?? "\(object): \(message)"
         }
     }
 

@@ -8,7 +8,9 @@ import Foundation
 /// date `Date`, binary `Data`, uuid `UUID`, decimal `Decimal`. Object types are always
 /// optional, as Xcode makes them; numbers and bools are optional when the attribute is,
 /// and otherwise read as their default (or zero) while unset. A to-one is an optional of
-/// its destination's type; a to-many is an array, with `addTo…`/`removeFrom…`.
+/// its destination's type; a to-many is an array, with `addTo…`/`removeFrom…`. A transient
+/// attribute is a property like any other (its value is not stored). Lifecycle and validation
+/// methods come from `TypedObject` (see `EntityLifecycle`).
 public enum ModelCodegen {
     /// Why a model cannot be generated: a name Swift or the generated types cannot use.
     public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
@@ -134,7 +136,8 @@ public enum ModelCodegen {
         let (type, isObject, zero) = swiftType(attribute.type)
         let name = identifier(attribute.name)
         let key = literal(attribute.name)
-        let doc = "    /// `\(attribute.name)`: \(attribute.type.rawValue), \(attribute.isOptional ? "optional" : "required").\n"
+        let doc = "    /// `\(attribute.name)`: \(attribute.isTransient ? "transient " : "")\(attribute.type.rawValue), \(attribute.isOptional ? "optional" : "required")"
+            + (attribute.isTransient ? " (not stored: back to its default when the object is refreshed)" : "") + ".\n"
         if isObject || attribute.isOptional {
             return doc + """
                     public var \(name): \(type)? {

@@ -12,6 +12,39 @@ public protocol TypedObject: Hashable, PredicateArgumentConvertible {
     var managedObject: ManagedObject { get }
     /// The typed view of `object`, an object of `entityName` (or of one of its subentities).
     init(_ object: ManagedObject)
+
+    // Core Data's lifecycle methods. Implement the ones needed in an extension of the
+    // generated type (the generated file is rewritten), and register the type with
+    // `coordinator.register(Photo.self)`: see `EntityLifecycle` for when each runs.
+    // Without an implementation each does nothing.
+
+    /// Once, when the object is inserted into a context: set initial values.
+    func awakeFromInsert()
+    /// When the object's values arrive from the store: what it sets is not a change.
+    func awakeFromFetch()
+    /// Before a save writes the object; it may change values, which the save writes.
+    func willSave()
+    /// After a save wrote the object.
+    func didSave()
+    /// When the object is deleted, before the delete rules apply.
+    func prepareForDeletion()
+    /// Before a save inserts the object. - Throws: an error that fails the save (`ObjectValidationError` names a property).
+    func validateForInsert() throws
+    /// Before a save writes the changed object. - Throws: an error that fails the save.
+    func validateForUpdate() throws
+    /// Before a save deletes the object. - Throws: an error that fails the save.
+    func validateForDelete() throws
+}
+
+extension TypedObject {
+    public func awakeFromInsert() {}
+    public func awakeFromFetch() {}
+    public func willSave() {}
+    public func didSave() {}
+    public func prepareForDeletion() {}
+    public func validateForInsert() throws {}
+    public func validateForUpdate() throws {}
+    public func validateForDelete() throws {}
 }
 
 extension TypedObject {

@@ -82,7 +82,7 @@ extension Ingest {
                 print(try context.performAndWait { try context.count(for: request) })
                 return
             }
-            let keys = fields.map(Self.keys) ?? entityModel.attributes.map(\.name)
+            let keys = fields.map(Self.keys) ?? entityModel.storedAttributes.map(\.name)
             let rows = try context.performAndWait {
                 try context.fetchDictionaries(DictionaryFetch(request, properties: keys.map(FetchProperty.keyPath)))
             }
