@@ -121,9 +121,12 @@ struct SQLiteBatchWrite {
     mutating func writeRecord(_ recordIndex: Int, text: UnsafeRawBufferPointer) throws {
         let range = request.rowRange(ofRecord: recordIndex)
         let unlinked = try request.unlinkedNewRows(in: range) { request, rowIndex in try presence(request, rowIndex) }
+        // Closures, not `existing` itself: a method passed as a value captures a copy of the
+        // whole write (every array retained), once a record.
         if let reason = try request.records[recordIndex].invalid
-            ?? request.problem(in: range, keys: keys, skipping: unlinked, existing: existing)
-            ?? inserter.conflict(in: range, request, keys: keys, resolved: resolved, existing: existing, differs: statements.differs, text: text, db) {
+            ?? request.problem(in: range, keys: keys, skipping: unlinked, existing: { try existing($0, $1) })
+            ?? inserter.conflict(in: range, request, keys: keys, resolved: resolved, existing: { try existing($0, $1) },
+                                 differs: statements.differs, text: text, db) {
             written.result.rejected.append(BatchRejection(record: request.records[recordIndex].number, reason: reason))
             written.leftOut.append(recordIndex)
             return
