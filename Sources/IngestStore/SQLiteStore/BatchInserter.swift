@@ -127,8 +127,9 @@ package final class BatchInserter: BatchWriting {
                 insertsFirst[entity] = write.ownRowsNew[entity] * 8 >= write.ownRows[entity] * 7
             }
         }
-        try prepared.request.text.withUnsafeBytes { text in
-            for recordIndex in only ?? Array(prepared.request.records.indices) { try write.writeRecord(recordIndex, text: text) }
+        let request = prepared.request
+        try request.text.withUnsafeBytes { text in
+            for recordIndex in only ?? Array(request.records.indices) { try write.writeRecord(recordIndex, of: request, text: text) }
         }
         return write.finish()
     }

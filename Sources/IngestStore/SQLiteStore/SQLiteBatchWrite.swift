@@ -117,8 +117,10 @@ struct SQLiteBatchWrite {
         }
     }
 
-    /// Checks record `recordIndex` and writes its rows, or rejects it whole.
-    mutating func writeRecord(_ recordIndex: Int, text: UnsafeRawBufferPointer) throws {
+    /// Checks record `recordIndex` of `request` (the write's own, handed in so that it is
+    /// borrowed, not copied once a record beside the closures that capture the write) and
+    /// writes its rows, or rejects it whole.
+    mutating func writeRecord(_ recordIndex: Int, of request: BatchInsertRequest, text: UnsafeRawBufferPointer) throws {
         let range = request.rowRange(ofRecord: recordIndex)
         let unlinked = try request.unlinkedNewRows(in: range) { request, rowIndex in try presence(request, rowIndex) }
         // Closures, not `existing` itself: a method passed as a value captures a copy of the
@@ -139,16 +141,17 @@ struct SQLiteBatchWrite {
             if resolved[rowIndex] != 0 {
                 rowKeys[rowIndex - range.lowerBound] = resolved[rowIndex]
             } else if let key = keys[rowIndex] {
-                try findOrCreate(rowIndex, key: key, in: range, text: text)
+                try findOrCreate(rowIndex, key: key, in: range, of: request, text: text)
             } else {
-                try insertOrUpsert(rowIndex, in: range, text: text)
+                try insertOrUpsert(rowIndex, in: range, of: request, text: text)
             }
         }
         written.result.records += 1
     }
 
     /// A related object named by its key: found, or created with what the record gives.
-    private mutating func findOrCreate(_ rowIndex: Int, key: Value, in range: Range<Int>, text: UnsafeRawBufferPointer) throws {
+    private mutating func findOrCreate(_ rowIndex: Int, key: Value, in range: Range<Int>, of request: BatchInsertRequest,
+                                       text: UnsafeRawBufferPointer) throws {
         let row = request.rows[rowIndex]
         if let pk = try existing(row.entity, key) {
             rowKeys[rowIndex - range.lowerBound] = pk
@@ -174,7 +177,8 @@ struct SQLiteBatchWrite {
 
     /// A described object (a record's own, or a related one it describes): inserted, or
     /// upserted by its entity's rule when its key is stored.
-    private mutating func insertOrUpsert(_ rowIndex: Int, in range: Range<Int>, text: UnsafeRawBufferPointer) throws {
+    private mutating func insertOrUpsert(_ rowIndex: Int, in range: Range<Int>, of request: BatchInsertRequest,
+                                         text: UnsafeRawBufferPointer) throws {
         let row = request.rows[rowIndex]
         let plan = inserter.plans[row.entity]
         let pk = nextKey[row.entity]
