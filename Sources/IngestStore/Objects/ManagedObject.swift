@@ -1,7 +1,7 @@
 import Foundation
 
 /// Committed state of one row, as read from the store.
-struct RowData {
+struct RowData: Sendable {
     var values: [Value?]
     /// Per relationship index: the to-one target, for relationships kept in a column.
     var toOne: [ObjectID?]

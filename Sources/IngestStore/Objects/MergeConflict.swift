@@ -9,9 +9,16 @@ public struct MergeConflict: Sendable, Equatable, CustomStringConvertible {
         case deletedHere
         /// The context changed the object; its row was deleted from the store.
         case deletedInStore
+        /// A child context changed the object; its parent changed the properties named
+        /// since the child read it.
+        case changedInParent
+        /// A child context deletes the object; its parent changed the properties named.
+        case deletedInChild
+        /// A child context changed the object; its parent deleted it.
+        case deletedInParent
     }
 
-    /// One property the store changed.
+    /// One property the store (for a child's save, the parent context) changed.
     public struct Property: Sendable, Equatable {
         public let name: String
         /// As the context read it, as stored now, and as the context holds it (for a
@@ -30,14 +37,21 @@ public struct MergeConflict: Sendable, Equatable, CustomStringConvertible {
     /// The properties the store changed, in the entity's order (empty when deleted in store).
     public let properties: [Property]
 
+    /// Whether the conflict is between a child context and its parent, not with the store.
+    public var isWithParent: Bool { kind == .changedInParent || kind == .deletedInChild || kind == .deletedInParent }
+
     public var description: String {
+        let now = isWithParent ? "in the parent" : "stored"
         let changes = properties.map { property in
-            "\(property.name) (read \(property.read), stored \(property.stored)" + (property.changedHere ? ", here \(property.here))" : ")")
+            "\(property.name) (read \(property.read), \(now) \(property.stored)" + (property.changedHere ? ", here \(property.here))" : ")")
         }.joined(separator: ", ")
         return switch kind {
         case .changedInBoth: "\(label): the store changed \(changes)"
         case .deletedHere: "\(label) is deleted here, but the store changed \(changes)"
         case .deletedInStore: "\(label) was deleted from the store"
+        case .changedInParent: "\(label): the parent context changed \(changes)"
+        case .deletedInChild: "\(label) is deleted in the child context, but the parent context changed \(changes)"
+        case .deletedInParent: "\(label) was deleted in the parent context"
         }
     }
 }

@@ -20,6 +20,7 @@ extension ObjectContext {
     public func count(_ entity: String) throws -> Int {
         checkAccess()
         let info = try knownEntity(entity)
+        if parentContext != nil { return try fetch(entity).count }
         let stored = try coordinator.count(info.name)
         let inserted = insertedList.filter { info.includes($0.info) }.count
         let deleted = deletedSet.values.filter { info.includes($0.info) }.count
@@ -38,7 +39,15 @@ extension ObjectContext {
         if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
         sql += " ORDER BY \"_pk\""
         let arguments: [Value?] = filter?.value.map { [$0] } ?? []
-        let fetched: [ManagedObject] = try coordinator.reading { db in try materialize(db, sql, arguments, info) }
+        let fetched: [ManagedObject]
+        if parentContext != nil {
+            let key = filter.map { info.attributes[$0.index].name }
+            fetched = try fetchThroughParent { parent in
+                if let key { try parent.fetch(entity, where: key, equals: filter!.value) } else { try parent.fetch(entity) }
+            }
+        } else {
+            fetched = try coordinator.reading { db in try materialize(db, sql, arguments, info) }
+        }
         rowQueries += 1
         var result: [ManagedObject] = []
         var seen = Set<ObjectID>()
@@ -150,6 +159,10 @@ extension ObjectContext {
     }
 
     func loadRowOrThrow(_ id: ObjectID, _ info: EntityInfo) throws -> RowData? {
+        if parentContext != nil {
+            rowQueries += 1
+            return try rowThroughParent(id)
+        }
         guard let pk = id.primaryKey else { return nil }
         rowQueries += 1
         return try coordinator.reading { db in
@@ -177,7 +190,9 @@ extension ObjectContext {
     /// Reads the stored members (in order, for an ordered relationship); changes made
     /// before (to an ordered one, `changeToMany` loads first) are kept on top.
     func load(_ object: ManagedObject, _ index: Int) {
-        let stored = object.objectID.isTemporary ? [] : storedMembers(of: object, index)
+        // A child's object that the parent holds (a new one it was handed included) has the parent's members.
+        let stored = parentContext != nil && !object.isInserted ? membersThroughParent(of: object, index)
+            : object.objectID.isTemporary ? [] : storedMembers(of: object, index)
         object.toMany[index].committed = Set(stored)
         if object.info.relationships[index].orderColumn != nil {
             let state = object.toMany[index]

@@ -47,11 +47,13 @@ extension ObjectContext {
         func add(_ ids: Set<ObjectID>, to pending: inout Set<ObjectID>) {
             if pending.isEmpty { pending = ids } else { pending.formUnion(ids) }
         }
+        // Listeners of the context's own changes hear only those: the merge reaches them below.
+        let local = pendingDidChange
         add(change.inserted, to: &pendingDidChange.inserted)
         add(change.updated, to: &pendingDidChange.updated)
         add(change.deleted, to: &pendingDidChange.deleted)
         add(change.refreshed, to: &pendingDidChange.refreshed)
-        processPendingChanges()
+        processPendingChanges(local: local)
         for listener in changeListeners.values { listener(notice) }
         onDidMerge?(notice)
     }

@@ -16,10 +16,14 @@ extension ObjectContext {
             }
             return try body()
         }
+        // A caller on the main queue waits for the block: the block may use main contexts.
+        let lent = QueueConfinement.isOnMainQueue || QueueConfinement.holdsMainQueue
         return try queue.sync {
-            enter()
-            defer { leave() }
-            return try body()
+            try QueueConfinement.holdingMainQueue(lent) {
+                enter()
+                defer { leave() }
+                return try body()
+            }
         }
     }
 

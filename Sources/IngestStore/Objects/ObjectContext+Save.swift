@@ -13,14 +13,17 @@ struct SavePlan {
 
 extension ObjectContext {
     /// Writes every change — inserts, updates, deletes, relationship changes and staged
-    /// metadata — in ONE transaction, then tells the coordinator's observers.
+    /// metadata — in ONE transaction, then tells the coordinator's observers. A child
+    /// context (`parentContext`) hands its changes to its parent instead, which takes them
+    /// as its own unsaved changes; the parent's save writes them.
     ///
     /// Delete rules run first, then each object's `willSave` (`EntityLifecycle`), then
     /// validation (required attributes, value types, attribute rules, deny rules, the
     /// entities' `validateFor…`); uniqueness conflicts resolve by `mergePolicy`; after the
     /// commit, each object's `didSave`. Changes to transient attributes alone write nothing.
     /// - Throws: `StoreError.validation` or `.uniquenessConflict` (nothing written);
-    ///   `StoreError.database` when SQLite fails (nothing written).
+    ///   `StoreError.database` when SQLite fails (nothing written); for a child,
+    ///   `StoreError.mergeConflict` when the parent changed an object it changed, under `.error`.
     public func save() throws {
         checkAccess()
         guard hasChanges || !stagedMetadata.isEmpty || postgresSaveHook != nil else { return }
@@ -41,6 +44,16 @@ extension ObjectContext {
             if recording { undoManager?.isReplaying = false }
             if rulesRun { undoManager?.removeAllActions() }
             throw error
+        }
+        if parentContext != nil {
+            do {
+                try saveIntoParent()
+            } catch {
+                if rulesRun { undoManager?.removeAllActions() }
+                throw error
+            }
+            for object in withHooks { lifecycle(object.info)?.didSave?(object) }
+            return
         }
         // An ordered relationship read again after a merge takes its merged order now, before
         // the transaction (reading goes through another connection): the save writes it.
@@ -324,9 +337,12 @@ extension ObjectContext {
             object.committed = nil
         }
         var moved: [ManagedObject] = []
+        var renamed: [(old: ObjectID, new: ObjectID)] = []
         for object in insertedList {
             if let saved = object.savedID {
+                if !childInsertedIDs.isEmpty, childInsertedIDs.remove(object.objectID) != nil { childPermanentIDs[object.objectID] = saved }
                 if registered[object.objectID] === object { registered[object.objectID] = nil }
+                if tracksObjectChanges { renamed.append((old: object.objectID, new: saved)) }
                 object.objectID = saved
                 object.savedID = nil
                 moved.append(object)
@@ -345,10 +361,12 @@ extension ObjectContext {
         for object in moved where merged.contains(ObjectIdentifier(object)) && registered[object.objectID] == nil {
             registered[object.objectID] = object
         }
+        // Changes not told yet name new objects as they are named now.
+        if !pendingDidChange.isEmpty && !renamed.isEmpty { pendingDidChange.rename(renamed) }
         for (object, policy) in plan.merged where !policy.writesObject { object.turnIntoFault() }
         for id in plan.vanished {
             registered[id]?.isDeleted = true
-            if onObjectsDidChange != nil { pendingDidChange.deleted.insert(id) }
+            if tracksObjectChanges { pendingDidChange.deleted.insert(id) }
         }
         for id in plan.deleted { registered[id] = nil }
         insertedList.removeAll(keepingCapacity: true)

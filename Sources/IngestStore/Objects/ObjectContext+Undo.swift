@@ -89,7 +89,7 @@ extension ObjectContext {
         object.isDeleted = false
         registered[object.objectID] = object
         insertedList.append(object)
-        if onObjectsDidChange != nil { pendingDidChange.inserted.insert(object.objectID) }
+        if tracksObjectChanges { pendingDidChange.inserted.insert(object.objectID) }
     }
 
     private func discard(_ object: ManagedObject) {
@@ -97,7 +97,7 @@ extension ObjectContext {
         registered[object.objectID] = nil
         object.isInserted = false
         object.isDeleted = true
-        if onObjectsDidChange != nil { pendingDidChange.inserted.remove(object.objectID) }
+        if tracksObjectChanges { pendingDidChange.inserted.remove(object.objectID) }
     }
 
     /// What a replayed step changed, for `onObjectsDidChange`: an object back in the context
@@ -187,7 +187,7 @@ extension ObjectContext {
                     if let object = registered[id], !object.isInserted, !object.isDeleted { updatedSet.insert(id) }
                 }
             }
-            if onObjectsDidChange != nil { noteReplayed(step, forward: forward) }
+            if tracksObjectChanges { noteReplayed(step, forward: forward) }
         }
         processPendingChanges()
     }

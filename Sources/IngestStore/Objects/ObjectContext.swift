@@ -19,6 +19,10 @@ public final class ObjectContext {
     public let name: String
     public let kind: Kind
     public let coordinator: PersistentStoreCoordinator
+    /// The context this one saves into, for a child context (Core Data's `parentContext`):
+    /// it reads objects through the parent, unsaved changes included, and its `save()`
+    /// hands its changes to the parent, whose own save writes them. Nil: saves go to the store.
+    public let parentContext: ObjectContext?
     /// How `save()` resolves conflicts with the store and uniqueness conflicts. Default `.error`.
     public var mergePolicy: MergePolicy = .error
     /// The author the store's history records for this context's saves (Core Data's
@@ -34,7 +38,17 @@ public final class ObjectContext {
     package var postgresSaveHook: ((PostgresConnection) throws -> Void)?
     /// Called (on the context's queue) after its objects change: at the end of each
     /// `perform`, after a save, after a merge.
-    public var onObjectsDidChange: ((ObjectsDidChange) -> Void)?
+    public var onObjectsDidChange: ((ObjectsDidChange) -> Void)? {
+        didSet { tracksObjectChanges = onObjectsDidChange != nil || !objectChangeListeners.isEmpty }
+    }
+    /// Told what changed in memory, as `onObjectsDidChange` is, keyed by the listener's
+    /// identity (fetched results controllers that show unsaved changes). Only the
+    /// context's own changes: a merge reaches them through `changeListeners`.
+    @exclusivity(unchecked) var objectChangeListeners: [ObjectIdentifier: (ObjectsDidChange) -> Void] = [:] {
+        didSet { tracksObjectChanges = onObjectsDidChange != nil || !objectChangeListeners.isEmpty }
+    }
+    /// Whether anyone hears of changes in memory: `pendingDidChange` is kept only then.
+    @exclusivity(unchecked) private(set) var tracksObjectChanges = false
     /// Called on the context's queue after each `mergeChanges(fromDidSave:)`, with the
     /// merged notice (for views that keep counts by object ID).
     public var onDidMerge: ((SaveNotice) -> Void)?
@@ -60,24 +74,40 @@ public final class ObjectContext {
     /// Called on the queue after each save of this context and each merge into it
     /// (fetched results controllers listen here), keyed by the listener's identity.
     @exclusivity(unchecked) var changeListeners: [ObjectIdentifier: (SaveNotice) -> Void] = [:]
+    /// Temporary IDs of objects child contexts inserted here, until this context saves them,
+    /// and then their permanent IDs: a child keeps the temporary ones (as Core Data's do).
+    @exclusivity(unchecked) var childInsertedIDs: Set<ObjectID> = []
+    @exclusivity(unchecked) var childPermanentIDs: [ObjectID: ObjectID] = [:]
     /// Queries that read rows (fetches, batches, prefetches, faults firing): tests count them.
     @exclusivity(unchecked) var rowQueries = 0
 
     /// Makes a context. A `.main` context must be made on the main queue (the main actor).
-    public init(_ kind: Kind = .privateQueue, coordinator: PersistentStoreCoordinator, name: String? = nil) {
+    public convenience init(_ kind: Kind = .privateQueue, coordinator: PersistentStoreCoordinator, name: String? = nil) {
+        self.init(kind, coordinator: coordinator, parent: nil, name: name ?? (kind == .main ? "main" : "private"))
+    }
+
+    /// Makes a child context of `parent` (Core Data's `parentContext`), a scratch pad over
+    /// it: objects read through the parent, as it holds them, unsaved changes included;
+    /// `save()` hands the changes to the parent, and a child never saved changes nothing.
+    /// A child may itself be a parent. A `.main` child must be made on the main queue.
+    public convenience init(_ kind: Kind = .privateQueue, parent: ObjectContext, name: String? = nil) {
+        self.init(kind, coordinator: parent.coordinator, parent: parent, name: name ?? "\(parent.name)-child")
+    }
+
+    private init(_ kind: Kind, coordinator: PersistentStoreCoordinator, parent: ObjectContext?, name: String) {
         self.kind = kind
         self.coordinator = coordinator
+        self.name = name
+        parentContext = parent
         switch kind {
         case .privateQueue:
-            self.name = name ?? "private"
-            queue = DispatchQueue(label: "ingest.context.\(self.name)")
+            queue = DispatchQueue(label: "ingest.context.\(name)")
         case .main:
             QueueConfinement.markMainQueue()
             precondition(QueueConfinement.isOnMainQueue, "a main context must be made on the main queue (the main actor)")
-            self.name = name ?? "main"
             queue = .main
         }
-        confinement = QueueConfinement(name: self.name, isMain: kind == .main)
+        confinement = QueueConfinement(name: name, isMain: kind == .main)
     }
 
     deinit {
@@ -120,7 +150,7 @@ public final class ObjectContext {
         object.isInserted = true
         registered[id] = object
         insertedList.append(object)
-        if onObjectsDidChange != nil { pendingDidChange.inserted.insert(id) }
+        if tracksObjectChanges { pendingDidChange.inserted.insert(id) }
         undoRecorder?.record(.insert(object))
         lifecycle(info)?.awakeFromInsert?(object)
         return object
@@ -144,7 +174,15 @@ public final class ObjectContext {
     /// when the row is gone (its fault then traps when fired, as any deleted row's does).
     private func hierarchyObject(_ id: ObjectID) -> ManagedObject? {
         let info = entityInfo(id.entityName)
-        guard info.entityColumn != nil, let pk = id.primaryKey else { return nil }
+        guard info.entityColumn != nil else { return nil }
+        if parentContext != nil {
+            do {
+                return try hierarchyObjectThroughParent(id)
+            } catch {
+                preconditionFailure("cannot read \(id) through the parent context: \(error)")
+            }
+        }
+        guard let pk = id.primaryKey else { return nil }
         rowQueries += 1
         do {
             return try coordinator.reading { db in
@@ -185,17 +223,23 @@ public final class ObjectContext {
 
     /// Marks `object` for deletion at the next save; its delete rules apply then.
     public func delete(_ object: ManagedObject) {
+        delete(object, handedOver: false)
+    }
+
+    /// `handedOver`: a child's delete, whose `prepareForDeletion` ran in the child.
+    func delete(_ object: ManagedObject, handedOver: Bool) {
         checkAccess()
         precondition(object.context === self, "\(object.objectID) belongs to another context")
         if object.isDetached { object.trapDetached() }
         guard !object.isDeleted else { return }
-        lifecycle(object.info)?.prepareForDeletion?(object)
+        if !handedOver { lifecycle(object.info)?.prepareForDeletion?(object) }
         if object.isInserted {
             insertedList.removeAll { $0 === object }
             registered[object.objectID] = nil
             object.isInserted = false
             object.isDeleted = true
-            if onObjectsDidChange != nil { pendingDidChange.inserted.remove(object.objectID) }
+            // An insert already told is told undone; one not told yet is never told.
+            if tracksObjectChanges && pendingDidChange.inserted.remove(object.objectID) == nil { pendingDidChange.deleted.insert(object.objectID) }
             undoRecorder?.record(.discard(object))
             return
         }
@@ -203,13 +247,13 @@ public final class ObjectContext {
         object.isDeleted = true
         deletedSet[object.objectID] = object
         updatedSet.remove(object.objectID)
-        if onObjectsDidChange != nil { pendingDidChange.deleted.insert(object.objectID) }
+        if tracksObjectChanges { pendingDidChange.deleted.insert(object.objectID) }
     }
 
     func noteUpdated(_ object: ManagedObject) {
         guard !object.isInserted, !object.isDeleted else { return }
         guard updatedSet.insert(object.objectID).inserted else { return }
-        if onObjectsDidChange != nil { pendingDidChange.updated.insert(object.objectID) }
+        if tracksObjectChanges { pendingDidChange.updated.insert(object.objectID) }
         undoRecorder?.record(.updated(object))
     }
 
@@ -325,7 +369,10 @@ public final class ObjectContext {
         undoManager?.removeAllActions()
         let temporary = objects.filter { $0.objectID.isTemporary }
         var mapping: [ObjectID: ObjectID] = [:]
-        for group in Dictionary(grouping: temporary, by: { ObjectIdentifier($0.info) }).values {
+        // A child's objects handed to the parent already get theirs there, up the chain.
+        let handed = parentContext == nil ? [] : temporary.filter { !$0.isInserted }.map(\.objectID)
+        if !handed.isEmpty { mapping = try onParent { parent in try parent.permanentIDs(forChild: handed) } }
+        for group in Dictionary(grouping: temporary.filter { mapping[$0.objectID] == nil }, by: { ObjectIdentifier($0.info) }).values {
             let entity = group[0].info.rootName
             let keys = try coordinator.reserveKeys(group.count, for: group[0].info)
             for (object, key) in zip(group, keys) {
@@ -365,13 +412,18 @@ public final class ObjectContext {
 
     // MARK: - Change notices
 
-    /// Posts what changed since the last notice to `onObjectsDidChange`.
-    func processPendingChanges() {
+    /// Posts what changed since the last notice to `onObjectsDidChange`, and to the
+    /// listeners `local` (by default, the same).
+    func processPendingChanges(local: ObjectsDidChange? = nil) {
         undoManager?.closeGroup()
         guard !pendingDidChange.isEmpty else { return }
         let notice = pendingDidChange
         pendingDidChange = ObjectsDidChange()
         onObjectsDidChange?(notice)
+        guard !objectChangeListeners.isEmpty else { return }
+        let local = local ?? notice
+        guard !local.isEmpty else { return }
+        for listener in objectChangeListeners.values { listener(local) }
     }
 }
 
@@ -383,6 +435,16 @@ public struct ObjectsDidChange: Sendable, Equatable {
     /// Objects turned back into faults or dropped by a merge.
     public var refreshed: Set<ObjectID> = []
     public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && refreshed.isEmpty }
+
+    /// The same changes, with objects a save gave permanent IDs named by them.
+    mutating func rename(_ pairs: [(old: ObjectID, new: ObjectID)]) {
+        for (old, new) in pairs {
+            if inserted.remove(old) != nil { inserted.insert(new) }
+            if updated.remove(old) != nil { updated.insert(new) }
+            if deleted.remove(old) != nil { deleted.insert(new) }
+            if refreshed.remove(old) != nil { refreshed.insert(new) }
+        }
+    }
 }
 
 /// One row to add to or drop from a join table, by the IDs at its two ends.

@@ -29,7 +29,7 @@ final class QueueConfinement: Sendable {
     }
 
     var isCurrent: Bool {
-        isMain ? Self.isOnMainQueue : activeThread.load(ordering: .relaxed) == UInt(pthread_self())
+        isMain ? Self.isOnMainQueue || Self.holdsMainQueue : activeThread.load(ordering: .relaxed) == UInt(pthread_self())
     }
 
     /// Traps unless called from inside one of the context's `perform` blocks.
@@ -58,4 +58,28 @@ final class QueueConfinement: Sendable {
     }
 
     static var isOnMainQueue: Bool { DispatchQueue.getSpecific(key: mainQueueKey) == true }
+
+    // MARK: - Lending the main queue
+
+    /// Set on a thread running a block that a caller on the main queue waits for (a child
+    /// context's `performAndWait` called from the main queue): the main queue runs nothing
+    /// else until the block ends, so the block may use a main context (its parent, say).
+    /// Without this, the parent's `performAndWait` would wait for the main queue, which
+    /// waits for the block: a deadlock.
+    private static let mainQueueLoan: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    static var holdsMainQueue: Bool { pthread_getspecific(mainQueueLoan) != nil }
+
+    /// Runs `body` holding the main queue when `lent` (the caller is on it, and waits).
+    static func holdingMainQueue<T>(_ lent: Bool, _ body: () throws -> T) rethrows -> T {
+        guard lent else { return try body() }
+        let before = pthread_getspecific(mainQueueLoan)
+        pthread_setspecific(mainQueueLoan, UnsafeRawPointer(bitPattern: 1))
+        defer { pthread_setspecific(mainQueueLoan, before) }
+        return try body()
+    }
 }

@@ -38,12 +38,21 @@ extension ObjectContext {
         let info = try knownEntity(request.entityName)
         let pending = request.includesPendingChanges && hasPendingChanges(for: info)
         // With unsaved changes in play the window is cut in memory, after they are merged in.
-        let query = try selectQuery(request, info, columns: info.aliasedSelectColumns,
-                                    window: !pending)
-        var result: [ManagedObject] = try coordinator.reading { db in try materialize(db, query.sql, query.arguments, info) }
+        var result: [ManagedObject]
+        if parentContext != nil {
+            // A child's fetch is its parent's (unsaved changes there included); related
+            // objects come from the parent as their faults fire, not prefetched.
+            var asked = request
+            asked.relationshipKeyPathsForPrefetching = []
+            if pending { (asked.fetchLimit, asked.fetchOffset) = (nil, 0) }
+            result = try fetchThroughParent { parent in try parent.fetch(asked) }
+        } else {
+            let query = try selectQuery(request, info, columns: info.aliasedSelectColumns, window: !pending)
+            result = try coordinator.reading { db in try materialize(db, query.sql, query.arguments, info) }
+        }
         rowQueries += 1
         if pending { result = try applyPendingChanges(to: result, request, info) }
-        for keyPath in request.relationshipKeyPathsForPrefetching {
+        for keyPath in request.relationshipKeyPathsForPrefetching where parentContext == nil {
             try prefetch(keyPath.split(separator: ".").map(String.init), for: result, of: info)
         }
         return result
@@ -55,7 +64,7 @@ extension ObjectContext {
     public func count(for request: FetchRequest) throws -> Int {
         checkAccess()
         let info = try knownEntity(request.entityName)
-        if request.includesPendingChanges && hasPendingChanges(for: info) { return try fetch(request).count }
+        if parentContext != nil || request.includesPendingChanges && hasPendingChanges(for: info) { return try fetch(request).count }
         let query = try selectQuery(request, info, columns: "count(*)", window: false, countOnly: true)
         var count = try coordinator.reading { db in Int(try db.int64(query.sql, query.arguments) ?? 0) }
         count = max(0, count - request.fetchOffset)

@@ -60,6 +60,8 @@ extension ObjectContext {
     /// Reads the rows of these objects (those still faults without a row) in as few
     /// queries as the SQLite variable limit allows.
     func preloadRows(_ ids: [ObjectID], _ info: EntityInfo) throws {
+        // A child's faults fire through its parent, one by one.
+        guard parentContext == nil else { return }
         let wanted = ids.filter { id in
             guard let object = registered[id] else { return id.primaryKey != nil }
             return object.isFault && !object.preloaded && id.primaryKey != nil

@@ -109,6 +109,11 @@ public final class FetchedResultsController {
         if !fetched {
             fetched = true
             context.changeListeners[ObjectIdentifier(self)] = { [weak self] notice in self?.apply(notice) }
+            // The context's unsaved changes, as Core Data's controller reports them (at the
+            // end of each perform block), unless the request leaves them out.
+            if request.includesPendingChanges {
+                context.objectChangeListeners[ObjectIdentifier(self)] = { [weak self] change in self?.apply(change) }
+            }
         }
     }
 
@@ -119,18 +124,32 @@ public final class FetchedResultsController {
 
     // MARK: - Following changes
 
+    /// A save or a merge. The context's own save was told already, change by change, when
+    /// the controller follows its unsaved changes: the results are checked again (a merge
+    /// policy may have changed values, or made a new object one with a shown one), but
+    /// only what that moves is told.
     private func apply(_ notice: SaveNotice) {
+        let told = request.includesPendingChanges && notice.contextIdentity == ObjectIdentifier(context)
+        apply(inserted: notice.inserted, updated: notice.updated, deleted: notice.deleted, tellingUpdates: !told)
+    }
+
+    /// The context's own changes, not saved yet.
+    private func apply(_ change: ObjectsDidChange) {
+        apply(inserted: change.inserted, updated: change.updated.union(change.refreshed), deleted: change.deleted)
+    }
+
+    private func apply(inserted: Set<ObjectID>, updated: Set<ObjectID>, deleted: Set<ObjectID>, tellingUpdates: Bool = true) {
         let entity = request.entityName
         let info = context.entityInfo(entity)
         // IDs name their hierarchy's root: which entity an object is, its row says (below).
-        let touched = notice.inserted.union(notice.updated).union(notice.deleted).filter { $0.entityName == info.rootName }
+        let touched = inserted.union(updated).union(deleted).filter { $0.entityName == info.rootName }
         guard !touched.isEmpty else { return }
         let old = sections
         var flat = old.flatMap(\.objects)
         // An insert of an object shown already (a change that came twice through history) moves it, never doubles it.
-        let leaving = notice.deleted.union(notice.updated).union(notice.inserted)
+        let leaving = deleted.union(updated).union(inserted)
         flat.removeAll { leaving.contains($0.objectID) }
-        let candidates = notice.inserted.union(notice.updated).filter { $0.entityName == info.rootName }
+        let candidates = inserted.union(updated).filter { $0.entityName == info.rootName }
         try? context.preloadRows(Array(candidates), info.rootName == entity ? info : context.entityInfo(info.rootName))
         var arriving: [ManagedObject] = []
         for id in candidates {
@@ -153,7 +172,7 @@ public final class FetchedResultsController {
         }
         let new = group(flat)
         sections = new
-        let change = Self.diff(old: old, new: new, updated: notice.updated)
+        let change = Self.diff(old: old, new: new, updated: tellingUpdates ? updated : [])
         guard !change.isEmpty else { return }
         delegate?.controller(self, didChange: change)
         changeStream.yield(change)

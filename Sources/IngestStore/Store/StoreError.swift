@@ -53,7 +53,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible, Loc
         case .validation(let problems): "the save failed validation: " + Self.list(problems.map(\.description))
         case .uniquenessConflict(let conflicts): "the save conflicts with uniqueness constraints: " + Self.list(conflicts)
         case .mergeConflict(let conflicts):
-            "the save conflicts with changes made in the store since the objects were read: " + Self.list(conflicts.map(\.description))
+            "the save conflicts with changes made in \(conflicts.allSatisfy(\.isWithParent) ? "the parent context" : "the store") since the objects were read: "
+                + Self.list(conflicts.map(\.description))
         case .objectNotFound(let id): "no object with ID \(id) in the store"
         case .unknownEntity(let name): "the model has no entity '\(name)'"
         case .unknownProperty(let entity, let property): "entity \(entity) has no property '\(property)'"
