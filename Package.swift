@@ -92,6 +92,14 @@ let package = Package(
             name: "IngestStoreTests",
             dependencies: ["IngestStore", "IngestTestSupport", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        // Every Swift snippet of the README and the DocC catalogs, compiled and run
+        // (Snippets/ is generated from the documents by extract-snippets.sh).
+        .testTarget(
+            name: "DocSnippetTests",
+            dependencies: ["IngestStore", "IngestPipeline", "IngestTestSupport",
+                           .product(name: "Logging", package: "swift-log")],
+            exclude: ["extract-snippets.sh", "DocModel.json"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
