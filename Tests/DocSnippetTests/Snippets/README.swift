@@ -6,7 +6,7 @@ import IngestPipeline
 
 // Declarations the snippets make at top level.
 
-// README.md, snippet 15
+// README.md, snippet 16
 @MainActor final class PhotoList: FetchedResultsControllerDelegate {
     var titles: [String] = []
     nonisolated func controller(_ controller: FetchedResultsController, didChange change: ResultsChange) {
@@ -50,6 +50,19 @@ extension DocScene {
 
     // MARK: README.md, snippet 3
     func readme_3() async throws {
+        let sheet = ObjectContext(.privateQueue, parent: editor, name: "sheet")
+        try sheet.performAndWait {
+            let draft = sheet.object(with: photo.objectID)
+            draft.title = "Harbour at dusk"
+            try sheet.save()                      // into the editor, not the store
+        }
+        print(photo.title ?? "nil")               // "Harbour at dusk": an unsaved change of the editor's
+        try editor.save()                         // now the store
+        _ = sheet
+    }
+
+    // MARK: README.md, snippet 4
+    func readme_4() async throws {
         let model = Model(entities: [
             Entity("Photo", attributes: [Attribute("id", .string, optional: false), Attribute("title", .string),
                                          Attribute("views", .int64, default: 0)],
@@ -84,16 +97,16 @@ extension DocScene {
         _ = worker
     }
 
-    // MARK: README.md, snippet 4
-    func readme_4() async throws {
+    // MARK: README.md, snippet 5
+    func readme_5() async throws {
         playlist.addObject(intro, toKey: "tracks")
         playlist.addObject(outro, toKey: "tracks")
         playlist.insertObject(single, at: 1, forKey: "tracks")
         print(playlist.objects(forKey: "tracks").map(\.title))   // ["Intro", "Single", "Outro"], after saves and in other contexts too
     }
 
-    // MARK: README.md, snippet 5
-    func readme_5() async throws {
+    // MARK: README.md, snippet 6
+    func readme_6() async throws {
         let model = Model(entities: [
             Entity("Media", abstract: true, attributes: [Attribute("id", .string, optional: false), Attribute("title", .string)],
                    uniquenessConstraints: [["id"]]),
@@ -111,8 +124,8 @@ extension DocScene {
         _ = context
     }
 
-    // MARK: README.md, snippet 6
-    func readme_6() async throws {
+    // MARK: README.md, snippet 7
+    func readme_7() async throws {
         editor.mergePolicy = .error
         do { try editor.save() } catch StoreError.mergeConflict(let conflicts) {
             // the save conflicts with changes made in the store since the objects were read:
@@ -123,15 +136,15 @@ extension DocScene {
         }
     }
 
-    // MARK: README.md, snippet 7
-    func readme_7() async throws {
+    // MARK: README.md, snippet 8
+    func readme_8() async throws {
         try editor.performAndWait { photo.title = "Pier"; try editor.save() }
         editor.performAndWait { editor.undo() }         // photo.title == "Harbour", photo.hasChanges
         try editor.performAndWait { try editor.save() } // the store holds "Harbour" again
     }
 
-    // MARK: README.md, snippet 8
-    func readme_8() async throws {
+    // MARK: README.md, snippet 9
+    func readme_9() async throws {
         let stale = try QueryPredicate(format: "views < %d", 10)
         let updated = try context.performAndWait {      // the executing context merges its own request
             try context.execute(BatchUpdateRequest(entity: "Photo", predicate: stale,
@@ -146,8 +159,8 @@ extension DocScene {
         _ = deleted
     }
 
-    // MARK: README.md, snippet 9
-    func readme_9() async throws {
+    // MARK: README.md, snippet 10
+    func readme_10() async throws {
         do { try context.save() }
         catch let error as StoreError where error.reason == .constraint(.unique) { print("already stored:", error) }
         catch let error as StoreError where error.reason == .busy || error.reason == .transactionConflict { try context.save() }  // try again
@@ -157,21 +170,21 @@ extension DocScene {
         catch StoreError.postgres(let error) where error.sqlState == .lockNotAvailable { print("locked:", error) }
     }
 
-    // MARK: README.md, snippet 10
-    func readme_10() async throws {
+    // MARK: README.md, snippet 11
+    func readme_11() async throws {
         let scratch = try PersistentStoreCoordinator(inMemory: model)   // or url: URL(string: "memory:")!
         _ = scratch
     }
 
-    // MARK: README.md, snippet 11
-    func readme_11() async throws {
+    // MARK: README.md, snippet 12
+    func readme_12() async throws {
         let coordinator = try PersistentStoreCoordinator(model: model, url: URL(string: postgresURL("postgresql://me@db.example.com/photos"))!)
         _ = coordinator
     }
 
-    // MARK: README.md, snippet 12
+    // MARK: README.md, snippet 13
     // compile-only: its loop follows the store's history forever
-    func readme_12() async throws {
+    func readme_13() async throws {
         let coordinator = try PersistentStoreCoordinator(existingStoreAt: path("photos.sqlite"), readOnly: true)
         // Start: take the token BEFORE reading the objects you start from (changes between the two
         // come again, which merging takes in its stride; none is missed).
@@ -207,8 +220,8 @@ extension DocScene {
         _ = writer
     }
 
-    // MARK: README.md, snippet 13
-    func readme_13() async throws {
+    // MARK: README.md, snippet 14
+    func readme_14() async throws {
         let request = FetchRequest("Photo",
             predicate: try QueryPredicate(format: "whoTook.name BEGINSWITH[cd] %@ AND views > %d", "ana", 100),
             sortDescriptors: [FetchSortDescriptor("views", ascending: false)], fetchLimit: 20)
@@ -217,16 +230,16 @@ extension DocScene {
         _ = photos
     }
 
-    // MARK: README.md, snippet 14
-    func readme_14() async throws {
+    // MARK: README.md, snippet 15
+    func readme_15() async throws {
         let ana = try context.fetch(FetchRequest("Photographer", predicate: try QueryPredicate(format: "id == %@", anaID)))[0]
         let recent = try QueryPredicate(format: "whoTook == %@ AND %K > %@ AND views >= %d", ana, "taken", since, minViews)
         _ = ana
         _ = recent
     }
 
-    // MARK: README.md, snippet 15
-    func readme_15() async throws {
+    // MARK: README.md, snippet 16
+    func readme_16() async throws {
     }
 }
 
@@ -242,10 +255,11 @@ extension DocSnippet {
         DocSnippet("README.md", [8]) { try await $0.readme_8() },
         DocSnippet("README.md", [9]) { try await $0.readme_9() },
         DocSnippet("README.md", [10]) { try await $0.readme_10() },
-        DocSnippet("README.md", [11], postgres: true) { try await $0.readme_11() },
-        DocSnippet("README.md", [12], compileOnly: "its loop follows the store's history forever"),
-        DocSnippet("README.md", [13]) { try await $0.readme_13() },
+        DocSnippet("README.md", [11]) { try await $0.readme_11() },
+        DocSnippet("README.md", [12], postgres: true) { try await $0.readme_12() },
+        DocSnippet("README.md", [13], compileOnly: "its loop follows the store's history forever"),
         DocSnippet("README.md", [14]) { try await $0.readme_14() },
-        DocSnippet("README.md", [15], compileOnly: "declarations only"),
+        DocSnippet("README.md", [15]) { try await $0.readme_15() },
+        DocSnippet("README.md", [16], compileOnly: "declarations only"),
     ]
 }
