@@ -48,19 +48,9 @@ enum HistoryLog {
     @discardableResult
     static func record(_ changes: HistoryChanges, author: String, on connection: StoreConnection) throws -> Int64 {
         let time = Value.double(Date.now.timeIntervalSince1970)
-        let position: Int64
-        switch connection.kind {
-        case .sqlite(let db):
-            try connection.execute("INSERT INTO \"\(transactionsTable)\" (time, author, process) VALUES (?, ?, ?)",
-                                   [time, .string(author), .string(process)])
-            position = sqlite3_last_insert_rowid(db.sqliteConnection)
-        case .postgres:
-            // Importers commit without waiting for the disk: a fetch makes what it gives durable first.
-            position = try connection.int64("""
-                INSERT INTO \(transactionsTable) (position, time, author, process)
-                SELECT pg_current_xact_id()::text::bigint, ?, ?, ? FROM (SELECT pg_notify('\(channel)', '')) AS n RETURNING position
-                """, [time, .string(author), .string(process)]) ?? 0
-        }
+        // Importers commit without waiting for the disk on PostgreSQL: a fetch makes what it gives durable first.
+        let position = try connection.int64(connection.dialect.insertHistoryTransaction(into: transactionsTable, notifying: channel),
+                                             [time, .string(author), .string(process)]) ?? 0
         let rows = changes.storedRows
         // A few statements at most: each holds what stays under PostgreSQL's 65,535 parameters
         // (a cascade may delete thousands of objects, each a row with its tombstone).
@@ -90,11 +80,7 @@ enum HistoryLog {
     /// Whether the store has the history tables (a store written before them, opened for
     /// reading only, has none).
     static func exists(_ connection: StoreConnection) throws -> Bool {
-        switch connection.kind {
-        case .sqlite(let db): return try db.tableExists(transactionsTable)
-        case .postgres:
-            return try connection.int64("SELECT CASE WHEN to_regclass('\(transactionsTable)') IS NULL THEN 0 ELSE 1 END") == 1
-        }
+        try connection.int64(connection.dialect.tableExists(transactionsTable)) == 1
     }
 
     /// The history transactions `filter` selects, in position order, at most `limit`, each
@@ -191,20 +177,8 @@ extension HistoryLog {
     /// sequence (deleted rows keep theirs), on PostgreSQL the table's `_pk` sequence; and
     /// the highest row it holds, for rows written by other means.
     static func highestRow(_ info: EntityInfo, _ connection: StoreConnection) throws -> Int64 {
-        switch connection.kind {
-        case .sqlite:
-            return try connection.int64("""
-                SELECT max(coalesce((SELECT next - 1 FROM \(quoted(PersistentStoreCoordinator.sequenceTable)) WHERE entity = ?), 0),
-                           coalesce((SELECT max("_pk") FROM \(info.table)), 0))
-                """, [.string(info.rootName)]) ?? 0
-        case .postgres:
-            // A reader without rights on the sequence still gets the rows' maximum.
-            return try connection.int64("""
-                SELECT coalesce(greatest((SELECT max("_pk") FROM \(info.table)),
-                    (SELECT CASE WHEN has_sequence_privilege(s::oid, 'SELECT,USAGE') THEN pg_sequence_last_value(s) END
-                     FROM (SELECT CAST(pg_get_serial_sequence(?, '_pk') AS regclass) AS s) AS q WHERE s IS NOT NULL)), 0)
-                """, [.string(info.table)]) ?? 0
-        }
+        let query = connection.dialect.highestRow(info, sequenceTable: PersistentStoreCoordinator.sequenceTable)
+        return try connection.int64(query.sql, [query.argument]) ?? 0
     }
 
     /// What `status --check` reports of the history: rows that cannot be read, and rows

@@ -34,7 +34,7 @@ extension ObjectContext {
         }
         guard !byEntity.isEmpty else { return [] }
 
-        let lock = db.dialect == .postgres ? " FOR UPDATE" : ""
+        let lock = db.dialect.rowLock
         var conflicts: [MergeConflict] = []
         var vanished: Set<ObjectID> = []
         var resolutions: [(ManagedObject, RowData, [Int], [Int])] = []

@@ -122,3 +122,13 @@ final class PostgresPool: Sendable {
         return try body(lent.connection)
     }
 }
+
+extension PostgresConnection {
+    /// Runs `sql` (SQLite's placeholders, numbered here) and calls `row` for each result
+    /// row, in order, for `StoreConnection`.
+    /// - Throws: `StoreError.postgres` when the statement fails; what `row` throws.
+    func storeQuery(_ sql: String, _ arguments: [Value?], _ row: (StoreRow) throws -> Void) throws {
+        let rows = try PostgresSQL.run(sql, arguments, on: self)
+        for index in 0..<rows.count { try row(StoreRow(source: .postgres(rows, index))) }
+    }
+}

@@ -186,24 +186,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The SQL the store speaks.
     var dialect: SQLDialect { store.dialect }
 
-    /// The SQLite store, for the SQLite-only paths (the batch inserter, bulk loads, the
-    /// integrity check, the SQLite import's bookkeeping): the one place the coordinator asks
-    /// which backend it has, since those paths speak GRDB's `Database`.
-    /// - Throws: `StoreError.postgres(.unsupported)` on a PostgreSQL store, whose imports
-    ///   go through `PostgresStore`.
-    func sqliteStore() throws -> SQLitePersistentStore {
-        guard let sqlite = store as? SQLitePersistentStore else {
-            throw StoreError.postgres(.unsupported("this operation is SQLite-only (\(path) is a PostgreSQL store)"))
-        }
-        return sqlite
-    }
-
     // MARK: - Access
-
-    /// Runs `body` in one write transaction on the writer connection (SQLite only).
-    func write<T>(_ body: (Database) throws -> T) throws -> T {
-        try sqliteStore().write(body)
-    }
 
     /// Free bytes on the file system holding `path`: the nearest of it and its parents that
     /// exists, else the working directory's. (IngestJSON's `IOError.freeBytes(near:)` does the
@@ -241,11 +224,6 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Runs `body` with a connection that reads the last committed state, on any store.
     func reading<T>(_ body: (StoreConnection) throws -> T) throws -> T {
         try store.reading(body)
-    }
-
-    /// Runs `body` on a reader connection, against the last committed state (SQLite only).
-    func read<T>(_ body: (Database) throws -> T) throws -> T {
-        try sqliteStore().read(body)
     }
 
     /// The JSON text stored under `key` in the store's metadata, or nil.

@@ -352,11 +352,6 @@ final class EntityInfo: Sendable {
     }
 }
 
-/// Which SQL a statement is written in.
-enum SQLDialect: Sendable {
-    case sqlite, postgres
-}
-
 /// The whole model, resolved for the store.
 struct Schema: Sendable {
     let model: Model

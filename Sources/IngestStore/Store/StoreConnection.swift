@@ -6,6 +6,11 @@ import GRDBSQLite
 /// graph's SQL runs through it, whichever database holds the store. SQL is written with
 /// SQLite's placeholders (`?`, `?3`); a PostgreSQL connection rewrites them as `$n` with
 /// a cast from each value's kind (`PostgresSQL.numbered`).
+///
+/// An enum of the two connections, not a protocol: a save and a fetch read every column of
+/// every row through `StoreRow`, where a switch costs less than a call through a witness
+/// table; each case runs its backend's own code (`Database.storeQuery` in SQLiteStore,
+/// `PostgresConnection.storeQuery` in PostgreSQLStore). A store in memory is a SQLite one.
 struct StoreConnection {
     enum Kind {
         case sqlite(Database)
@@ -25,30 +30,8 @@ struct StoreConnection {
     /// - Throws: `StoreError.database` when the statement fails; what `row` throws.
     func query(_ sql: String, _ arguments: [Value?] = [], cached: Bool = true, _ row: (StoreRow) throws -> Void) throws {
         switch kind {
-        case .sqlite(let db):
-            let statement: SQLiteStatement
-            if cached {
-                statement = try db.cachedStatement(sql: sql).sqliteStatement
-            } else {
-                var prepared: SQLiteStatement?
-                guard sqlite3_prepare_v2(db.sqliteConnection, sql, -1, &prepared, nil) == SQLITE_OK, let made = prepared else {
-                    throw StoreError.sqlite(db)
-                }
-                statement = made
-            }
-            defer {
-                if cached { sqlite3_reset(statement); sqlite3_clear_bindings(statement) } else { sqlite3_finalize(statement) }
-            }
-            for (index, value) in arguments.enumerated() { SQLiteValues.bind(value, to: statement, at: Int32(index + 1)) }
-            while true {
-                let code = sqlite3_step(statement)
-                if code == SQLITE_DONE { return }
-                guard code == SQLITE_ROW else { throw StoreError.sqlite(db) }
-                try row(StoreRow(source: .sqlite(statement)))
-            }
-        case .postgres(let connection):
-            let rows = try PostgresSQL.run(sql, arguments, on: connection)
-            for index in 0..<rows.count { try row(StoreRow(source: .postgres(rows, index))) }
+        case .sqlite(let db): try db.storeQuery(sql, arguments, cached: cached, row)
+        case .postgres(let connection): try connection.storeQuery(sql, arguments, row)
         }
     }
 
@@ -57,14 +40,8 @@ struct StoreConnection {
     @discardableResult
     func execute(_ sql: String, _ arguments: [Value?] = []) throws -> Int {
         switch kind {
-        case .sqlite(let db):
-            let statement = try db.cachedStatement(sql: sql).sqliteStatement
-            defer { sqlite3_clear_bindings(statement) }
-            for (index, value) in arguments.enumerated() { SQLiteValues.bind(value, to: statement, at: Int32(index + 1)) }
-            try SQLiteValues.stepToEnd(statement, db)
-            return Int(sqlite3_changes(db.sqliteConnection))
-        case .postgres(let connection):
-            return try PostgresSQL.run(sql, arguments, on: connection).changed
+        case .sqlite(let db): try db.storeExecute(sql, arguments)
+        case .postgres(let connection): try PostgresSQL.run(sql, arguments, on: connection).changed
         }
     }
 
@@ -146,12 +123,5 @@ struct StoreRow {
             sqlite3_column_type(statement, Int32(column)) == SQLITE_NULL ? nil : sqlite3_column_double(statement, Int32(column))
         case .postgres(let rows, let row): rows[row, column].flatMap { Double($0) }
         }
-    }
-}
-
-extension StoreError {
-    /// The error SQLite reports on `db` for the statement that just failed.
-    static func sqlite(_ db: Database) -> StoreError {
-        .database(String(cString: sqlite3_errmsg(db.sqliteConnection)), code: ResultCode(rawValue: sqlite3_extended_errcode(db.sqliteConnection)))
     }
 }
