@@ -123,7 +123,7 @@ extension PersistentStoreCoordinator {
                     problems.append(problem(name, .type, "\(PredicateArgument.value(value).kind) is not a valid \(type.rawValue)"))
                 } else if case .date(let date) = value, let reason = StoredDate.problem(date) {
                     problems.append(problem(name, .dateRange, reason))
-                } else if dialect == .postgres, let reason = PostgresValues.problem(value) {
+                } else if let reason = store.refusal(of: value) {
                     problems.append(problem(name, .storable, reason))
                 }
             } else if info.attributeRequired[index] {
