@@ -83,6 +83,9 @@ final class PostgresChunkSource: ChunkSource {
         }
         if gaveBack.value.exchange(false, ordering: .relaxed), try !moreChunksMayCome() { return nil }
         while !stop() {
+            // Notifications up to this look at the chunks are answered by it: dropped, so that
+            // a worker that never waits does not pile them up in libpq (no wait, a poll(2) of 0).
+            _ = try connection.waitForNotification(seconds: 0)
             guard let lease = try ChunkLease.claim(run: run, owner: owner, leaseSeconds: record.leaseSeconds,
                                                    keptUpTo: localSplit?.lastWritten.withLock { $0 } ?? (keptFiles?.isReading == true ? Int(Int32.max) : 0),
                                                    connection) else {
