@@ -136,9 +136,9 @@ final class PostgresChunkSource: ChunkSource {
         }
     }
 
-    /// With no chunk to claim now: waits for a change (or a moment) and returns true when one may come (the
-    /// split is still storing chunks, or another process holds some that it may give back
-    /// when it dies), false when the run has none left for this process.
+    /// With no chunk to claim now: waits for a change (or a moment) and returns true when
+    /// one may come (the split is still storing chunks, or another process holds some that
+    /// it may give back when it dies), false when the run has none left for this process.
     /// - Throws: `ImportError` when the run's split failed or stopped, so no chunk will come.
     private func moreChunksMayCome() throws -> Bool {
         guard try ChunkLease.isRunning(run: run, connection) else { return false }
