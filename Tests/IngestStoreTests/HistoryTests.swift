@@ -220,6 +220,32 @@ import Testing
         #expect(seen.map(\.position) == seen.map(\.position).sorted())
     }
 
+    /// More transactions than the stream holds for its reader (1,000): its thread waits for
+    /// the reader to take some, and every one comes, once, in order.
+    @Test func aHistoryStreamAheadOfItsReaderWaitsAndDropsNone() async throws {
+        let (coordinator, directory) = try TestModel.store(on: .sqlite)
+        _ = directory
+        let token = try coordinator.currentHistoryToken()
+        let context = ObjectContext(coordinator: coordinator, name: "writer")
+        for number in 0..<1_250 {
+            try context.performAndWait {
+                insertPhoto(context, id: "p\(number)")
+                try context.save()
+            }
+        }
+        var seen: [HistoryTransaction] = []
+        let stream = coordinator.history(after: token, interval: .milliseconds(20))
+        // The thread fills what the stream holds and waits, while the reader is away.
+        try await Task.sleep(for: .milliseconds(300))
+        for try await transaction in stream {
+            seen.append(transaction)
+            if seen.count == 1_250 { break }
+        }
+        #expect(seen.count == 1_250)
+        #expect(seen.map(\.position) == seen.map(\.position).sorted())
+        #expect(Set(seen.map(\.position)).count == 1_250)
+    }
+
     @Test(arguments: StoreBackend.available) func deletesAndUnlinksNameEveryRowTheyChangeAndBothSidesOfALink(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
         _ = directory

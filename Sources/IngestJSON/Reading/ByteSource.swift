@@ -6,16 +6,16 @@ import Darwin
 
 /// Where feed bytes come from. `read` fills as much of `buffer` as it can and returns
 /// 0 only at the end of the input.
-public protocol ByteSource {
+package protocol ByteSource {
     mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
     /// The input's total size when it is known up front (a regular file), for progress.
     var totalBytes: Int? { get }
 }
 
 /// A file, or standard input, read with read(2) through the caller's buffer.
-public final class FileByteSource: ByteSource {
-    public let name: String
-    public let totalBytes: Int?
+package final class FileByteSource: ByteSource {
+    package let name: String
+    package let totalBytes: Int?
     private let fd: Int32
     private let ownsDescriptor: Bool
     /// Asked while a read of a pipe or terminal waits for input: true ends the wait with
@@ -25,7 +25,7 @@ public final class FileByteSource: ByteSource {
     /// Opens `path` for reading; "-" means standard input. While a read of anything but
     /// a regular file waits for input, `isCancelled` is asked ten times a second.
     /// - Throws: `IOError` when the file cannot be opened or is a directory.
-    public init(path: String, isCancelled: (@Sendable () -> Bool)? = nil) throws {
+    package init(path: String, isCancelled: (@Sendable () -> Bool)? = nil) throws {
         name = path
         self.isCancelled = isCancelled
         if path == "-" {
@@ -51,7 +51,7 @@ public final class FileByteSource: ByteSource {
         if ownsDescriptor { close(fd) }
     }
 
-    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         if let isCancelled {
             // Asked before every read, not only while waiting: endless input (whitespace
             // forever) never waits and never ends a record either.

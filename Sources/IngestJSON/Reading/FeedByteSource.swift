@@ -3,8 +3,8 @@ import CZlib
 /// A feed's bytes, inflated on the fly when they are gzip: `feed.json.gz` (or gzip
 /// piped in) streams through zlib with no temporary file. Concatenated gzip members, as
 /// `cat a.gz b.gz` makes, read as one stream. Anything else passes through untouched.
-public final class FeedByteSource: ByteSource {
-    public let name: String
+package final class FeedByteSource: ByteSource {
+    package let name: String
     private let source: FileByteSource
     /// The gzip stream, when the input is gzip.
     private var stream: UnsafeMutablePointer<z_stream>?
@@ -15,14 +15,14 @@ public final class FeedByteSource: ByteSource {
     /// Compressed bytes inflated so far, for messages.
     private var consumed = 0
     /// Compressed input: the size of the uncompressed feed is not known up front.
-    public var totalBytes: Int? { stream == nil ? source.totalBytes : nil }
+    package var totalBytes: Int? { stream == nil ? source.totalBytes : nil }
     /// Whether the input is gzip.
-    public var isCompressed: Bool { stream != nil }
+    package var isCompressed: Bool { stream != nil }
 
     /// Opens `path` ("-": standard input) and looks at its first bytes; `isCancelled` ends
     /// a wait for input from a pipe (see `FileByteSource`).
     /// - Throws: `IOError` when it cannot be opened or read; `ReadCancelled`.
-    public init(path: String, isCancelled: (@Sendable () -> Bool)? = nil) throws {
+    package init(path: String, isCancelled: (@Sendable () -> Bool)? = nil) throws {
         name = path
         source = try FileByteSource(path: path, isCancelled: isCancelled)
         input = .allocate(byteCount: 1 << 18, alignment: 16)
@@ -53,7 +53,7 @@ public final class FeedByteSource: ByteSource {
         input.deallocate()
     }
 
-    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         guard let stream else { return try readPlain(into: buffer) }
         while !ended {
             if pending.isEmpty {

@@ -63,7 +63,7 @@ public final class FeedReader {
     /// The read buffer grows up to this for records larger than it (see `read`).
     static let largestReadBuffer = 64 << 20
 
-    public init(source: some ByteSource, name: String, options: FeedOptions = FeedOptions()) {
+    package init(source: some ByteSource, name: String, options: FeedOptions = FeedOptions()) {
         self.source = source
         self.name = name
         self.options = options

@@ -5,7 +5,7 @@
 /// defence against someone forging a chunk on purpose; nothing here needs one.
 ///
 /// The values match the reference implementation (`xxhsum -H1`, Python's `xxhash`).
-public struct Checksum: Sendable {
+package struct Checksum: Sendable {
     private static let prime1: UInt64 = 0x9E37_79B1_85EB_CA87
     private static let prime2: UInt64 = 0xC2B2_AE3D_27D4_EB4F
     private static let prime3: UInt64 = 0x1656_67B1_9E37_79F9
@@ -21,16 +21,16 @@ public struct Checksum: Sendable {
     private var pending: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
     private var pendingCount = 0
 
-    public init() {}
+    package init() {}
 
     /// The checksum of `bytes`, in the hex form manifests keep.
-    public static func hex(of bytes: UnsafeRawBufferPointer) -> String {
+    package static func hex(of bytes: UnsafeRawBufferPointer) -> String {
         var checksum = Checksum()
         checksum.update(bytes)
         return checksum.hex
     }
 
-    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func update(_ bytes: UnsafeRawBufferPointer) {
         guard var base = bytes.baseAddress else { return }
         var count = bytes.count
         total &+= UInt64(count)
@@ -55,7 +55,7 @@ public struct Checksum: Sendable {
         }
     }
 
-    public mutating func update(_ bytes: [UInt8]) {
+    package mutating func update(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { update($0) }
     }
 
@@ -81,7 +81,7 @@ public struct Checksum: Sendable {
     private static func rotl(_ x: UInt64, _ r: UInt64) -> UInt64 { (x << r) | (x >> (64 - r)) }
 
     /// The checksum of everything given so far.
-    public var value: UInt64 {
+    package var value: UInt64 {
         var h: UInt64
         if total >= 32 {
             h = Self.rotl(v1, 1) &+ Self.rotl(v2, 7) &+ Self.rotl(v3, 12) &+ Self.rotl(v4, 18)
@@ -121,7 +121,7 @@ public struct Checksum: Sendable {
     }
 
     /// Sixteen lowercase hex digits, as `xxhsum` prints them.
-    public var hex: String {
+    package var hex: String {
         let digits = Array("0123456789abcdef".utf8)
         let value = self.value
         return String(decoding: (0..<16).map { digits[Int((value >> (60 - 4 * UInt64($0))) & 0xF)] }, as: UTF8.self)

@@ -3,7 +3,7 @@
 /// beside its encoded form, and never copied once more to be encoded.
 ///
 /// One encoder serves a whole split, one chunk after another, on the split's writer thread.
-public protocol ChunkEncoder: AnyObject {
+package protocol ChunkEncoder: AnyObject {
     /// Starts the next chunk.
     func begin()
     /// The chunk's next bytes.
@@ -37,9 +37,9 @@ final class PlainChunkEncoder: ChunkEncoder {
 
 /// Keeps nothing of a chunk's bytes: for a caller of `onChunkBytes` that needs only the
 /// chunk's description (its file holds the bytes), so that no chunk is copied for it.
-public final class DiscardingChunkEncoder: ChunkEncoder {
-    public init() {}
-    public func begin() {}
-    public func append(_ block: UnsafeRawBufferPointer) {}
-    public func finish() -> [UInt8] { [] }
+package final class DiscardingChunkEncoder: ChunkEncoder {
+    package init() {}
+    package func begin() {}
+    package func append(_ block: UnsafeRawBufferPointer) {}
+    package func finish() -> [UInt8] { [] }
 }

@@ -20,10 +20,10 @@
 /// reads its ends; a resumed run scans.
 package enum MemberEnds {
     /// The flag on an end whose key or string is not plain.
-    public static let notPlain: UInt32 = 0x8000_0000
+    package static let notPlain: UInt32 = 0x8000_0000
 
     /// `chunk-000001.members`, beside `ChunkInfo.fileName(for:)`'s chunk.
-    public static func fileName(for index: Int) -> String {
+    package static func fileName(for index: Int) -> String {
         let chunk = ChunkInfo.fileName(for: index)
         return String(chunk.dropLast(".ndjson".count)) + ".members"
     }
@@ -33,7 +33,7 @@ package enum MemberEnds {
     static let blockUnits = 16 << 10
 
     /// The chunk number in a file name made by `fileName(for:)`, or nil.
-    public static func index(inFileName name: String) -> Int? {
+    package static func index(inFileName name: String) -> Int? {
         guard name.hasSuffix(".members") else { return nil }
         return ChunkInfo.index(inFileName: String(name.dropLast(".members".count)) + ".ndjson")
     }
@@ -120,14 +120,14 @@ final class MemberEndsWriter {
 package struct RecordEnds {
     let base: UnsafeRawPointer
     /// Entries: twice the members.
-    public let count: Int
+    package let count: Int
     let wide: Bool
     /// The record's length in bytes, as the split wrote it.
-    public let length: Int
+    package let length: Int
 
     /// Entry `index`: an offset from the record's first byte, and whether its key or string is plain.
     @inline(__always)
-    public subscript(index: Int) -> (offset: Int, plain: Bool) {
+    package subscript(index: Int) -> (offset: Int, plain: Bool) {
         if wide {
             let word = base.loadUnaligned(fromByteOffset: 4 * index, as: UInt32.self)
             return (Int(word & ~MemberEnds.notPlain), word & MemberEnds.notPlain == 0)
@@ -137,7 +137,7 @@ package struct RecordEnds {
     }
 
     /// The entries as `FeedRecord.memberEnds` gives them (for tests and messages).
-    public var words: [UInt32] {
+    package var words: [UInt32] {
         (0..<count).map { UInt32(self[$0].offset) | (self[$0].plain ? 0 : MemberEnds.notPlain) }
     }
 }
@@ -155,12 +155,12 @@ package final class MemberEndsReader {
     /// The file ended, failed or was not in this form: every later record gets nil.
     @exclusivity(unchecked) private var done = false
 
-    public init(source: some ByteSource) {
+    package init(source: some ByteSource) {
         self.source = source
     }
 
     /// The file at `path`, or nil when it cannot be opened (its records are then scanned).
-    public convenience init?(path: String) {
+    package convenience init?(path: String) {
         guard let source = try? FileByteSource(path: path) else { return nil }
         self.init(source: source)
     }
@@ -174,7 +174,7 @@ package final class MemberEndsReader {
 
     /// Calls `body` with the next record's ends, or nil when the record has none or the file
     /// ends or is not in this form (every later record gets nil then).
-    public func withNext<Result>(_ body: (RecordEnds?) throws -> Result) rethrows -> Result {
+    package func withNext<Result>(_ body: (RecordEnds?) throws -> Result) rethrows -> Result {
         guard !done, fill(2) else { return try stop(body) }
         // Locals, not the properties, in the loop below.
         var units = UnsafeRawPointer(storage.baseAddress! + start)
@@ -203,7 +203,7 @@ package final class MemberEndsReader {
     }
 
     /// Passes over the next `count` records.
-    public func skip(_ count: Int) {
+    package func skip(_ count: Int) {
         for _ in 0..<count { withNext { _ in } }
     }
 

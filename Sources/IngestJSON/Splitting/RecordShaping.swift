@@ -22,23 +22,23 @@ public enum RecordForm: Sendable, Hashable, Codable {
 
 /// The member a plain-value record is read under (`RecordForm.values`, and a keyed map's
 /// values that are not objects).
-public let valueKey = "@value"
+package let valueKey = "@value"
 
 /// The member a row that does not fit the header is reported under.
-public let rowErrorKey = "@rowError"
+package let rowErrorKey = "@rowError"
 
 /// Rewrites records as `RecordForm` and `FeedShape.keyed` say, as the splitter writes
 /// them to chunks (and `ingest infer` reads them).
-public struct RecordShaper {
-    public let form: RecordForm
-    public private(set) var columns: [String]?
+package struct RecordShaper {
+    package let form: RecordForm
+    package private(set) var columns: [String]?
     /// Records the shaper consumed (the header row).
-    public private(set) var consumed = 0
+    package private(set) var consumed = 0
 
     /// The nesting the feed is read with (`FeedOptions.maxDepth`), for the records it parses.
-    public var maxDepth = FeedOptions.defaultMaxDepth
+    package var maxDepth = FeedOptions.defaultMaxDepth
 
-    public init(form: RecordForm) {
+    package init(form: RecordForm) {
         self.form = form
         if case .rows(let columns) = form { self.columns = columns }
     }
@@ -54,7 +54,7 @@ public struct RecordShaper {
     /// The row written for a record that broke a limit (`FeedRecord.refusal`): the importer
     /// rejects it with the limit's message, and the run goes on.
     /// - Throws: what `error` makes, for a header row (the columns cannot be read from it).
-    public func refusedRow(_ refusal: FeedError, key: String? = nil, text: [UInt8]? = nil, error: (String) -> FeedError) throws -> [UInt8] {
+    package func refusedRow(_ refusal: FeedError, key: String? = nil, text: [UInt8]? = nil, error: (String) -> FeedError) throws -> [UInt8] {
         if case .rows = form, columns == nil { throw error("the header row: \(refusal.message)") }
         // A keyed record keeps its name, so that its reject says which record it was (after the
         // reason: the batch path knows such a row by how it begins).
@@ -66,7 +66,7 @@ public struct RecordShaper {
 
     /// The bytes to write for `record`, or nil when the record is the header row.
     /// - Throws: what `error` makes, for a header row that is not an array of strings.
-    public mutating func shape(_ record: FeedRecord, error: (String) -> FeedError) throws -> [UInt8]? {
+    package mutating func shape(_ record: FeedRecord, error: (String) -> FeedError) throws -> [UInt8]? {
         var bytes = Array(record.bytes)
         if case .rows = form {
             let value = try JSONValue.parse(bytes, maxDepth: maxDepth)

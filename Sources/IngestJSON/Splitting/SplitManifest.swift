@@ -1,18 +1,18 @@
 import Foundation
 
 /// One chunk file: its place in the feed and what it must contain.
-public struct ChunkInfo: Codable, Sendable, Equatable {
+package struct ChunkInfo: Codable, Sendable, Equatable {
     /// 1-based chunk number; the file is `ChunkInfo.fileName(for:)`.
-    public var index: Int
-    public var file: String
+    package var index: Int
+    package var file: String
     /// 0-based index of the chunk's first record in the feed.
-    public var firstRecord: Int
-    public var records: Int
-    public var byteSize: Int
+    package var firstRecord: Int
+    package var records: Int
+    package var byteSize: Int
     /// XXH64 of the chunk file's bytes (`Checksum`), 16 lowercase hex digits.
-    public var checksum: String
+    package var checksum: String
 
-    public init(index: Int, firstRecord: Int, records: Int, byteSize: Int, checksum: String) {
+    package init(index: Int, firstRecord: Int, records: Int, byteSize: Int, checksum: String) {
         self.index = index
         self.file = Self.fileName(for: index)
         self.firstRecord = firstRecord
@@ -22,13 +22,13 @@ public struct ChunkInfo: Codable, Sendable, Equatable {
     }
 
     /// `chunk-000001.ndjson`: six digits sort by name up to 999,999 chunks, and grow past that.
-    public static func fileName(for index: Int) -> String {
+    package static func fileName(for index: Int) -> String {
         let digits = String(index)
         return "chunk-" + String(repeating: "0", count: max(0, 6 - digits.count)) + digits + ".ndjson"
     }
 
     /// The chunk number in a file name made by `fileName(for:)`, or nil for any other name.
-    public static func index(inFileName name: String) -> Int? {
+    package static func index(inFileName name: String) -> Int? {
         guard name.hasPrefix("chunk-"), name.hasSuffix(".ndjson") else { return nil }
         let digits = name.dropFirst(6).dropLast(7)
         guard digits.count >= 6, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber) else { return nil }
@@ -37,25 +37,25 @@ public struct ChunkInfo: Codable, Sendable, Equatable {
 }
 
 /// Which feed a chunk directory was made from.
-public struct FeedIdentity: Codable, Sendable, Equatable {
+package struct FeedIdentity: Codable, Sendable, Equatable {
     /// As the user named it ("-" for standard input); informative only, a feed may move.
-    public var path: String
+    package var path: String
     /// Size in bytes; known up front for files, at the end for standard input.
-    public var byteSize: Int?
+    package var byteSize: Int?
     /// `Checksum` of the whole feed, known once it has been read to the end.
-    public var checksum: String?
+    package var checksum: String?
     /// `Checksum` of the feed's first MiB, to tell cheaply, before reading it all, that
     /// a feed is not the one a directory was made from.
-    public var headChecksum: String?
+    package var headChecksum: String?
 }
 
 /// How the feed's records were found, as recorded in a manifest.
-public struct ShapeRecord: Codable, Sendable, Equatable {
+package struct ShapeRecord: Codable, Sendable, Equatable {
     /// "array", "keyPath" or "ndjson".
-    public var kind: String
-    public var recordsAt: String?
+    package var kind: String
+    package var recordsAt: String?
 
-    public init(_ shape: FeedShape) {
+    package init(_ shape: FeedShape) {
         switch shape {
         case .array: kind = "array"
         case .keyPath(let keys): kind = "keyPath"; recordsAt = keys.joined(separator: ".")
@@ -64,7 +64,7 @@ public struct ShapeRecord: Codable, Sendable, Equatable {
         }
     }
 
-    public var shape: FeedShape? {
+    package var shape: FeedShape? {
         switch kind {
         case "array": .array
         case "ndjson": .ndjson
@@ -77,29 +77,29 @@ public struct ShapeRecord: Codable, Sendable, Equatable {
 
 /// `manifest.json`: written last, when every chunk is in place, so its presence
 /// means the split is complete.
-public struct SplitManifest: Codable, Sendable, Equatable {
-    public static let currentFormatVersion = 2
-    public static let fileName = "manifest.json"
+package struct SplitManifest: Codable, Sendable, Equatable {
+    package static let currentFormatVersion = 2
+    package static let fileName = "manifest.json"
 
-    public var formatVersion: Int
-    public var feed: FeedIdentity
-    public var shape: ShapeRecord
-    public var chunkSize: Int
-    public var chunks: [ChunkInfo]
-    public var totalRecords: Int
+    package var formatVersion: Int
+    package var feed: FeedIdentity
+    package var shape: ShapeRecord
+    package var chunkSize: Int
+    package var chunks: [ChunkInfo]
+    package var totalRecords: Int
     /// Top-level members beside the records' key path, which the split does not carry
     /// into any chunk (nil when there are none): said, never dropped without a word.
-    public var outsideRecords: [String]?
+    package var outsideRecords: [String]?
 
     /// The manifest of a finished split in `directory`, or nil when there is none.
     /// - Throws: `SplitError.unreadableState` for a manifest that is not one; `IOError`
     ///   when it cannot be read.
     /// Whether `directory` holds a finished split's manifest (without reading it).
-    public static func isFinished(_ directory: String) -> Bool {
+    package static func isFinished(_ directory: String) -> Bool {
         FileOps.fileSize(directory + "/" + fileName) != nil
     }
 
-    public static func load(fromDirectory directory: String) throws -> SplitManifest? {
+    package static func load(fromDirectory directory: String) throws -> SplitManifest? {
         let path = directory + "/" + fileName
         guard FileOps.fileSize(path) != nil else { return nil }
         struct Version: Decodable { var formatVersion: Int }

@@ -3,42 +3,42 @@ import Synchronization
 
 /// Asks a running split to stop at the next chunk boundary; safe from any thread
 /// (a signal handler's watcher, a progress callback, a test).
-public final class SplitCancellation: Sendable {
+package final class SplitCancellation: Sendable {
     private let flag = Atomic<Bool>(false)
 
-    public init() {}
+    package init() {}
 
-    public func cancel() { flag.store(true, ordering: .relaxed) }
+    package func cancel() { flag.store(true, ordering: .relaxed) }
 
-    public var isCancelled: Bool { flag.load(ordering: .relaxed) }
+    package var isCancelled: Bool { flag.load(ordering: .relaxed) }
 }
 
 /// How to split: the feed's shape and limits, and records per chunk.
-public struct SplitOptions: Sendable {
-    public var feed: FeedOptions
+package struct SplitOptions: Sendable {
+    package var feed: FeedOptions
     /// Records per chunk file.
-    public var chunkSize: Int
+    package var chunkSize: Int
     /// Start over in a directory that holds another split.
-    public var force: Bool
+    package var force: Bool
     /// What the records are: objects, or rows to name (see `RecordForm`).
-    public var form: RecordForm
+    package var form: RecordForm
     /// Flush every chunk file to the disk before it is announced (the default). Off for
     /// chunks that are only a local copy of what is kept elsewhere (a PostgreSQL run's).
-    public var durable = true
+    package var durable = true
     /// Use a finished split's chunks without reading the feed: for a run whose feed was read
     /// once (standard input, a pipe) and cannot be read again. Its chunks' checksums, in
     /// the manifest, stand for the feed; the run checks each chunk against its own.
     /// - Throws (from `Splitter.run`): `SplitError.chunksMissing` when a chunk is not in place.
-    public var withoutFeed = false
+    package var withoutFeed = false
     /// With `withoutFeed`: the records of each chunk imported already. A chunk imported whole
     /// needs no file.
-    public var recordsDone: [Int: Int] = [:]
+    package var recordsDone: [Int: Int] = [:]
     /// Write each chunk's `MemberEnds` beside it, for an importer in this process.
-    public var writesMemberEnds = false
+    package var writesMemberEnds = false
 
-    public static let defaultChunkSize = 5_000
+    package static let defaultChunkSize = 5_000
 
-    public init(feed: FeedOptions = FeedOptions(), chunkSize: Int = SplitOptions.defaultChunkSize, force: Bool = false,
+    package init(feed: FeedOptions = FeedOptions(), chunkSize: Int = SplitOptions.defaultChunkSize, force: Bool = false,
                 form: RecordForm = .objects) {
         self.feed = feed
         self.chunkSize = chunkSize
@@ -48,24 +48,24 @@ public struct SplitOptions: Sendable {
 }
 
 /// How far a split has come, for progress displays.
-public struct SplitProgress: Sendable {
-    public var bytesRead: Int
-    public var totalBytes: Int?
-    public var records: Int
+package struct SplitProgress: Sendable {
+    package var bytesRead: Int
+    package var totalBytes: Int?
+    package var records: Int
 }
 
 /// What a split did.
-public struct SplitReport: Sendable {
-    public var manifest: SplitManifest
+package struct SplitReport: Sendable {
+    package var manifest: SplitManifest
     /// Chunk files written by this run.
-    public var chunksWritten: Int
+    package var chunksWritten: Int
     /// Chunk files an earlier, interrupted run had written and this one kept.
-    public var chunksReused: Int
+    package var chunksReused: Int
     /// The directory already held a complete split of this feed; nothing was written.
-    public var alreadyComplete: Bool
+    package var alreadyComplete: Bool
     /// Records over the size or depth limit, written as rows the importer rejects
     /// (`FeedRecord.refusal`), by this run.
-    public var refused = 0
+    package var refused = 0
 }
 
 /// Splits a feed into numbered chunk files of N records each, plus `manifest.json`.
@@ -74,29 +74,29 @@ public struct SplitReport: Sendable {
 /// then recorded in the directory's journal, so a split stopped at any moment leaves
 /// only complete chunks, and running it again continues after the last of them.
 /// The manifest is written last: its presence means the split is complete.
-public final class Splitter {
-    public let feedPath: String
-    public let directory: String
-    public let options: SplitOptions
+package final class Splitter {
+    package let feedPath: String
+    package let directory: String
+    package let options: SplitOptions
     /// Called on the splitting thread after each block of input.
-    public var onProgress: ((SplitProgress) -> Void)?
+    package var onProgress: ((SplitProgress) -> Void)?
     /// Called, in order, as each chunk file is in place (on the writer thread), with
     /// true when this run wrote it (its checksum is of the bytes just written) and false
     /// for a chunk kept from an earlier run (its file was not read back).
-    public var onChunk: (@Sendable (ChunkInfo, _ written: Bool) -> Void)?
+    package var onChunk: (@Sendable (ChunkInfo, _ written: Bool) -> Void)?
     /// As `onChunk`, with the chunk's bytes as `chunkEncoder` made them while the chunk was
     /// written, for a caller that sends each chunk on: it need not read the file back.
-    public var onChunkBytes: (@Sendable (ChunkInfo, _ written: Bool, _ bytes: [UInt8]) -> Void)?
+    package var onChunkBytes: (@Sendable (ChunkInfo, _ written: Bool, _ bytes: [UInt8]) -> Void)?
     /// Makes the encoder of the bytes `onChunkBytes` is handed (by default, the chunk's bytes as they are).
-    public var chunkEncoder: (@Sendable () -> any ChunkEncoder)?
+    package var chunkEncoder: (@Sendable () -> any ChunkEncoder)?
     /// Cancel it to stop after the chunk being written; `run()` then throws `SplitError.interrupted`.
-    public let cancellation = SplitCancellation()
+    package let cancellation = SplitCancellation()
     /// Tests stop the split here, at a known chunk, as a crash or Ctrl-C might.
     var stopAfterChunks: Int?
 
     private static let headSize = 1 << 20
 
-    public init(feedPath: String, directory: String, options: SplitOptions = SplitOptions()) {
+    package init(feedPath: String, directory: String, options: SplitOptions = SplitOptions()) {
         self.feedPath = feedPath
         self.directory = directory
         self.options = options
@@ -112,7 +112,7 @@ public final class Splitter {
     private var journalPath: String { directory + "/" + SplitJournal.fileName }
 
     /// Whether a file in a chunk directory is the split's own: a chunk, its member ends, the manifest or the journal.
-    public static func isSplitFile(_ name: String) -> Bool {
+    package static func isSplitFile(_ name: String) -> Bool {
         ChunkInfo.index(inFileName: name) != nil || MemberEnds.index(inFileName: name) != nil
             || name == SplitManifest.fileName || name == SplitJournal.fileName
     }
@@ -121,7 +121,7 @@ public final class Splitter {
     /// - Throws: `FeedError` for bad input (nothing after the last complete chunk is
     ///   kept); `SplitError` when the directory belongs to another feed; `IOError`
     ///   when a file cannot be read or written.
-    public func run() throws -> SplitReport {
+    package func run() throws -> SplitReport {
         guard options.chunkSize >= 1 else { throw SplitError.invalidOption("the chunk size must be at least 1") }
         try FileOps.makeDirectory(directory)
         let entries = try FileOps.contents(of: directory)
@@ -177,7 +177,7 @@ public final class Splitter {
     /// (or not there yet), and holds no split of another feed, shape or chunk size, nor chunk
     /// files that no split of its own describes. An importer calls it before it records a run.
     /// - Throws: `IOError` (ENOTDIR) for a path that is not a directory; `SplitError` as `run()` would.
-    public func checkDirectory() throws {
+    package func checkDirectory() throws {
         var info = stat()
         guard stat(directory, &info) == 0 else { return }
         guard info.st_mode & S_IFMT == S_IFDIR else { throw IOError(errno: ENOTDIR, operation: "use as a directory", path: directory) }
@@ -372,7 +372,7 @@ public final class Splitter {
 
     /// The `Checksum` of the whole file, in hex.
     /// - Throws: `IOError` when it cannot be read.
-    public static func fullHash(_ path: String) throws -> String {
+    package static func fullHash(_ path: String) throws -> String {
         try hash(path, limit: .max)
     }
 

@@ -13,9 +13,9 @@ import Darwin
 /// string), latitude, longitude, tags and a nested photographer `{id, name}`; there is
 /// about one distinct photographer per 20 records, and a photographer's name is the
 /// same wherever its id appears (unless keys repeat: `repeatKeys`).
-public struct FeedGenerator: Sendable {
+package struct FeedGenerator: Sendable {
     /// How kind the feed is to an importer.
-    public enum Style: String, Sendable, CaseIterable {
+    package enum Style: String, Sendable, CaseIterable {
         /// The feed of Ingest 0.4's benchmarks, kept so that figures stay comparable over
         /// time: every member present, one order, few escapes, photographers drawn evenly.
         case classic
@@ -25,21 +25,21 @@ public struct FeedGenerator: Sendable {
         case realistic
     }
 
-    public var records: Int
-    public var seed: UInt64
-    public var ndjson: Bool
-    public var style: Style
+    package var records: Int
+    package var seed: UInt64
+    package var ndjson: Bool
+    package var style: Style
     /// How many records give each photo (1: every photo once). Above 1, the feed is shaped like
     /// a catalogue re-exported with corrections or a change log: photos come in groups of
     /// `repeatSpan`, and each group is given `repeatKeys` times in a row, so a photo's records
     /// are `repeatSpan` records apart (in neighbouring chunks at `--chunk-size 500`), the later
     /// ones with other titles and views, and their photographers under other names.
-    public var repeatKeys: Int
+    package var repeatKeys: Int
 
     /// Records between two appearances of a photo when keys repeat.
-    public static let repeatSpan = 500
+    package static let repeatSpan = 500
 
-    public init(records: Int, seed: UInt64 = 42, ndjson: Bool = false, style: Style = .classic, repeatKeys: Int = 1) {
+    package init(records: Int, seed: UInt64 = 42, ndjson: Bool = false, style: Style = .classic, repeatKeys: Int = 1) {
         self.records = records
         self.seed = seed
         self.ndjson = ndjson
@@ -49,7 +49,7 @@ public struct FeedGenerator: Sendable {
 
     /// Record `index`'s photo: its number among the feed's photos, and which of its
     /// appearances this record is (0 for the first).
-    public func photo(at index: Int) -> (number: Int, appearance: Int) {
+    package func photo(at index: Int) -> (number: Int, appearance: Int) {
         guard repeatKeys > 1 else { return (index, 0) }
         let (window, offset) = index.quotientAndRemainder(dividingBy: Self.repeatSpan * repeatKeys)
         return (window * Self.repeatSpan + offset % Self.repeatSpan, offset / Self.repeatSpan)
@@ -70,11 +70,11 @@ public struct FeedGenerator: Sendable {
     }
 
     /// How many distinct photographers a feed of `records` records draws from.
-    public static func photographerPool(records: Int) -> Int { max(1, records / 20) }
+    package static func photographerPool(records: Int) -> Int { max(1, records / 20) }
 
     /// Writes the feed to a file, or to standard output when `path` is nil or "-".
     /// - Throws: `IOError` when the file cannot be written.
-    public func write(to path: String?) throws {
+    package func write(to path: String?) throws {
         guard let path, path != "-" else {
             try generate { try FileOps.writeAll(STDOUT_FILENO, $0, path: "standard output") }
             return
@@ -84,7 +84,7 @@ public struct FeedGenerator: Sendable {
     }
 
     /// The feed's bytes, handed to `sink` in blocks of about 1 MiB.
-    public func generate(_ sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+    package func generate(_ sink: (UnsafeRawBufferPointer) throws -> Void) throws {
         var rng = SplitMix64(seed: seed)
         var out: [UInt8] = []
         out.reserveCapacity(1 << 20 + 4096)
@@ -110,7 +110,7 @@ public struct FeedGenerator: Sendable {
     }
 
     /// The whole feed in memory, for tests and small fixtures.
-    public func bytes() -> [UInt8] {
+    package func bytes() -> [UInt8] {
         var all: [UInt8] = []
         try? generate { all.append(contentsOf: $0) }
         return all

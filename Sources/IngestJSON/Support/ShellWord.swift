@@ -5,7 +5,7 @@ import Foundation
 /// messages suggest (`continue with: ingest join …`) can then be pasted: a PostgreSQL URL
 /// with `?host=…&port=…` broke at the `&` (found by probing).
 package enum ShellWord {
-    public static func quoted(_ word: String) -> String {
+    package static func quoted(_ word: String) -> String {
         let plain = !word.isEmpty && word.utf8.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):

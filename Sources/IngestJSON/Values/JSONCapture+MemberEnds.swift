@@ -4,7 +4,7 @@ import Glibc
 
 extension JSONCapturePlan {
     /// How `capture(_:memberEnds:into:log:maxDepth:)` went.
-    public enum EndsCapture: Sendable {
+    package enum EndsCapture: Sendable {
         /// Captured by the ends.
         case stepped
         /// Captured by the scan (the ends did not vouch for the record).

@@ -4,19 +4,19 @@ import Glibc
 
 /// Where one value was found in a record: its kind and its bytes. For strings the
 /// range is the text between the quotes; for everything else, the value's own text.
-public struct JSONCapture: Sendable, Equatable {
-    public enum Kind: UInt8, Sendable {
+package struct JSONCapture: Sendable, Equatable {
+    package enum Kind: UInt8, Sendable {
         case absent, null, falseValue, trueValue, number, string, escapedString, object, array
     }
 
-    public var kind: Kind
-    public var start: Int32
-    public var end: Int32
+    package var kind: Kind
+    package var start: Int32
+    package var end: Int32
 
-    public static let absent = JSONCapture(kind: .absent, start: 0, end: 0)
+    package static let absent = JSONCapture(kind: .absent, start: 0, end: 0)
 
     /// The value's whole JSON text (strings with their quotes), for the full parser.
-    public var jsonRange: Range<Int> {
+    package var jsonRange: Range<Int> {
         kind == .string || kind == .escapedString ? Int(start - 1)..<Int(end + 1) : Int(start)..<Int(end)
     }
 }
@@ -51,7 +51,7 @@ extension JSONCapture.Kind {
 /// scan walks once: each path's value is found and its byte range noted in a slot,
 /// with no value built and nothing copied. Paths may end in an object that is scanned
 /// in turn (`node(at:)`), so nested related objects are captured in the same pass.
-public struct JSONCapturePlan: Sendable {
+package struct JSONCapturePlan: Sendable {
     struct Node: Sendable {
         var keys: [[UInt8]] = []
         /// Per key: the capture slot, or -1.
@@ -69,7 +69,7 @@ public struct JSONCapturePlan: Sendable {
     /// `nodes` flattened for the scan: no arrays of arrays, nothing retained per key.
     private(set) var table = Table([Node()])
     /// Captures per record: the size of the buffer `capture(_:into:)` fills.
-    public private(set) var slotCount = 0
+    package private(set) var slotCount = 0
 
     /// The table a scan reads, in buffers of its own: made whole when the plan changes and
     /// never changed after, so copies of a plan share it, and a scan borrows its buffers
@@ -122,12 +122,12 @@ public struct JSONCapturePlan: Sendable {
         }
     }
     /// The record's own object.
-    public static let root = 0
+    package static let root = 0
 
-    public init() {}
+    package init() {}
 
     /// The slot holding the value at `path` below `node`; the same path gives the same slot.
-    public mutating func slot(at path: [String], from node: Int = root) -> Int {
+    package mutating func slot(at path: [String], from node: Int = root) -> Int {
         let (parent, entry) = self.entry(at: path, from: node)
         if nodes[parent].slots[entry] < 0 {
             nodes[parent].slots[entry] = slotCount
@@ -139,13 +139,13 @@ public struct JSONCapturePlan: Sendable {
 
     /// Marks the member at `path` below `node` as read without capturing it, so a
     /// `MemberCounter` does not count it as unmapped.
-    public mutating func read(_ path: [String], from node: Int = root) {
+    package mutating func read(_ path: [String], from node: Int = root) {
         _ = entry(at: path, from: node)
         table = Table(nodes)
     }
 
     /// The node that scans the object at `path` below `node`.
-    public mutating func node(at path: [String], from node: Int = root) -> Int {
+    package mutating func node(at path: [String], from node: Int = root) -> Int {
         let (parent, entry) = self.entry(at: path, from: node)
         if nodes[parent].children[entry] < 0 {
             nodes.append(Node(path: nodes[parent].path + [String(decoding: nodes[parent].keys[entry], as: UTF8.self)]))
@@ -197,7 +197,7 @@ public struct JSONCapturePlan: Sendable {
     /// `splitterChecked`: the record is a chunk's line, whose UTF-8 the splitter has
     /// checked already (yajl and `StrictJSONBytes` refuse every form Swift refuses), so it
     /// is not checked a second time.
-    public func capture(_ record: UnsafeRawBufferPointer, into captures: UnsafeMutableBufferPointer<JSONCapture>,
+    package func capture(_ record: UnsafeRawBufferPointer, into captures: UnsafeMutableBufferPointer<JSONCapture>,
                         log: UnsafeMutablePointer<CaptureLog>? = nil, maxDepth: Int = FeedOptions.defaultMaxDepth,
                         splitterChecked: Bool = false) -> Bool {
         for index in 0..<slotCount { captures[index] = .absent }
@@ -326,7 +326,7 @@ extension JSONScanner {
 extension JSONCapturePlan {
     /// A plan that captures nothing and reads what `selection` keeps, for a
     /// `MemberCounter` beside a selective parse (`JSONValue.parse(_:keeping:)`).
-    public init(reading selection: JSONSelection) {
+    package init(reading selection: JSONSelection) {
         self.init()
         add(selection, at: Self.root)
     }
@@ -344,17 +344,17 @@ extension JSONCapturePlan {
 
 /// The members one capture scan met that its plan does not read: each as its node, its
 /// key's bytes in the record, and its counter (-1 for a key no counter has learned yet).
-public struct CaptureLog {
+package struct CaptureLog {
     /// Four numbers per member: node, key offset, key length, counter.
     private var storage: UnsafeMutablePointer<Int32>
     private var capacity = 64
     /// Members noted by the last scan.
-    public internal(set) var count = 0
+    package internal(set) var count = 0
 
-    public init() { storage = .allocate(capacity: 4 * capacity) }
+    package init() { storage = .allocate(capacity: 4 * capacity) }
 
     /// Frees the storage; the log is not used after.
-    public func deallocate() { storage.deallocate() }
+    package func deallocate() { storage.deallocate() }
 
     @inline(__always)
     mutating func note(node: Int, key offset: Int, count length: Int, counter: Int32) {

@@ -34,13 +34,13 @@ public struct MemberCensus: Codable, Sendable, Equatable {
 /// learns each such key the first time it is met, so later records find it in the scan
 /// they make anyway and cost one counter step: the fast path pays nothing for a census.
 /// Records the scan does not vouch for are counted from their parsed value instead.
-public final class MemberCounter {
+package final class MemberCounter {
     /// Distinct paths counted apart; past it, under `MemberCensus.otherPaths` (a member
     /// whose keys are data, such as ids, must not grow the plan without bound).
-    public static let pathLimit = 256
+    package static let pathLimit = 256
 
     /// The log a scan fills: pass it to `JSONCapturePlan.capture(_:into:log:)`.
-    public let log: UnsafeMutablePointer<CaptureLog>
+    package let log: UnsafeMutablePointer<CaptureLog>
     // Per counter (at most `pathLimit` + 1): records counted, and the record each last
     // counted (so a repeated member counts its record once). Buffers, not arrays: the
     // fast path tallies every record, and an array in a class pays an exclusivity check
@@ -53,7 +53,7 @@ public final class MemberCounter {
     @exclusivity(unchecked) private var lastRepeated = 0
     private var otherCounter: Int?
 
-    public init() {
+    package init() {
         log = .allocate(capacity: 1)
         log.initialize(to: CaptureLog())
         counts = .allocate(capacity: Self.pathLimit + 1)
@@ -73,7 +73,7 @@ public final class MemberCounter {
     /// members are known. Returns false when it had members no counter has learned yet:
     /// then `count(scanned:plan:)` counts them, learning them into the plan.
     @inline(__always)
-    public func countKnown() -> Bool {
+    package func countKnown() -> Bool {
         serial += 1
         var known = true
         for index in 0..<log.pointee.count {
@@ -85,7 +85,7 @@ public final class MemberCounter {
 
     /// After `countKnown` returned false: counts the members of `record` it could not,
     /// learning them into `plan` (the plan of the scan).
-    public func count(scanned record: UnsafeRawBufferPointer, plan: inout JSONCapturePlan) {
+    package func count(scanned record: UnsafeRawBufferPointer, plan: inout JSONCapturePlan) {
         // Members past the path limit share a counter: a key named twice among them is told
         // by its name (as the parser's count tells it), not by its counter.
         var others: Set<[UInt8]> = []
@@ -101,7 +101,7 @@ public final class MemberCounter {
 
     /// Counts a record the scan did not vouch for, from its parsed value (nothing for a
     /// record that is not JSON: it is rejected, and its reason says why).
-    public func count(parsing record: UnsafeRawBufferPointer, plan: inout JSONCapturePlan) {
+    package func count(parsing record: UnsafeRawBufferPointer, plan: inout JSONCapturePlan) {
         guard let value = try? JSONValue.parse(record) else { return }
         serial += 1
         walk(value, node: JSONCapturePlan.root, plan: &plan)
@@ -109,7 +109,7 @@ public final class MemberCounter {
 
     /// Counts `record` with a plan that captures nothing (`JSONCapturePlan(reading:)`): a
     /// scan of its own, for readers that do not scan with a plan already.
-    public func count(_ record: UnsafeRawBufferPointer, plan: inout JSONCapturePlan) {
+    package func count(_ record: UnsafeRawBufferPointer, plan: inout JSONCapturePlan) {
         if plan.capture(record, into: UnsafeMutableBufferPointer(start: nil, count: 0), log: log) {
             if !countKnown() { count(scanned: record, plan: &plan) }
         } else {
@@ -134,7 +134,7 @@ public final class MemberCounter {
     }
 
     /// The census of the records counted since the last `take`, and a fresh start.
-    public func take() -> MemberCensus {
+    package func take() -> MemberCensus {
         var census = MemberCensus(repeated: repeated)
         for index in paths.indices where counts[index] > 0 {
             census.unmapped[paths[index], default: 0] += counts[index]

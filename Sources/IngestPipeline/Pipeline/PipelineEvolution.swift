@@ -1,4 +1,4 @@
-public import IngestJSON
+package import IngestJSON
 import IngestStore
 
 /// A pipeline that follows its feed: the fields a newer feed has and the pipeline does not
@@ -9,21 +9,21 @@ import IngestStore
 /// fractions) is reported, not converted, and records that no longer fit are rejected with
 /// their reason. New related entities are reported for a hand edit. The store then takes
 /// the new model by its additive migration (SQLite and PostgreSQL alike).
-public enum PipelineEvolution {
-    public struct Evolution: Sendable {
+package enum PipelineEvolution {
+    package struct Evolution: Sendable {
         /// The pipeline's text with the additions (the text it was given when there are none).
-        public var text: String
-        public var spec: PipelineSpec
+        package var text: String
+        package var spec: PipelineSpec
         /// One line per attribute added: where it reads, its type, and what the sample showed.
-        public var added: [String] = []
+        package var added: [String] = []
         /// Fields the pipeline maps whose values in the sample its type cannot hold.
-        public var typeChanges: [String] = []
+        package var typeChanges: [String] = []
         /// What the sample has that evolving does not add (new related entities), and
         /// unmapped members the store counted that the sample lacks.
-        public var notAdded: [String] = []
+        package var notAdded: [String] = []
 
         /// Every line, in the order a user reads them.
-        public var report: [String] {
+        package var report: [String] {
             added.map { "added " + $0 } + typeChanges.map { "type changed: " + $0 } + notAdded.map { "not added: " + $0 }
         }
     }
@@ -32,7 +32,7 @@ public enum PipelineEvolution {
     /// is what the store counted that the pipeline does not map, to say which of those
     /// the sample missed.
     /// - Throws: `PipelineError` when the pipeline's text is not a pipeline.
-    public static func evolve(_ pipeline: [UInt8], by inference: PipelineInference.Inference,
+    package static func evolve(_ pipeline: [UInt8], by inference: PipelineInference.Inference,
                               unmapped: MemberCensus = MemberCensus()) throws -> Evolution {
         let old = try PipelineSpec.parse(pipeline, strict: false)
         var root = try JSONValue.parse(pipeline)

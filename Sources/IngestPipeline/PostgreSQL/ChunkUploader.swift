@@ -135,6 +135,8 @@ final class ChunkUploader: Sendable {
             try connection.execute("""
                 UPDATE _ingest_chunks SET bytes = $3 WHERE run = $1 AND number = $2 AND finished IS NULL AND octet_length(bytes) = 0
                 """, [String(run), String(number)], bytes: ChunkCompression.compress(bytes))
+            // Claims of other processes waiting for a stored chunk wake now.
+            try PostgresChunkSource.notify(connection)
         }
     }
 }

@@ -10,7 +10,22 @@ import Synchronization
 /// feed, else from the database. While the split goes on, or other processes hold the
 /// last chunks, it waits; a split whose process died is taken over here when this
 /// process can read the feed.
+///
+/// It waits on a notification, not a sleep: its connection LISTENs on `channel`, which a
+/// split notifies in the transaction that registers a chunk and when it ends, fails or
+/// stops, a process when it stores a kept chunk or gives chunks back, and on
+/// `PostgresCommitTurns.channel` (a chunk finished). Each wait has a timeout, the interval
+/// it used to poll at, for what sends no notification: a lease running out, a process gone.
 final class PostgresChunkSource: ChunkSource {
+    /// The channel notified when the run's chunks change for a waiting claim: one registered,
+    /// stored or given back, or the split ended, failed or stopped.
+    static let channel = "_ingest_chunks_changed"
+
+    /// Notifies `channel` (at the commit of the transaction `connection` is in, if any).
+    static func notify(_ connection: PostgresConnection) throws {
+        try connection.execute("NOTIFY \(channel)")
+    }
+
     /// The connection for claims and chunk bytes (the writer has its own).
     let connection: PostgresConnection
     /// The store's address (with its password, if it has one), for a split taken over.
@@ -30,9 +45,17 @@ final class PostgresChunkSource: ChunkSource {
     let turns: PostgresCommitTurns?
     let logger: Logger
 
+    /// The waits for a change, and those of them that a notification ended (for tests).
+    let waits = Atomic<Int>(0)
+    let notifiedWaits = Atomic<Int>(0)
+    /// Multiplies every wait's timeout (tests make it long, to see that a notification ends it).
+    let timeoutScale: Double
+    private let listening = Flag()
+
     init(connection: PostgresConnection, url: PostgresURL, run: Int, record: PostgresRunRecord, owner: String,
          localChunks: String?, localSplit: PostgresSplitStage? = nil, keptFiles: KeptChunkFiles? = nil,
-         turns: PostgresCommitTurns? = nil, logger: Logger) {
+         turns: PostgresCommitTurns? = nil, timeoutScale: Double = 1, logger: Logger) {
+        self.timeoutScale = timeoutScale
         self.connection = connection
         self.url = url
         self.run = run
@@ -53,8 +76,16 @@ final class PostgresChunkSource: ChunkSource {
     private let gaveBack = Flag()
 
     func claim(until stop: () -> Bool) throws -> ClaimedChunk? {
+        // Before the first look at the chunks: a change after it wakes the wait that follows.
+        if !listening.value.exchange(true, ordering: .relaxed) {
+            try connection.execute("LISTEN \(Self.channel)")
+            try connection.execute("LISTEN \(PostgresCommitTurns.channel)")
+        }
         if gaveBack.value.exchange(false, ordering: .relaxed), try !moreChunksMayCome() { return nil }
         while !stop() {
+            // Notifications up to this look at the chunks are answered by it: dropped, so that
+            // a worker that never waits does not pile them up in libpq (no wait, a poll(2) of 0).
+            _ = try connection.waitForNotification(seconds: 0)
             guard let lease = try ChunkLease.claim(run: run, owner: owner, leaseSeconds: record.leaseSeconds,
                                                    keptUpTo: localSplit?.lastWritten.withLock { $0 } ?? (keptFiles?.isReading == true ? Int(Int32.max) : 0),
                                                    connection) else {
@@ -88,16 +119,26 @@ final class PostgresChunkSource: ChunkSource {
                     UPDATE _ingest_chunks SET owner = NULL, lease_until = NULL
                     WHERE run = $1 AND number = $2 AND owner = $3 AND finished IS NULL
                     """, [String(run), String(lease.number), owner])
-                Thread.sleep(forTimeInterval: 0.1)
+                // Until the keeper stores a chunk (it notifies), or a moment.
+                try waitForChange(seconds: 0.1)
                 continue
             }
         }
         return nil
     }
 
-    /// With no chunk to claim now: waits a moment and returns true when one may come (the
-    /// split is still storing chunks, or another process holds some that it may give back
-    /// when it dies), false when the run has none left for this process.
+    /// Waits up to `seconds` (times `timeoutScale`) for a notification on the channels the
+    /// connection LISTENs on. Notifications that came meanwhile (during claims) end it at once.
+    private func waitForChange(seconds: Double) throws {
+        waits.add(1, ordering: .relaxed)
+        if try connection.waitForNotification(seconds: seconds * timeoutScale) {
+            notifiedWaits.add(1, ordering: .relaxed)
+        }
+    }
+
+    /// With no chunk to claim now: waits for a change (or a moment) and returns true when
+    /// one may come (the split is still storing chunks, or another process holds some that
+    /// it may give back when it dies), false when the run has none left for this process.
     /// - Throws: `ImportError` when the run's split failed or stopped, so no chunk will come.
     private func moreChunksMayCome() throws -> Bool {
         guard try ChunkLease.isRunning(run: run, connection) else { return false }
@@ -111,12 +152,12 @@ final class PostgresChunkSource: ChunkSource {
                 // lease ends, alive or not (found by review: a gone keeper's files were
                 // passed over for a split made again, or an error).
                 if keptFiles?.isReading == true {
-                    Thread.sleep(forTimeInterval: 0.1)
+                    try waitForChange(seconds: 0.1)
                     return true
                 }
                 // Chunks another process's split keeps: it stores some while this one waits for work.
                 if try PostgresImport.keeperIsAlive(current, connection) {
-                    Thread.sleep(forTimeInterval: 0.1)
+                    try waitForChange(seconds: 0.1)
                     return true
                 }
                 // That process is gone: one that can read the feed splits it again, and stores them.
@@ -124,8 +165,9 @@ final class PostgresChunkSource: ChunkSource {
                 let files = current.splitDirectory.map { ", or ingest join \(ShellWord.quoted(connection.target)) where its chunk files in \($0) can be read" } ?? ""
                 throw ImportError("run \(run)'s remaining chunks were kept by the process that split \(current.feed), which is gone, and are not stored in the database (this process cannot read that feed: it is not there, not a regular file, or not its size then); continue with: ingest import \(ShellWord.quoted(current.feed)) --store \(ShellWord.quoted(connection.target)) where that feed can be read\(files)")
             }
-            // Held by other processes: they save them, or die and leave them to a claim.
-            Thread.sleep(forTimeInterval: min(0.2, record.leaseSeconds / 4))
+            // Held by other processes: they save them (a finished chunk notifies), give them back
+            // (notified), or die and leave them to a claim when their leases run out (no notice).
+            try waitForChange(seconds: min(0.2, record.leaseSeconds / 4))
             return true
         }
         guard let (text, current) = try PostgresImport.storedRecord(of: run, connection), !current.isSplit else { return false }
@@ -140,8 +182,8 @@ final class PostgresChunkSource: ChunkSource {
             if try takeOverSplit(current, stored: text) { return true }
             throw ImportError("run \(run)'s split stopped (the process splitting \(current.feed) is gone, and this one cannot read that feed); continue it with: ingest import \(ShellWord.quoted(current.feed)) --store \(ShellWord.quoted(connection.target))")
         }
-        // The split is storing chunks: the next is a few milliseconds away.
-        Thread.sleep(forTimeInterval: 0.05)
+        // The split is storing chunks: it notifies at each chunk's commit and at its end.
+        try waitForChange(seconds: 0.05)
         return true
     }
 

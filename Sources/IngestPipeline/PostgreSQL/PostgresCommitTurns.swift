@@ -163,6 +163,7 @@ final class PostgresCommitTurns: @unchecked Sendable {
         try connection.execute("""
             UPDATE _ingest_chunks SET owner = NULL, lease_until = NULL WHERE run = $1 AND number = $2 AND owner = $3 AND finished IS NULL
             """, [String(run), String(chunk), owner])
+        try PostgresChunkSource.notify(connection)
     }
 
     /// Frees the chunks of a process that is gone. A save of it that still came would find
@@ -173,6 +174,7 @@ final class PostgresCommitTurns: @unchecked Sendable {
             UPDATE _ingest_chunks SET owner = NULL, lease_until = NULL
             WHERE run = $1 AND left(owner, length($2) + 1) = $2 || '/' AND finished IS NULL
             """, [String(run), process])
+        try PostgresChunkSource.notify(connection)
     }
 }
 

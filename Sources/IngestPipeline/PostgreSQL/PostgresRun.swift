@@ -314,6 +314,8 @@ package enum PostgresImport {
                         return String(decoding: try JSONEncoder().encode(record), as: UTF8.self)
                     }
                     try connection.execute("UPDATE _ingest_runs SET record = $2 WHERE run = $1", [String(run), encoded])
+                    // Waiting claims wake at this commit (`PostgresChunkSource`).
+                    try PostgresChunkSource.notify(connection)
                 }
                 stored.withLock { $0.chunks += 1; $0.bytes += chunk.byteSize }
                 // Its local file now holds what the database holds under this number.
@@ -338,11 +340,13 @@ package enum PostgresImport {
                 if let fresh = try? PostgresConnection(url) {
                     _ = try? fresh.execute("UPDATE _ingest_runs SET record = $2 WHERE run = $1",
                                            [String(run), String(decoding: try JSONEncoder().encode(record), as: UTF8.self)])
+                    _ = try? PostgresChunkSource.notify(fresh)
                 }
             } else {
                 record.splitError = "\(reason)"
                 _ = try? connection.execute("UPDATE _ingest_runs SET record = $2 WHERE run = $1",
                                             [String(run), String(decoding: try JSONEncoder().encode(record), as: UTF8.self)])
+                _ = try? PostgresChunkSource.notify(connection)
             }
             throw reason
         }
@@ -358,6 +362,8 @@ package enum PostgresImport {
         if !keeps { (record.splitProcess, record.splitDirectory) = (nil, nil) }
         try connection.execute("UPDATE _ingest_runs SET record = $2, state = CASE WHEN $3 THEN 'finished' ELSE state END, ended = CASE WHEN $3 THEN now() ELSE ended END WHERE run = $1",
                                [String(run), String(decoding: try JSONEncoder().encode(record), as: UTF8.self), manifest.chunks.isEmpty ? "t" : "f"])
+        // After that commit: claims waiting for more chunks find the split ended.
+        try PostgresChunkSource.notify(connection)
         let summary = stored.withLock { $0 }
         options.logger.info("split finished", metadata: ["run": "\(run)", "chunks": "\(manifest.chunks.count)", "stored": "\(summary.chunks)"])
         return Split(chunks: manifest.chunks.count, records: manifest.totalRecords, bytes: summary.bytes,

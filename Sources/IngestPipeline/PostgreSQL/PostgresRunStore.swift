@@ -131,6 +131,7 @@ struct PostgresRunSession: RunSession {
             if (try? markFailed(connection)) == nil {
                 for attempt in 0..<10 {
                     if let fresh = try? PostgresConnection(join.url), (try? markFailed(fresh)) != nil { break }
+                    // A backoff between reconnects (the server may be restarting), not a poll.
                     if attempt < 9 { Thread.sleep(forTimeInterval: 0.5) }
                 }
             }

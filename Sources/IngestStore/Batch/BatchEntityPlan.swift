@@ -32,7 +32,7 @@ package final class BatchEntityPlan: Sendable {
     /// (those keep a column on both sides), no member of an ordered to-many, and no entity of a hierarchy (its table holds
     /// other entities' rows too, told apart by `_entity`, which the batch statements do
     /// not write: contexts write those).
-    public static func supports(_ entity: Entity, in model: Model) -> Bool {
+    package static func supports(_ entity: Entity, in model: Model) -> Bool {
         guard entity.parent == nil, model.subentities(of: entity.name).count == 1 else { return false }
         // A member of an ordered to-many keeps its position beside its link, which the
         // batch statements would leave behind when they change the link.

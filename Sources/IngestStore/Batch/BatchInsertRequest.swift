@@ -23,7 +23,7 @@ package struct BatchInsertRequest: Sendable {
     }
 
     /// How a row meets a stored row with the same key (the entity's uniqueness constraint).
-    public enum Mode: Sendable {
+    package enum Mode: Sendable {
         /// An object the record describes (its own, or a nested one): a stored row with
         /// its key is written by the entity's `ConflictRule`, from the cells set with
         /// `given` true.
@@ -49,7 +49,7 @@ package struct BatchInsertRequest: Sendable {
         var invalid: String?
     }
 
-    public var text: [UInt8]
+    package var text: [UInt8]
     private(set) var values: [Value] = []
     private(set) var cells: [Cell] = []
     /// Per row and to-one relationship: the linked row, or -1.
@@ -68,11 +68,11 @@ package struct BatchInsertRequest: Sendable {
     /// How much a request holds: a mapper reserves as much in the next one
     /// (`reserveCapacity(_:)`), since a chunk's batches are alike and an array grown by
     /// doubling copies itself each time.
-    public struct Capacity: Sendable {
+    package struct Capacity: Sendable {
         var values = 0, cells = 0, links = 0, masks = 0, rows = 0, records = 0
 
         /// Nothing reserved.
-        public init() {}
+        package init() {}
 
         init(values: Int, cells: Int, links: Int, masks: Int, rows: Int, records: Int) {
             (self.values, self.cells, self.links, self.masks, self.rows, self.records) = (values, cells, links, masks, rows, records)
@@ -80,13 +80,13 @@ package struct BatchInsertRequest: Sendable {
     }
 
     /// What this request holds, as a capacity for the next.
-    public var capacity: Capacity {
+    package var capacity: Capacity {
         Capacity(values: values.count, cells: cells.count, links: links.count, masks: masks.count, rows: rows.count,
                  records: records.count)
     }
 
     /// Makes room for `capacity` without growing.
-    public mutating func reserveCapacity(_ capacity: Capacity) {
+    package mutating func reserveCapacity(_ capacity: Capacity) {
         values.reserveCapacity(capacity.values)
         cells.reserveCapacity(capacity.cells)
         links.reserveCapacity(capacity.links)
@@ -113,21 +113,21 @@ package struct BatchInsertRequest: Sendable {
     }
 
     /// Records added so far.
-    public var recordCount: Int { records.count }
-    public var isEmpty: Bool { records.isEmpty }
+    package var recordCount: Int { records.count }
+    package var isEmpty: Bool { records.isEmpty }
 
     /// The caller's number of record `index` (given to `beginRecord(number:)`).
-    public func recordNumber(_ index: Int) -> Int { records[index].number }
+    package func recordNumber(_ index: Int) -> Int { records[index].number }
 
     /// Starts the rows of another record; `number` comes back with its rejection, if any.
-    public mutating func beginRecord(number: Int) {
+    package mutating func beginRecord(number: Int) {
         records.append(Record(number: number, firstRow: rows.count))
     }
 
     /// Adds a row of `entity` (an index from `BatchInserter.entityIndex(_:)`) to the
     /// current record, filled with the model's defaults; returns the row's number.
     /// A record's first row is its own object; rows are written after the rows they link to.
-    public mutating func addRow(entity: Int, mode: Mode) -> Int {
+    package mutating func addRow(entity: Int, mode: Mode) -> Int {
         precondition(!records.isEmpty, "beginRecord before addRow")
         let plan = entities[entity]
         rows.append(Row(entity: entity, mode: mode, firstCell: cells.count, firstLink: links.count, firstMask: masks.count))
@@ -159,7 +159,7 @@ package struct BatchInsertRequest: Sendable {
 
     /// Sets attribute `position` of `row` (a row of the current record) to a value kept in the
     /// request (a decimal in its canonical form, `DecimalText`).
-    public mutating func set(_ value: Value?, row: Int, attribute position: Int, given: Bool = true) {
+    package mutating func set(_ value: Value?, row: Int, attribute position: Int, given: Bool = true) {
         guard let value = value?.canonicalized else { return set(.null, row: row, attribute: position, given: given) }
         let info = entities[rows[row].entity].info
         if !info.attributeTypes[position].accepts(value), records[records.count - 1].invalid == nil {
@@ -171,13 +171,13 @@ package struct BatchInsertRequest: Sendable {
 
     /// Links `row` to `target` through the to-one relationship at `toOne` (from
     /// `BatchInserter.toOneIndex(_:of:)`).
-    public mutating func link(row: Int, toOne: Int, to target: Int) {
+    package mutating func link(row: Int, toOne: Int, to target: Int) {
         links[rows[row].firstLink + toOne] = Int32(target)
         markGiven(row: row, bit: entities[rows[row].entity].info.attributeNames.count + toOne)
     }
 
     /// Drops the current record's rows (a record that turned out not to map).
-    public mutating func abandonRecord() {
+    package mutating func abandonRecord() {
         guard let record = records.popLast() else { return }
         if record.firstRow < rows.count {
             let first = rows[record.firstRow]
@@ -189,7 +189,7 @@ package struct BatchInsertRequest: Sendable {
     }
 
     /// Empties the request for the next batch, keeping its storage.
-    public mutating func removeAll(text: [UInt8]) {
+    package mutating func removeAll(text: [UInt8]) {
         self.text = text
         values.removeAll(keepingCapacity: true)
         cells.removeAll(keepingCapacity: true)

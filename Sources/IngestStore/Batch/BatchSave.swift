@@ -54,6 +54,7 @@ package struct BatchSave<Writer: BatchWriting> {
                 guard writer.isTransactionConflict(error), attempt + 1 < attempts else { throw error }
                 attempt += 1
                 onRetry(attempt, error)
+                // A backoff (randomized, growing), not a poll: the conflicting save is given time to commit.
                 Thread.sleep(forTimeInterval: Double.random(in: 0.005...0.05) * Double(attempt))
             }
         }

@@ -127,7 +127,8 @@ extension PersistentStoreCoordinator {
     /// saves through this coordinator); on PostgreSQL it LISTENs for the saves' NOTIFY and
     /// fetches at least every `interval` (a transaction held back behind an older one that
     /// then rolls back sends no notice). It reads on a thread of its own and holds at most
-    /// 1,000 transactions the reader has not taken. `interval` is taken between 1 ms and
+    /// 1,000 transactions the reader has not taken (the thread waits for the reader to take
+    /// one; none is dropped). `interval` is taken between 1 ms and
     /// 24 hours.
     ///
     /// On SQLite the stream ends with `StoreError.history` when the file at `path` is
@@ -136,7 +137,9 @@ extension PersistentStoreCoordinator {
     /// - Throws (from the sequence): as `fetchHistory(after:)`; `StoreError.history` for a
     ///   SQLite store gone from its path.
     public func history(after token: HistoryToken?, interval: Duration = .milliseconds(100)) -> AsyncThrowingStream<HistoryTransaction, any Error> {
-        let (stream, continuation) = AsyncThrowingStream<HistoryTransaction, any Error>.makeStream(bufferingPolicy: .bufferingOldest(1_000))
+        // Unbounded: the follower keeps at most `HistoryFollower.capacity` in it, waiting for
+        // the reader to take one before it offers the next (none is ever dropped).
+        let (stream, continuation) = AsyncThrowingStream<HistoryTransaction, any Error>.makeStream(bufferingPolicy: .unbounded)
         let follower = HistoryFollower()
         continuation.onTermination = { _ in follower.stop() }
         let seconds = HistoryWaiter.clamped(Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18)
@@ -147,16 +150,14 @@ extension PersistentStoreCoordinator {
                 let waiter = try store.changeWaiter(storeID: storeID)
                 var next = token
                 while !follower.isStopped {
-                    let fetch = try fetchHistory(after: next, limit: 1_000)
+                    let fetch = try fetchHistory(after: next, limit: HistoryFollower.capacity)
                     for transaction in fetch.transactions {
-                        // A full buffer drops the element: offer it again until the reader makes room.
-                        while case .dropped = continuation.yield(transaction) {
-                            if follower.isStopped { return }
-                            Thread.sleep(forTimeInterval: 0.005)
-                        }
+                        // Blocks while the reader holds `capacity` it has not taken: woken when it takes one.
+                        guard follower.waitForRoom() else { return }
+                        continuation.yield(transaction)
                     }
                     next = fetch.token
-                    if fetch.transactions.count == 1_000 { continue }
+                    if fetch.transactions.count == HistoryFollower.capacity { continue }
                     try waiter.wait(seconds: seconds, follower)
                 }
                 continuation.finish()
@@ -164,19 +165,69 @@ extension PersistentStoreCoordinator {
                 continuation.finish(throwing: error)
             }
         }
-        return stream
+        // The reader's side: each transaction it takes makes room for the next.
+        let taking = HistoryTaking(stream.makeAsyncIterator())
+        return AsyncThrowingStream {
+            let transaction = try await taking.next()
+            if transaction != nil { follower.took() }
+            return transaction
+        }
     }
 }
 
-/// A history stream's stop flag and wake-up, shared by its thread and its reader.
+/// A history stream's stop flag and wake-ups, shared by its thread and its reader.
 final class HistoryFollower: Sendable {
+    /// The most transactions the stream holds that its reader has not taken.
+    static let capacity = 1_000
+
     private let stopped = Atomic(false)
     let wake = DispatchSemaphore(value: 0)
+    /// Transactions offered to the reader and not taken yet.
+    private let held = Mutex(0)
+    /// Signalled each time the reader takes one (and at stop).
+    private let taken = DispatchSemaphore(value: 0)
 
     var isStopped: Bool { stopped.load(ordering: .relaxed) }
 
     func stop() {
         stopped.store(true, ordering: .relaxed)
         wake.signal()
+        taken.signal()
+    }
+
+    /// Counts one more transaction held for the reader, first waiting (no polling) while it
+    /// holds `capacity`; false when the stream stopped meanwhile.
+    func waitForRoom() -> Bool {
+        while !isStopped {
+            let counted = held.withLock { held in
+                guard held < Self.capacity else { return false }
+                held += 1
+                return true
+            }
+            if counted { return true }
+            // A take between the count and this wait left its signal: it returns at once.
+            taken.wait()
+        }
+        return false
+    }
+
+    /// The reader took a transaction.
+    func took() {
+        held.withLock { $0 -= 1 }
+        taken.signal()
+    }
+}
+
+/// The iterator of a history stream's inner buffer, for the one task reading the stream
+/// (an `AsyncThrowingStream` has one reader at a time).
+private final class HistoryTaking: @unchecked Sendable {
+    private var iterator: AsyncThrowingStream<HistoryTransaction, any Error>.AsyncIterator
+
+    init(_ iterator: AsyncThrowingStream<HistoryTransaction, any Error>.AsyncIterator) {
+        self.iterator = iterator
+    }
+
+    func next() async throws -> HistoryTransaction? {
+        try await iterator.next()
     }
 }

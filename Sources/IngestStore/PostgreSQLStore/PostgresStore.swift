@@ -7,8 +7,8 @@ import Foundation
 /// One database (or one schema, chosen with libpq's `options=-csearch_path=…`) holds one
 /// model: opening it with another model is refused, as a SQLite store refuses.
 package final class PostgresStore: Sendable {
-    public let url: PostgresURL
-    public let model: Model
+    package let url: PostgresURL
+    package let model: Model
     let schema: Schema
 
     /// The object graph's metadata, written in the transaction of each save.
@@ -61,7 +61,7 @@ package final class PostgresStore: Sendable {
     ///
     /// `readOnly` makes nothing and takes no lock: the store must exist and hold `model`
     /// (for readers with SELECT rights only).
-    public init(url: PostgresURL, model: Model, readOnly: Bool = false) throws(PostgresError) {
+    package init(url: PostgresURL, model: Model, readOnly: Bool = false) throws(PostgresError) {
         self.url = url
         self.model = model
         schema = Schema(model)

@@ -17,7 +17,7 @@ import GRDBSQLite
 /// coordinator's observers get a `SaveNotice` with the object IDs inserted and updated,
 /// so main contexts merge these saves as any other.
 package final class BatchInserter: BatchWriting {
-    public let coordinator: PersistentStoreCoordinator
+    package let coordinator: PersistentStoreCoordinator
     let plans: [BatchEntityPlan]
     /// Per plan, its statements in SQLite's words.
     let statements: [Statements]
@@ -27,7 +27,7 @@ package final class BatchInserter: BatchWriting {
 
     /// Rows this run's records found already written by earlier records of the same run:
     /// set it to `coordinator.nextRowNumbers()` taken when the run began.
-    public var firstRowOfRun: [String: Int64] = [:] {
+    package var firstRowOfRun: [String: Int64] = [:] {
         didSet { runStart = plans.map { firstRowOfRun[$0.info.name] ?? .max } }
     }
     private(set) var runStart: [Int64] = []
@@ -41,7 +41,7 @@ package final class BatchInserter: BatchWriting {
 
     /// An inserter for the entities of `coordinator`'s model that `supports(_:in:)` accepts,
     /// writing stored objects by `rules` (per entity name; `update` where none is given).
-    public init(coordinator: PersistentStoreCoordinator, rules: [String: ConflictRule] = [:]) {
+    package init(coordinator: PersistentStoreCoordinator, rules: [String: ConflictRule] = [:]) {
         self.coordinator = coordinator
         let plans = BatchEntityPlan.plans(schema: coordinator.schema, rules: rules)
         self.plans = plans
@@ -54,27 +54,27 @@ package final class BatchInserter: BatchWriting {
 
     /// The index of `entity` for `BatchInsertRequest.addRow`, or nil when the batch path
     /// cannot write it (see `supports(_:in:)`).
-    public func entityIndex(_ entity: String) -> Int? { planIndex[entity] }
+    package func entityIndex(_ entity: String) -> Int? { planIndex[entity] }
 
     /// The index of the to-one `relationship` of `entity` for `BatchInsertRequest.link`.
-    public func toOneIndex(_ relationship: String, of entity: Int) -> Int? {
+    package func toOneIndex(_ relationship: String, of entity: Int) -> Int? {
         let info = plans[entity].info
         guard let index = info.relationshipIndex[relationship] else { return nil }
         return info.toOneColumns.firstIndex { $0.relationship == index }
     }
 
     /// An empty request for this inserter's entities, reading text cells from `text`.
-    public func makeRequest(text: [UInt8] = []) -> BatchInsertRequest {
+    package func makeRequest(text: [UInt8] = []) -> BatchInsertRequest {
         BatchInsertRequest(plans: plans, text: text)
     }
 
     /// A record the inserter rejected (the batch path's `BatchRejection`).
-    public typealias Rejection = BatchRejection
+    package typealias Rejection = BatchRejection
     /// What one `execute` wrote (the batch path's `BatchResult`).
-    public typealias Result = BatchResult
+    package typealias Result = BatchResult
 
     /// A request with its related objects' keys looked up (`prepare`), ready to execute.
-    public struct Prepared: Sendable {
+    package struct Prepared: Sendable {
         let request: BatchInsertRequest
         let resolved: [Int64]
         let keys: [Value?]
@@ -85,7 +85,7 @@ package final class BatchInserter: BatchWriting {
     /// reader), with no write lock: a worker prepares a chunk's batches while another
     /// worker's are being written.
     /// - Throws: `StoreError` when the store cannot be read.
-    public func prepare(_ request: BatchInsertRequest) throws -> Prepared {
+    package func prepare(_ request: BatchInsertRequest) throws -> Prepared {
         let (resolved, keys, contents) = try resolve(request)
         return Prepared(request: request, resolved: resolved, keys: keys, contents: contents)
     }
@@ -95,7 +95,7 @@ package final class BatchInserter: BatchWriting {
     /// `rejected`, whose metadata entries commit in the same transaction.
     /// - Throws: `StoreError.diskFull` or `.database` when SQLite fails (nothing is
     ///   written); whatever `rejected` throws.
-    public func execute(_ request: BatchInsertRequest, metadata: [String: String],
+    package func execute(_ request: BatchInsertRequest, metadata: [String: String],
                         rejected: (Rejection) throws -> [String: String] = { _ in [:] }) throws -> Result {
         try execute(try prepare(request), metadata: metadata, rejected: rejected)
     }
@@ -105,7 +105,7 @@ package final class BatchInserter: BatchWriting {
     /// `written` adds metadata made from what the write did, in the same transaction.
     ///
     /// The store's history records the write as one transaction by `author`.
-    public func execute(_ prepared: Prepared, metadata: [String: String], author: String = "batch insert",
+    package func execute(_ prepared: Prepared, metadata: [String: String], author: String = "batch insert",
                         rejected: (Rejection) throws -> [String: String] = { _ in [:] },
                         written: (Result) throws -> [String: String] = { _ in [:] }) throws -> Result {
         try BatchSave(self).run(prepared, author: author, after: { result in

@@ -1,5 +1,5 @@
-public import ArgumentParser
-public import IngestJSON
+import ArgumentParser
+import IngestJSON
 
 /// `--style` / `--feed-style` take the generator's styles by name.
 extension FeedGenerator.Style: ExpressibleByArgument {}
