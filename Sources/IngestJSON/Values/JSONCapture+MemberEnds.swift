@@ -4,13 +4,16 @@ import Glibc
 
 extension JSONCapturePlan {
     /// How `capture(_:memberEnds:into:log:maxDepth:)` went.
-    package enum EndsCapture: Sendable {
+    package enum EndsCapture: UInt8, Sendable {
         /// Captured by the ends.
         case stepped
         /// Captured by the scan (the ends did not vouch for the record).
         case scanned
         /// Refused, as the scan refuses: the caller hands the record to the full parser.
         case refused
+
+        // Compared once a record by the mapper in another module (see `JSONCapture.Kind`).
+        @inlinable package static func == (a: EndsCapture, b: EndsCapture) -> Bool { a.rawValue == b.rawValue }
     }
 
     /// `capture(_:into:log:maxDepth:splitterChecked:)` for a chunk's record whose member
