@@ -8,7 +8,7 @@ extension Ingest {
     struct BenchImport: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "import",
-            abstract: "Import a generated feed with 1, 2 and 4 workers beside a C importer and the sqlite3 CLI.",
+            abstract: "Import a generated feed with 1, 2 and 4 workers beside a C importer, the sqlite3 CLI and DuckDB.",
             discussion: """
             For --small-records and --records records: generates the feed (reused if present), then \
             per run, alternating, each in its own process and each into a fresh store with the same \
@@ -17,8 +17,10 @@ extension Ingest {
             statements, an in-memory photographer table, a commit every 10,000 records, WAL, \
             synchronous=NORMAL, the same 8 MiB page cache), the sqlite3 CLI's fastest form (json_each \
             into a TEMP staging table, INSERT OR IGNORE the photographers, INSERT … SELECT the photos, \
-            one transaction), and `ingest import` with each worker count in --workers. Prints the best \
-            run of each: records/s, MB/s, peak RSS, CPU time over wall time, the ratios to both \
+            one transaction), DuckDB's read_json into the same two tables in a DuckDB file of its own \
+            (its CLI, or its Python package; skipped with a note when neither is installed; all \
+            cores), and `ingest import` with each worker count in --workers. Prints the best \
+            run of each: records/s, MB/s, peak RSS, CPU time over wall time, the ratios to the \
             references, and the import's stage times. --svg draws the per-worker timeline of the \
             largest feed's import with 2 workers (or the last worker count).
 
@@ -113,6 +115,8 @@ extension Ingest {
             let reference = try compileReference()
             let sqlite = ChildProcess.find("sqlite3")
             if sqlite == nil { Console.error("sqlite3 not found: install it (apt-get install sqlite3) for the CLI's rate\n") }
+            let duckDB = DuckDBLoad.find(threads: ProcessInfo.processInfo.activeProcessorCount)
+            if duckDB == nil { Console.error(DuckDBLoad.missingNote) }
             let me = ChildProcess.currentExecutable
             var rows: [[String]] = []
             var notes: [String] = []
@@ -123,6 +127,7 @@ extension Ingest {
                 var measured: [Measured] = []
                 if reference != nil { measured.append(Measured(name: "C reference importer (1 core)", workers: "-", runs: [])) }
                 if sqlite != nil { measured.append(Measured(name: "sqlite3 CLI (json_each staging)", workers: "-", runs: [])) }
+                if let duckDB { measured.append(Measured(name: duckDB.name, workers: "\(duckDB.threads) threads", runs: [])) }
                 let firstImport = measured.count
                 for workers in workerCounts { measured.append(Measured(name: "ingest import", workers: String(workers), runs: [], pipeline: pipeline)) }
                 // History's cost: the same import with history off, at the first worker count.
@@ -141,6 +146,9 @@ extension Ingest {
                             let report = try JSONDecoder().decode(ImportReport.self, from: Data(contentsOf: URL(fileURLWithPath: store + ".report.json")))
                             if measured[index].runs.isEmpty || result.seconds < measured[index].best.seconds { measured[index].report = report }
                             measured[index].runs.append(result)
+                        } else if measured[index].name.hasPrefix("DuckDB"), let duckDB {
+                            let file = "\(workDirectory)/bench-\(index).duckdb"
+                            measured[index].runs.append(try checked(duckDB.run(feed: feed, store: file, workDirectory: workDirectory), duckDB.name))
                         } else {
                             try FileManager.default.copyItem(atPath: template, toPath: store)
                             let result = if measured[index].name.hasPrefix("C"), let reference {
@@ -154,6 +162,7 @@ extension Ingest {
                 }
                 let cBest = measured.first { $0.name.hasPrefix("C") }?.best.seconds
                 let cliBest = measured.first { $0.name.hasPrefix("sqlite3") }?.best.seconds
+                let duckBest = measured.first { $0.name.hasPrefix("DuckDB") }?.best.seconds
                 for item in measured {
                     let best = item.best
                     rss[item.name + " " + item.workers, default: []].append(item.runs.map(\.peakRSSBytes).max()!)
@@ -167,7 +176,8 @@ extension Ingest {
                                  ByteCount.format(item.runs.map(\.peakRSSBytes).max()!),
                                  Format.fixed(best.cpuSeconds / best.seconds, places: 2),
                                  cBest.map { Format.fixed($0 / best.seconds, places: 2) + "×" } ?? "-",
-                                 cliBest.map { Format.fixed($0 / best.seconds, places: 2) + "×" } ?? "-", stages])
+                                 cliBest.map { Format.fixed($0 / best.seconds, places: 2) + "×" } ?? "-",
+                                 duckBest.map { Format.fixed($0 / best.seconds, places: 2) + "×" } ?? "-", stages])
                 }
                 if count == records { chartReport = (measured.first { $0.workers == "2" } ?? measured.last)?.report }
                 if let on = measured.first(where: { $0.name == "ingest import" && $0.workers == String(workerCounts[0]) }),
@@ -178,14 +188,14 @@ extension Ingest {
                 }
             }
             print(Table.render(header: ["command", "workers", "records", "MB", "best s", "records/s", "MB/s", "peak RSS",
-                                        "CPU/wall", "vs C", "vs CLI", "split / parse / map / save / index s"], rows: rows))
+                                        "CPU/wall", "vs C", "vs CLI", "vs DuckDB", "split / parse / map / save / index s"], rows: rows))
             for (name, sizes) in rss.sorted(by: { $0.key < $1.key }) where sizes.count == 2 && name.hasPrefix("ingest") {
                 let change = 100 * Double(sizes[1] - sizes[0]) / Double(sizes[0])
                 notes.append("peak RSS of \(name) worker(s), \(Format.count(smallRecords)) → \(Format.count(records)) records: "
                     + "\(ByteCount.format(sizes[0])) → \(ByteCount.format(sizes[1])) (\(change >= 0 ? "+" : "")\(Format.fixed(change, places: 1))%)")
             }
             notes.forEach { print($0) }
-            print("Best of \(runs) run(s), alternating, each its own process; vs C and vs CLI are their best time over this one's "
+            print("Best of \(runs) run(s), alternating, each its own process; vs C, vs CLI and vs DuckDB are their best time over this one's "
                 + "(above 1 is faster). CPU/wall is user+sys over wall time. Stage times: split is wall time (it overlaps the import); "
                 + "parse (read and check chunks), map and save are summed over workers; index builds the secondary indexes at the end.")
             if let svg, let report = chartReport, let timeline = report.timeline {
