@@ -369,12 +369,7 @@ extension ObjectContext {
             if tracksObjectChanges { pendingDidChange.deleted.insert(id) }
         }
         for id in plan.deleted { registered[id] = nil }
-        insertedList.removeAll(keepingCapacity: true)
-        updatedSet.removeAll(keepingCapacity: true)
-        deletedSet = [:]
-        joinChanges = [:]
-        stagedMetadata = [:]
-        placeholderMarks = []
+        forgetChanges()
         // The undo history stays, against the saved state; what the save deleted or merged
         // onto other rows cannot come back (see ContextUndoManager).
         if let undoManager {

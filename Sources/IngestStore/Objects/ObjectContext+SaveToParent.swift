@@ -112,12 +112,7 @@ extension ObjectContext {
         let deleted = Set(deletedSet.keys).union(outcome.goneInParent)
         for id in deleted { registered[id]?.isDeleted = true; registered[id] = nil }
         for id in outcome.reread { registered[id]?.turnIntoFault() }
-        insertedList.removeAll(keepingCapacity: true)
-        updatedSet.removeAll(keepingCapacity: true)
-        deletedSet = [:]
-        joinChanges = [:]
-        stagedMetadata = [:]
-        placeholderMarks = []
+        forgetChanges()
         undoManager?.settle(mapping: [:]) { deleted.contains($0.objectID) }
         processPendingChanges()
         for listener in changeListeners.values { listener(notice) }

@@ -292,12 +292,7 @@ public final class ObjectContext {
         for object in insertedList { object.isDetached = true }
         registered.removeAll(keepingCapacity: true)
         toManyHolders.removeAll(keepingCapacity: true)
-        insertedList.removeAll(keepingCapacity: true)
-        updatedSet.removeAll(keepingCapacity: true)
-        deletedSet = [:]
-        joinChanges = [:]
-        stagedMetadata = [:]
-        placeholderMarks = []
+        forgetChanges()
         pendingDidChange = ObjectsDidChange()
     }
 
@@ -334,12 +329,7 @@ public final class ObjectContext {
                 if object.toMany[index].order != nil { object.toMany[index] = ToManyState() }
             }
         }
-        insertedList = []
-        updatedSet = []
-        deletedSet = [:]
-        joinChanges = [:]
-        stagedMetadata = [:]
-        placeholderMarks = []
+        forgetChanges()
         pendingDidChange = ObjectsDidChange()
     }
 
@@ -408,6 +398,17 @@ public final class ObjectContext {
         if !joinChanges.isEmpty {
             joinChanges = Dictionary(joinChanges.map { ($0.key.mapped(mapping), $0.value) }, uniquingKeysWith: { $1 })
         }
+    }
+
+    /// Forgets the lists of what changed (after a save, a hand-over to the parent, a reset or
+    /// a rollback, which settle the objects themselves); the tables keep their capacity.
+    func forgetChanges() {
+        insertedList.removeAll(keepingCapacity: true)
+        updatedSet.removeAll(keepingCapacity: true)
+        deletedSet = [:]
+        joinChanges = [:]
+        stagedMetadata = [:]
+        placeholderMarks = []
     }
 
     // MARK: - Change notices
