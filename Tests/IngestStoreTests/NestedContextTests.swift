@@ -169,6 +169,89 @@ import Testing
         #expect(Self.stored(coordinator, late) == "Late nobody []")
     }
 
+    @Test(arguments: StoreBackend.available) func aNewObjectGivenItsKeyByTheParentStillReadsAndSavesInTheChild(backend: StoreBackend) throws {
+        let (parent, coordinator, directory, ids) = try Self.setUp(backend)
+        _ = directory
+        let child = ObjectContext(parent: parent)
+        let newID = try child.performAndWait {
+            let photo = insertPhoto(child, id: "p9", title: "New")
+            photo.setObject(child.object(with: ids["ana"]!), forKey: "whoTook")
+            try child.save()
+            return photo.objectID
+        }
+        // The parent gives it its key on its own, then saves.
+        try parent.performAndWait {
+            try parent.obtainPermanentIDs(for: Array(parent.insertedObjects))
+            try parent.save()
+        }
+        try child.performAndWait {
+            let photo = child.object(with: newID)
+            #expect(photo.title == "New")
+            photo.title = "Renamed"
+            try child.save()
+        }
+        try parent.performAndWait { try parent.save() }
+        let saved = try parent.performAndWait { try #require(parent.fetch("Photo", where: "id", equals: "p9").first).objectID }
+        #expect(Self.stored(coordinator, saved) == "Renamed ana []")
+    }
+
+    @Test(arguments: StoreBackend.available) func aLinkToANewObjectTheParentSavedSinceIsNoConflict(backend: StoreBackend) throws {
+        let (parent, coordinator, directory, ids) = try Self.setUp(backend)
+        _ = directory
+        let newPhotographer = parent.performAndWait {
+            let cy = parent.insert("Photographer")
+            cy.id = "cy"
+            parent.object(with: ids["p1"]!).setObject(cy, forKey: "whoTook")
+            return cy.objectID
+        }
+        let child = ObjectContext(parent: parent)
+        let photo = child.performAndWait {
+            let photo = child.object(with: ids["p1"]!)
+            #expect(photo.object(forKey: "whoTook")?.objectID == newPhotographer)
+            return photo
+        }
+        try parent.performAndWait { try parent.save() }
+        // The child read p1 linked to cy's temporary ID; the parent holds it under its key now: the same link.
+        try child.performAndWait {
+            photo.title = "Quay"
+            try child.save()
+        }
+        try parent.performAndWait { try parent.save() }
+        #expect(Self.stored(coordinator, ids["p1"]!) == "Quay cy []")
+    }
+
+    @Test(arguments: StoreBackend.available) func anObjectInsertedAndDeletedInTheChildLeavesNoTraceInTheParent(backend: StoreBackend) throws {
+        let (parent, coordinator, directory, ids) = try Self.setUp(backend)
+        _ = directory
+        let child = ObjectContext(parent: parent)
+        try child.performAndWait {
+            let photo = insertPhoto(child, id: "p9")
+            photo.setObject(child.object(with: ids["bo"]!), forKey: "whoTook")
+            photo.addObject(child.object(with: ids["sea"]!), toKey: "tags")
+            child.delete(photo)
+            try child.save()
+        }
+        try parent.performAndWait {
+            #expect(parent.object(with: ids["bo"]!).objects(forKey: "photos").isEmpty)
+            #expect(parent.object(with: ids["sea"]!).objects(forKey: "photos").isEmpty)
+            #expect(parent.insertedObjects.isEmpty)
+            try parent.save()
+        }
+        #expect(Self.stored(coordinator, ids["p1"]!) == "Harbour ana []")
+    }
+
+    @Test(arguments: StoreBackend.available) func aChildsObjectIDFetchIsItsParents(backend: StoreBackend) throws {
+        let (parent, _, directory, ids) = try Self.setUp(backend)
+        _ = directory
+        let inserted = parent.performAndWait {
+            parent.delete(parent.object(with: ids["p2"]!))
+            return insertPhoto(parent, id: "p8").objectID
+        }
+        let child = ObjectContext(parent: parent)
+        let request = FetchRequest("Photo", sortDescriptors: [FetchSortDescriptor("id")])
+        #expect(try child.performAndWait { try child.fetchObjectIDs(request) } == [ids["p1"]!, inserted])
+    }
+
     static let policies: [MergePolicy] = [.error, .objectTrump, .storeTrump, .overwrite, .rollback]
 
     /// The parent changed p1's title after the child read it; the child changed title and views.

@@ -86,6 +86,37 @@ import Testing
         #expect(fixture.views() == ([30, 40], [30, 40], [30, 40]))
     }
 
+    @Test(arguments: StoreBackend.available) func everyChangeIsToldNotOnlyTheFirstSinceTheSave(backend: StoreBackend) throws {
+        let fixture = try Self.Fixture(backend)
+        let context = fixture.context
+        let (a, d) = try context.performAndWait {
+            let a = try context.fetch("Photo", where: "id", equals: "a").first!
+            a.views = 15
+            let d = insertPhoto(context, id: "d")
+            d.views = 12
+            return (a, d)
+        }
+        #expect(fixture.views().told == [12, 15, 20, 30])
+        // Changed again in later blocks: both move again.
+        context.performAndWait { a.views = 50 }
+        context.performAndWait { d.views = 60 }
+        #expect(fixture.told.count == 3)
+        #expect(fixture.views() == ([20, 30, 50, 60], [20, 30, 50, 60], [20, 30, 50, 60]))
+    }
+
+    @Test(arguments: StoreBackend.available) func aRollbackIsToldAsTheChangesItUndoes(backend: StoreBackend) throws {
+        let fixture = try Self.Fixture(backend)
+        let context = fixture.context
+        try context.performAndWait {
+            insertPhoto(context, id: "d").views = 25
+            try context.fetch("Photo", where: "id", equals: "a").first!.views = 40
+            context.delete(try context.fetch("Photo", where: "id", equals: "b").first!)
+        }
+        #expect(fixture.views() == ([25, 30, 40], [25, 30, 40], [25, 30, 40]))
+        context.performAndWait { context.rollback() }
+        #expect(fixture.views() == ([10, 20, 30], [10, 20, 30], [10, 20, 30]))
+    }
+
     @Test(arguments: StoreBackend.available) func aSaveInTheSameBlockIsToldOnceWithTheSavedIDs(backend: StoreBackend) throws {
         let fixture = try Self.Fixture(backend)
         let context = fixture.context

@@ -178,6 +178,7 @@ public final class ManagedObject {
         if isInserted {
             // A new object's row is written whole: no need to track which keys changed.
             values[index] = newValue
+            if confinement.tracksObjectChanges { context.noteInsertedChanged(self) }
             return
         }
         guard values[index] != newValue else { return }
@@ -273,7 +274,10 @@ public final class ManagedObject {
     /// Records the object as changed, keeping its loaded state for rollback.
     func noteChange() {
         if isDetached { trapDetached() }
-        guard !isInserted else { return }
+        guard !isInserted else {
+            if confinement.tracksObjectChanges { context.noteInsertedChanged(self) }
+            return
+        }
         if committed == nil { committed = RowData(values: values.array, toOne: toOne) }
         context.noteUpdated(self)
     }

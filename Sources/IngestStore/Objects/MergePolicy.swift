@@ -6,7 +6,9 @@
 ///   process). The save compares the row, read again inside its transaction (and locked
 ///   there on PostgreSQL), with what the context read, property by property;
 /// - **uniqueness**: an inserted object whose unique key a stored row (or another
-///   inserted object) already holds.
+///   inserted object) already holds;
+/// - **the parent changed** (a child context's save): an object the child changed that its
+///   parent changed or deleted since the child read it; "the store" below is the parent then.
 public enum MergePolicy: Sendable, CaseIterable {
     /// The save throws `StoreError.mergeConflict` (the store changed) or
     /// `.uniquenessConflict`, naming the objects and properties; nothing is written.

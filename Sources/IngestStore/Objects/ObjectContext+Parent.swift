@@ -15,7 +15,10 @@ extension ObjectContext {
     /// so a parent must not wait on its child's queue in turn (as in Core Data).
     func onParent<T>(_ body: (ObjectContext) throws -> T) rethrows -> T {
         let parent = parentContext!
-        return try parent.performAndWait { try body(parent) }
+        return try parent.performAndWait {
+            parent.answersChildren = true
+            return try body(parent)
+        }
     }
 
     // MARK: - What a child asks (on the child's queue)

@@ -8,11 +8,14 @@ extension ObjectContext {
     /// - Throws: what `body` throws.
     public func performAndWait<T>(_ body: () throws -> T) rethrows -> T {
         if isOnQueue {
-            // A main context's block runs inline: the outermost one still ends an undo group.
+            // A main context's block runs inline: the outermost one still ends an undo group,
+            // and tells what changed (a main context has no block of its own that would).
             performDepth += 1
             defer {
                 performDepth -= 1
-                if performDepth == 0 { undoManager?.closeGroup() }
+                if performDepth == 0 {
+                    if kind == .main { processPendingChanges() } else { undoManager?.closeGroup() }
+                }
             }
             return try body()
         }

@@ -23,7 +23,9 @@ extension ObjectContext {
     /// commit, each object's `didSave`. Changes to transient attributes alone write nothing.
     /// - Throws: `StoreError.validation` or `.uniquenessConflict` (nothing written);
     ///   `StoreError.database` when SQLite fails (nothing written); for a child,
-    ///   `StoreError.mergeConflict` when the parent changed an object it changed, under `.error`.
+    ///   `StoreError.mergeConflict` when the parent changed an object it changed (under
+    ///   `.error`) or deleted it (under `.error`, `.objectTrump`, `.overwrite`), and what the
+    ///   parent's reads throw; nothing is handed over then.
     public func save() throws {
         checkAccess()
         guard hasChanges || !stagedMetadata.isEmpty || postgresSaveHook != nil else { return }
@@ -340,7 +342,9 @@ extension ObjectContext {
         var renamed: [(old: ObjectID, new: ObjectID)] = []
         for object in insertedList {
             if let saved = object.savedID {
-                if !childInsertedIDs.isEmpty, childInsertedIDs.remove(object.objectID) != nil { childPermanentIDs[object.objectID] = saved }
+                if answersChildren || !childInsertedIDs.isEmpty && childInsertedIDs.remove(object.objectID) != nil {
+                    childPermanentIDs[object.objectID] = saved
+                }
                 if registered[object.objectID] === object { registered[object.objectID] = nil }
                 if tracksObjectChanges { renamed.append((old: object.objectID, new: saved)) }
                 object.objectID = saved

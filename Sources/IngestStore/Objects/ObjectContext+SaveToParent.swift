@@ -64,12 +64,14 @@ extension ObjectContext {
 
     private func handedChanges() -> HandedChanges {
         var changes = HandedChanges(childName: name)
+        // An object inserted and deleted here before this save is no one's member or target.
+        func live(_ id: ObjectID) -> Bool { !id.isTemporary || registered[id] != nil }
         func toMany(_ object: ManagedObject) -> [HandedMembers] {
             object.toMany.indices.compactMap { index in
                 let state = object.toMany[index]
                 guard !state.added.isEmpty || !state.removed.isEmpty || state.orderChanged else { return nil }
-                return HandedMembers(index: index, added: state.added, removed: state.removed,
-                                     order: state.orderChanged ? state.order : nil)
+                return HandedMembers(index: index, added: state.added.filter(live), removed: state.removed.filter(live),
+                                     order: state.orderChanged ? state.order?.filter(live) : nil)
             }
         }
         var handed = Set<ObjectIdentifier>()
@@ -83,7 +85,7 @@ extension ObjectContext {
             guard object.isInserted || !changedAttributes.isEmpty || !changedToOne.isEmpty || !links.isEmpty else { return }
             changes.objects.append(HandedObject(
                 id: object.objectID, entity: object.info.name, isInserted: object.isInserted,
-                values: object.values.array, toOne: object.toOne, changedAttributes: changedAttributes,
+                values: object.values.array, toOne: object.toOne.map { $0.flatMap { live($0) ? $0 : nil } }, changedAttributes: changedAttributes,
                 changedToOne: changedToOne, toMany: links, read: object.isInserted ? nil : object.committed))
         }
         for object in insertedList { hand(object) }
@@ -139,7 +141,7 @@ extension ObjectContext {
             }
             let info = entityInfo(handed.entity)
             let attributes = info.attributes.indices.filter { !Value.sameWhenStored(read.values[$0], now.values[$0]) }
-            let toOnes = info.toOneColumns.map(\.relationship).filter { read.toOne[$0] != now.toOne[$0] }
+            let toOnes = info.toOneColumns.map(\.relationship).filter { read.toOne[$0].map(currentID) != now.toOne[$0] }
             guard !attributes.isEmpty || !toOnes.isEmpty else { continue }
             if policy == .error {
                 conflicts.append(Self.parentConflict(handed, info, read: read, now: now, attributes: attributes, toOnes: toOnes, deleting: false))
@@ -152,7 +154,7 @@ extension ObjectContext {
                 guard let read, let now = try snapshot(for: id)?.row else { continue }
                 let info = entityInfo(id.entityName)
                 let attributes = info.attributes.indices.filter { !Value.sameWhenStored(read.values[$0], now.values[$0]) }
-                let toOnes = info.toOneColumns.map(\.relationship).filter { read.toOne[$0] != now.toOne[$0] }
+                let toOnes = info.toOneColumns.map(\.relationship).filter { read.toOne[$0].map(currentID) != now.toOne[$0] }
                 guard !attributes.isEmpty || !toOnes.isEmpty else { continue }
                 let handed = HandedObject(id: id, entity: info.name, isInserted: false, values: read.values, toOne: read.toOne,
                                           changedAttributes: [], changedToOne: [], toMany: [], read: read)

@@ -37,18 +37,22 @@ public final class ObjectContext {
     /// What it throws fails the save, which then writes nothing.
     package var postgresSaveHook: ((PostgresConnection) throws -> Void)?
     /// Called (on the context's queue) after its objects change: at the end of each
-    /// `perform`, after a save, after a merge.
+    /// `perform` (for a main context, also of each outermost `performAndWait`), after a
+    /// save, after a merge.
     public var onObjectsDidChange: ((ObjectsDidChange) -> Void)? {
         didSet { tracksObjectChanges = onObjectsDidChange != nil || !objectChangeListeners.isEmpty }
     }
     /// Told what changed in memory, as `onObjectsDidChange` is, keyed by the listener's
     /// identity (fetched results controllers that show unsaved changes). Only the
     /// context's own changes: a merge reaches them through `changeListeners`.
-    @exclusivity(unchecked) var objectChangeListeners: [ObjectIdentifier: (ObjectsDidChange) -> Void] = [:] {
+    /// A listener returns false once its owner is gone, and is then dropped.
+    @exclusivity(unchecked) var objectChangeListeners: [ObjectIdentifier: (ObjectsDidChange) -> Bool] = [:] {
         didSet { tracksObjectChanges = onObjectsDidChange != nil || !objectChangeListeners.isEmpty }
     }
     /// Whether anyone hears of changes in memory: `pendingDidChange` is kept only then.
-    @exclusivity(unchecked) private(set) var tracksObjectChanges = false
+    @exclusivity(unchecked) private(set) var tracksObjectChanges = false {
+        didSet { confinement.tracksObjectChanges = tracksObjectChanges }
+    }
     /// Called on the context's queue after each `mergeChanges(fromDidSave:)`, with the
     /// merged notice (for views that keep counts by object ID).
     public var onDidMerge: ((SaveNotice) -> Void)?
@@ -78,6 +82,9 @@ public final class ObjectContext {
     /// and then their permanent IDs: a child keeps the temporary ones (as Core Data's do).
     @exclusivity(unchecked) var childInsertedIDs: Set<ObjectID> = []
     @exclusivity(unchecked) var childPermanentIDs: [ObjectID: ObjectID] = [:]
+    /// Whether a child has read from this context: a temporary ID it was given may be kept
+    /// there, so every one this context replaces is remembered (in `childPermanentIDs`).
+    @exclusivity(unchecked) var answersChildren = false
     /// Queries that read rows (fetches, batches, prefetches, faults firing): tests count them.
     @exclusivity(unchecked) var rowQueries = 0
 
@@ -252,9 +259,16 @@ public final class ObjectContext {
 
     func noteUpdated(_ object: ManagedObject) {
         guard !object.isInserted, !object.isDeleted else { return }
-        guard updatedSet.insert(object.objectID).inserted else { return }
+        // Listeners hear of every change, not only an object's first since the last save.
         if tracksObjectChanges { pendingDidChange.updated.insert(object.objectID) }
+        guard updatedSet.insert(object.objectID).inserted else { return }
         undoRecorder?.record(.updated(object))
+    }
+
+    /// A change to an inserted object, for listeners that were told of its insert already.
+    func noteInsertedChanged(_ object: ManagedObject) {
+        guard !pendingDidChange.inserted.contains(object.objectID) else { return }
+        pendingDidChange.updated.insert(object.objectID)
     }
 
     // MARK: - State
@@ -279,7 +293,8 @@ public final class ObjectContext {
         stagedMetadata[key] = String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
-    /// Drops every registered object and every unsaved change: memory returns.
+    /// Drops every registered object and every unsaved change: memory returns. A fetched
+    /// results controller on the context holds dropped objects then: `performFetch()` again.
     /// (The tables keep their capacity, so a worker that resets after every save does
     /// not grow them again each time.) An object kept past the reset may still be read,
     /// but changing or deleting it traps, naming it: fetch it again to change it.
@@ -302,6 +317,12 @@ public final class ObjectContext {
         checkAccess()
         postgresSaveHook = nil
         undoManager?.removeAllActions()
+        // Listeners hear it as any change: new objects gone (unless never told), the others as stored.
+        var told = ObjectsDidChange()
+        if tracksObjectChanges {
+            for object in insertedList where !pendingDidChange.inserted.contains(object.objectID) { told.deleted.insert(object.objectID) }
+            told.refreshed = updatedSet.union(deletedSet.keys)
+        }
         for object in insertedList {
             registered[object.objectID] = nil
             object.isInserted = false
@@ -330,7 +351,7 @@ public final class ObjectContext {
             }
         }
         forgetChanges()
-        pendingDidChange = ObjectsDidChange()
+        pendingDidChange = told
     }
 
     /// Turns `object` back into a fault so it reloads; with `mergeChanges`, its unsaved
@@ -351,7 +372,8 @@ public final class ObjectContext {
         }
     }
 
-    /// Gives the inserted objects their permanent IDs now, before they are saved.
+    /// Gives the inserted objects their permanent IDs now, before they are saved; in a
+    /// child context, also objects already handed to the parent (which gets them there).
     /// - Throws: `StoreError.database` when the keys cannot be reserved.
     public func obtainPermanentIDs(for objects: [ManagedObject]) throws {
         checkAccess()
@@ -381,6 +403,8 @@ public final class ObjectContext {
             guard !object.info.relationships.isEmpty else { continue }
             for index in object.toOne.indices {
                 if let id = object.toOne[index], let new = mapping[id] { object.toOne[index] = new }
+                // The object as read names it too: a conflict check compares with what is stored now.
+                if let id = object.committed?.toOne[index], let new = mapping[id] { object.committed!.toOne[index] = new }
             }
             for index in object.toMany.indices where !object.toMany[index].added.isEmpty
                 || !object.toMany[index].removed.isEmpty || object.toMany[index].committed?.isEmpty == false {
@@ -392,6 +416,10 @@ public final class ObjectContext {
         }
         for object in moved {
             registered[object.objectID] = nil
+            // A child still names the object by the temporary ID it handed over.
+            if answersChildren || !childInsertedIDs.isEmpty && childInsertedIDs.remove(object.objectID) != nil {
+                childPermanentIDs[object.objectID] = mapping[object.objectID]!
+            }
             object.objectID = mapping[object.objectID]!
         }
         for object in moved where registered[object.objectID] == nil { registered[object.objectID] = object }
@@ -424,7 +452,9 @@ public final class ObjectContext {
         guard !objectChangeListeners.isEmpty else { return }
         let local = local ?? notice
         guard !local.isEmpty else { return }
-        for listener in objectChangeListeners.values { listener(local) }
+        var gone: [ObjectIdentifier] = []
+        for (key, listener) in objectChangeListeners where !listener(local) { gone.append(key) }
+        for key in gone { objectChangeListeners[key] = nil }
     }
 }
 

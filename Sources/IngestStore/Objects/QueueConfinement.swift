@@ -14,6 +14,9 @@ final class QueueConfinement: Sendable {
     let isMain: Bool
     /// The thread running one of the context's `perform` blocks, or 0.
     private let activeThread = Atomic<UInt>(0)
+    /// The context's `tracksObjectChanges`, where its objects read it on every change
+    /// without going through their unowned context. Set and read on the context's queue only.
+    nonisolated(unsafe) var tracksObjectChanges = false
 
     init(name: String, isMain: Bool) {
         self.name = name

@@ -113,7 +113,8 @@ extension ObjectContext {
     public func fetchObjectIDs(_ request: FetchRequest) throws -> [ObjectID] {
         checkAccess()
         let info = try knownEntity(request.entityName)
-        if request.includesPendingChanges && hasPendingChanges(for: info) {
+        // A child's are its parent's, unsaved changes there included.
+        if parentContext != nil || request.includesPendingChanges && hasPendingChanges(for: info) {
             return try fetch(request).map(\.objectID)
         }
         let query = try selectQuery(request, info, columns: "t0.\"_pk\"", window: true)

@@ -60,8 +60,15 @@ extension ObjectContext {
     /// Reads the rows of these objects (those still faults without a row) in as few
     /// queries as the SQLite variable limit allows.
     func preloadRows(_ ids: [ObjectID], _ info: EntityInfo) throws {
-        // A child's faults fire through its parent, one by one.
-        guard parentContext == nil else { return }
+        // A child's faults are filled from its parent, one by one; a row the parent no longer has stays a fault.
+        if parentContext != nil {
+            for id in ids {
+                let object = self.object(with: id)
+                guard object.isFault, !object.preloaded, let row = try rowThroughParent(id) else { continue }
+                object.apply(row)
+            }
+            return
+        }
         let wanted = ids.filter { id in
             guard let object = registered[id] else { return id.primaryKey != nil }
             return object.isFault && !object.preloaded && id.primaryKey != nil

@@ -42,9 +42,11 @@ public protocol FetchedResultsControllerDelegate: AnyObject {
     func controller(_ controller: FetchedResultsController, didChange change: ResultsChange)
 }
 
-/// The results of a fetch request, in sections, kept up to date as its context saves or
-/// merges other contexts' saves — by applying each change to the results it holds, not by
-/// fetching everything again.
+/// The results of a fetch request, in sections, kept up to date as its context changes
+/// (its unsaved changes told at the end of each perform block, unless the request's
+/// `includesPendingChanges` is false), saves, or merges other contexts' saves — by applying
+/// each change to the results it holds, not by fetching everything again. After the
+/// context's `reset()`, call `performFetch()` again.
 ///
 /// Not Sendable: use it on its context's queue. Its changes also arrive as an
 /// `AsyncStream` (`changes`), whose elements are Sendable; the stream is made when first
@@ -101,7 +103,7 @@ public final class FetchedResultsController {
         changeStream.finish()
     }
 
-    /// Runs the fetch and starts following the context's saves and merges.
+    /// Runs the fetch and starts following the context's changes, saves and merges.
     /// - Throws: as `ObjectContext.fetch(_:)`.
     public func performFetch() throws {
         context.checkAccess()
@@ -112,7 +114,11 @@ public final class FetchedResultsController {
             // The context's unsaved changes, as Core Data's controller reports them (at the
             // end of each perform block), unless the request leaves them out.
             if request.includesPendingChanges {
-                context.objectChangeListeners[ObjectIdentifier(self)] = { [weak self] change in self?.apply(change) }
+                context.objectChangeListeners[ObjectIdentifier(self)] = { [weak self] change in
+                    guard let self else { return false }
+                    apply(change)
+                    return true
+                }
             }
         }
     }
