@@ -9,7 +9,7 @@ public struct Photo: TypedObject {
     public let managedObject: ManagedObject
 
     public init(_ object: ManagedObject) {
-        Swift.precondition(object.isKind(ofEntity: Self.entityName), "a \(object.entityName) is not a Photo")
+        guard object.isKind(ofEntity: Self.entityName) else { Swift.fatalError("a \(object.entityName) is not a Photo") }
         managedObject = object
     }
 
@@ -108,7 +108,7 @@ public struct Album: TypedObject {
     public let managedObject: ManagedObject
 
     public init(_ object: ManagedObject) {
-        Swift.precondition(object.isKind(ofEntity: Self.entityName), "a \(object.entityName) is not a Album")
+        guard object.isKind(ofEntity: Self.entityName) else { Swift.fatalError("a \(object.entityName) is not a Album") }
         managedObject = object
     }
 
@@ -134,7 +134,7 @@ public struct Tag: TypedObject {
     public let managedObject: ManagedObject
 
     public init(_ object: ManagedObject) {
-        Swift.precondition(object.isKind(ofEntity: Self.entityName), "a \(object.entityName) is not a Tag")
+        guard object.isKind(ofEntity: Self.entityName) else { Swift.fatalError("a \(object.entityName) is not a Tag") }
         managedObject = object
     }
 
@@ -164,7 +164,7 @@ public struct Clip: TypedObject {
     public let managedObject: ManagedObject
 
     public init(_ object: ManagedObject) {
-        Swift.precondition(object.isKind(ofEntity: Self.entityName), "a \(object.entityName) is not a Clip")
+        guard object.isKind(ofEntity: Self.entityName) else { Swift.fatalError("a \(object.entityName) is not a Clip") }
         managedObject = object
     }
 

@@ -18,6 +18,26 @@ import Testing
         }
     }
 
+    /// A trap's message is what a user reads, in the builds users ship: `precondition` and
+    /// `preconditionFailure` print theirs only at -Onone (at -O the process says "precondition
+    /// failure" and nothing else, found running this suite optimised), so every trap in the
+    /// sources and in the code `ingest codegen` writes is a `fatalError`.
+    @Test func everyTrapKeepsItsMessageInAnOptimisedBuild() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let sources = root.appendingPathComponent("Sources")
+        var found: [String] = []
+        let files = FileManager.default.enumerator(atPath: sources.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
+        #expect(files.count > 100, "the sources were found")
+        for file in files {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where line.contains("precondition(") || line.contains("preconditionFailure(") {
+                found.append("\(file):\(number + 1)")
+            }
+        }
+        #expect(found.isEmpty, "traps whose message an optimised build drops: \(found)")
+    }
+
     @Test func usingAnObjectOffItsQueueTraps() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let directory = try TemporaryDirectory()
@@ -104,7 +124,7 @@ import Testing
     /// takes the change and saves it.
     @Test(arguments: StoreBackend.available) func anObjectFetchedAgainAfterResetSavesItsChange(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "editor")
         try context.performAndWait {
             insertPhoto(context, id: "p1", title: "Harbour")

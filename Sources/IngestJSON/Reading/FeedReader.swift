@@ -90,7 +90,7 @@ public final class FeedReader {
         onBuffer: (UnsafeRawBufferPointer) throws -> Void = { _ in },
         onRecord: (FeedRecord) throws -> Void
     ) throws {
-        precondition(!used, "a FeedReader reads its input once")
+        guard !used else { fatalError("a FeedReader reads its input once") }
         used = true
         let parser = FeedParser(options: options, name: name, memberEnds: collectsMemberEnds)
         var storage = UnsafeMutableRawBufferPointer.allocate(

@@ -161,7 +161,7 @@ package struct JSONCapturePlan: Sendable {
     }
 
     private mutating func entry(at path: [String], from node: Int) -> (node: Int, entry: Int) {
-        precondition(!path.isEmpty, "a capture path names at least one key")
+        guard !path.isEmpty else { fatalError("a capture path names at least one key") }
         var current = node
         for key in path.dropLast() { current = self.node(at: [key], from: current) }
         let key = Array(path.last!.utf8)

@@ -30,7 +30,7 @@ final class LeaseBookkeeping: ChunkBookkeeping {
 
     func stage(rejects: [ImportMarker.Reject], members: MemberCensus, outcomes: RecordOutcomes, _ chunk: ChunkInfo, done: Int,
                records: Int, in context: ObjectContext) throws {
-        guard let lease else { preconditionFailure("a save staged before a chunk was claimed") }
+        guard let lease else { fatalError("a save staged before a chunk was claimed") }
         let lines = try rejects.map { (index: $0.index, json: try $0.jsonLine()) }
         let previous = self.done
         let (owner, process, leaseSeconds) = (self.owner, self.process, self.leaseSeconds)

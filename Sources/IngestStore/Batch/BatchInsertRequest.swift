@@ -128,7 +128,7 @@ package struct BatchInsertRequest: Sendable {
     /// current record, filled with the model's defaults; returns the row's number.
     /// A record's first row is its own object; rows are written after the rows they link to.
     package mutating func addRow(entity: Int, mode: Mode) -> Int {
-        precondition(!records.isEmpty, "beginRecord before addRow")
+        guard !records.isEmpty else { fatalError("beginRecord before addRow") }
         let plan = entities[entity]
         rows.append(Row(entity: entity, mode: mode, firstCell: cells.count, firstLink: links.count, firstMask: masks.count))
         cells.append(contentsOf: plan.defaultCells)

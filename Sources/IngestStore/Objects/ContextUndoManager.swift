@@ -79,7 +79,7 @@ public final class ContextUndoManager {
 
     /// Ends the group `beginUndoGrouping()` started.
     public func endUndoGrouping() {
-        precondition(explicitDepth > 0, "endUndoGrouping() without beginUndoGrouping()")
+        guard explicitDepth > 0 else { fatalError("endUndoGrouping() without beginUndoGrouping()") }
         explicitDepth -= 1
         if explicitDepth == 0 { closeGroup() }
     }

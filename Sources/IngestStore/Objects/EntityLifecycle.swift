@@ -116,7 +116,7 @@ extension PersistentStoreCoordinator {
     /// hooks, in every context of this coordinator; nil removes them. Set them before the
     /// contexts use the entity.
     public func setLifecycle(_ lifecycle: EntityLifecycle?, forEntity entity: String) {
-        precondition(model.entity(entity) != nil, "the model has no entity '\(entity)'")
+        guard model.entity(entity) != nil else { fatalError("the model has no entity '\(entity)'") }
         lifecycles.set(lifecycle, for: entity)
     }
 

@@ -34,8 +34,9 @@ extension ManagedObject {
         let relationshipIndex = relationshipIndex(key, toMany: true)
         context.checkAccess()
         if isDetached { trapDetached() }
-        precondition(info.relationships[relationshipIndex].orderColumn != nil,
-                     "\(info.name).\(key) is not ordered: use addObject(_:toKey:)")
+        guard info.relationships[relationshipIndex].orderColumn != nil else {
+            fatalError("\(info.name).\(key) is not ordered: use addObject(_:toKey:)")
+        }
         addObject(member, toKey: key)
         context.changeToMany(self, relationshipIndex) { $0.move(member.objectID, to: index) }
     }
@@ -122,8 +123,9 @@ extension ManagedObject {
     }
 
     private func checkSameContext(_ other: ManagedObject, _ key: String) {
-        precondition(other.context === context,
-                     "\(info.name).\(key): \(other.objectID) belongs to another context; relate objects of one context only")
+        guard other.context === context else {
+            fatalError("\(info.name).\(key): \(other.objectID) belongs to another context; relate objects of one context only")
+        }
         if other.isDetached { other.trapDetached() }
     }
 }

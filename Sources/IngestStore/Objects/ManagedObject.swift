@@ -152,7 +152,7 @@ public final class ManagedObject {
     /// Sets the attribute at `index` in the entity's `storedAttributes` (its `attributes`
     /// when it has no transient ones): for importers that resolve names once, not per record. A decimal is kept in its canonical form (`DecimalText`).
     public func setValue(_ newValue: Value?, forAttributeAt index: Int) {
-        precondition(index >= 0 && index < values.count, "entity \(info.name) has no attribute at position \(index)")
+        guard index >= 0 && index < values.count else { fatalError("entity \(info.name) has no attribute at position \(index)") }
         // A decimal is kept in its one form (`DecimalText`), so `7.80` over a stored `7.8` is no change.
         let newValue = newValue?.canonicalized
         confinement.check()
@@ -216,7 +216,7 @@ public final class ManagedObject {
 
     private func attributeIndex(_ key: String) -> Int {
         guard let index = info.attributePosition(key) else {
-            preconditionFailure("entity \(info.name) has no attribute '\(key)'"
+            fatalError("entity \(info.name) has no attribute '\(key)'"
                 + (info.relationshipIndex[key] != nil ? " ('\(key)' is a relationship: use object(forKey:) or objects(forKey:))" : ""))
         }
         return index
@@ -224,10 +224,11 @@ public final class ManagedObject {
 
     func relationshipIndex(_ key: String, toMany: Bool) -> Int {
         guard let index = info.relationshipIndex[key] else {
-            preconditionFailure("entity \(info.name) has no relationship '\(key)'")
+            fatalError("entity \(info.name) has no relationship '\(key)'")
         }
-        precondition(info.relationships[index].isToMany == toMany,
-                     "\(info.name).\(key) is a to-\(toMany ? "one" : "many") relationship")
+        guard info.relationships[index].isToMany == toMany else {
+            fatalError("\(info.name).\(key) is a to-\(toMany ? "one" : "many") relationship")
+        }
         return index
     }
 
@@ -242,7 +243,7 @@ public final class ManagedObject {
             return
         }
         guard let row = context.loadRow(objectID, info) else {
-            preconditionFailure("\(objectID) was deleted from the store: its fault cannot be fulfilled")
+            fatalError("\(objectID) was deleted from the store: its fault cannot be fulfilled")
         }
         apply(row)
     }
@@ -286,7 +287,7 @@ public final class ManagedObject {
 extension ManagedObject {
     /// A change to an object its context's `reset()` dropped.
     func trapDetached(_ function: StaticString = #function) -> Never {
-        preconditionFailure("\(objectID) was changed (\(function)) after ObjectContext '\(context.name)' dropped it in reset(): "
+        fatalError("\(objectID) was changed (\(function)) after ObjectContext '\(context.name)' dropped it in reset(): "
             + "the change could never be saved; fetch the object again (context.object(with: id)) and change that one")
     }
 }

@@ -154,7 +154,7 @@ extension ObjectContext {
         do {
             return try loadRowOrThrow(id, info)
         } catch {
-            preconditionFailure("cannot load \(id): \(error)")
+            fatalError("cannot load \(id): \(error)")
         }
     }
 
@@ -232,7 +232,7 @@ extension ObjectContext {
             sql = materialized
                 ? "SELECT \(destination.aliasedSelectColumns) FROM \(quoted(table)) j JOIN \(destination.table) t0 ON t0.\"_pk\" = j.\(quoted(other)) WHERE j.\(quoted(source)) = ?\(order)"
                 : "SELECT j.\(quoted(other)) FROM \(quoted(table)) j WHERE j.\(quoted(source)) = ?\(order)"
-        case .column: preconditionFailure("a to-one relationship has no members")
+        case .column: fatalError("a to-one relationship has no members")
         }
         do {
             rowQueries += 1
@@ -243,7 +243,7 @@ extension ObjectContext {
             let keys = try coordinator.reading { db in try db.int64s(sql, [.int(pk)]) }
             return keys.map { ObjectID(storeID: coordinator.storeID, entityName: relationship.destinationRoot, key: .permanent($0)) }
         } catch {
-            preconditionFailure("cannot load \(object.objectID).\(relationship.relationship.name): \(error)")
+            fatalError("cannot load \(object.objectID).\(relationship.relationship.name): \(error)")
         }
     }
 

@@ -55,7 +55,9 @@ extension ObjectContext {
     /// - Throws: `StoreError.mergeConflict` under `.error` when the parent changed an
     ///   object this context changed; nothing is handed over then.
     func saveIntoParent() throws {
-        precondition(postgresSaveHook == nil, "ObjectContext '\(name)': a save hook needs a context that saves to the store, not a child")
+        guard postgresSaveHook == nil else {
+            fatalError("ObjectContext '\(name)': a save hook needs a context that saves to the store, not a child")
+        }
         let changes = handedChanges()
         let policy = mergePolicy
         let outcome = try onParent { parent in try parent.take(changes, policy: policy) }

@@ -111,7 +111,9 @@ public final class ObjectContext {
             queue = DispatchQueue(label: "ingest.context.\(name)")
         case .main:
             QueueConfinement.markMainQueue()
-            precondition(QueueConfinement.isOnMainQueue, "a main context must be made on the main queue (the main actor)")
+            guard QueueConfinement.isOnMainQueue else {
+                fatalError("a main context must be made on the main queue (the main actor)")
+            }
             queue = .main
         }
         confinement = QueueConfinement(name: name, isMain: kind == .main)
@@ -135,7 +137,7 @@ public final class ObjectContext {
     func entityInfo(_ name: String) -> EntityInfo {
         // Workers insert one entity many times in a row: remember the last one.
         if let last = lastEntity, last.name == name { return last }
-        guard let info = coordinator.schema.entity(name) else { preconditionFailure("the model has no entity '\(name)'") }
+        guard let info = coordinator.schema.entity(name) else { fatalError("the model has no entity '\(name)'") }
         lastEntity = info
         return info
     }
@@ -144,7 +146,9 @@ public final class ObjectContext {
     public func insert(_ entity: String) -> ManagedObject {
         checkAccess()
         let info = entityInfo(entity)
-        precondition(!info.entity.isAbstract, "entity \(entity) is abstract: insert one of its subentities (\(coordinator.schema.model.subentities(of: entity, includingItself: false).joined(separator: ", ")))")
+        guard !info.entity.isAbstract else {
+            fatalError("entity \(entity) is abstract: insert one of its subentities (\(coordinator.schema.model.subentities(of: entity, includingItself: false).joined(separator: ", ")))")
+        }
         let id = ObjectID.temporary(storeID: coordinator.storeID, entityName: info.rootName)
         let object = ManagedObject(id: id, info: info, context: self, fault: false)
         if !info.relationships.isEmpty {
@@ -186,7 +190,7 @@ public final class ObjectContext {
             do {
                 return try hierarchyObjectThroughParent(id)
             } catch {
-                preconditionFailure("cannot read \(id) through the parent context: \(error)")
+                fatalError("cannot read \(id) through the parent context: \(error)")
             }
         }
         guard let pk = id.primaryKey else { return nil }
@@ -196,7 +200,7 @@ public final class ObjectContext {
                 try materialize(db, "SELECT \(info.selectColumns) FROM \(info.table) WHERE \"_pk\" = ?", [.int(pk)], info).first
             }
         } catch {
-            preconditionFailure("cannot read \(id): \(error)")
+            fatalError("cannot read \(id): \(error)")
         }
     }
 
@@ -236,7 +240,7 @@ public final class ObjectContext {
     /// `handedOver`: a child's delete, whose `prepareForDeletion` ran in the child.
     func delete(_ object: ManagedObject, handedOver: Bool) {
         checkAccess()
-        precondition(object.context === self, "\(object.objectID) belongs to another context")
+        guard object.context === self else { fatalError("\(object.objectID) belongs to another context") }
         if object.isDetached { object.trapDetached() }
         guard !object.isDeleted else { return }
         if !handedOver { lifecycle(object.info)?.prepareForDeletion?(object) }

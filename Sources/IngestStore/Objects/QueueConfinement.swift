@@ -42,7 +42,7 @@ final class QueueConfinement: Sendable {
     }
 
     private func offQueue(_ function: StaticString) -> Never {
-        preconditionFailure("ObjectContext '\(name)' used off its queue (\(function)): wrap the call in \(name).performAndWait { }")
+        fatalError("ObjectContext '\(name)' used off its queue (\(function)): wrap the call in \(name).performAndWait { }")
     }
 
     // MARK: - The main queue

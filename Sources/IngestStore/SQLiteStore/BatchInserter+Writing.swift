@@ -109,7 +109,7 @@ extension BatchInserter {
     }
 
     private func openDatabase() throws -> Database {
-        guard let database else { preconditionFailure("BatchInserter: a write outside inTransaction") }
+        guard let database else { fatalError("BatchInserter: a write outside inTransaction") }
         return database
     }
 }

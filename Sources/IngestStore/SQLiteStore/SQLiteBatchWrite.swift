@@ -160,7 +160,7 @@ struct SQLiteBatchWrite {
         }
         let pk = nextKey[row.entity]
         nextKey[row.entity] += 1
-        precondition(pk <= lastKey[row.entity], "more rows than keys reserved")
+        guard pk <= lastKey[row.entity] else { fatalError("more rows than keys reserved") }
         let statement = statements.creates[row.entity]
         inserter.bind(request, row, pk: pk, rowKeys: rowKeys, firstRow: range.lowerBound, text: text, to: statement)
         try SQLiteValues.stepToEnd(statement, db)

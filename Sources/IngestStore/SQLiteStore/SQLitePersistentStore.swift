@@ -61,7 +61,7 @@ struct SQLitePersistentStore: PersistentStore {
     }
 
     func reserveKeys(_ count: Int, for entity: EntityInfo, _ connection: StoreConnection) throws -> [Int64] {
-        guard case .sqlite(let db) = connection.kind else { preconditionFailure("a SQLite store lent another connection") }
+        guard case .sqlite(let db) = connection.kind else { fatalError("a SQLite store lent another connection") }
         let first = try Self.reserveKeys(count, for: entity, db)
         return Array(first..<first + Int64(count))
     }

@@ -22,7 +22,7 @@ package final class ManagedThread: Sendable {
     /// error (it traps, naming the thread).
     package func start(_ body: @escaping @Sendable (ThreadStop) -> Void) {
         let (exchanged, _) = started.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing)
-        precondition(exchanged, "thread '\(name)' was started twice")
+        guard exchanged else { fatalError("thread '\(name)' was started twice") }
         let thread = Thread { [self] in
             defer { done.signal() }
             body(stopRequest)

@@ -56,7 +56,8 @@ package enum ModelCodegen {
             out += "    public static let entityName = \(literal(entity.name))\n"
             out += "    public let managedObject: ManagedObject\n\n"
             out += "    public init(_ object: ManagedObject) {\n"
-            out += "        Swift.precondition(object.isKind(ofEntity: Self.entityName), \"a \\(object.entityName) is not a \(entity.name)\")\n"
+            // fatalError, not precondition: a release build keeps its message.
+            out += "        guard object.isKind(ofEntity: Self.entityName) else { Swift.fatalError(\"a \\(object.entityName) is not a \(entity.name)\") }\n"
             out += "        managedObject = object\n    }\n"
             // Core Data's `as? Video`: a parent's view of an object that may be a subentity's.
             for sub in model.subentities(of: entity.name, includingItself: false) {

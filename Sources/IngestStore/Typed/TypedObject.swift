@@ -67,8 +67,9 @@ public struct TypedFetchRequest<Result: TypedObject>: Sendable {
     public var request: FetchRequest
 
     public init(_ request: FetchRequest) {
-        precondition(request.entityName == Result.entityName,
-                     "a TypedFetchRequest<\(Result.self)> fetches \(Result.entityName), not \(request.entityName)")
+        guard request.entityName == Result.entityName else {
+            fatalError("a TypedFetchRequest<\(Result.self)> fetches \(Result.entityName), not \(request.entityName)")
+        }
         self.request = request
     }
 }
@@ -94,7 +95,7 @@ extension ObjectContext {
     /// The object with `id`, typed (a fault until its values are read).
     public func object<T: TypedObject>(with id: ObjectID, as type: T.Type) -> T {
         let object = object(with: id)
-        precondition(object.isKind(ofEntity: T.entityName), "\(id) is not a \(T.entityName)")
+        guard object.isKind(ofEntity: T.entityName) else { fatalError("\(id) is not a \(T.entityName)") }
         return T(object)
     }
 }
