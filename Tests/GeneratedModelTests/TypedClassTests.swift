@@ -25,7 +25,7 @@ import Testing
 
     @Test func typedPropertiesRoundTripEveryAttributeTypeThroughTheStore() throws {
         let (coordinator, directory) = try Self.store()
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "typed")
         let taken = Date(timeIntervalSince1970: 1_700_000_000.25)
         let uuid = UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!
@@ -64,7 +64,7 @@ import Testing
 
     @Test func typedRelationshipsAndFetchRequestsGiveTypedResults() throws {
         let (coordinator, directory) = try Self.store()
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "typed")
         try context.performAndWait {
             let album = context.insert(Album.self)
@@ -108,7 +108,7 @@ import Testing
     /// the save says it is missing.
     @Test func aRequiredNumberLeftUnsetReadsZeroAndFailsTheSaveByName() throws {
         let (coordinator, directory) = try Self.store()
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "typed")
         context.performAndWait {
             let photo = context.insert(Photo.self)
@@ -122,7 +122,7 @@ import Testing
     /// type returns its objects, which `asClip` tells apart (Core Data's `as? Clip`).
     @Test func aSubentitysTypeInheritsAndAParentsFetchIncludesIt() throws {
         let (coordinator, directory) = try Self.store()
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "typed")
         let clipID = try context.performAndWait {
             let photo = context.insert(Photo.self)

@@ -21,7 +21,7 @@ extension Tag {
 @Suite struct TypedLifecycleTests {
     @Test func aRegisteredTypesMethodsRunAtInsertSaveAndFetch() throws {
         let (coordinator, directory) = try TypedClassTests.store()
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         coordinator.register(Tag.self)
         let context = ObjectContext(coordinator: coordinator, name: "typed")
         let id = try context.performAndWait {

@@ -51,7 +51,7 @@ import Testing
         let pipeline = Array(UpdateRuleTests.pipelineText(tags: path == .objects ? "replace" : nil).utf8)
         let spec = try PipelineSpec.parse(pipeline)
         let (container, server) = try Self.container(backend, spec: spec, in: directory)
-        _ = server
+        defer { withExtendedLifetime(server) {} }
         let view = container.viewContext
         var merged: [String: Set<ObjectID>] = [:]
         var notices = 0

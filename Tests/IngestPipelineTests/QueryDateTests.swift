@@ -32,7 +32,7 @@ import Testing
     ])
     func dateLiteralsCompareAsDatesInSQLAndInMemory(_ format: String, _ expected: [String]) throws {
         let (dir, store) = try store()
-        _ = dir
+        defer { withExtendedLifetime(dir) {} }
         let predicate = try QueryPredicate(format: format)
         let context = ObjectContext(coordinator: try PersistentStoreCoordinator(existingStoreAt: store))
         let (viaSQL, inMemory) = try context.performAndWait {
@@ -46,7 +46,7 @@ import Testing
 
     @Test func outputShowsTheStoredDateRoundedNotCut() throws {
         let (dir, store) = try store()
-        _ = dir
+        defer { withExtendedLifetime(dir) {} }
         let outcome = try IngestBinary.run(["query", store, "Photo", "--where", "id = 'millis'", "--fields", "uploadDate", "--format", "csv"])
         #expect(outcome.status == 0, "\(outcome.stderr)")
         #expect(outcome.stdout.contains("2018-02-07T01:26:13.840Z"), "\(outcome.stdout)")
@@ -59,7 +59,7 @@ import Testing
     /// prints each one, and the importer now rejects such values with the range.
     @Test func queryPrintsEveryStoredDoubleAndImportRejectsDatesOutsideTheRange() throws {
         let (dir, store) = try store()
-        _ = dir
+        defer { withExtendedLifetime(dir) {} }
         let far: [(Double, String)] = [(1e13 - 978_307_200, "+318857-05-20T17:46:40.000Z"), (1e300, "1e+300 s since 1970-01-01T00:00:00Z"),
                                        (-1e300, "-1e+300 s since 1970-01-01T00:00:00Z"),
                                        (Double(Int64.max), "9.223372037833083e+18 s since 1970-01-01T00:00:00Z"),

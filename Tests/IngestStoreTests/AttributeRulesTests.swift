@@ -74,7 +74,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func aSaveNamesEachBrokenRuleWithItsObjectPropertyAndBound(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(Self.model, on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             let person = context.insert("Person")

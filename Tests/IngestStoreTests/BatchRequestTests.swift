@@ -56,7 +56,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aBatchDeleteRemovesTheMatchingRowsAndReturnsTheirCountOrIDs(backend: StoreBackend) throws {
         let (coordinator, directory, ids) = try Self.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let byIDs = try coordinator.execute(BatchDeleteRequest(entity: "Photo", predicate: try QueryPredicate(format: "views > %d", 3),
                                                                resultType: .objectIDs))
         #expect(byIDs.count == 2)
@@ -72,7 +72,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aBatchDeleteNullifiesLinksToTheDeletedRows(backend: StoreBackend) throws {
         let (coordinator, directory, ids) = try Self.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         // ana's photos lose their photographer; p1's tag loses p1.
         let ana = try coordinator.execute(BatchDeleteRequest(entity: "Photographer"))
         #expect(ana.count == 1 && ana.changes.deleted == [ids["ana"]!])
@@ -89,7 +89,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aBatchDeleteCascadesAndADenyRuleRefusesItWhole(backend: StoreBackend) throws {
         let (coordinator, directory, ids) = try Self.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         // Folder → albums cascades; the album "2026" has no photos, so its deny rule allows it.
         let trips = try coordinator.execute(BatchDeleteRequest(entity: "Folder", predicate: try QueryPredicate(format: "name == %@", "trips"),
                                                                resultType: .objectIDs))
@@ -115,7 +115,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aBatchUpdateSetsTheValuesOfTheMatchingRows(backend: StoreBackend) throws {
         let (coordinator, directory, ids) = try Self.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let request = try BatchUpdateRequest(entity: "Photo", predicate: try QueryPredicate(format: "views < %d", 3),
                                              propertiesToUpdate: ["title": "bulk", "views": 0], resultType: .objectIDs)
         let result = try coordinator.execute(request)
@@ -140,7 +140,7 @@ import Testing
     /// and the history names each row's own entity.
     @Test(arguments: StoreBackend.available) func requestsOnAHierarchyActOnSubentitiesAndNameTheirEntities(backend: StoreBackend) throws {
         let (coordinator, directory, ids) = try InheritanceTests.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let start = try coordinator.currentHistoryToken()
         let videos = try coordinator.execute(try BatchUpdateRequest(entity: "Video", propertiesToUpdate: ["duration": 1.5], resultType: .objectIDs))
         // Row numbers differ by store (the order a save inserts in): IDs come in row order.
@@ -162,7 +162,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aBatchUpdateChecksItsValuesAgainstTheModelAndWritesNothingOtherwise(backend: StoreBackend) throws {
         let (coordinator, directory, _) = try Self.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         #expect(throws: StoreError.unknownProperty(entity: "Photo", property: "nope")) {
             try coordinator.execute(try BatchUpdateRequest(entity: "Photo", propertiesToUpdate: ["nope": 1, "title": "x"]))
         }
@@ -190,7 +190,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func contextsMergeTheChangesExplicitlyOrAutomatically(backend: StoreBackend) throws {
         let (coordinator, directory, ids) = try Self.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let explicit = ObjectContext(coordinator: coordinator, name: "explicit")
         let executing = ObjectContext(coordinator: coordinator, name: "executing")
         let (p1, p4) = try explicit.performAndWait { (try explicit.existingObject(with: ids["p1"]!), try explicit.existingObject(with: ids["p4"]!)) }
@@ -215,7 +215,7 @@ import Testing
     @MainActor
     @Test(arguments: StoreBackend.available) func aMainContextMergingAutomaticallyFollowsBatchRequests(backend: StoreBackend) async throws {
         let (coordinator, directory, ids) = try Self.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let main = ObjectContext(.main, coordinator: coordinator, name: "main")
         var merged: [SaveNotice] = []
         let (p1, p2) = try main.performAndWait {
@@ -239,7 +239,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func batchRequestsAreRecordedInTheHistoryWithTheirAuthor(backend: StoreBackend) throws {
         let (coordinator, directory, ids) = try Self.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let start = try coordinator.currentHistoryToken()
         let editor = ObjectContext(coordinator: coordinator, name: "editor")
         try editor.performAndWait {

@@ -14,7 +14,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func eightWorkersAndAnAutoMergingMainContext(backend: StoreBackend) async throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let log = await MainActor.run { MergeLog() }
         let main = await MainActor.run {
             let main = ObjectContext(.main, coordinator: coordinator, name: "main")
@@ -76,7 +76,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func saveNoticesArriveAsAnAsyncSequenceInOrder(backend: StoreBackend) async throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let notices = coordinator.saveNotices()
         let context = ObjectContext(coordinator: coordinator, name: "writer")
         try await context.perform { context in
@@ -96,7 +96,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func mergeRefreshesUpdatedObjectsAndDropsDeletedOnes(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let writer = ObjectContext(coordinator: coordinator, name: "writer")
         let reader = ObjectContext(coordinator: coordinator, name: "reader")
         let ids: [ObjectID] = try writer.performAndWait {
@@ -168,7 +168,7 @@ final class Mutex2<T>: @unchecked Sendable {
     /// between writes.)
     @Test(arguments: StoreBackend.reopenable) func readersDoNotWaitForAWriteInProgress(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let writer = ObjectContext(coordinator: coordinator, name: "writer")
         try writer.performAndWait {
             insertPhoto(writer, id: "committed")

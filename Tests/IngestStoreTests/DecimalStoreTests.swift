@@ -38,7 +38,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func decimalsSortByNumberInSQLAsInMemory(backend: StoreBackend) throws {
         let (coordinator, directory) = try Self.fixture(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "check")
         try context.performAndWait {
             for key in ["v", "w"] {
@@ -75,7 +75,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func decimalComparisonsSelectByNumberInSQLAsInMemory(backend: StoreBackend) throws {
         let (coordinator, directory) = try Self.fixture(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "check")
         for (format, expected) in Self.predicates {
             do {
@@ -105,7 +105,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func decimalsRoundTripExactlyInTheirCanonicalForm(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(Self.model, on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let cases = [(Self.thirty, Self.thirty), ("0.1", "0.1"), ("-" + Self.thirty + ".000000000000000000000000000001", "-" + Self.thirty + ".000000000000000000000000000001"),
                      ("1e-30", "0." + String(repeating: "0", count: 29) + "1"), ("7.800000", "7.8"), ("+7.80", "7.8"), ("78e-1", "7.8"),
                      ("1E+3", "1000"), ("-0", "0"), ("0.000", "0"), ("1e400", "1" + String(repeating: "0", count: 400))]

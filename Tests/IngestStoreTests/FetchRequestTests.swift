@@ -74,7 +74,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func photoPredicatesAgreeInSQLAndInMemory(backend: StoreBackend) throws {
         let (coordinator, directory) = try Self.fixture(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         for format in Self.photoPredicates {
             do { try agree(coordinator, entity: "Photo", format) } catch { Issue.record("\(format): \(error)") }
         }
@@ -85,7 +85,7 @@ import Testing
     /// row. (PostgreSQL text holds no NUL: such records are rejected.)
     @Test func textWithNULCharactersComparesWholeInSQLAsInMemory() throws {
         let (coordinator, directory) = try TestModel.store(on: .sqlite)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "fixture")
         try context.performAndWait {
             for (i, title) in ["a\u{0}b", "A\u{0}C", "a", "zzz", "\u{0}"].enumerated() { _ = insertPhoto(context, id: "n\(i)", title: title) }
@@ -111,7 +111,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func photographerPredicatesAgreeInSQLAndInMemory(backend: StoreBackend) throws {
         let (coordinator, directory) = try Self.fixture(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         for format in Self.photographerPredicates {
             do { try agree(coordinator, entity: "Photographer", format) } catch { Issue.record("\(format): \(error)") }
         }
@@ -119,7 +119,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func argumentsAreBoundNeverSpliced(backend: StoreBackend) throws {
         let (coordinator, directory) = try Self.fixture(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             for hostile in ["x' OR 1=1 --", "%", "_", "*", "\\", "\"", "'); DROP TABLE \"Photo\"; --"] {
@@ -138,7 +138,7 @@ import Testing
 @Suite struct FetchRequestTests {
     @Test(arguments: StoreBackend.available) func sortLimitOffsetAndCount(backend: StoreBackend) throws {
         let (coordinator, directory) = try PredicateAgreementTests.fixture(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             let byViews = FetchRequest("Photo", predicate: try QueryPredicate(format: "views != nil"),
@@ -161,7 +161,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func pendingChangesAreIncluded(backend: StoreBackend) throws {
         let (coordinator, directory) = try PredicateAgreementTests.fixture(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             let request = FetchRequest("Photo", predicate: try QueryPredicate(format: "title BEGINSWITH[c] 'harbour'"),
@@ -182,7 +182,7 @@ import Testing
 @Suite struct DictionaryFetchTests {
     @Test(arguments: StoreBackend.available) func propertiesThroughToOneAndObjectIDs(backend: StoreBackend) throws {
         let (coordinator, directory) = try PredicateAgreementTests.fixture(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             let request = FetchRequest("Photo", predicate: try QueryPredicate(format: "id IN {'p00', 'p01'}"),
@@ -197,7 +197,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aggregatesGroupedWithHaving(backend: StoreBackend) throws {
         let (coordinator, directory) = try PredicateAgreementTests.fixture(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             // The expected figures, computed from the objects themselves.
@@ -242,7 +242,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aggregatesOfBooleansDatesAndOverflowingSums(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         let dates = [752_000_000.0, 752_000_100.0, 752_000_500.0].map(Date.init(timeIntervalSinceReferenceDate:))
         try context.performAndWait {
@@ -294,7 +294,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aBatchedFetchReadsOnlyTheBatchesTouched(backend: StoreBackend) throws {
         let (coordinator, directory) = try store(photos: 100, on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             var request = FetchRequest("Photo", sortDescriptors: [FetchSortDescriptor("id")])
@@ -315,7 +315,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func prefetchingIssuesOneQueryPerKeyPath(backend: StoreBackend) throws {
         let (coordinator, directory) = try store(photos: 60, on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             var request = FetchRequest("Photo")
@@ -354,7 +354,7 @@ import Testing
     @Test(arguments: cases)
     func sqlAndInMemoryOrdersAgree(_ comparison: FetchSortDescriptor.Comparison, _ ascending: Bool, _ backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             for (i, title) in (["file 10", "file 2", "File 1", "éclair", "Eclair", "zebra", "Zebra", "b", nil, "10", "9"] as [String?]).enumerated() {
@@ -384,7 +384,7 @@ import Testing
     /// every fetching call says it throws, instead of trapping.
     @Test(arguments: StoreBackend.available) func fetchingAnUnknownEntityThrowsInsteadOfTrapping(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         context.performAndWait {
             let request = FetchRequest("Photoo")

@@ -31,7 +31,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func reportedChangesReproduceTheNewStateOverRandomMergedSaves(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let sectionNames = ["A", "B", "C", "D", "E"]
         let viewer = ObjectContext(coordinator: coordinator, name: "viewer")
         let writer = ObjectContext(coordinator: coordinator, name: "writer")
@@ -98,7 +98,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func sectionKeyMustBeTheFirstSortKey(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         #expect(throws: QueryPredicateError("the section key title must be the first sort key (it is views)", column: 0)) {
             try FetchedResultsController(request: FetchRequest("Photo", sortDescriptors: [FetchSortDescriptor("views")]),
@@ -119,7 +119,7 @@ import Testing
 @Suite struct ResultsControllerOwnSaveTests {
     @Test(arguments: StoreBackend.available) func aSaveOfItsOwnContextIsReportedToo(backend: StoreBackend) async throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "own")
         let (controller, first): (FetchedResultsController, ObjectID) = try context.performAndWait {
             let first = insertPhoto(context, id: "b", title: "B")
@@ -153,7 +153,7 @@ import Testing
     /// the new state, which is what the same request fetches.
     @Test(arguments: StoreBackend.available) func aControllerWithAFetchLimitKeepsItsWindowAcrossMerges(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let viewer = ObjectContext(coordinator: coordinator, name: "viewer")
         let writer = ObjectContext(coordinator: coordinator, name: "writer")
         viewer.performAndWait { viewer.automaticallyMergesChangesFromCoordinator = true }

@@ -24,7 +24,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aRowListPastTheTablesRowsIsRefusedBeforeItsRowsAreMade(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let start = try coordinator.currentHistoryToken()
         let position = try Self.savePhotos(coordinator, 3)
         #expect(try coordinator.historyProblems() == [])
@@ -62,7 +62,7 @@ import Testing
 
     @Test func aSQLiteTokenAheadOfTheStoreIsRefused() throws {
         let (coordinator, directory) = try TestModel.store()
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         try Self.savePhotos(coordinator, 1)
         let ahead = HistoryToken(storeID: coordinator.storeID, position: 1_000)
         #expect(throws: StoreError.history("token \(ahead) is ahead of \(coordinator.path)'s history (its next position is 2): "
@@ -135,7 +135,7 @@ import Testing
 
     @Test func aPurgeUpToATokenLeavesItReadable() throws {
         let (coordinator, directory) = try TestModel.store()
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         for number in 0..<3 { try Self.savePhotos(coordinator, 1, prefix: "p\(number)-") }
         let token = try coordinator.currentHistoryToken()
         // The transaction its fingerprint names is purged; the purge kept its fingerprint.
@@ -217,7 +217,7 @@ import Testing
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
     func aPostgreSQLWaitOfAnyLengthNeitherTrapsNorOutlastsANotification() async throws {
         let (coordinator, directory) = try TestModel.store(on: .postgres)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let url = try PostgresURL(coordinator.path)
         let listener = try PostgresConnection(url)
         try listener.execute("LISTEN ingest_test")

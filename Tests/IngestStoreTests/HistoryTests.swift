@@ -29,7 +29,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func everySaveRecordsItsInsertsUpdatesAndDeletesWithItsAuthor(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "editor")
         let start = try coordinator.currentHistoryToken()
         let (p1, p2) = try context.performAndWait {
@@ -70,7 +70,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aRelationshipChangeNamesTheRelationshipOnBothSides(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "tagger")
         let (photo, tag) = try context.performAndWait {
             let photo = insertPhoto(context, id: "p")
@@ -90,7 +90,7 @@ import Testing
 
     @Test(arguments: StoreBackend.reopenable) func aContextOfAnotherCoordinatorFollowsRandomSavesThroughHistoryAlone(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         // A second coordinator on the same store: no save notice reaches it, as in another process.
         let other = try PersistentStoreCoordinator(model: TestModel.model, url: URL(string: backend == .sqlite ? "file://" + coordinator.path : coordinator.path)!)
         let writer = ObjectContext(coordinator: coordinator, name: "writer")
@@ -178,7 +178,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aCoordinatorWithHistoryOffRecordsNothing(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let token = try coordinator.currentHistoryToken()
         coordinator.recordsHistory = false
         let context = ObjectContext(coordinator: coordinator, name: "quiet")
@@ -197,7 +197,7 @@ import Testing
 
     @Test(arguments: StoreBackend.reopenable) func theHistoryStreamWakesForSavesOfAnotherCoordinator(backend: StoreBackend) async throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let other = try PersistentStoreCoordinator(model: TestModel.model, url: URL(string: backend == .sqlite ? "file://" + coordinator.path : coordinator.path)!)
         let token = try other.currentHistoryToken()
         let writer = Task.detached {
@@ -224,7 +224,7 @@ import Testing
     /// the reader to take some, and every one comes, once, in order.
     @Test func aHistoryStreamAheadOfItsReaderWaitsAndDropsNone() async throws {
         let (coordinator, directory) = try TestModel.store(on: .sqlite)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let token = try coordinator.currentHistoryToken()
         let context = ObjectContext(coordinator: coordinator, name: "writer")
         for number in 0..<1_250 {
@@ -248,7 +248,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func deletesAndUnlinksNameEveryRowTheyChangeAndBothSidesOfALink(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "editor")
         let (ana, bo, photos, tag) = try context.performAndWait {
             let ana = context.insert("Photographer")
@@ -293,7 +293,7 @@ import Testing
     /// PostgreSQL takes at most 65,535 parameters a statement: the changes of a save go in parts.
     @Test(arguments: StoreBackend.available) func aSaveDeletingTenThousandObjectsRecordsEveryDelete(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "bulk")
         try context.performAndWait {
             for number in 0..<10_000 { context.insert("Tag").name = .string("t\(number)") }
@@ -313,7 +313,7 @@ import Testing
     /// merged twice, they leave the controller as a fresh fetch would.
     @Test(arguments: StoreBackend.available) func changesThatComeAgainLeaveTheControllerAsAFreshFetch(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let writer = ObjectContext(coordinator: coordinator, name: "writer")
         let viewer = ObjectContext(coordinator: coordinator, name: "viewer")
         let token = try coordinator.currentHistoryToken()

@@ -20,7 +20,7 @@ import Testing
         #expect(try first.count("Photo") == 3)
         #expect(try second.count("Photo") == 0)
         let (file, directory) = try TestModel.store(on: .sqlite)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         #expect(!file.isInMemory)
     }
 

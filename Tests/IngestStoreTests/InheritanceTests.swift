@@ -46,7 +46,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aFetchOfTheParentReturnsItsSubentitiesObjectsAsTheirOwnEntities(backend: StoreBackend) throws {
         let (coordinator, directory, ids) = try Self.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "reader")
         try context.performAndWait {
             let byID = [FetchSortDescriptor("id")]
@@ -81,7 +81,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func predicatesSortsAndRelationshipsWorkOverInheritedProperties(backend: StoreBackend) throws {
         let (coordinator, directory, ids) = try Self.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "reader")
         try context.performAndWait {
             func fetch(_ entity: String, _ format: String, by key: String, ascending: Bool = true) throws -> [String] {
@@ -110,7 +110,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aParentsUniquenessConstraintSpansTheHierarchy(backend: StoreBackend) throws {
         let (coordinator, directory, ids) = try Self.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "writer")
         context.mergePolicy = .objectTrump
         try context.performAndWait {
@@ -127,7 +127,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func changesAndDeletesOfSubentityObjectsAreSavedAndRecorded(backend: StoreBackend) throws {
         let (coordinator, directory, ids) = try Self.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "editor")
         let token = try coordinator.currentHistoryToken()
         try context.performAndWait {
@@ -195,7 +195,7 @@ import Testing
         })
         #expect(shuffled.entity("Clip")!.attributes.map(\.name) == ["id", "title", "views", "duration", "source"])
         let (coordinator, directory) = try TestModel.store(shuffled, on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "shuffled")
         try context.performAndWait {
             let clip = context.insert("Clip"); clip.id = "c1"; clip.source = "cam"; clip.duration = .double(2)
@@ -226,7 +226,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func controllersPrefetchingAndChecksFollowSubentities(backend: StoreBackend) throws {
         let (coordinator, directory, ids) = try Self.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "viewer")
         try context.performAndWait {
             let controller = try FetchedResultsController(request: FetchRequest("Video", sortDescriptors: [FetchSortDescriptor("id")]), context: context)

@@ -66,7 +66,7 @@ final class HookLog: Sendable {
     func hooksRunAtInsertSaveFetchAndDelete(backend: StoreBackend) throws {
         let log = HookLog()
         let (coordinator, directory) = try Self.setUp(backend, log: log)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "writer")
         let id = try context.performAndWait {
             let item = context.insert("Item")
@@ -114,7 +114,7 @@ final class HookLog: Sendable {
     func validationHooksFailTheSaveWithAStructuredProblem(backend: StoreBackend) throws {
         let log = HookLog()
         let (coordinator, directory) = try Self.setUp(backend, log: log)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             let item = context.insert("Item")

@@ -22,7 +22,7 @@ import Testing
     @MainActor @Test(arguments: StoreBackend.available)
     func aMainActorViewModelIsToldOfChangesOnTheMainActor(backend: StoreBackend) async throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let view = ObjectContext(.main, coordinator: coordinator, name: "view")
         let list = PhotoList()
         let controller = try view.performAndWait {

@@ -42,7 +42,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func errorPolicyThrowsNamingTheObjectAndKeyAndWritesNothing(backend: StoreBackend) throws {
         let (coordinator, directory, context, photo, _, result) = try race(.error, on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let error = try #require(throws: StoreError.self) { try result.get() }
         let id = context.performAndWait { photo.objectID }
         #expect(error.description == "the save conflicts with uniqueness constraints: \(id) has id = \"p1\", as the stored Photo row 1 does")
@@ -53,7 +53,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func objectTrumpWritesTheSavingContextsValuesOntoTheExistingRow(backend: StoreBackend) throws {
         let (coordinator, directory, context, photo, firstID, result) = try race(.objectTrump, on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         try result.get()
         context.performAndWait { #expect(photo.objectID == firstID) }
         #expect(try stored(coordinator) == ["p1 second - bo"])
@@ -62,7 +62,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func storeTrumpKeepsTheStoredValues(backend: StoreBackend) throws {
         let (coordinator, directory, context, photo, firstID, result) = try race(.storeTrump, on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         try result.get()
         context.performAndWait {
             #expect(photo.objectID == firstID)
@@ -74,7 +74,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func rollbackDropsTheConflictingObjectsChanges(backend: StoreBackend) throws {
         let (coordinator, directory, context, photo, firstID, result) = try race(.rollback, on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         try result.get()
         context.performAndWait {
             #expect(photo.objectID == firstID)
@@ -86,7 +86,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func duplicatesInsideOneSaveConflictToo(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             let a = insertPhoto(context, id: "same", title: "a")
@@ -101,7 +101,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func concurrentInsertsOfOneKeyLeaveOneRow(backend: StoreBackend) async throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<6 {
                 group.addTask {

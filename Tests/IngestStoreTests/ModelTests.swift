@@ -60,7 +60,7 @@ import Testing
             Attribute("from", .string), Attribute("we\"ird name", .int64), Attribute("größe", .double),
         ], uniquenessConstraints: [["from"]])])
         let (coordinator, directory) = try TestModel.store(model)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             let object = context.insert("select")

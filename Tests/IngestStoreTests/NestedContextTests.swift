@@ -17,7 +17,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aChildsSaveReachesTheParentAndOnlyTheParentsSaveTheStore(backend: StoreBackend) throws {
         let (parent, coordinator, directory, ids) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let child = ObjectContext(parent: parent, name: "sheet")
         #expect(child.parentContext === parent && child.coordinator === coordinator)
         let newID = try child.performAndWait {
@@ -47,7 +47,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aChildReadsItsParentsUnsavedChanges(backend: StoreBackend) throws {
         let (parent, _, directory, ids) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let inserted = parent.performAndWait {
             parent.object(with: ids["p1"]!).title = "Quay"
             parent.delete(parent.object(with: ids["p2"]!))
@@ -73,7 +73,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aChildNeverSavedIsDiscardedWhole(backend: StoreBackend) throws {
         let (parent, coordinator, directory, ids) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         do {
             let child = ObjectContext(parent: parent)
             child.performAndWait {
@@ -94,7 +94,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func relationshipsAndDeletesReachTheParentOnBothSides(backend: StoreBackend) throws {
         let (parent, coordinator, directory, ids) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let child = ObjectContext(parent: parent)
         try child.performAndWait {
             let photo = child.object(with: ids["p1"]!)
@@ -119,7 +119,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aGrandchildsChangesReachTheStoreThroughEachSave(backend: StoreBackend) throws {
         let (parent, coordinator, directory, ids) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let child = ObjectContext(parent: parent, name: "child")
         let grandchild = ObjectContext(parent: child, name: "grandchild")
         let newID = try grandchild.performAndWait {
@@ -148,7 +148,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func obtainPermanentIDsWorksThroughTheChain(backend: StoreBackend) throws {
         let (parent, coordinator, directory, _) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let child = ObjectContext(parent: parent)
         let (early, late) = try child.performAndWait {
             let early = insertPhoto(child, id: "p5", title: "Early")
@@ -171,7 +171,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aNewObjectGivenItsKeyByTheParentStillReadsAndSavesInTheChild(backend: StoreBackend) throws {
         let (parent, coordinator, directory, ids) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let child = ObjectContext(parent: parent)
         let newID = try child.performAndWait {
             let photo = insertPhoto(child, id: "p9", title: "New")
@@ -197,7 +197,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aLinkToANewObjectTheParentSavedSinceIsNoConflict(backend: StoreBackend) throws {
         let (parent, coordinator, directory, ids) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let newPhotographer = parent.performAndWait {
             let cy = parent.insert("Photographer")
             cy.id = "cy"
@@ -222,7 +222,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func anObjectInsertedAndDeletedInTheChildLeavesNoTraceInTheParent(backend: StoreBackend) throws {
         let (parent, coordinator, directory, ids) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let child = ObjectContext(parent: parent)
         try child.performAndWait {
             let photo = insertPhoto(child, id: "p9")
@@ -242,7 +242,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aChildsObjectIDFetchIsItsParents(backend: StoreBackend) throws {
         let (parent, _, directory, ids) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let inserted = parent.performAndWait {
             parent.delete(parent.object(with: ids["p2"]!))
             return insertPhoto(parent, id: "p8").objectID
@@ -257,7 +257,7 @@ import Testing
     /// The parent changed p1's title after the child read it; the child changed title and views.
     @Test(arguments: StoreBackend.available, policies) func theChildsMergePolicyResolvesConflictsWithItsParent(backend: StoreBackend, policy: MergePolicy) throws {
         let (parent, _, directory, ids) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let child = ObjectContext(parent: parent)
         let photo = child.performAndWait {
             child.mergePolicy = policy
@@ -298,7 +298,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aChildsChangeToAnObjectItsParentDeletedIsAConflict(backend: StoreBackend) throws {
         let (parent, _, directory, ids) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let child = ObjectContext(parent: parent)
         child.performAndWait { child.object(with: ids["p2"]!).title = "Kept?" }
         parent.performAndWait { parent.delete(parent.object(with: ids["p2"]!)) }
@@ -312,7 +312,7 @@ import Testing
 
     @MainActor @Test(arguments: StoreBackend.available) func aPrivateChildOfTheMainContextSavesFromTheMainActor(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let view = ObjectContext(.main, coordinator: coordinator, name: "view")
         let editor = ObjectContext(.privateQueue, parent: view, name: "editor")
         // The main queue waits for the editor's block, which uses the view context: no deadlock.

@@ -6,7 +6,7 @@ import Testing
 @Suite struct ObjectGraphTests {
     @Test(arguments: StoreBackend.available) func everyAttributeTypeRoundTrips(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let writer = ObjectContext(coordinator: coordinator, name: "writer")
         if backend == .postgres {
             // PostgreSQL's text has no U+0000: the save is refused, naming the attribute.
@@ -52,7 +52,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func wrongTypesAndMissingRequiredValuesFailValidation(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         context.performAndWait {
             let photo = context.insert("Photo")
@@ -71,7 +71,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func defaultsApplyOnInsert(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         context.performAndWait {
             #expect(context.insert("Photo").views == 0)
@@ -80,7 +80,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func inversesFollowOnBothSides(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             let ana = context.insert("Photographer"); ana.id = "ana"
@@ -136,7 +136,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func nullifyCascadeAndDeny(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         let (photographer, photos, folder, album, albumPhoto): (ObjectID, [ObjectID], ObjectID, ObjectID, ObjectID) = try context.performAndWait {
             let ana = context.insert("Photographer"); ana.id = "ana"
@@ -176,7 +176,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func fetchedObjectsAreFaultsUntilRead(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         let id: ObjectID = try context.performAndWait {
             let photo = insertPhoto(context, id: "p1", title: "Harbour")
@@ -200,7 +200,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func fetchSeesUnsavedChanges(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             insertPhoto(context, id: "a", title: "x")
@@ -219,7 +219,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func rollbackResetAndRegisteredObjects(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             let kept = insertPhoto(context, id: "kept", title: "before")
@@ -243,7 +243,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func objectIDsAreURIsAndBecomePermanentOnSave(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             let photo = insertPhoto(context, id: "p")
@@ -268,7 +268,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func metadataIsSavedWithTheRows(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             insertPhoto(context, id: "p1")
@@ -297,7 +297,7 @@ import Testing
 @Suite struct DeleteCleanupTests {
     @Test(arguments: StoreBackend.available) func deletingOneSideOfAManyToManyRemovesItsJoinRows(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         let (photo, red): (ObjectID, ObjectID) = try context.performAndWait {
             let photo = insertPhoto(context, id: "p")
@@ -326,7 +326,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func deletingAnInsertedObjectBeforeSavingLeavesNoTrace(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             let photo = insertPhoto(context, id: "gone")

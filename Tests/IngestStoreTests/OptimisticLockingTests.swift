@@ -148,7 +148,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aSaveAfterMergingTheOtherSaveMeetsNoConflict(backend: StoreBackend) throws {
         let (coordinators, directory) = try Self.coordinators(1, on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let coordinator = coordinators[0]
         let first = ObjectContext(coordinator: coordinator, name: "first")
         let second = ObjectContext(coordinator: coordinator, name: "second")
@@ -175,7 +175,7 @@ import Testing
     @Test(arguments: StoreBackend.available) func anObjectWhoseRowWasDeletedConflictsUnlessThePolicyGivesItUp(backend: StoreBackend) throws {
         for policy in MergePolicy.allCases {
             let (coordinators, directory, other, editor, id) = try Self.photoInTwoStores(policy, on: backend)
-            _ = directory
+            defer { withExtendedLifetime(directory) {} }
             let photo = editor.performAndWait {
                 let photo = editor.object(with: id)
                 photo.title = "Pier"
@@ -202,7 +202,7 @@ import Testing
     @Test(arguments: StoreBackend.available) func deletingAnObjectTheStoreChangedConflictsUnderTheErrorPolicyOnly(backend: StoreBackend) throws {
         for policy in [MergePolicy.error, .storeTrump] {
             let (coordinators, directory, other, editor, id) = try Self.photoInTwoStores(policy, on: backend)
-            _ = directory
+            defer { withExtendedLifetime(directory) {} }
             editor.performAndWait {
                 let photo = editor.object(with: id)
                 _ = photo.title
@@ -229,7 +229,7 @@ import Testing
     @Test(arguments: StoreBackend.available) func aNullifyRuleUnlinkingAChangedObjectIsNoConflict(backend: StoreBackend) throws {
         for policy in MergePolicy.allCases {
             let (coordinators, directory) = try Self.coordinators(1, on: backend)
-            _ = directory
+            defer { withExtendedLifetime(directory) {} }
             let context = ObjectContext(coordinator: coordinators[0], name: "editor")
             context.mergePolicy = policy
             let (photoID, anaID) = try context.performAndWait {
@@ -257,7 +257,7 @@ import Testing
     @Test(arguments: StoreBackend.available) func concurrentIncrementsThroughConflictsAndRetriesLoseNone(backend: StoreBackend) async throws {
         let workers = 4, rounds = 25
         let (coordinators, directory) = try Self.coordinators(workers, on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let setup = ObjectContext(coordinator: coordinators[0])
         let id = try setup.performAndWait {
             let photo = insertPhoto(setup, id: "counter")

@@ -29,7 +29,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aOneToManyKeepsItsOrderThroughInsertsMovesAndRemovals(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(Self.model, on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "editor")
         let (mix, other, tracks) = try context.performAndWait {
             let mix = context.insert("Playlist"); mix.name = "mix"
@@ -65,7 +65,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aManyToManyKeepsItsOrderOnItsOrderedSide(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(Self.model, on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "editor")
         let (track, rock) = try context.performAndWait {
             let track = context.insert("Track"); track.title = "song"
@@ -90,7 +90,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func undoPutsAMovedMemberBack(backend: StoreBackend) throws {
         let (coordinator, directory) = try TestModel.store(Self.model, on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "editor")
         let mix = try context.performAndWait {
             let mix = context.insert("Playlist")
@@ -159,7 +159,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func rollbackAndDeletesLeaveTheStoredOrder(backend: StoreBackend) throws {
         let (coordinator, directory, mix, _) = try Self.mix(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "editor")
         try context.performAndWait {
             let playlist = context.object(with: mix)
@@ -181,7 +181,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func anUnsavedMoveSurvivesAMergeAndNewMembersFollowIt(backend: StoreBackend) throws {
         let (coordinator, directory, mix, tracks) = try Self.mix(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let editor = ObjectContext(coordinator: coordinator, name: "editor")
         let other = ObjectContext(coordinator: coordinator, name: "other")
         editor.performAndWait {
@@ -209,7 +209,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func permanentIDsAndAnOwnerMergedByUniquenessKeepTheOrder(backend: StoreBackend) throws {
         let (coordinator, directory, mix, _) = try Self.mix(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "importer")
         context.mergePolicy = .objectTrump
         try context.performAndWait {

@@ -10,7 +10,7 @@ import Testing
 
     @Test func performAndWaitReturnsTheBlocksValueAndRethrows() throws {
         let (coordinator, directory) = try TestModel.store()
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "waiting")
         // Non-throwing block: no `try`.
         let answer = context.performAndWait { 42 }
@@ -24,7 +24,7 @@ import Testing
 
     @Test func asyncPerformRethrowsWhatItsBlockThrows() async throws {
         let (coordinator, directory) = try TestModel.store()
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "async")
         // Non-throwing block: no `try`, and it runs on the context's queue (insert checks).
         let count = await context.perform { context in
@@ -45,7 +45,7 @@ import Testing
 
     @Test func fireAndForgetPerformReturnsAtOnceAndRunsOnTheQueueInOrder() throws {
         let (coordinator, directory) = try TestModel.store()
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator, name: "fire-and-forget")
         let gate = DispatchSemaphore(value: 0)
         let order = Mutex2<[String]>([])

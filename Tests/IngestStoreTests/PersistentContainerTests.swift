@@ -17,7 +17,7 @@ import Testing
     @MainActor
     @Test(arguments: StoreBackend.available) func theViewContextMergesABackgroundContextsSave(backend: StoreBackend) async throws {
         let (container, directory) = try Self.container(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let view = container.viewContext
         #expect(view.kind == .main)
         #expect(view.performAndWait { view.automaticallyMergesChangesFromCoordinator })
@@ -54,7 +54,7 @@ import Testing
     @MainActor
     @Test(arguments: StoreBackend.available) func performBackgroundTaskSavesAreInTheViewContextWithTheirValues(backend: StoreBackend) async throws {
         let (container, directory) = try Self.container(on: backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let view = container.viewContext
         var merged: [SaveNotice] = []
         view.performAndWait { view.onDidMerge = { merged.append($0) } }

@@ -22,7 +22,7 @@ struct PostgresHistoryTests {
 
     @Test func aTransactionThatTookAnEarlierIDButCommitsLaterIsNotSkipped() throws {
         let (coordinator, directory) = try TestModel.store(on: .postgres)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let url = try PostgresURL(coordinator.path)
         try Self.reserveRows(upTo: 2, url)
         let start = try coordinator.currentHistoryToken()
@@ -54,7 +54,7 @@ struct PostgresHistoryTests {
     /// once, and nothing rolled back.
     @Test func concurrentWritersAndARestartingConsumerSeeEveryCommitExactlyOnce() throws {
         let (coordinator, directory) = try TestModel.store(on: .postgres)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let url = try PostgresURL(coordinator.path)
         try Self.reserveRows(upTo: 10_000_000, url)
         let committed = Mutex<Set<Int64>>([])

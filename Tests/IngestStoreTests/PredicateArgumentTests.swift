@@ -127,7 +127,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func swiftValuesSelectTheSameObjectsInSQLAndInMemory(backend: StoreBackend) throws {
         let (coordinator, directory) = try Self.fixture(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             let people = Dictionary(uniqueKeysWithValues: try context.fetch("Photographer").map { ($0.id!.stringValue!, $0) })
@@ -180,7 +180,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aHostileStringIsBoundAndMatchesOnlyThatTitle(backend: StoreBackend) throws {
         let (coordinator, directory) = try Self.fixture(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         let hostile = "x' OR 1=1 --"
         let (exact, other) = try context.performAndWait {
@@ -198,7 +198,7 @@ import Testing
     /// selects nothing, and the context's pending changes supply the objects that do.
     @Test(arguments: StoreBackend.available) func unsavedObjectsAndChangesCountThroughPendingChanges(backend: StoreBackend) throws {
         let (coordinator, directory) = try Self.fixture(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             let ids = { (objects: [ManagedObject]) in objects.map { $0.id!.stringValue! }.sorted() }
@@ -221,7 +221,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func anObjectOfAnotherStoreMatchesNothing(backend: StoreBackend) throws {
         let (coordinator, directory) = try Self.fixture(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let (otherStore, otherDirectory) = try TestModel.store(on: .memory)
         _ = otherDirectory
         let other = ObjectContext(coordinator: otherStore)
@@ -241,7 +241,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func objectsCompareOnlyWithAToOneRelationshipToTheirEntity(backend: StoreBackend) throws {
         let (coordinator, directory) = try Self.fixture(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         try context.performAndWait {
             let ana = try context.fetch(FetchRequest("Photographer", predicate: QueryPredicate(format: "id == %@", "ana")))[0]
@@ -263,7 +263,7 @@ import Testing
     /// photographer changes elsewhere join and leave it.
     @Test(arguments: StoreBackend.available) func aControllerFollowsAPhotographersPhotosAcrossMerges(backend: StoreBackend) throws {
         let (coordinator, directory) = try Self.fixture(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let viewer = ObjectContext(coordinator: coordinator, name: "viewer")
         let writer = ObjectContext(coordinator: coordinator, name: "writer")
         let notices = Mutex2<[SaveNotice]>([])

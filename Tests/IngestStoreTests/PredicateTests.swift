@@ -114,7 +114,7 @@ import Testing
 
     func matching(_ format: String, _ arguments: PredicateArgument..., among keys: [String]) throws -> [String] {
         let (context, objects, _, directory) = try graph()
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let predicate = try QueryPredicate(format: format, arguments: arguments)
         return try context.performAndWait {
             try keys.filter { try predicate.evaluate(with: objects[$0]!) }
@@ -190,7 +190,7 @@ import Testing
         #expect(try matching("FALSEPREDICATE", among: photos) == [])
         #expect(try matching("NOT views > 10", among: photos) == ["p1", "p4"])
         let (context, objects, _, directory) = try graph()
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let composed = try QueryPredicate(format: "views > 5") && !(try QueryPredicate(format: "whoTook.id = 'ana'"))
             || QueryPredicate(format: "title = nil")
         let matched = try context.performAndWait { try photos.filter { try composed.evaluate(with: objects[$0]!) } }
@@ -199,7 +199,7 @@ import Testing
 
     @Test func badKeyPathsAreErrorsNamingTheKey() throws {
         let (context, objects, _, directory) = try graph()
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         context.performAndWait {
             let photo = objects["p1"]!
             #expect(throws: QueryPredicateError("entity Photo has no key 'nope'", column: 0)) {

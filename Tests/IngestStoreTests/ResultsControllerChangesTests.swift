@@ -40,7 +40,7 @@ import Testing
     /// kept; a reader that asks afterwards gets the next change first, not the 200 before it.
     @Test(arguments: StoreBackend.available) func aControllerFollowedByItsDelegateAloneKeepsNoChange(backend: StoreBackend) async throws {
         let (viewer, writer, controller, directory) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         var heard = 0
         let listener = FetchedResultsControllerTests.Listener { _ in heard += 1 }
         viewer.performAndWait { controller.delegate = listener }
@@ -59,7 +59,7 @@ import Testing
     /// A reader that asked first gets every change, in the order of the saves.
     @Test(arguments: StoreBackend.available) func aReaderGetsEveryChangeInOrder(backend: StoreBackend) async throws {
         let (viewer, writer, controller, directory) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         var reader = controller.changes.makeAsyncIterator()
         var saved: [Set<ObjectID>] = []
         for round in 0..<5 { saved.append(try Self.save(round + 1, "r\(round)-", writer, viewer)) }
@@ -73,7 +73,7 @@ import Testing
     /// three, the fourth and fifth saves' changes wait, after the third's.
     @Test func aReaderBehindKeepsWhatItsBufferingPolicySays() async throws {
         let (viewer, writer, controller, directory) = try Self.setUp(.memory)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         #expect(FetchedResultsController.defaultChangesBufferLimit == 100)
         controller.changesBufferingPolicy = .bufferingNewest(3)
         var reader = controller.changes.makeAsyncIterator()

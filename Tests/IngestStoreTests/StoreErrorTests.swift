@@ -118,7 +118,7 @@ import Testing
 
     @Test func validationProblemsNameTheirObjectPropertyAndRule() throws {
         let (coordinator, directory) = try TestModel.store()
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         let error = context.performAndWait {
             _ = context.insert("Photo")
@@ -138,7 +138,7 @@ import Testing
 
     @Test func aDeniedDeleteIsAProblemOfItsRelationship() throws {
         let (coordinator, directory) = try TestModel.store()
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(coordinator: coordinator)
         let error = try context.performAndWait {
             let album = context.insert("Album")

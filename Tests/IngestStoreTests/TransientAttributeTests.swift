@@ -51,7 +51,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func theStoreHasNoColumnAndASavedObjectComesBackWithTheDefault(backend: StoreBackend) throws {
         let (_, coordinator, directory, id) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let other = ObjectContext(coordinator: coordinator, name: "reader")
         try other.performAndWait {
             let note = try other.existingObject(with: id)
@@ -72,7 +72,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func aTransientIsSetAndReadAndForgottenWhenTheObjectIsRefreshed(backend: StoreBackend) throws {
         let (context, _, directory, id) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         context.performAndWait {
             let note = context.object(with: id)
             note.draft = "thinking"
@@ -89,7 +89,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func savingOnlyATransientChangeWritesNothing(backend: StoreBackend) throws {
         let (context, coordinator, directory, id) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let notices = Mutex(0)
         let token = coordinator.addSaveObserver { _ in notices.withLock { $0 += 1 } }
         defer { coordinator.removeSaveObserver(token) }
@@ -111,7 +111,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func aSaveOfStoredChangesLeavesTransientValuesAsTheyAre(backend: StoreBackend) throws {
         let (context, coordinator, directory, id) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         try context.performAndWait {
             let note = context.object(with: id)
             note.draft = "kept"
@@ -129,7 +129,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func transientChangesAreUndoneAndRedone(backend: StoreBackend) throws {
         let (context, _, directory, id) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         context.performAndWait { context.undoManager = ContextUndoManager() }
         let note = context.performAndWait { context.object(with: id) }
         context.performAndWait { note.draft = "first" }
@@ -151,7 +151,7 @@ import Testing
     @Test(arguments: StoreBackend.available)
     func fetchesCannotFilterOrSortOnATransientAttribute(backend: StoreBackend) throws {
         let (context, _, directory, _) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let message = "Note.draft is a transient attribute, which the store does not keep: a fetch cannot filter or sort on it (filter or sort the fetched objects instead)"
         context.performAndWait {
             #expect(throws: QueryPredicateError(message, column: 0)) {
@@ -183,7 +183,7 @@ import Testing
             let notes = try again.fetch(FetchRequest("Note"))
             #expect(notes.count == 1 && notes[0].score == .int(5))
         }
-        _ = directory
+        withExtendedLifetime(directory) {}
     }
 
     @Test func aTransientAttributeCannotBeIndexedOrUnique() throws {

@@ -20,7 +20,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func anUndoAfterASaveIsAChangeTheNextSaveWrites(backend: StoreBackend) throws {
         let (context, coordinator, directory, ids) = try UndoTests.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let photo = context.performAndWait { context.object(with: ids["p1"]!) }
         try context.performAndWait {
             photo.title = "Saved"
@@ -45,7 +45,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func relationshipChangesAreUndoneAfterTheSaveOnBothSides(backend: StoreBackend) throws {
         let (context, coordinator, directory, ids) = try UndoTests.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         try context.performAndWait {
             let photo = context.object(with: ids["p1"]!)
             photo.setObject(context.object(with: ids["bo"]!), forKey: "whoTook")
@@ -73,7 +73,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func undoingASavedInsertDeletesTheObjectAtTheNextSave(backend: StoreBackend) throws {
         let (context, coordinator, directory, _) = try UndoTests.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let photo = try context.performAndWait {
             let photo = insertPhoto(context, id: "p9", title: "New")
             try context.save()
@@ -95,7 +95,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func aSaveDropsTheEntriesOfTheObjectsItDeletedOnly(backend: StoreBackend) throws {
         let (context, coordinator, directory, ids) = try UndoTests.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         context.performAndWait { context.object(with: ids["p1"]!).title = "One" }
         try context.performAndWait {
             let p2 = context.object(with: ids["p2"]!)
@@ -116,7 +116,7 @@ import Testing
     /// automatically, leaves the user's changes undoable.
     @Test(arguments: StoreBackend.available) func aBackgroundSaveMergedAutomaticallyLeavesTheEditorsHistory(backend: StoreBackend) throws {
         let (context, coordinator, directory, ids) = try UndoTests.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         var merges = 0
         context.performAndWait {
             context.automaticallyMergesChangesFromCoordinator = true
@@ -143,7 +143,7 @@ import Testing
     /// and the tag before. Each merge drops the changed object's entries; p1's survive both.
     @Test(arguments: StoreBackend.available) func aMergeDropsTheEntriesOfTheObjectsItChangesOrDeletesOnly(backend: StoreBackend) throws {
         let (context, coordinator, directory, ids) = try UndoTests.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let notices = Mutex<[SaveNotice]>([])
         let token = coordinator.addSaveObserver { notice in notices.withLock { $0.append(notice) } }
         defer { coordinator.removeSaveObserver(token) }

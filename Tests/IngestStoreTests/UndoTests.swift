@@ -36,7 +36,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func eachPerformIsAGroupUndoneAndRedoneInTurn(backend: StoreBackend) throws {
         let (context, _, directory, ids) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let photo = context.performAndWait { context.object(with: ids["p1"]!) }
         context.performAndWait { photo.title = "Pier"; photo.views = 3 }
         context.performAndWait { photo.title = "Quay" }
@@ -63,7 +63,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func anExplicitGroupSpansPerformsAndUndoesAsOne(backend: StoreBackend) throws {
         let (context, coordinator, directory, ids) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         context.performAndWait { context.undoManager!.beginUndoGrouping() }
         context.performAndWait { context.object(with: ids["p1"]!).title = "One" }
         context.performAndWait { context.object(with: ids["p2"]!).title = "Two" }
@@ -80,7 +80,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func relationshipChangesAreUndoneOnBothSides(backend: StoreBackend) throws {
         let (context, coordinator, directory, ids) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         try context.performAndWait {
             let p1 = context.object(with: ids["p1"]!)
             let ana = context.object(with: ids["ana"]!)
@@ -108,7 +108,7 @@ import Testing
 
     @Test(arguments: StoreBackend.available) func insertsAndDeletesAreUndoneBeforeTheSave(backend: StoreBackend) throws {
         let (context, coordinator, directory, ids) = try Self.setUp(backend)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         try context.performAndWait {
             let p3 = insertPhoto(context, id: "p3")
             let folder = context.object(with: ids["folder"]!)
@@ -140,7 +140,7 @@ import Testing
     /// the group holds what was recorded after the undo.
     @Test func anUndoInsideAnExplicitGroupLeavesItsEndValid() throws {
         let (context, _, directory, ids) = try Self.setUp(.sqlite)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         try context.performAndWait {
             let photo = context.object(with: ids["p1"]!)
             context.undoManager!.beginUndoGrouping()
@@ -159,7 +159,7 @@ import Testing
     @MainActor
     @Test func aMainContextsPerformsAreGroupsToo() throws {
         let (coordinator, directory) = try TestModel.store()
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         let context = ObjectContext(.main, coordinator: coordinator, name: "main")
         let photo = try context.performAndWait {
             let photo = insertPhoto(context, id: "p", title: "Harbour")
@@ -178,7 +178,7 @@ import Testing
     /// Objects given permanent IDs before a save: the history naming the temporary ones ends.
     @Test func permanentIDsEndTheHistoryThatNamesTemporaryOnes() throws {
         let (context, _, directory, ids) = try Self.setUp(.sqlite)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         try context.performAndWait {
             let photo = insertPhoto(context, id: "p9")
             photo.setObject(context.object(with: ids["ana"]!), forKey: "whoTook")
@@ -192,7 +192,7 @@ import Testing
     /// A view listening for object changes hears of what undo and redo change.
     @Test func undoAndRedoTellTheContextsListeners() throws {
         let (context, _, directory, ids) = try Self.setUp(.sqlite)
-        _ = directory
+        defer { withExtendedLifetime(directory) {} }
         var heard: [ObjectsDidChange] = []
         let p3 = context.performAndWait {
             context.onObjectsDidChange = { heard.append($0) }
