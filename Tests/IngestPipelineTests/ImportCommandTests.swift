@@ -45,11 +45,15 @@ import Testing
         }
     }
 
+    static let signals: [(Int32, Int32, String)] = [(SIGINT, 130, "SIGINT"), (SIGTERM, 143, "SIGTERM"), (SIGHUP, 129, "SIGHUP")]
+
     /// Each signal in two stages: as soon as the store exists (the split has just begun,
-    /// no save yet) and a second in (chunks being imported).
-    @Test(arguments: [(SIGINT, Int32(130), "SIGINT"), (SIGTERM, Int32(143), "SIGTERM"), (SIGHUP, Int32(129), "SIGHUP")], Stage.allCases)
-    func aSignalStopsAtASaveAndResumeFinishes(_ signal: (Int32, Int32, String), _ stage: Stage) throws {
-        let (signalNumber, exitCode, name) = signal
+    /// no save yet) and a second in (chunks being imported). Without `INGEST_STRESS`, each
+    /// signal once and each stage at least once (every signal takes the same path).
+    @Test(arguments: Stress.pick(signals.flatMap { signal in Stage.allCases.map { (signal, $0) } },
+                                 quick: [(signals[0], .split), (signals[1], .importing), (signals[2], .importing)]))
+    func aSignalStopsAtASaveAndResumeFinishes(_ test: ((Int32, Int32, String), Stage)) throws {
+        let ((signalNumber, exitCode, name), stage) = test
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 60_000).write(to: feed)
