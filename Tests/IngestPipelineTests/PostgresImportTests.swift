@@ -220,7 +220,8 @@ struct PostgresImportTests {
     /// `--abandon-run` cannot leave a run that a live process writes (its saves would go on
     /// over the new run's); once that process is gone (its heartbeat past the lease) the
     /// run is left, and a save it tries after waking is refused: the new run's updates stay.
-    @Test func abandoningARunThatALiveProcessWritesIsRefusedAndItsLateSavesAreFenced() throws {
+    @Test(.enabled(if: Stress.isOn, Comment(rawValue: Stress.reason)))
+    func abandoningARunThatALiveProcessWritesIsRefusedAndItsLateSavesAreFenced() throws {
         let server = try PostgresServer()
         let dir = try TemporaryDirectory()
         let bytes = FeedGenerator(records: 20_000, seed: 5).bytes()
@@ -655,7 +656,7 @@ struct PostgresImportTests {
     /// started again with `ingest join`: the store ends as a clean SQLite import of the
     /// feed, and every record was committed exactly once (the processes' counts, kept in
     /// the same transactions as the rows, add up to the feed).
-    @Test(.timeLimit(.minutes(5)), arguments: ["batch", "objects"])
+    @Test(.timeLimit(.minutes(5)), arguments: Stress.pick(["batch", "objects"], quick: ["batch"]))
     func threeProcessesKilledAtRandomAndRejoinedEndAsACleanSQLiteImport(path: String) throws {
         let server = try PostgresServer()
         let dir = try TemporaryDirectory()

@@ -90,7 +90,7 @@ struct PostgresKeptChunksTests {
     /// The same `ingest import` run again after the importing process was killed splits the
     /// feed again and imports the chunks the killed one kept, claiming each only once its
     /// own split has written it.
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.timeLimit(.minutes(10)), .enabled(if: Stress.isOn, Comment(rawValue: Stress.reason)))
     func importingAgainAfterAKillContinuesWithTheChunksTheKilledProcessKept() throws {
         let (server, dir, feed, url) = try Self.feed(seed: 7)
         let importing = try Self.startImport(feed, server, workers: 2, chunkSize: 500, saveEvery: 20, leaseSeconds: 1.5)
@@ -114,7 +114,7 @@ struct PostgresKeptChunksTests {
 
     /// An importing process stopped at a signal while another process imports stores the
     /// chunks it kept first, so that process finishes the run without the feed.
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.timeLimit(.minutes(10)), .enabled(if: Stress.isOn, Comment(rawValue: Stress.reason)))
     func anImportStoppedWhileAnotherProcessImportsStoresWhatItKept() throws {
         let (server, dir, feed, url) = try Self.feed(seed: 8)
         let importing = try Self.startImport(feed, server, workers: 1, chunkSize: 250, saveEvery: 10)
@@ -140,7 +140,7 @@ struct PostgresKeptChunksTests {
     /// A process that joins a running import on this machine reads the chunks the importing
     /// process keeps from its chunk files: none is stored in the database, both import, and
     /// the store ends as a clean import.
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.timeLimit(.minutes(10)), .enabled(if: Stress.isOn, Comment(rawValue: Stress.reason)))
     func aJoinThatCanReadTheKeptChunkFilesNeedsNoneStored() throws {
         let (server, dir, feed, url) = try Self.feed(seed: 12)
         let importing = try Self.startImport(feed, server, workers: 1, chunkSize: 250, saveEvery: 10)
@@ -173,7 +173,7 @@ struct PostgresKeptChunksTests {
     /// files (a directory of that name on another machine) finds the first chunk that does
     /// not match its checksum, asks for stored chunks instead, and the run ends as a clean
     /// import.
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.timeLimit(.minutes(10)), .enabled(if: Stress.isOn, Comment(rawValue: Stress.reason)))
     func aJoinWhoseChunkFilesDoNotMatchAsksForThemStored() throws {
         let (server, dir, feed, url) = try Self.feed(seed: 13)
         let importing = try Self.startImport(feed, server, workers: 1, chunkSize: 250, saveEvery: 10)
@@ -199,7 +199,7 @@ struct PostgresKeptChunksTests {
 
     /// The importing process killed, a join on the same machine finishes the run from the
     /// chunk files it left, without the feed.
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.timeLimit(.minutes(10)), .enabled(if: Stress.isOn, Comment(rawValue: Stress.reason)))
     func aKilledImportsChunkFilesFinishTheRunWithoutTheFeed() throws {
         let (server, dir, feed, url) = try Self.feed(seed: 14)
         let importing = try Self.startImport(feed, server, workers: 1, chunkSize: 500, saveEvery: 20, leaseSeconds: 1.5)
