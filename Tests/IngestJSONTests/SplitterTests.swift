@@ -149,6 +149,36 @@ import Testing
         #expect(try files(temp.path) == before)
     }
 
+    /// A split killed while it wrote its journal or manifest leaves their temporary file
+    /// (`.NAME.PID-N.tmp`); the next split removes those of a process that is gone, and
+    /// leaves a live process's and every other file (found: a killed split's directory,
+    /// resumed, had one file more than an uninterrupted split's).
+    @Test func aKilledSplitsTemporaryJournalAndManifestAreRemovedOthersKept() throws {
+        let temp = try TemporaryDirectory()
+        let feed = Fixtures.path("photos-10.json")
+        let reference = temp.file("reference")
+        _ = try split(feed, into: reference)
+        let expected = try files(reference)
+        // A process that has exited, and so is gone by the time the split looks.
+        let gone = Process()
+        gone.executableURL = URL(fileURLWithPath: "/bin/true")
+        try gone.run()
+        gone.waitUntilExit()
+        let dead = gone.processIdentifier
+        let directory = temp.file("resumed")
+        let splitter = Splitter(feedPath: feed, directory: directory, options: SplitOptions(chunkSize: 3))
+        splitter.stopAfterChunks = 1
+        #expect(throws: SplitError.interrupted(directory: directory, chunks: 1)) { try splitter.run() }
+        let leftovers = [".\(SplitJournal.fileName).\(dead)-1.tmp", ".\(SplitManifest.fileName).\(dead)-7.tmp"]
+        let kept = [".\(SplitManifest.fileName).\(getpid())-9.tmp", ".\(SplitManifest.fileName).tmp", "notes.\(dead)-1.tmp",
+                    ".\(SplitJournal.fileName).x-1.tmp"]
+        for name in leftovers + kept { _ = try temp.write("resumed/" + name, [1, 2, 3]) }
+        _ = try split(feed, into: directory)
+        var withKept = expected
+        for name in kept { withKept[name] = [1, 2, 3] }
+        #expect(try files(directory) == withKept)
+    }
+
     /// Stop after every possible chunk, damage the tail as a crash or a careless user
     /// might, run again: the directory ends byte-identical to an uninterrupted split.
     @Test(arguments: 1...3)

@@ -128,6 +128,11 @@ package final class Splitter {
         // Only the temporary chunk files a split makes, by their exact names: other `*.tmp`
         // files in the directory are the user's.
         for name in entries where ChunkCommitter.isTemporaryChunk(name) { try FileOps.removeRegularFile(directory + "/" + name) }
+        // And those of its journal and manifest that a split killed before their rename left
+        // (found by a test killing splits under load: the resumed directory had one more file).
+        for name in entries where FileOps.isLeftoverTemporary(name, of: SplitJournal.fileName) || FileOps.isLeftoverTemporary(name, of: SplitManifest.fileName) {
+            try FileOps.removeRegularFile(directory + "/" + name)
+        }
         if options.force {
             for name in entries where Self.isSplitFile(name) { try FileOps.removeRegularFile(directory + "/" + name) }
         }

@@ -111,6 +111,17 @@ package enum FileOps {
 
     private static let temporaryCounter = Atomic<Int>(0)
 
+    /// Whether `entry` (a name in a directory) is a temporary file that `writeAtomically`
+    /// made for `name` in that directory (`.NAME.PID-N.tmp`) in a process that is gone: a
+    /// SIGKILL between its creation and its rename leaves it.
+    package static func isLeftoverTemporary(_ entry: String, of name: String) -> Bool {
+        let prefix = "." + name + "."
+        guard entry.hasPrefix(prefix), entry.hasSuffix(".tmp") else { return false }
+        let middle = entry.dropFirst(prefix.count).dropLast(4).split(separator: "-", omittingEmptySubsequences: false)
+        guard middle.count == 2, let pid = pid_t(middle[0]), pid > 0, Int(middle[1]) != nil else { return false }
+        return kill(pid, 0) == -1 && errno == ESRCH
+    }
+
     /// Makes renames inside `directory` durable.
     static func syncDirectory(_ directory: String) throws {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
