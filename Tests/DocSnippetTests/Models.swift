@@ -9,7 +9,7 @@ public struct Photo: TypedObject {
     public let managedObject: ManagedObject
 
     public init(_ object: ManagedObject) {
-        Swift.precondition(object.isKind(ofEntity: Self.entityName), "a \(object.entityName) is not a Photo")
+        guard object.isKind(ofEntity: Self.entityName) else { Swift.fatalError("a \(object.entityName) is not a Photo") }
         managedObject = object
     }
 
@@ -62,7 +62,7 @@ public struct Photographer: TypedObject {
     public let managedObject: ManagedObject
 
     public init(_ object: ManagedObject) {
-        Swift.precondition(object.isKind(ofEntity: Self.entityName), "a \(object.entityName) is not a Photographer")
+        guard object.isKind(ofEntity: Self.entityName) else { Swift.fatalError("a \(object.entityName) is not a Photographer") }
         managedObject = object
     }
 
@@ -92,7 +92,7 @@ public struct Folder: TypedObject {
     public let managedObject: ManagedObject
 
     public init(_ object: ManagedObject) {
-        Swift.precondition(object.isKind(ofEntity: Self.entityName), "a \(object.entityName) is not a Folder")
+        guard object.isKind(ofEntity: Self.entityName) else { Swift.fatalError("a \(object.entityName) is not a Folder") }
         managedObject = object
     }
 
@@ -116,7 +116,7 @@ public struct Album: TypedObject {
     public let managedObject: ManagedObject
 
     public init(_ object: ManagedObject) {
-        Swift.precondition(object.isKind(ofEntity: Self.entityName), "a \(object.entityName) is not a Album")
+        guard object.isKind(ofEntity: Self.entityName) else { Swift.fatalError("a \(object.entityName) is not a Album") }
         managedObject = object
     }
 
@@ -139,7 +139,7 @@ public struct Playlist: TypedObject {
     public let managedObject: ManagedObject
 
     public init(_ object: ManagedObject) {
-        Swift.precondition(object.isKind(ofEntity: Self.entityName), "a \(object.entityName) is not a Playlist")
+        guard object.isKind(ofEntity: Self.entityName) else { Swift.fatalError("a \(object.entityName) is not a Playlist") }
         managedObject = object
     }
 
@@ -165,7 +165,7 @@ public struct Track: TypedObject {
     public let managedObject: ManagedObject
 
     public init(_ object: ManagedObject) {
-        Swift.precondition(object.isKind(ofEntity: Self.entityName), "a \(object.entityName) is not a Track")
+        guard object.isKind(ofEntity: Self.entityName) else { Swift.fatalError("a \(object.entityName) is not a Track") }
         managedObject = object
     }
 
