@@ -129,7 +129,7 @@ package final class Splitter {
         // files in the directory are the user's.
         for name in entries where ChunkCommitter.isTemporaryChunk(name) { try FileOps.removeRegularFile(directory + "/" + name) }
         // And those of its journal and manifest that a split killed before their rename left
-        // (found by a test killing splits under load: the resumed directory had one more file).
+        // (a test killing splits under load once saw a resumed directory differ from a clean one).
         for name in entries where FileOps.isLeftoverTemporary(name, of: SplitJournal.fileName) || FileOps.isLeftoverTemporary(name, of: SplitManifest.fileName) {
             try FileOps.removeRegularFile(directory + "/" + name)
         }
