@@ -276,8 +276,9 @@ import Testing
         #expect(lines.count == 5)
         let reader = try #require(MemberEndsReader(path: dir.file("chunks") + "/" + MemberEnds.fileName(for: 1)))
         // The refused record (too deep) and the one written without its line break have none.
-        let lengths = (0..<5).map { _ in reader.withNext { $0?.length } }
-        #expect(lengths == [lines[0].count, nil, nil, lines[3].count, lines[4].count])
+        let lengths: [Int?] = (0..<5).map { _ in reader.withNext { $0?.length } }
+        let expected: [Int?] = [lines[0].count, nil, nil, lines[3].count, lines[4].count]
+        #expect(lengths == expected)
         #expect(reader.withNext { $0 == nil })
     }
 

@@ -216,8 +216,9 @@ import Testing
         let report = try run(dir, feed: feed, store: "s.sqlite", objectPath: false, workers: 4, saveEvery: 25)
         let timeline = try #require(report.timeline)
         #expect(timeline.count == 4)
-        #expect(timeline.allSatisfy { $0.reduce(0, +) > 0 }, "\(timeline)")
-        #expect(timeline.flatMap { $0 }.reduce(0, +) == 4_000)
+        let perWorker: [Int] = timeline.map { $0.reduce(0, +) }
+        #expect(perWorker.allSatisfy { $0 > 0 }, "\(timeline)")
+        #expect(perWorker.reduce(0, +) == 4_000)
         #expect(report.writePath == "batch")
         #expect(report.stageRates.map { $0.map > 0 && $0.save > 0 } == true)
     }

@@ -68,7 +68,8 @@ import Testing
             scaled += Int128(fraction) ?? 0
             var magnitude = String(scaled.magnitude)
             if magnitude.count <= digits { magnitude = String(repeating: "0", count: digits - magnitude.count + 1) + magnitude }
-            let decimal = (scaled < 0 ? "-" : "") + magnitude.dropLast(digits) + "." + magnitude.suffix(digits) + "0"
+            let sign: String = scaled < 0 ? "-" : ""
+            let decimal: String = sign + String(magnitude.dropLast(digits)) + "." + String(magnitude.suffix(digits)) + "0"
             #expect(Self.seconds(text) == Double(decimal), "\(text) vs \(decimal)")
         }
     }

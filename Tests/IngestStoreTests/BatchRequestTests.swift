@@ -144,7 +144,8 @@ import Testing
         let start = try coordinator.currentHistoryToken()
         let videos = try coordinator.execute(try BatchUpdateRequest(entity: "Video", propertiesToUpdate: ["duration": 1.5], resultType: .objectIDs))
         // Row numbers differ by store (the order a save inserts in): IDs come in row order.
-        #expect(videos.objectIDs == [ids["m2"]!, ids["m3"]!].sorted { $0.primaryKey! < $1.primaryKey! })
+        let videoIDs: [ObjectID] = [ids["m2"]!, ids["m3"]!].sorted { (a: ObjectID, b: ObjectID) -> Bool in a.primaryKey! < b.primaryKey! }
+        #expect(videos.objectIDs == videoIDs)
         var onlyVideos = try BatchUpdateRequest(entity: "Video", propertiesToUpdate: ["duration": 2.5], resultType: .objectIDs)
         onlyVideos.includesSubentities = false
         #expect(try coordinator.execute(onlyVideos).objectIDs == [ids["m2"]!])
@@ -155,9 +156,13 @@ import Testing
         #expect(left == ["Clip 1.5"])
         let lines = HistoryTests.lines(try coordinator.fetchHistory(after: start).transactions)
         let (m1, m2, m3) = (ids["m1"]!.primaryKey!, ids["m2"]!.primaryKey!, ids["m3"]!.primaryKey!)
-        let first = [(m2, "update Video \(m2) duration"), (m3, "update Clip \(m3) duration")].sorted { $0.0 < $1.0 }.map(\.1)
+        // Explicit types: this test's literals otherwise took 12 s of a debug build to type-check.
+        let updates: [(Int64, String)] = [(m2, "update Video \(m2) duration"), (m3, "update Clip \(m3) duration")]
+        let first: [String] = updates.sorted { $0.0 < $1.0 }.map(\.1)
         #expect(Array(lines.prefix(3)) == first + ["update Video \(m2) duration"])
-        #expect(Array(lines.dropFirst(3)) == [(m1, "delete Photo \(m1) id=\"m1\""), (m2, "delete Video \(m2) id=\"m2\"")].sorted { $0.0 < $1.0 }.map(\.1))
+        let deletes: [(Int64, String)] = [(m1, "delete Photo \(m1) id=\"m1\""), (m2, "delete Video \(m2) id=\"m2\"")]
+        let deleteLines: [String] = deletes.sorted { $0.0 < $1.0 }.map(\.1)
+        #expect(Array(lines.dropFirst(3)) == deleteLines)
     }
 
     @Test(arguments: StoreBackend.available) func aBatchUpdateChecksItsValuesAgainstTheModelAndWritesNothingOtherwise(backend: StoreBackend) throws {

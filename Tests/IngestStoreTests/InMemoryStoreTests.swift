@@ -62,7 +62,9 @@ import Testing
         let reader = ObjectContext(coordinator: coordinator)
         let ids = try reader.performAndWait { try reader.fetch("Photo").compactMap { $0.id?.stringValue } }
         #expect(ids.count == 800)
-        #expect(Set(ids) == Set((0..<8).flatMap { w in (0..<5).flatMap { b in (0..<20).map { "w\(w)-b\(b)-\($0)" } } }))
+        var expected = Set<String>()
+        for w in 0..<8 { for b in 0..<5 { for n in 0..<20 { expected.insert("w\(w)-b\(b)-\(n)") } } }
+        #expect(Set(ids) == expected)
     }
 
     @Test func aStoreURLOfAnotherSchemeNamesTheThreeItKnows() throws {

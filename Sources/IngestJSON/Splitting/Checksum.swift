@@ -124,6 +124,7 @@ package struct Checksum: Sendable {
     package var hex: String {
         let digits = Array("0123456789abcdef".utf8)
         let value = self.value
-        return String(decoding: (0..<16).map { digits[Int((value >> (60 - 4 * UInt64($0))) & 0xF)] }, as: UTF8.self)
+        let hex: [UInt8] = (0..<16).map { (nibble: Int) -> UInt8 in digits[Int((value >> UInt64(60 - 4 * nibble)) & 0xF)] }
+        return String(decoding: hex, as: UTF8.self)
     }
 }
