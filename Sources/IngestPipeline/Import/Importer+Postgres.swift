@@ -37,6 +37,7 @@ extension Importer {
                                              leaseSeconds: options.leaseSeconds ?? 30, abandonRun: options.abandonRun,
                                              logger: options.logger)
         postgres.again = options.again
+        postgres.metrics = options.metrics
         postgres.readsKeptChunkFiles = options.readsKeptChunkFiles
         postgres.coordinator = coordinator
         switch work {

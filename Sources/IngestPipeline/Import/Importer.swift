@@ -1,5 +1,6 @@
 public import Foundation
 public import Logging
+public import CoreMetrics
 public import IngestStore
 import Synchronization
 
@@ -65,6 +66,11 @@ public final class Importer: Sendable {
         /// Where the run logs: its stages at `info`; each chunk, save, wait and lookup at
         /// `debug`; each rejected record at `trace`. Default: nowhere.
         public var logger = Logger(label: "ingest.import", factory: { _ in SwiftLogNoOpLogHandler() })
+        /// Where the run's metrics go as it goes (records, objects, chunks, bytes, save
+        /// latency, seconds per stage, retries: `ImportMetrics` lists them). Default: the
+        /// factory bootstrapped in swift-metrics' `MetricsSystem`, which records nothing
+        /// unless the application bootstrapped one.
+        public var metrics: (any MetricsFactory)?
 
         public init(feed: String, store: String, chunks: String? = nil, workers: Int? = nil, saveEvery: Int? = nil,
                     chunkSize: Int? = nil, abandonRun: Bool = false, deleteStore: Bool = false, keepChunks: Bool = false,

@@ -3,6 +3,7 @@ package import IngestJSON
 import Synchronization
 package import IngestStore
 package import Logging
+package import CoreMetrics
 
 /// An import run on a PostgreSQL store, as `_ingest_runs.record` keeps it: everything a
 /// process joining from another machine needs, the pipeline included.
@@ -70,6 +71,8 @@ package struct PostgresImportOptions: Sendable {
     /// read here (the default), rather than wait for it to store them in the database.
     package var readsKeptChunkFiles = true
     package var logger: Logger
+    /// Where the run's metrics go (`Importer.Options.metrics`); nil for `MetricsSystem`'s.
+    package var metrics: (any MetricsFactory)?
     /// The coordinator whose contexts hear of this process's saves (an importer's given
     /// one, a container's): the object path's workers save through it, and each batch
     /// write, committed on a worker's own connection, is posted to it.

@@ -46,11 +46,12 @@ struct PostgresRunStore: RunStore {
                                [process, String(run), host, String(pid), String(workerCount), keptFiles == nil ? "f" : "t"])
         try PostgresCommitTurns.label(connection, process: process)
         options.logger.info("joined the import", metadata: ["run": "\(run)", "process": "\(process)", "workers": "\(workerCount)"])
-        let state = RunState(rejected: 0, workers: workerCount, started: started)
+        let state = RunState(rejected: 0, workers: workerCount, started: started,
+                             metrics: ImportMetrics(store: "postgresql", entity: spec.recordEntity, factory: options.metrics))
         let join = self.join
         let turns = PostgresCommitTurns(url: url, run: run, logger: options.logger,
                                         shouldStop: { join.cancellation.load(ordering: .relaxed) }, hasFailed: { state.failed })
-        let splitStage = split.map { PostgresSplitStage($0, run: run, process: process, workers: workerCount,
+        let splitStage = split.map { PostgresSplitStage($0, run: run, process: process, workers: workerCount, metrics: state.metrics,
                                                        leaseSeconds: record.leaseSeconds, join: join) }
         let workers = PostgresRunWorkers(join: join, store: store, spec: spec, run: run, record: record, process: process,
                                          localChunks: split?.directory ?? options.localChunks, localSplit: splitStage, keptFiles: keptFiles,
@@ -264,6 +265,7 @@ final class PostgresSplitStage: Sendable {
     private let run: Int
     private let process: String
     private let join: PostgresJoin
+    private let metrics: ImportMetrics
 
     /// The checksum of each chunk file this split wrote and found the database holding too.
     let localSums = Locked<[Int: String]>([:])
@@ -278,8 +280,9 @@ final class PostgresSplitStage: Sendable {
 
     /// The split of `process`, which keeps its chunks (`PostgresImport.split(keeping:)`) for
     /// its `workers`, storing them only for other processes; it runs once started.
-    init(_ split: PostgresJoin.SplitAlongside, run: Int, process: String, workers: Int, leaseSeconds: Double, join: PostgresJoin) {
-        (self.split, self.run, self.process, self.join) = (split, run, process, join)
+    init(_ split: PostgresJoin.SplitAlongside, run: Int, process: String, workers: Int, metrics: ImportMetrics,
+         leaseSeconds: Double, join: PostgresJoin) {
+        (self.split, self.run, self.process, self.join, self.metrics) = (split, run, process, join, metrics)
         let (sums, written) = (localSums, lastWritten)
         uploader = ChunkUploader(url: join.url, run: run, process: process, directory: split.directory, ownWorkers: workers,
                                  leaseSeconds: leaseSeconds, sums: { number in sums.withLock { $0[number] } },
@@ -298,6 +301,7 @@ final class PostgresSplitStage: Sendable {
                 try PostgresImport.split(feed: split.feed, run: run, url: join.url, directory: split.directory,
                                          options: join.options, cancellation: join.splitCancellation,
                                          keeping: FileOps.isReadOnce(split.feed) ? nil : process) { [self] chunk, wrote in
+                    metrics.split(chunk)
                     localSums.withLock { $0[chunk.index] = chunk.checksum }
                     if wrote { wroteFiles.withLock { _ = $0.insert(chunk.index) } }
                     lastWritten.withLock { $0 = max($0, chunk.index) }

@@ -44,13 +44,16 @@ final class ChunkWorker {
     /// Whether to stop claiming and mapping chunks (the run was stopped, or failed).
     let shouldStop: @Sendable () -> Bool
     let logger: Logger
+    let metrics: ImportMetrics
     private(set) var totals = Totals()
 
-    init(source: any ChunkSource, path: Path, saveEvery: Int, afterSave: @escaping @Sendable (ImportWorker.ChunkResult) throws -> Void,
+    init(source: any ChunkSource, path: Path, saveEvery: Int, metrics: ImportMetrics,
+         afterSave: @escaping @Sendable (ImportWorker.ChunkResult) throws -> Void,
          shouldStop: @escaping @Sendable () -> Bool, logger: Logger) {
         self.source = source
         self.path = path
         self.saveEvery = saveEvery
+        self.metrics = metrics
         self.afterSave = afterSave
         self.shouldStop = shouldStop
         self.logger = logger
@@ -76,6 +79,7 @@ final class ChunkWorker {
             while let claimed = try source.claim(until: shouldStop) {
                 let chunk = claimed.info
                 totals.times.parse += claimed.readSeconds
+                metrics.add(claimed.readSeconds, to: .parse)
                 logger.debug("chunk started", metadata: ["chunk": "\(chunk.index)", "records": "\(chunk.records)", "done before": "\(claimed.done)"])
                 importer.bookkeeping.begin(chunk, done: claimed.done)
                 var done = claimed.done
@@ -99,6 +103,7 @@ final class ChunkWorker {
                 } catch is ChunkTakenOver {
                     importer.discard()
                     totals.leasesLost += 1
+                    metrics.leaseLost()
                     logger.warning("chunk lease lost to another process (this process stalled longer than the lease)",
                                    metadata: ["chunk": "\(chunk.index)"])
                     continue
@@ -108,10 +113,12 @@ final class ChunkWorker {
                 }
                 claimed.finished()
                 totals.chunks += 1
+                metrics.chunkDone()
                 logger.debug("chunk finished", metadata: ["chunk": "\(chunk.index)"])
             }
         }
         totals.times = totals.times + importer.times
+        metrics.add(importer.times, ImportMetrics.Stage.allCases)
     }
 
     // MARK: - The batch path
@@ -134,7 +141,7 @@ final class ChunkWorker {
     private func importBatches<Writer: BatchChunkWriter>(_ writer: Writer, _ rows: RowMapper) throws {
         defer { totals.stepped += rows.steppedRecords }
         guard writer.overlapsMapping else {
-            var saver = BatchSaver(writer: writer, afterSave: afterSave, logger: logger)
+            var saver = BatchSaver(writer: writer, afterSave: afterSave, metrics: metrics, logger: logger)
             defer { totals = totals + saver.totals }
             try map(rows: rows, requests: writer.requests) { batch in
                 try saver.save(batch)
@@ -147,7 +154,7 @@ final class ChunkWorker {
         let written = Mutex(Totals())
         let writing = ManagedThread(name: "ingest.writer")
         // The writing thread alone uses the writer until it is joined.
-        let saving = UncheckedSendable(BatchSaver(writer: writer, afterSave: afterSave, logger: logger))
+        let saving = UncheckedSendable(BatchSaver(writer: writer, afterSave: afterSave, metrics: metrics, logger: logger))
         writing.start { _ in
             var saver = saving.value
             while let (batch, prepared) = handoff.pop() {
@@ -178,6 +185,12 @@ final class ChunkWorker {
         if let error = failure.withLock({ $0 }) { throw error }
     }
 
+    private func mapped(since start: Double) {
+        let seconds = StageTimes.now() - start
+        totals.times.map += seconds
+        metrics.add(seconds, to: .map)
+    }
+
     /// The mapping stage: claims chunks and hands their batches on, until none is left.
     /// `sink` takes each batch in order; false stops the mapping.
     private func map(rows: RowMapper, requests: any BatchRequestMaking, sink: (Batch) throws -> Bool) throws {
@@ -189,6 +202,7 @@ final class ChunkWorker {
             // A missing file (removed meanwhile) only means the records are scanned.
             let ends = claimed.memberEndsFile.flatMap(MemberEndsReader.init(path:))
             totals.times.parse += claimed.readSeconds
+            metrics.add(claimed.readSeconds, to: .parse)
             logger.debug("chunk started", metadata: ["chunk": "\(chunk.index)", "records": "\(chunk.records)", "done before": "\(claimed.done)"])
             func newRequest() -> BatchInsertRequest {
                 var request = requests.makeRequest(text: claimed.bytes)
@@ -231,13 +245,13 @@ final class ChunkWorker {
                 pending += 1
                 next = index + 1
                 if pending == saveEvery {
-                    totals.times.map += StageTimes.now() - mapping
+                    mapped(since: mapping)
                     guard try handOn(done: next) else { return }
                     if shouldStop() { return }
                     mapping = StageTimes.now()
                 }
             }
-            totals.times.map += StageTimes.now() - mapping
+            mapped(since: mapping)
             // An empty chunk still gets its (empty) save: the marker says it is done.
             if pending > 0 || (chunk.records == 0 && first) {
                 guard try handOn(done: next) else { return }
@@ -251,14 +265,16 @@ final class ChunkWorker {
 private struct BatchSaver<Writer: BatchChunkWriter> {
     let writer: Writer
     let afterSave: (ImportWorker.ChunkResult) throws -> Void
+    let metrics: ImportMetrics
     let logger: Logger
     var totals = ChunkWorker.Totals()
     /// The chunk another process took over: its later batches are not saved.
     private var lost: Int?
 
-    init(writer: Writer, afterSave: @escaping (ImportWorker.ChunkResult) throws -> Void, logger: Logger) {
+    init(writer: Writer, afterSave: @escaping (ImportWorker.ChunkResult) throws -> Void, metrics: ImportMetrics, logger: Logger) {
         self.writer = writer
         self.afterSave = afterSave
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -292,6 +308,10 @@ private struct BatchSaver<Writer: BatchChunkWriter> {
             totals.times.save += seconds
             totals.times.locked += result.lockedSeconds
             totals.retries += result.retries
+            metrics.add(waited, to: .waiting)
+            metrics.add(seconds, to: .save)
+            metrics.add(result.lockedSeconds, to: .locked)
+            metrics.retried(result.retries)
             for rejection in result.rejected.dropFirst(batch.save.rejects.count) {
                 logger.trace("record rejected at save", metadata: ["chunk": "\(chunk.index)", "index": "\(rejection.record)",
                                                                    "reason": "\(rejection.reason)"])
@@ -305,6 +325,7 @@ private struct BatchSaver<Writer: BatchChunkWriter> {
             if batch.save.endsChunk {
                 batch.claimed.finished()
                 totals.chunks += 1
+                metrics.chunkDone()
                 logger.debug("chunk finished", metadata: ["chunk": "\(chunk.index)"])
             }
         } catch is ChunkYielded {
@@ -314,6 +335,7 @@ private struct BatchSaver<Writer: BatchChunkWriter> {
         } catch is ChunkTakenOver {
             lost = chunk.index
             totals.leasesLost += 1
+            metrics.leaseLost()
             logger.warning("chunk lease lost to another process (this process stalled longer than the lease)",
                            metadata: ["chunk": "\(chunk.index)"])
         }

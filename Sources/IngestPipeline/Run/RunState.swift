@@ -22,10 +22,13 @@ final class RunState: Sendable {
     private let counts: Mutex<Counts>
 
     private let started: Double
+    /// Where the run's counts go as they happen, besides its report.
+    let metrics: ImportMetrics
 
-    init(rejected: Int, workers: Int, started: Double) {
+    init(rejected: Int, workers: Int, started: Double, metrics: ImportMetrics) {
         counts = Mutex(Counts(rejectedBefore: rejected, timeline: Array(repeating: [], count: workers)))
         self.started = started
+        self.metrics = metrics
     }
 
     func chunkSplit() { counts.withLock { $0.chunksSplit += 1 } }
@@ -41,6 +44,7 @@ final class RunState: Sendable {
     /// Counts a save of worker `worker`; returns the rejects in all so far.
     func saved(_ result: ImportWorker.ChunkResult, worker: Int) -> Int {
         let second = max(0, Int(StageTimes.now() - started))
+        metrics.saved(result)
         return counts.withLock {
             $0.imported += result.imported
             $0.rejectedThisRun += result.rejected

@@ -32,7 +32,7 @@ struct WorkerStage: Sendable {
                 logger[metadataKey: "worker"] = "\(number + 1)"
                 do {
                     let (source, path) = try makeWorker(number, logger)
-                    let worker = ChunkWorker(source: source, path: path, saveEvery: saveEvery,
+                    let worker = ChunkWorker(source: source, path: path, saveEvery: saveEvery, metrics: state.metrics,
                                              afterSave: { try afterSave(number, $0) },
                                              shouldStop: { [stop] in state.failed || stop() }, logger: logger)
                     defer { totals.withLock { $0 = $0 + worker.totals } }

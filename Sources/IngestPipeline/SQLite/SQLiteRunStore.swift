@@ -139,7 +139,8 @@ final class SQLiteRunSession: RunSession {
         workerCount = min(PipelineSpec.maxWorkers, max(1, options.workers ?? spec.workers ?? ProcessInfo.processInfo.activeProcessorCount))
         saveEvery = options.saveEvery ?? begun.saveEvery ?? spec.saveEvery
         let directory = begun.chunks
-        let state = RunState(rejected: rejectedBefore, workers: workerCount, started: started)
+        let state = RunState(rejected: rejectedBefore, workers: workerCount, started: started,
+                             metrics: ImportMetrics(store: "sqlite", entity: spec.recordEntity, factory: options.metrics))
         self.state = state
         var logger = options.logger
         logger[metadataKey: "run"] = "\(begun.number)"

@@ -56,6 +56,7 @@ final class SplitStage: Sendable {
             let mismatched = Atomic<Bool>(false)
             @Sendable func offer(_ chunk: ChunkInfo, written isNew: Bool) {
                 state.chunkSplit()
+                state.metrics.split(chunk)
                 if isNew { written.withLock { _ = $0.insert(chunk.index) } }
                 if let sum = inputs.sums[chunk.index], sum != chunk.checksum {
                     held.withLock { $0.removeAll() }

@@ -90,7 +90,10 @@ struct PostgresRunBackend: RunBackend {
         options.leaseSeconds = leaseSeconds
         options.again = again
         do {
-            try run(try Importer(pipeline: pipeline, options: options), running: running, check: check)
+            try running.metrics.exporting(quiet: running.quiet) { exporter in
+                options.metrics = exporter?.factory
+                try run(try Importer(pipeline: pipeline, options: options), running: running, check: check)
+            }
         } catch let error as ImportError where { if case .alreadyImported = error.kind { true } else { false } }() {
             if !running.quiet { print(Advice.message(error, for: Ingest.Import.self)) }
         }
@@ -106,7 +109,10 @@ struct PostgresRunBackend: RunBackend {
         // An address that cannot connect: its error alone, with no run to continue.
         _ = try PostgresConnection(url)
         do {
-            try self.run(Importer(joining: run, options: options), running: running)
+            try running.metrics.exporting(quiet: running.quiet) { exporter in
+                options.metrics = exporter?.factory
+                try self.run(Importer(joining: run, options: options), running: running)
+            }
         } catch let error as ImportError where error.kind == .noImport(store: url.description) {
             let status = try ImportStatus.read(store: url.description)
             let last = status.runs.last.map { "its last import, run \($0.number), is \($0.state)" } ?? "no import has started"

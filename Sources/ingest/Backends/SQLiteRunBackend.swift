@@ -36,11 +36,14 @@ struct SQLiteRunBackend: RunBackend {
                                        logger: try StderrLogHandler.logger(running.logLevel))
         options.again = command.again
         let keyed = spec.model.entity(spec.recordEntity)?.uniquenessConstraints.isEmpty == false
-        try Ingest.Import.run(Importer(spec: spec, options: options), store: path, quiet: running.quiet, pipelineSource: source) { report in
-            guard source == .inferredNow else { return }
-            try command.checkSampleReachedEveryMember(report.members, records: report.records, listedIn: "\(path).report.json lists them",
-                                                      rejected: report.rejected, rejectsIn: "see \(report.rejectsFile)",
-                                                      keyed: keyed, storeFirstRun: report.run == 1)
+        try running.metrics.exporting(quiet: running.quiet) { exporter in
+            options.metrics = exporter?.factory
+            try Ingest.Import.run(Importer(spec: spec, options: options), store: path, quiet: running.quiet, pipelineSource: source) { report in
+                guard source == .inferredNow else { return }
+                try command.checkSampleReachedEveryMember(report.members, records: report.records, listedIn: "\(path).report.json lists them",
+                                                          rejected: report.rejected, rejectsIn: "see \(report.rejectsFile)",
+                                                          keyed: keyed, storeFirstRun: report.run == 1)
+            }
         }
     }
 
@@ -75,10 +78,12 @@ struct SQLiteRunBackend: RunBackend {
         }
         var options = Importer.Options(store: path, workers: running.workers, logger: try StderrLogHandler.logger(running.logLevel))
         options.maxRejects = running.maxRejects
-        // The run's feed, pipeline, chunks and sizes, as the store recorded them.
-        let importer = try Importer(resuming: options)
         do {
-            try Ingest.Import.run(importer, store: path, quiet: running.quiet)
+            try running.metrics.exporting(quiet: running.quiet) { exporter in
+                options.metrics = exporter?.factory
+                // The run's feed, pipeline, chunks and sizes, as the store recorded them.
+                try Ingest.Import.run(try Importer(resuming: options), store: path, quiet: running.quiet)
+            }
         } catch let error as SplitError where withoutFeed {
             throw CommandFailure("run \(run.number) read its feed from \(source), and \(error). \(pipeAgain)")
         } catch let error as ImportError {

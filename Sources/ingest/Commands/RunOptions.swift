@@ -16,6 +16,9 @@ struct RunOptions: ParsableArguments {
             help: "Log on stderr from this level: trace (each record), debug (each chunk, save, wait, lookup), info (the run's stages), warning (default; also INGEST_LOG_LEVEL).")
     var logLevel: String?
 
+    @OptionGroup(title: "Metrics")
+    var metrics: MetricsOptions
+
     func validate() throws {
         if let workers, workers < 1 || workers > PipelineSpec.maxWorkers {
             throw ValidationError("--workers must be from 1 to \(PipelineSpec.maxWorkers) (each worker is a thread with its own context and connection; more than the machine's cores seldom helps)")
