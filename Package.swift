@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "IngestJSON", targets: ["IngestJSON"]),
         .library(name: "IngestStore", targets: ["IngestStore"]),
         .library(name: "IngestPipeline", targets: ["IngestPipeline"]),
+        .library(name: "IngestService", targets: ["IngestService"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -16,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // Documentation only (`./run.sh docs`): a command plugin, built when it runs, not with the package.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -61,6 +63,12 @@ let package = Package(
             dependencies: ["IngestJSON", "IngestStore", "CZstd", .product(name: "Logging", package: "swift-log"),
                            .product(name: "CoreMetrics", package: "swift-metrics")]
         ),
+        // An import as a swift-service-lifecycle service; the `ingest` command does not need it.
+        .target(
+            name: "IngestService",
+            dependencies: ["IngestPipeline", "IngestStore",
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
+        ),
         .executableTarget(
             name: "ingest",
             dependencies: [
@@ -88,6 +96,12 @@ let package = Package(
             dependencies: ["IngestPipeline", "IngestJSON", "IngestStore", "IngestTestSupport",
                            .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        .testTarget(
+            name: "IngestServiceTests",
+            dependencies: ["IngestService", "IngestPipeline", "IngestStore", "IngestJSON", "IngestTestSupport",
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "Logging", package: "swift-log")]
+        ),
         // Uses typed classes `ingest codegen` generated (Models.swift, from Fixtures/models/albums.json).
         .testTarget(
             name: "GeneratedModelTests",
@@ -101,8 +115,10 @@ let package = Package(
         // (Snippets/ is generated from the documents by extract-snippets.sh).
         .testTarget(
             name: "DocSnippetTests",
-            dependencies: ["IngestStore", "IngestPipeline", "IngestTestSupport",
-                           .product(name: "Logging", package: "swift-log")],
+            dependencies: ["IngestStore", "IngestPipeline", "IngestService", "IngestTestSupport",
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "UnixSignals", package: "swift-service-lifecycle")],
             exclude: ["extract-snippets.sh", "DocModel.json"]
         ),
     ],

@@ -84,7 +84,8 @@ final class ImportMetrics: Sendable {
     func chunkDone() { chunksDone.increment() }
 
     func add(_ seconds: Double, to stage: Stage) {
-        if seconds > 0 { stages[Stage.allCases.firstIndex(of: stage)!].increment(by: seconds) }
+        guard seconds > 0, let index = Stage.allCases.firstIndex(of: stage) else { return }
+        stages[index].increment(by: seconds)
     }
 
     /// Stage times counted in one go (the object path's, when its worker ends).

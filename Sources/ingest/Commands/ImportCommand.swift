@@ -94,6 +94,10 @@ extension Ingest {
         /// What the pipeline inferred without --pipeline reads.
         var inference: PipelineInference.Options { shape.inference(sample: sample ?? 1_000) }
 
+        @Flag(name: .customLong("dry-run"),
+              help: "Read, map and check every record against the model and the stored objects (update rules included) on a copy of the store made beside it and removed after; write nothing, print what the import would do, and write the records it would reject to STORE.dry-run.rejects.ndjson (exit 3 when there are some). SQLite stores; needs --pipeline.")
+        var dryRun = false
+
         @OptionGroup var running: RunOptions
 
         var workers: Int? { running.workers }
@@ -107,6 +111,11 @@ extension Ingest {
             if let sample, sample < 1 { throw ValidationError("--sample must be at least 1") }
             if pipeline != nil && (shape.isGiven || (sample != nil && !evolve)) {
                 throw ValidationError("--records-at, --ndjson, --keyed, --header-row and --sample shape the pipeline inferred without --pipeline; with one, its \"feed\" says where the records are")
+            }
+            if dryRun {
+                if pipeline == nil { throw ValidationError("--dry-run needs --pipeline (without one, the import would write the pipeline it infers beside the store)") }
+                let writes = [("--evolve", evolve), ("--delete-store", deleteStore), ("--keep-chunks", keepChunks), ("--chunks", chunks != nil)]
+                if let (name, _) = writes.first(where: { $0.1 }) { throw ValidationError("--dry-run writes nothing: it does not go with \(name)") }
             }
             if restart {
                 throw ValidationError("--restart was removed: it deleted the store without saying so. To import another feed into a store whose run is unfinished, pass --abandon-run (what was imported stays); to delete the store first, pass --delete-store")

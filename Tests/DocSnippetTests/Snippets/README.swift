@@ -3,6 +3,10 @@
 import Foundation
 import IngestStore
 import IngestPipeline
+import IngestService
+import Logging
+import ServiceLifecycle
+import UnixSignals
 
 // Declarations the snippets make at top level.
 
@@ -241,6 +245,30 @@ extension DocScene {
     // MARK: README.md, snippet 16
     func readme_16() async throws {
     }
+
+    // MARK: README.md, snippet 17
+    // compile-only: it imports the reader's feed and waits for its signals
+    func readme_17() async throws {
+        // .sigterm and .sigint: UnixSignals, a product of swift-service-lifecycle
+
+        let logger = Logger(label: "importer")
+        let pipeline = try Data(contentsOf: URL(fileURLWithPath: path("Pipelines/photos.json")))
+        let importer = try Importer(pipeline: Array(pipeline), options: .init(feed: path("photos.json"), store: path("photos.sqlite")))
+        let group = ServiceGroup(configuration: .init(
+            services: [
+                // The import ending (finished, or stopped by the shutdown) shuts the others down too.
+                .init(service: ImportService(importer) { report in logger.info("imported \(report.imported) records") },
+                      successTerminationBehavior: .gracefullyShutdownGroup),
+                // .init(service: httpServer): the application's other services
+            ],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        try await group.run()
+        _ = logger
+        _ = pipeline
+        _ = importer
+        _ = group
+    }
 }
 
 extension DocSnippet {
@@ -261,5 +289,6 @@ extension DocSnippet {
         DocSnippet("README.md", [14]) { try await $0.readme_14() },
         DocSnippet("README.md", [15]) { try await $0.readme_15() },
         DocSnippet("README.md", [16], compileOnly: "declarations only"),
+        DocSnippet("README.md", [17], compileOnly: "it imports the reader's feed and waits for its signals"),
     ]
 }
