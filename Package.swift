@@ -100,6 +100,7 @@ let package = Package(
             name: "IngestServiceTests",
             dependencies: ["IngestService", "IngestPipeline", "IngestStore", "IngestJSON", "IngestTestSupport",
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "CoreMetrics", package: "swift-metrics"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         // Uses typed classes `ingest codegen` generated (Models.swift, from Fixtures/models/albums.json).

@@ -89,13 +89,58 @@ import Testing
     }
 
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
-    func aDryRunOnPostgreSQLIsRefusedWithTheWayAround() throws {
+    func aDryRunOnPostgreSQLChangesNothingAndPrintsWhatTheRealImportThenDoes() throws {
         let server = try PostgresServer()
         let dir = try TemporaryDirectory()
         defer { withExtendedLifetime(dir) {} }
+        let url = try server.createDatabase("dry")
+        let first = dir.file("first.json"), second = dir.file("second.json")
+        try FeedGenerator(records: 3_000, seed: 9).write(to: first)
+        try FeedGenerator(records: 6_000, seed: 9, repeatKeys: 2).write(to: second)
+        let text = try String(contentsOfFile: second, encoding: .utf8)
+        try dir.write("second.json", Array(("[\n" + (0..<4).map { #"{"title":"no id \#($0)"},"# + "\n" }.joined() + text.dropFirst(2)).utf8))
+        let imported = try IngestBinary.run(["import", first, "--pipeline", Self.photos, "--store", url, "--workers", "2", "--quiet"])
+        #expect(imported.status == 0, "\(imported.stderr)")
+
+        // Every row of the store, its runs and rejects, and the server's databases.
+        let snapshot = """
+            SELECT (SELECT md5(string_agg(p::text, '|' ORDER BY p::text)) FROM "Photo" p),
+                   (SELECT md5(string_agg(g::text, '|' ORDER BY g::text)) FROM "Photographer" g),
+                   (SELECT md5(string_agg(r::text, '|' ORDER BY r::text)) FROM _ingest_runs r),
+                   (SELECT count(*) FROM _ingest_rejects), (SELECT count(*) FROM _ingest_chunks),
+                   (SELECT string_agg(datname, ',' ORDER BY datname) FROM pg_database)
+            """
+        let before = try server.psql(["-d", "dry", "-At", "-c", snapshot])
+        let dry = try IngestBinary.run(["import", second, "--pipeline", Self.photos, "--store", url, "--workers", "2", "--dry-run"], in: dir.path)
+        #expect(dry.status == 3, "rejects make exit status 3: \(dry.stdout) \(dry.stderr)")
+        #expect(try server.psql(["-d", "dry", "-At", "-c", snapshot]) == before, "the store or the server's databases changed")
+        let rejects = try String(contentsOfFile: dir.file("dry.dry-run.rejects.ndjson"), encoding: .utf8).split(separator: "\n")
+        #expect(rejects.count == 4 && rejects.allSatisfy { $0.contains("missing required value") }, "\(rejects)")
+
+        let said = try Self.numbers(dry.stdout, [#"would import [0-9,]+"#, #"reject [0-9,]+"#, #"[0-9,]+ inserted"#, #"[0-9,]+ updated"#, #"[0-9,]+ unchanged"#])
+        let real = try IngestBinary.run(["import", second, "--pipeline", Self.photos, "--store", url, "--workers", "2"])
+        #expect(real.status == 3, "\(real.stderr)")
+        let done = try Self.numbers(real.stdout, [#"imported [0-9,]+"#, #"rejected [0-9,]+"#, #"[0-9,]+ inserted"#, #"[0-9,]+ updated"#, #"[0-9,]+ unchanged"#])
+        #expect(said == done, "dry run \(said), real run \(done)\n\(dry.stdout)\n\(real.stdout)")
+        #expect(said[0] == 6_000 && said[1] == 4)
+    }
+
+    @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
+    func aDryRunOnADatabaseInUseSaysWhyItCannotCopyIt() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        defer { withExtendedLifetime(dir) {} }
+        let url = try server.createDatabase("busy")
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 10, seed: 2).write(to: feed)
-        let outcome = try IngestBinary.run(["import", feed, "--pipeline", Self.photos, "--store", try server.createDatabase("dry"), "--dry-run"])
-        #expect(outcome.status != 0 && outcome.stderr.contains("--dry-run") && outcome.stderr.contains("TEMPLATE"), "\(outcome.stderr)")
+        // Another session holds the database while the dry run asks for its copy.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: PostgresServer.binaries! + "/psql")
+        holder.arguments = ["-X", "-q", url, "-c", "SELECT pg_sleep(30)"]
+        try holder.run()
+        defer { holder.terminate(); holder.waitUntilExit() }
+        usleep(500_000)
+        let outcome = try IngestBinary.run(["import", feed, "--pipeline", Self.photos, "--store", url, "--dry-run"], in: dir.path)
+        #expect(outcome.status == 1 && outcome.stderr.contains("no other session is connected"), "\(outcome.stderr)")
     }
 }

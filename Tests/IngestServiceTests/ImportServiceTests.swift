@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import IngestJSON
 import IngestPipeline
@@ -32,10 +33,48 @@ import Testing
         static var available: [Backend] { PostgresServer.isAvailable ? allCases : [.sqlite] }
     }
 
-    static func importer(feed: String, store: String) throws -> Importer {
+    /// Holds every save once `limit` records were imported, until the importer is
+    /// cancelled (or 5 minutes pass): the run cannot end before the test's stop reaches it,
+    /// however long a loaded machine takes to deliver it. Fed by the run's own metrics.
+    final class SaveGate: MetricsFactory, CounterHandler, Sendable {
+        let imported = Atomic<Int64>(0)
+        let reached = Atomic<Bool>(false)
+        let limit: Int64
+        let importer = Mutex<Importer?>(nil)
+
+        init(limit: Int64) { self.limit = limit }
+
+        var isReached: Bool { reached.load(ordering: .acquiring) }
+
+        func increment(by amount: Int64) {
+            guard imported.add(amount, ordering: .relaxed).newValue >= limit else { return }
+            reached.store(true, ordering: .releasing)
+            let deadline = Date().addingTimeInterval(300)
+            while importer.withLock({ $0?.isCancelled }) != true && Date() < deadline { usleep(5_000) }
+        }
+        func reset() {}
+
+        func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+            label == "ingest_records_total" && dimensions.contains { $0 == ("outcome", "imported") } ? self : NOOPMetricsHandler.instance
+        }
+        func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler { NOOPMetricsHandler.instance }
+        func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler { NOOPMetricsHandler.instance }
+        func destroyCounter(_ handler: any CounterHandler) {}
+        func destroyRecorder(_ handler: any RecorderHandler) {}
+        func destroyTimer(_ handler: any TimerHandler) {}
+    }
+
+    static func importer(feed: String, store: String, gate: SaveGate? = nil) throws -> Importer {
         var options = Importer.Options(feed: feed, store: store, workers: 2, saveEvery: 500, chunkSize: 2_000)
-        options.again = false
-        return try Importer(pipeline: Array(try Data(contentsOf: URL(fileURLWithPath: photos))), options: options)
+        options.metrics = gate
+        let importer = try Importer(pipeline: Array(try Data(contentsOf: URL(fileURLWithPath: photos))), options: options)
+        gate?.importer.withLock { $0 = importer }
+        return importer
+    }
+
+    /// Waits (off the cooperative pool's hands: it sleeps) until `gate` holds the run.
+    static func untilHeld(_ gate: SaveGate) async throws {
+        while !gate.isReached { try await Task.sleep(for: .milliseconds(10)) }
     }
 
     static func photoCount(_ store: String) throws -> Int {
@@ -51,21 +90,21 @@ import Testing
         let feed = dir.file("feed.json")
         try FeedGenerator(records: Self.records, seed: 3).write(to: feed)
 
-        let importer = try Self.importer(feed: feed, store: store)
+        let gate = SaveGate(limit: 2_000)
+        let importer = try Self.importer(feed: feed, store: store, gate: gate)
         let service = ImportService(importer)
         let other = OtherService()
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup), .init(service: other)],
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })))
-        let asked = Atomic<Bool>(false)
-        _ = importer.addProgressObserver { progress in
-            guard progress.recordsThisRun >= 2_000, !asked.exchange(true, ordering: .relaxed) else { return }
-            Task { await group.triggerGracefulShutdown() }
+        let stopper = Task {
+            try await Self.untilHeld(gate)
+            await group.triggerGracefulShutdown()
         }
         try await group.run()
-        let (wasAsked, otherShutDown) = (asked.load(ordering: .relaxed), other.shutDown.load(ordering: .relaxed))
-        #expect(wasAsked, "the run ended before the shutdown was asked")
-        #expect(otherShutDown)
+        try await stopper.value
+        let otherShutDown = other.shutDown.load(ordering: .relaxed)
+        #expect(otherShutDown, "the other service was shut down with the import")
         guard case .stopped = try #require(service.outcome) else {
             Issue.record("the import was not stopped: \(String(describing: service.outcome))")
             return
@@ -90,15 +129,10 @@ import Testing
         defer { withExtendedLifetime(dir) {} }
         let store = dir.file("photos.sqlite"), feed = dir.file("feed.json")
         try FeedGenerator(records: Self.records, seed: 4).write(to: feed)
-        let importer = try Self.importer(feed: feed, store: store)
-        let service = ImportService(importer)
-        let started = AsyncStream<Void>.makeStream()
-        let asked = Atomic<Bool>(false)
-        _ = importer.addProgressObserver { progress in
-            if progress.recordsThisRun >= 2_000, !asked.exchange(true, ordering: .relaxed) { started.continuation.yield() }
-        }
+        let gate = SaveGate(limit: 2_000)
+        let service = ImportService(try Self.importer(feed: feed, store: store, gate: gate))
         let task = Task { try await service.run() }
-        for await _ in started.stream { break }
+        try await Self.untilHeld(gate)
         task.cancel()
         try await task.value
         guard case .stopped = try #require(service.outcome) else {

@@ -45,11 +45,13 @@ public enum IngestBinary {
         return directory.appendingPathComponent("ingest").path
     }
 
-    /// Starts `ingest arguments…` with `stdin` as its standard input (or none).
-    public static func start(_ arguments: [String], stdin: [UInt8]? = nil) throws -> Running {
+    /// Starts `ingest arguments…` with `stdin` as its standard input (or none), in
+    /// `directory` (default: the test's own).
+    public static func start(_ arguments: [String], stdin: [UInt8]? = nil, in directory: String? = nil) throws -> Running {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -75,7 +77,7 @@ public enum IngestBinary {
     }
 
     /// Runs `ingest arguments…` to its end.
-    public static func run(_ arguments: [String], stdin: [UInt8]? = nil) throws -> Outcome {
-        finish(try start(arguments, stdin: stdin))
+    public static func run(_ arguments: [String], stdin: [UInt8]? = nil, in directory: String? = nil) throws -> Outcome {
+        finish(try start(arguments, stdin: stdin, in: directory))
     }
 }

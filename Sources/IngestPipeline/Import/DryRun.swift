@@ -14,21 +14,22 @@ public struct DryRunReport: Sendable {
 }
 
 extension Importer {
-    /// Runs an import on a copy of its SQLite store, made in a directory of its own beside
-    /// the store and removed at the end, and says what the run would do: every record is
-    /// read, mapped, validated against the model and weighed against the stored objects by
-    /// the pipeline's update rules, as the real run would, and nothing of the store, its
-    /// chunks, report or rejects file is written. The records the run would reject go to
-    /// `rejectsTo` (written only when there are some).
+    /// Runs an import on a copy of its store and says what the run would do: every record
+    /// is read, mapped, validated against the model and weighed against the stored objects
+    /// by the pipeline's update rules, as the real run would, and nothing of the store (its
+    /// objects, runs, chunks, report or rejects file) is written. The records the run would
+    /// reject go to `rejectsTo` (written only when there are some).
     ///
-    /// The copy is a whole copy (SQLite's online backup, consistent while another process
-    /// writes the store): it needs as much free space beside the store as the store takes.
-    /// - Throws: `ImportError` for a PostgreSQL store (not supported yet) or a read-once
-    ///   feed; what `copySQLiteStore` and `run()` throw (a malformed feed, a full disk).
+    /// A SQLite store is copied whole (SQLite's online backup, consistent while another
+    /// process writes the store) into a directory of its own beside the store, removed at
+    /// the end: it needs as much free space there as the store takes. A PostgreSQL database
+    /// is copied on its server (`CREATE DATABASE … TEMPLATE`, dropped at the end), which
+    /// PostgreSQL allows only while no other session is connected to the database, and only
+    /// to a role that may create databases.
+    /// - Throws: `ImportError` when the copy cannot be made (saying why); what
+    ///   `copySQLiteStore` and `run()` throw (a malformed feed, a full disk).
     public static func dryRun(spec: PipelineSpec, options: Options, rejectsTo: String) throws -> DryRunReport {
-        guard !options.isPostgres else {
-            throw ImportError("--dry-run works on SQLite stores for now; on PostgreSQL, import into a copy of the database (CREATE DATABASE copy TEMPLATE \(options.store.split(separator: "/").last.map(String.init) ?? "db"))")
-        }
+        if options.isPostgres { return try dryRunOnPostgres(spec: spec, options: options, rejectsTo: rejectsTo) }
         let store = options.store
         try PersistentStoreCoordinator.checkIsStoreOrNew(at: store, writing: false)
         let countsBefore = FileOps.fileSize(store).map({ $0 > 0 }) == true ? (try ImportStatus.read(store: store).counts) : [:]
@@ -54,6 +55,50 @@ extension Importer {
                 $0.hasPrefix("{\"run\":\(run),")
             }
             try FileOps.writeAtomically(Array((lines.joined(separator: "\n") + "\n").utf8), to: rejectsTo)
+            rejectsFile = rejectsTo
+        }
+        report.rejectsFile = rejectsFile ?? ""
+        return DryRunReport(report: report, countsBefore: countsBefore, rejectsFile: rejectsFile)
+    }
+
+    private static func dryRunOnPostgres(spec: PipelineSpec, options: Options, rejectsTo: String) throws -> DryRunReport {
+        let url = try PostgresURL(options.store)
+        guard var components = URLComponents(string: options.store), !components.path.dropFirst().isEmpty else {
+            throw ImportError("--dry-run on PostgreSQL needs the store as a postgresql://…/DATABASE URL naming its database (it copies that database)")
+        }
+        let source = String(components.path.dropFirst())
+        // Made only to read the counts of a store that has none yet: an empty database is a new store.
+        let countsBefore = (try? ImportStatus.read(store: options.store).counts) ?? [:]
+        var admin = components
+        admin.path = "/postgres"
+        let server = try PostgresConnection(try PostgresURL(admin.string ?? ""))
+        let copyName = "ingest_dry_run_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
+        func quoted(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+        do {
+            try server.execute("CREATE DATABASE \(quoted(copyName)) TEMPLATE \(quoted(source))")
+        } catch {
+            let text = "\(error)"
+            if text.contains("being accessed by other users") {
+                throw ImportError("--dry-run copies \(url) on its server (CREATE DATABASE … TEMPLATE \(source)), which PostgreSQL allows only while no other session is connected to \(source): run it when no import, join or ingest history --follow is connected (\(text))")
+            }
+            throw ImportError("--dry-run could not copy \(url) on its server (CREATE DATABASE … TEMPLATE \(source); the role needs CREATEDB): \(text)")
+        }
+        defer { _ = try? server.execute("DROP DATABASE IF EXISTS \(quoted(copyName)) WITH (FORCE)") }
+        components.path = "/" + copyName
+        var onCopy = options
+        onCopy.store = components.string ?? ""
+        var report = try Importer(spec: spec, options: onCopy).run()
+        report.store = url.description
+        var rejectsFile: String?
+        if report.rejectedThisRun > 0, let run = report.run {
+            let copy = try PostgresConnection(try PostgresURL(onCopy.store))
+            let rows = try copy.execute("SELECT record FROM _ingest_rejects WHERE run = $1 ORDER BY chunk, index", [String(run)])
+            var text = ""
+            for row in 0..<rows.count {
+                let reject = try JSONDecoder().decode(ImportMarker.Reject.self, from: Data(try rows.text(row, 0).utf8))
+                text += reject.fileLine(run: run) + "\n"
+            }
+            try FileOps.writeAtomically(Array(text.utf8), to: rejectsTo)
             rejectsFile = rejectsTo
         }
         report.rejectsFile = rejectsFile ?? ""

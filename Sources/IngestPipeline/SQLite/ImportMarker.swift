@@ -108,6 +108,16 @@ enum ImportMarker {
             self.text = text
         }
 
+        /// The reject as a line of the rejects file: the run first, the keys in reading order.
+        func fileLine(run: Int) -> String {
+            JSONValue.object([
+                JSONMember("run", .number(String(run))),
+                JSONMember("chunk", .number(String(chunk))), JSONMember("index", .number(String(index))),
+                JSONMember("record", .number(String(record))), JSONMember("reason", .string(reason)),
+                JSONMember("text", .string(text)),
+            ]).description
+        }
+
         /// The reject as one line of JSON, keys sorted: as a SQLite store's metadata and a
         /// PostgreSQL store's `_ingest_rejects` keep it. (The rejects file is written by
         /// `Importer.writeRejects`, with the run first and the keys in reading order.)

@@ -169,13 +169,7 @@ extension Importer {
         var text = ""
         for run in try ImportMarker.runs(coordinator) {
             for reject in try ImportMarker.rejects(coordinator, ImportMarker.Keys(run: run.number)) {
-                let line = JSONValue.object([
-                    JSONMember("run", .number(String(run.number))),
-                    JSONMember("chunk", .number(String(reject.chunk))), JSONMember("index", .number(String(reject.index))),
-                    JSONMember("record", .number(String(reject.record))), JSONMember("reason", .string(reject.reason)),
-                    JSONMember("text", .string(reject.text)),
-                ])
-                text += line.description + "\n"
+                text += reject.fileLine(run: run.number) + "\n"
                 count += 1
             }
         }

@@ -19,10 +19,13 @@ struct PostgresRunBackend: RunBackend {
                           ("--keep-chunks", command.keepChunks, "a PostgreSQL store keeps its chunks in the database"),
                           ("--delete-store", command.deleteStore, "to start over, drop the database and create it again"),
                           ("--keep-indexes", command.keepIndexes, "a PostgreSQL store keeps its indexes during imports"),
-                          ("--max-rejects", command.running.maxRejects != nil, "a PostgreSQL run imports what it can and keeps the rest in _ingest_rejects"),
-                          ("--dry-run", command.dryRun, "on PostgreSQL, import into a copy of the database (CREATE DATABASE copy TEMPLATE db) instead")]
+                          ("--max-rejects", command.running.maxRejects != nil, "a PostgreSQL run imports what it can and keeps the rest in _ingest_rejects")]
         if let (flag, _, why) = sqliteOnly.first(where: { $0.1 }) {
             throw CommandFailure("\(flag) works on SQLite stores only: \(why)")
+        }
+        if command.dryRun {
+            let database = URLComponents(string: command.store)?.path.split(separator: "/").last.map(String.init) ?? "store"
+            return try command.dryRunImport(rejects: database + ".dry-run.rejects.ndjson")
         }
         let feed = command.feed
         var bytes: [UInt8]

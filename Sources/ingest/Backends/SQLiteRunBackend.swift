@@ -10,7 +10,7 @@ struct SQLiteRunBackend: RunBackend {
     let path: String
 
     func importFeed(_ command: Ingest.Import) throws {
-        if command.dryRun { return try dryRun(command) }
+        if command.dryRun { return try command.dryRunImport(rejects: path + ".dry-run.rejects.ndjson") }
         var (spec, pipeline, source) = try command.loadOrInferPipeline()
         if command.evolve && source != .inferredNow {
             guard command.feed == "-" || !FileOps.isReadOnce(command.feed) else { throw CommandFailure("--evolve reads a sample of the feed first: it needs a file, not \(command.feed)") }
@@ -46,34 +46,6 @@ struct SQLiteRunBackend: RunBackend {
                                                           keyed: keyed, storeFirstRun: report.run == 1)
             }
         }
-    }
-
-    /// `ingest import --dry-run`: the run on a copy of the store, and what it would do.
-    private func dryRun(_ command: Ingest.Import) throws {
-        let (spec, pipeline, _) = try command.loadOrInferPipeline()
-        let running = command.running
-        var options = Importer.Options(feed: command.feed, store: path, workers: running.workers, saveEvery: command.saveEvery,
-                                       chunkSize: command.chunkSize, abandonRun: command.abandonRun, maxRejects: running.maxRejects,
-                                       keepIndexes: command.keepIndexes, pipelinePath: pipeline,
-                                       logger: try StderrLogHandler.logger(running.logLevel))
-        options.again = command.again
-        let rejects = path + ".dry-run.rejects.ndjson"
-        try FileOpsCLI.checkWritable(rejects)
-        let found = try Importer.dryRun(spec: spec, options: options, rejectsTo: rejects)
-        let report = found.report
-        if !running.quiet {
-            print("dry run: \(report.feed) → \(path) (nothing written to the store): \(Format.records(report.records)) in \(report.chunks) chunk(s)")
-            print("  would import \(Format.count(report.imported)) and reject \(Format.count(report.rejectedThisRun))"
-                  + (found.rejectsFile.map { " (the rejected records and why: \($0))" } ?? ""))
-            print("  " + Ingest.Import.outcomesLine(report.outcomes ?? RecordOutcomes()))
-            let entities = Set(found.countsBefore.keys).union(report.counts.keys).sorted()
-            print("  " + entities.map { entity in
-                let (before, after) = (found.countsBefore[entity] ?? 0, report.counts[entity] ?? 0)
-                return "\(entity): \(Format.count(before)) → \(Format.count(after))" + (after > before ? " (+\(Format.count(after - before)))" : "")
-            }.joined(separator: ", "))
-            report.members?.lines(indent: "  ", more: "a real import's report lists them all").forEach { print($0) }
-        }
-        if report.rejectedThisRun > 0 { throw ExitCode(3) }
     }
 
     func resume(_ running: RunOptions) throws {

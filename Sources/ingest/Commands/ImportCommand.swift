@@ -95,7 +95,7 @@ extension Ingest {
         var inference: PipelineInference.Options { shape.inference(sample: sample ?? 1_000) }
 
         @Flag(name: .customLong("dry-run"),
-              help: "Read, map and check every record against the model and the stored objects (update rules included) on a copy of the store made beside it and removed after; write nothing, print what the import would do, and write the records it would reject to STORE.dry-run.rejects.ndjson (exit 3 when there are some). SQLite stores; needs --pipeline.")
+              help: "Read, map and check every record against the model and the stored objects (update rules included) on a copy of the store made beside it and removed after; write nothing, print what the import would do, and write the records it would reject to STORE.dry-run.rejects.ndjson (exit 3 when there are some). On PostgreSQL the copy is made on the server (CREATE DATABASE … TEMPLATE: nobody else may be connected). Needs --pipeline.")
         var dryRun = false
 
         @OptionGroup var running: RunOptions

@@ -1,0 +1,33 @@
+import ArgumentParser
+import IngestPipeline
+import IngestStore
+
+extension Ingest.Import {
+    /// `ingest import --dry-run`: the run on a copy of the store, and what it would do;
+    /// the records it would reject go to `rejects`.
+    /// - Throws: `ExitCode(3)` when it would reject records; what `Importer.dryRun` throws.
+    func dryRunImport(rejects: String) throws {
+        let (spec, pipeline, _) = try loadOrInferPipeline()
+        var options = Importer.Options(feed: feed, store: store, workers: running.workers, saveEvery: saveEvery,
+                                       chunkSize: chunkSize, abandonRun: abandonRun, maxRejects: running.maxRejects,
+                                       keepIndexes: keepIndexes, pipelinePath: pipeline,
+                                       logger: try StderrLogHandler.logger(running.logLevel))
+        options.again = again
+        try FileOpsCLI.checkWritable(rejects)
+        let found = try Importer.dryRun(spec: spec, options: options, rejectsTo: rejects)
+        let report = found.report
+        if !running.quiet {
+            print("dry run: \(report.feed) → \(report.store) (nothing written to the store): \(Format.records(report.records)) in \(report.chunks) chunk(s)")
+            print("  would import \(Format.count(report.imported)) and reject \(Format.count(report.rejectedThisRun))"
+                  + (found.rejectsFile.map { " (the rejected records and why: \($0))" } ?? ""))
+            print("  " + Self.outcomesLine(report.outcomes ?? RecordOutcomes()))
+            let entities = Set(found.countsBefore.keys).union(report.counts.keys).sorted()
+            print("  " + entities.map { entity in
+                let (before, after) = (found.countsBefore[entity] ?? 0, report.counts[entity] ?? 0)
+                return "\(entity): \(Format.count(before)) → \(Format.count(after))" + (after > before ? " (+\(Format.count(after - before)))" : "")
+            }.joined(separator: ", "))
+            report.members?.lines(indent: "  ", more: "a real import's report lists them all").forEach { print($0) }
+        }
+        if report.rejectedThisRun > 0 { throw ExitCode(3) }
+    }
+}
