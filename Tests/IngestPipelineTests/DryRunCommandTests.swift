@@ -80,6 +80,29 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["feed.json"])
     }
 
+    @Test func aStoppedDryRunRemovesItsCopyAndAStaleRejectsFileGoes() throws {
+        let dir = try TemporaryDirectory()
+        defer { withExtendedLifetime(dir) {} }
+        let feed = dir.file("feed.json"), store = dir.file("s.sqlite")
+        try FeedGenerator(records: 150_000, seed: 2).write(to: feed)
+        try dir.write("s.sqlite.dry-run.rejects.ndjson", Array("{\"run\":1}\n".utf8))
+        let running = try IngestBinary.start(["import", feed, "--pipeline", Self.photos, "--store", store, "--dry-run", "--workers", "1"])
+        // Stopped once its copy is there (the run has begun), long before the feed's end.
+        for _ in 0..<400 where !(try FileManager.default.contentsOfDirectory(atPath: dir.path).contains { $0.hasPrefix(".ingest-dry-run.") }) {
+            usleep(25_000)
+        }
+        usleep(300_000)
+        kill(running.process.processIdentifier, SIGINT)
+        let outcome = IngestBinary.finish(running)
+        #expect(outcome.status == 1 && outcome.stderr.contains("stopped"), "\(outcome.status) \(outcome.stdout) \(outcome.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["feed.json", "s.sqlite.dry-run.rejects.ndjson"])
+
+        try FeedGenerator(records: 100, seed: 2).write(to: feed)
+        let clean = try IngestBinary.run(["import", feed, "--pipeline", Self.photos, "--store", store, "--dry-run"])
+        #expect(clean.status == 0, "\(clean.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["feed.json"], "the last dry run rejected nothing: its old rejects file goes")
+    }
+
     @Test(arguments: [(["--dry-run"], "--dry-run needs --pipeline"),
                       (["--dry-run", "--pipeline", "p.json", "--delete-store"], "--dry-run writes nothing: it does not go with --delete-store"),
                       (["--dry-run", "--pipeline", "p.json", "--evolve"], "--dry-run writes nothing: it does not go with --evolve")])
@@ -123,6 +146,9 @@ import Testing
         let done = try Self.numbers(real.stdout, [#"imported [0-9,]+"#, #"rejected [0-9,]+"#, #"[0-9,]+ inserted"#, #"[0-9,]+ updated"#, #"[0-9,]+ unchanged"#])
         #expect(said == done, "dry run \(said), real run \(done)\n\(dry.stdout)\n\(real.stdout)")
         #expect(said[0] == 6_000 && said[1] == 4)
+        let photos = try server.psql(["-d", "dry", "-At", "-c", #"SELECT count(*) FROM "Photo""#]).trimmingCharacters(in: .whitespacesAndNewlines)
+        let formatted = Int(photos)!.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US")))
+        #expect(dry.stdout.contains("Photo: 3,000 → \(formatted)"), "the store holds \(photos) photos after the real import: \(dry.stdout)")
     }
 
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
@@ -139,7 +165,11 @@ import Testing
         holder.arguments = ["-X", "-q", url, "-c", "SELECT pg_sleep(30)"]
         try holder.run()
         defer { holder.terminate(); holder.waitUntilExit() }
-        usleep(500_000)
+        for _ in 0..<200 {
+            let sessions = try server.psql(["-At", "-c", "SELECT count(*) FROM pg_stat_activity WHERE datname = 'busy'"])
+            if sessions.trimmingCharacters(in: .whitespacesAndNewlines) != "0" { break }
+            usleep(50_000)
+        }
         let outcome = try IngestBinary.run(["import", feed, "--pipeline", Self.photos, "--store", url, "--dry-run"], in: dir.path)
         #expect(outcome.status == 1 && outcome.stderr.contains("no other session is connected"), "\(outcome.stderr)")
     }

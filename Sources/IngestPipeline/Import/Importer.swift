@@ -63,6 +63,9 @@ public final class Importer: Sendable {
         /// its chunk files where they can be read here (the default), rather than wait for
         /// it to store them in the database. Ignored on SQLite.
         public var readsKeptChunkFiles = true
+        /// A dry run's import into a copy: the runs the copy records name the original's
+        /// chunk directories, whose leftover files are not the copy's to remove.
+        package var removesLeftoverChunks = true
         /// Where the run logs: its stages at `info`; each chunk, save, wait and lookup at
         /// `debug`; each rejected record at `trace`. Default: nowhere.
         public var logger = Logger(label: "ingest.import", factory: { _ in SwiftLogNoOpLogHandler() })

@@ -75,6 +75,11 @@ final class ChunkWorker {
 
     private func importObjects(_ importer: ImportWorker) throws {
         let context = importer.context
+        // Counted however the worker ends (a failed or stopped run's seconds were spent too).
+        defer {
+            totals.times = totals.times + importer.times
+            metrics.add(importer.times, ImportMetrics.Stage.allCases)
+        }
         try context.performAndWait {
             while let claimed = try source.claim(until: shouldStop) {
                 let chunk = claimed.info
@@ -117,8 +122,6 @@ final class ChunkWorker {
                 logger.debug("chunk finished", metadata: ["chunk": "\(chunk.index)"])
             }
         }
-        totals.times = totals.times + importer.times
-        metrics.add(importer.times, ImportMetrics.Stage.allCases)
     }
 
     // MARK: - The batch path

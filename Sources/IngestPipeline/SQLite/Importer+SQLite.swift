@@ -48,7 +48,7 @@ extension Importer {
     /// the number of a run it abandoned, if any.
     func beginRun(_ coordinator: PersistentStoreCoordinator, spec: PipelineSpec, chunkSize: Int) throws -> (ImportMarker.Run, abandoned: Int?) {
         let runs = try ImportMarker.runs(coordinator)
-        for (run, files) in Self.removeLeftoverChunks(of: runs) {
+        for (run, files) in options.removesLeftoverChunks ? Self.removeLeftoverChunks(of: runs) : [] {
             options.logger.notice("removed chunk files a finished run left behind", metadata: ["run": "\(run)", "files": "\(files)"])
         }
         let feedSize = options.withoutFeed || FileOps.isReadOnce(options.feed) ? -1 : FileOps.fileSize(options.feed) ?? -1

@@ -67,6 +67,18 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         return "host \(host), port \(port), database \(database), user \(user)"
     }
 
+    /// The value the address itself gives `keyword` (`dbname`, `service`…), if any.
+    package func value(of keyword: String) -> String? {
+        guard let options = PQconninfoParse(conninfo, nil) else { return nil }
+        defer { PQconninfoFree(options) }
+        var option = options
+        while let key = option.pointee.keyword {
+            if String(cString: key) == keyword, let value = option.pointee.val { return String(cString: value) }
+            option += 1
+        }
+        return nil
+    }
+
     /// The password the address itself holds (in the URL or as `password=`), if any.
     package var password: String? {
         guard let options = PQconninfoParse(conninfo, nil) else { return nil }

@@ -9,6 +9,15 @@ import Glibc
 /// One connection at a time, each closed after its answer; a client that sends nothing
 /// is dropped after a few seconds, so a stalled scraper cannot hold the run's exit.
 final class MetricsEndpoint: Sendable {
+    /// Monotonic seconds, for deadlines.
+    enum StageClock {
+        static func now() -> Double {
+            var time = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &time)
+            return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+        }
+    }
+
     struct Failure: Error, CustomStringConvertible {
         var description: String
     }
@@ -54,8 +63,10 @@ final class MetricsEndpoint: Sendable {
             while !stop.isStopped {
                 let connection = accept(socket, nil, nil)
                 if connection < 0 {
-                    if errno == EINTR || errno == ECONNABORTED { continue }
-                    return
+                    if errno == EINVAL || errno == EBADF { return }  // shut down by stop()
+                    // Out of descriptors or buffers, a client gone: the listener is still there.
+                    if errno != EINTR && errno != ECONNABORTED { stop.wait(seconds: 0.1) }
+                    continue
                 }
                 // Not inherited by a child process the run starts (Glibc exports no accept4).
                 _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
@@ -107,7 +118,10 @@ final class MetricsEndpoint: Sendable {
     private static func readHead(_ connection: Int32) -> [UInt8]? {
         var head: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
+        // A client that trickles its request gets 5 s in all, not 5 s a byte.
+        let deadline = StageClock.now() + 5
         while head.count < 16_384 {
+            guard StageClock.now() < deadline else { return nil }
             let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { return head.isEmpty ? nil : head }
