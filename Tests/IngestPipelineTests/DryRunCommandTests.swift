@@ -163,6 +163,8 @@ import Testing
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: PostgresServer.binaries! + "/psql")
         holder.arguments = ["-X", "-q", url, "-c", "SELECT pg_sleep(30)"]
+        holder.standardOutput = FileHandle.nullDevice
+        holder.standardError = FileHandle.nullDevice
         try holder.run()
         defer { holder.terminate(); holder.waitUntilExit() }
         for _ in 0..<200 {

@@ -72,7 +72,7 @@ extension Importer {
                                        started: (Importer) -> Void) throws -> DryRunReport {
         let store = options.store
         try PersistentStoreCoordinator.checkIsStoreOrNew(at: store, writing: false)
-        let countsBefore = FileOps.fileSize(store).map({ $0 > 0 }) == true ? try objectCounts(store: store, spec.model) : [:]
+        let countsBefore = FileOps.fileSize(store).map({ $0 > 0 }) == true ? try objectCounts(store: store) : [:]
         let parent = (store as NSString).deletingLastPathComponent
         var template = Array(((parent.isEmpty ? "." : parent) + "/.ingest-dry-run.XXXXXX").utf8CString)
         guard mkdtemp(&template) != nil else {
@@ -102,7 +102,7 @@ extension Importer {
     }
 
     /// Objects per entity of the SQLite store at `store`, with or without runs.
-    private static func objectCounts(store: String, _ model: Model) throws -> [String: Int] {
+    private static func objectCounts(store: String) throws -> [String: Int] {
         do {
             return try ImportStatus.read(store: store).counts
         } catch let error as ImportError where { if case .noImport = error.kind { true } else { false } }() {
