@@ -9,15 +9,6 @@ import Glibc
 /// One connection at a time, each closed after its answer; a client that sends nothing
 /// is dropped after a few seconds, so a stalled scraper cannot hold the run's exit.
 final class MetricsEndpoint: Sendable {
-    /// Monotonic seconds, for deadlines.
-    enum StageClock {
-        static func now() -> Double {
-            var time = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &time)
-            return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-        }
-    }
-
     struct Failure: Error, CustomStringConvertible {
         var description: String
     }
@@ -119,9 +110,9 @@ final class MetricsEndpoint: Sendable {
         var head: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         // A client that trickles its request gets 5 s in all, not 5 s a byte.
-        let deadline = StageClock.now() + 5
+        let deadline = ContinuousClock.now + .seconds(5)
         while head.count < 16_384 {
-            guard StageClock.now() < deadline else { return nil }
+            guard ContinuousClock.now < deadline else { return nil }
             let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { return head.isEmpty ? nil : head }
