@@ -17,6 +17,7 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)  # the
 command -v json_verify >/dev/null 2>&1 || need+=(yajl-tools)   # bench split's reference parser
 command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)           # bench fetch's reference shell
 [ -x /usr/bin/python3 ] || need+=(python3)                       # the inference tests' independent counts
+command -v jq >/dev/null 2>&1 || need+=(jq)                      # the replay tests fix rejects with jq, as users do
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "run.sh: installing ${need[*]}" >&2
@@ -26,7 +27,7 @@ if [ ${#need[@]} -gt 0 ]; then
   else
     echo "run.sh: missing system packages; run as root: apt-get install -y ${need[*]}" >&2
     # Only the build needs are fatal; without the server the PostgreSQL tests are skipped.
-    for p in "${need[@]}"; do [ "$p" = yajl-tools ] || [ "$p" = sqlite3 ] || [ "$p" = postgresql ] || [ "$p" = python3 ] || exit 1; done
+    for p in "${need[@]}"; do [ "$p" = yajl-tools ] || [ "$p" = sqlite3 ] || [ "$p" = postgresql ] || [ "$p" = python3 ] || [ "$p" = jq ] || exit 1; done
   fi
 fi
 

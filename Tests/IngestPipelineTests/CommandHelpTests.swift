@@ -5,7 +5,7 @@ import Testing
 /// The command line's conventions: every command's help shows an example, and the
 /// tool says its version.
 @Suite struct CommandHelpTests {
-    @Test(arguments: [["demo"], ["generate"], ["split"], ["infer"], ["import"], ["join"], ["resume"], ["status"], ["query"], ["history"], ["codegen"], ["bench"],
+    @Test(arguments: [["demo"], ["generate"], ["split"], ["infer"], ["import"], ["join"], ["resume"], ["replay"], ["status"], ["query"], ["history"], ["codegen"], ["bench"],
                       ["bench", "split"], ["bench", "store"], ["bench", "fetch"], ["bench", "import"]])
     func everyCommandsHelpHasAnExample(_ command: [String]) throws {
         let outcome = try IngestBinary.run(command + ["--help"])

@@ -75,7 +75,7 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: dir.file("s.sqlite")), "nothing imported")
     }
 
-    @Test(arguments: ["import", "resume", "join"]) func everyCommandThatImportsTakesTheMetricsOptions(command: String) throws {
+    @Test(arguments: ["import", "resume", "join", "replay"]) func everyCommandThatImportsTakesTheMetricsOptions(command: String) throws {
         let help = try IngestBinary.run([command, "--help"])
         #expect(help.stdout.contains("--metrics-file") && help.stdout.contains("--metrics-port") && help.stdout.contains("--metrics-host"))
     }

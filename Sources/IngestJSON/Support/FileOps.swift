@@ -27,6 +27,42 @@ package enum FileOps {
         return fd
     }
 
+    /// Writes `bytes` to a new file at `path`, flushed; a file (or link) already there is
+    /// refused, not replaced: it is not Ingest's.
+    /// - Throws: `IOError` naming the file (EEXIST when there is one).
+    package static func createNew(_ bytes: [UInt8], at path: String) throws {
+        let fd = try createNew(path)
+        do {
+            try bytes.withUnsafeBytes { try writeAll(fd, $0, path: path) }
+            try sync(fd, path: path)
+            try close(fd, path: path)
+        } catch {
+            _ = Glibc.close(fd)
+            _ = unlink(path)
+            throw error
+        }
+    }
+
+    /// Writes `bytes` to a new file named `prefix` + six random characters + `suffix`
+    /// (`mkstemps`: a name no file had); returns its path.
+    /// - Throws: `IOError` naming the file.
+    package static func createUnique(_ bytes: [UInt8], prefix: String, suffix: String) throws -> String {
+        var template = Array((prefix + "XXXXXX" + suffix).utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemps($0.baseAddress!, Int32(suffix.utf8.count)) }
+        let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard fd >= 0 else { throw IOError(errno: errno, operation: "create", path: prefix + "XXXXXX" + suffix) }
+        do {
+            try bytes.withUnsafeBytes { try writeAll(fd, $0, path: path) }
+            try sync(fd, path: path)
+            try close(fd, path: path)
+        } catch {
+            _ = Glibc.close(fd)
+            _ = unlink(path)
+            throw error
+        }
+        return path
+    }
+
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
         if let injected = WriteFaults.injected(for: path) { throw IOError(errno: injected, operation: "write", path: path) }
         var offset = 0

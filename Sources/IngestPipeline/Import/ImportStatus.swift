@@ -35,6 +35,20 @@ public struct ImportStatus: Sendable {
         public var members = MemberCensus()
         /// For an unfinished run of a SQLite store: whether a process imports it now.
         public var activity: Activity?
+        /// A replay's run (`ingest replay`): how many rejected records it imports again, and
+        /// the runs they first came from; nil for a run of a feed.
+        public var replayed: Replayed?
+
+        /// What a replay's run imports again.
+        public struct Replayed: Sendable, Equatable {
+            public var records: Int
+            public var fromRuns: [Int]
+
+            init(_ links: [Replay.Link]) {
+                records = links.count
+                fromRuns = Set(links.map(\.origin.run)).sorted()
+            }
+        }
 
         // MARK: PostgreSQL only (a run many processes share)
 

@@ -38,6 +38,7 @@ extension Importer {
                                              logger: options.logger)
         postgres.again = options.again
         postgres.metrics = options.metrics
+        postgres.replay = options.replay
         postgres.readsKeptChunkFiles = options.readsKeptChunkFiles
         postgres.coordinator = coordinator
         switch work {

@@ -63,6 +63,10 @@ public final class Importer: Sendable {
         /// its chunk files where they can be read here (the default), rather than wait for
         /// it to store them in the database. Ignored on SQLite.
         public var readsKeptChunkFiles = true
+        /// A replay's links, one for each record of `feed` in its order (set by
+        /// `init(replaying:options:)`): recorded with the new run, whose end removes the
+        /// rejects they replay.
+        package var replay: [Replay.Link]?
         /// A dry run's import into a copy: the runs the copy records name the original's
         /// chunk directories, whose leftover files are not the copy's to remove.
         package var removesLeftoverChunks = true
@@ -278,6 +282,16 @@ public final class Importer: Sendable {
     ///   the pipeline's; `ImportInterrupted` on SQLite after `cancel()`; `FeedError`, `SplitError`,
     ///   `IOError`, `StoreError`, `PostgresError` from the stages.
     public func run() throws -> ImportReport {
+        do {
+            return try runGiven()
+        } catch {
+            removeReplayFilesUnlessRecorded()
+            throw error
+        }
+    }
+
+    /// `run()` with the coordinator the importer was given, if any.
+    private func runGiven() throws -> ImportReport {
         if let coordinator {
             guard !coordinator.isReadOnly else { throw ImportError("\(options.store): the coordinator is read-only: an import writes") }
             if let spec, try coordinator.model != spec.model.validated() {

@@ -19,6 +19,7 @@ extension ImportStatus {
             mapped.keptIn = run.keptIn
             mapped.keeperAlive = run.keeperAlive
             mapped.liveProcesses = run.liveProcesses
+            mapped.replayed = run.replayLinks.map(Run.Replayed.init)
             return mapped
         }
         let processes = status.processes.map {

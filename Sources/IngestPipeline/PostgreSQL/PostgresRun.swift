@@ -73,6 +73,8 @@ package struct PostgresImportOptions: Sendable {
     package var logger: Logger
     /// Where the run's metrics go (`Importer.Options.metrics`); nil for `MetricsSystem`'s.
     package var metrics: (any MetricsFactory)?
+    /// A replay's links (`Importer.Options.replay`), recorded with the run it registers.
+    package var replay: [Replay.Link]?
     /// The coordinator whose contexts hear of this process's saves (an importer's given
     /// one, a container's): the object path's workers save through it, and each batch
     /// write, committed on a worker's own connection, is posted to it.
@@ -223,6 +225,10 @@ package enum PostgresImport {
             record.splitUpdated = Date().timeIntervalSince1970
             try connection.execute("INSERT INTO _ingest_runs (run, state, record) VALUES ($1, 'running', $2)",
                                    [String(run), String(decoding: try JSONEncoder().encode(record), as: UTF8.self)])
+            if let links = options.replay {
+                try connection.execute("INSERT INTO \"_ingest_metadata\" (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                                       [Replay.linksKey(run: run), String(decoding: try JSONEncoder().encode(links), as: UTF8.self)])
+            }
             return run
         }
         guard let run else {

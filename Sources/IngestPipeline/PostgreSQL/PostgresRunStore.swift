@@ -140,7 +140,21 @@ struct PostgresRunSession: RunSession {
         }
         let finished = try ChunkLease.unfinished(run: run, connection) == 0 && (PostgresImport.record(of: run, connection)?.1.isSplit ?? true)
         if finished {
-            try connection.execute("UPDATE _ingest_runs SET state = 'finished', ended = now() WHERE run = $1 AND state = 'running'", [String(run)])
+            let replayFeed: String? = try connection.transaction {
+                let ended = try connection.execute("UPDATE _ingest_runs SET state = 'finished', ended = now() WHERE run = $1 AND state = 'running' RETURNING record",
+                                                   [String(run)])
+                // A replay's finish removes the rejects it replayed, with its record (its own
+                // rejects stand for those that failed again); once, by the process that finished it.
+                guard ended.count == 1, try connection.execute("""
+                    DELETE FROM _ingest_rejects j
+                    USING json_array_elements((SELECT value FROM "_ingest_metadata" WHERE key = $1)::json) AS e(link)
+                    WHERE j.run = (e.link->'source'->>'run')::integer AND j.chunk = (e.link->'source'->>'chunk')::integer
+                      AND j.index = (e.link->'source'->>'index')::integer
+                    RETURNING 1
+                    """, [Replay.linksKey(run: run)]).count > 0 else { return nil }
+                return try? JSONDecoder().decode(PostgresRunRecord.self, from: Data(try ended.text(0, 0).utf8)).feed
+            }
+            if let replayFeed { Importer.removeReplayFiles(feed: replayFeed, pipeline: nil) }
             removeGoneKeepersFiles()
         }
         try connection.execute("UPDATE _ingest_processes SET state = $2, heartbeat = now() WHERE id = $1",

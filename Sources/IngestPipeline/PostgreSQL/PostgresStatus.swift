@@ -31,6 +31,8 @@ package struct PostgresStatus: Sendable {
         package var liveProcesses: Int = 0
         /// The members the run's records held that its pipeline does not map, so far.
         package var members = MemberCensus()
+        /// A replay's links (`Replay.Link`), nil for a run of a feed.
+        package var replayLinks: [Replay.Link]? = nil
     }
 
     package struct Process: Sendable {
@@ -98,6 +100,17 @@ package struct PostgresStatus: Sendable {
                                    recordsDone: try runs.int(row, 8), rejected: try runs.int(row, 9), started: try runs.text(row, 3), ended: runs[row, 4],
                                    liveProcesses: try runs.int(row, 10),
                                    members: try PostgresImport.members(run: try runs.int(row, 0), connection)))
+        }
+        // A replay's run keeps its links in the metadata (a store made before it has no such table yet).
+        if try connection.execute("SELECT to_regclass('\"_ingest_metadata\"') IS NOT NULL")[0, 0] == "t" {
+            for index in status.runs.indices {
+                let links = try connection.execute("SELECT value FROM \"_ingest_metadata\" WHERE key = $1", [Replay.linksKey(run: status.runs[index].number)])
+                guard links.count == 1 else { continue }
+                guard let decoded = try? decoder.decode([Replay.Link].self, from: Data(try links.text(0, 0).utf8)) else {
+                    throw PostgresError.server("the replay links of run \(status.runs[index].number) in _ingest_metadata are damaged (not the JSON Ingest wrote)", sqlState: .dataCorrupted)
+                }
+                status.runs[index].replayLinks = decoded
+            }
         }
         if let newest = status.runs.last {
             let lease = try decoder.decode(PostgresRunRecord.self, from: Data(try runs.text(runs.count - 1, 2).utf8)).leaseSeconds

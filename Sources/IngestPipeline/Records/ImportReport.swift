@@ -78,6 +78,9 @@ public struct ImportReport: Sendable, Codable, Equatable {
     /// Chunks given back before saving in them, to claim a free chunk before them first
     /// (chunks commit in feed order).
     public var chunksGivenBack: Int? = nil
+    /// A replay's run: how many rejected records it imported again (`ingest replay`); its
+    /// finish removed their old rejects (those rejected again are this run's rejects).
+    public var replayed: Int? = nil
 
     /// Writes the report as pretty JSON to `path` (replacing it whole).
     /// - Throws: `IOError` or an encoding error.

@@ -109,14 +109,7 @@ enum ImportMarker {
         }
 
         /// The reject as a line of the rejects file: the run first, the keys in reading order.
-        func fileLine(run: Int) -> String {
-            JSONValue.object([
-                JSONMember("run", .number(String(run))),
-                JSONMember("chunk", .number(String(chunk))), JSONMember("index", .number(String(index))),
-                JSONMember("record", .number(String(record))), JSONMember("reason", .string(reason)),
-                JSONMember("text", .string(text)),
-            ]).description
-        }
+        func fileLine(run: Int) -> String { rejectFileLine(run: run, self, origin: nil) }
 
         /// The reject as one line of JSON, keys sorted: as a SQLite store's metadata and a
         /// PostgreSQL store's `_ingest_rejects` keep it. (The rejects file is written by
@@ -216,13 +209,49 @@ enum ImportMarker {
         return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
-    /// Writes `run`'s record in a transaction of its own.
-    static func save(_ run: Run, _ coordinator: PersistentStoreCoordinator) throws {
+    /// Writes `run`'s record in a transaction of its own (with, for a replay's new run, the
+    /// links of its records).
+    static func save(_ run: Run, _ coordinator: PersistentStoreCoordinator, links: [Replay.Link]? = nil) throws {
         let context = ObjectContext(coordinator: coordinator, name: "marker")
         try context.performAndWait {
             try context.setMetadata(run, forKey: Keys(run: run.number).record)
+            if let links { try context.setMetadata(links, forKey: Replay.linksKey(run: run.number)) }
             try context.save()
         }
+    }
+
+    /// Writes a finished run's record; a replay's run also removes, in the same transaction,
+    /// the rejects it replayed (each record is imported now, or a reject of this run).
+    /// Returns the run's links (nil: not a replay).
+    @discardableResult
+    static func finish(_ run: Run, _ coordinator: PersistentStoreCoordinator) throws -> [Replay.Link]? {
+        let links = try replayLinks(coordinator, run: run.number)
+        let replaced = (links ?? []).map { Keys(run: $0.source.run).rejectKey(chunk: $0.source.chunk, index: $0.source.index) }
+        try coordinator.updateMetadata(setting: [Keys(run: run.number).record: try jsonLine(run)], removing: replaced)
+        return links
+    }
+
+    /// The links of run `run`'s records when it replays rejects (nil: it does not).
+    static func replayLinks(_ coordinator: PersistentStoreCoordinator, run: Int) throws -> [Replay.Link]? {
+        guard let text = try coordinator.metadata(forKey: Replay.linksKey(run: run)) else { return nil }
+        do {
+            return try JSONDecoder().decode([Replay.Link].self, from: Data(text.utf8))
+        } catch let error as DecodingError {
+            throw ImportError("\(coordinator.path): the store's record of run \(run)'s replayed rejects (\(Replay.linksKey(run: run)) in \(PersistentStoreCoordinator.metadataTableName)) is damaged: \(error.plainDescription); it is not what Ingest wrote")
+        }
+    }
+
+    /// Every run's rejects as the rejects file's lines, oldest run first; a reject of a
+    /// replay names where its record first came from.
+    static func rejectFileLines(_ coordinator: PersistentStoreCoordinator) throws -> [String] {
+        var lines: [String] = []
+        for run in try runs(coordinator) {
+            let links = try replayLinks(coordinator, run: run.number) ?? []
+            for reject in try rejects(coordinator, Keys(run: run.number)) {
+                lines.append(rejectFileLine(run: run.number, reject, origin: links.origin(of: reject.record)))
+            }
+        }
+        return lines
     }
 
     /// The time now as ISO 8601 in UTC (`2026-11-25T12:00:00Z`). FoundationEssentials'

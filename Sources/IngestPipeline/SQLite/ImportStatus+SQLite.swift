@@ -31,6 +31,7 @@ extension ImportStatus {
                             members: try ImportMarker.members(coordinator, keys)))
             runs[runs.count - 1].feedWasReadOnce = record.feedByteSize < 0
             runs[runs.count - 1].feedError = record.feedError
+            runs[runs.count - 1].replayed = try ImportMarker.replayLinks(coordinator, run: record.number).map(Run.Replayed.init)
         }
         if runs[runs.count - 1].state == "running" {
             runs[runs.count - 1].activity = switch ImportLock.liveHolder(store: store) {

@@ -69,6 +69,10 @@ extension Importer {
             last.state = .abandoned
             last.ended = ImportMarker.now()
             try ImportMarker.save(last, coordinator)
+            // An abandoned replay is never resumed: its files go (the rejects it replayed stay where they were).
+            if try ImportMarker.replayLinks(coordinator, run: last.number) != nil {
+                Self.removeReplayFiles(feed: last.feed, pipeline: last.pipeline)
+            }
             abandoned = last.number
         }
         // Found by probing: chunks split in another size were found out only after the run
@@ -91,7 +95,7 @@ extension Importer {
             firstRowOfRun: try coordinator.nextRowNumbers())
         var recorded = run
         if options.pipelineInferred { recorded.inferred = true }
-        try ImportMarker.save(recorded, coordinator)
+        try ImportMarker.save(recorded, coordinator, links: options.replay)
         return (recorded, abandoned)
     }
 
@@ -165,15 +169,8 @@ extension Importer {
     /// Writes every run's rejects to the rejects file, oldest run first; returns how many.
     @discardableResult
     func writeRejects(_ coordinator: PersistentStoreCoordinator) throws -> Int {
-        var count = 0
-        var text = ""
-        for run in try ImportMarker.runs(coordinator) {
-            for reject in try ImportMarker.rejects(coordinator, ImportMarker.Keys(run: run.number)) {
-                text += reject.fileLine(run: run.number) + "\n"
-                count += 1
-            }
-        }
-        try FileOps.writeAtomically(Array(text.utf8), to: rejectsPath)
-        return count
+        let lines = try ImportMarker.rejectFileLines(coordinator)
+        try FileOps.writeAtomically(Array(lines.map { $0 + "\n" }.joined().utf8), to: rejectsPath)
+        return lines.count
     }
 }

@@ -254,6 +254,8 @@ final class SQLiteRunSession: RunSession {
         // Every save of the run, this process's and any stopped one's before it.
         let outcomes = try ImportMarker.outcomes(coordinator, keys)
         let rejectedInAllRuns = try importer.writeRejects(coordinator)
+        // A replay's finish removes the rejects it replayed (its own rejects stand for those that failed again).
+        let replayed = try ImportMarker.replayLinks(coordinator, run: begun.number)
         if let error = state.failure {
             logger.info("import run stopped", metadata: ["reason": "\(error)"])
             if let error = error as? FeedError, var run = try ImportMarker.runs(coordinator).first(where: { $0.number == begun.number }) {
@@ -277,9 +279,9 @@ final class SQLiteRunSession: RunSession {
         let importedBytes = Double(manifest.feed.byteSize ?? 0) * Double(imported.imported + imported.rejected)
             / Double(max(1, manifest.totalRecords))
         let deletedChunks = options.keepChunks ? nil : manifest.chunks.count
-        let report = ImportReport(feed: options.feed, store: options.store, records: manifest.totalRecords,
+        var report = ImportReport(feed: options.feed, store: options.store, records: manifest.totalRecords,
                                   feedBytes: manifest.feed.byteSize ?? 0, imported: imported.imported,
-                                  rejectedThisRun: imported.rejected, rejected: rejectedInAllRuns, counts: storeCounts,
+                                  rejectedThisRun: imported.rejected, rejected: rejectedInAllRuns - (replayed?.count ?? 0), counts: storeCounts,
                                   chunks: manifest.chunks.count, workers: workerCount, seconds: seconds,
                                   recordsPerSecond: Double(imported.imported + imported.rejected) / max(seconds, 1e-9),
                                   megabytesPerSecond: importedBytes / 1e6 / max(seconds, 1e-9),
@@ -292,6 +294,7 @@ final class SQLiteRunSession: RunSession {
                                   pipelineInferred: begun.inferred, outsideRecords: manifest.outsideRecords,
                                   members: members.isEmpty ? nil : members,
                                   steppedRecords: workers.batchPath ? totals.stepped : nil)
+        report.replayed = replayed?.count
         try report.write(to: importer.reportPath)
         // The run is finished once everything it writes is written: a report that could not
         // be written leaves it unfinished, and running the import again finishes it.
@@ -300,7 +303,10 @@ final class SQLiteRunSession: RunSession {
         finished.ended = ImportMarker.now()
         finished.outcomes = outcomes
         finished.keptChunks = options.keepChunks
-        try ImportMarker.save(finished, coordinator)
+        if try ImportMarker.finish(finished, coordinator) != nil {
+            try importer.writeRejects(coordinator)
+            Importer.removeReplayFiles(feed: finished.feed, pipeline: finished.pipeline)
+        }
         if options.keepChunks { Importer.deleteMemberEnds(begun.chunks) } else { Importer.deleteChunks(begun.chunks) }
         logger.info("import run finished", metadata: [
             "imported": "\(report.imported)", "rejected": "\(report.rejectedThisRun)", "seconds": "\(report.seconds)",

@@ -346,6 +346,19 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
+    /// Sets the entries `setting` (values as JSON text) and removes the keys `removing` from
+    /// the store's metadata, in one transaction (an import's bookkeeping that must change
+    /// together, such as a finished run and the rejects it replaced).
+    /// - Throws: `StoreError.database` when the store cannot be written.
+    package func updateMetadata(setting: [String: String], removing: [String]) throws {
+        try writing { connection in
+            try Self.writeMetadata(setting, on: connection)
+            for key in removing {
+                _ = try connection.execute("DELETE FROM \(quoted(Self.metadataTable)) WHERE key = ?", [.string(key)])
+            }
+        }
+    }
+
     /// Reserves `count` permanent row numbers for `entity` in the current write
     /// transaction, on any store (not consecutive on PostgreSQL, whose sequences importers
     /// draw on at the same time).

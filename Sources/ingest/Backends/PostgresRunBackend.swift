@@ -126,7 +126,7 @@ struct PostgresRunBackend: RunBackend {
 
     /// Runs this process's part of the import, stopping at a save boundary on SIGINT/SIGTERM/SIGHUP,
     /// and prints what it did. A failed split beside the workers is the command's error.
-    private func run(_ importer: Importer, running: RunOptions, check: (ImportReport) throws -> Void = { _ in }) throws {
+    func run(_ importer: Importer, running: RunOptions, check: (ImportReport) throws -> Void = { _ in }) throws {
         let signals = StopSignals { importer.cancel() }
         defer { signals.cancel() }
         func commandError(_ error: any Error) -> any Error {
@@ -210,7 +210,10 @@ extension PostgresRunBackend {
                          + "ingest join or ingest import where \(run.feed) can be read stores them"))
             }
             run.members.lines(indent: "    ", more: "SELECT census FROM _ingest_members WHERE run = \(run.number) has them all").forEach { print($0) }
-            print("    feed: \(run.feed)")
+            if let replayed = run.replayed {
+                print("    " + Ingest.Replay.line(replayed, finished: run.state == "finished"))
+            }
+            print("    feed: \(run.feed)" + (run.replayed != nil && run.state == "finished" ? " (the replay's, removed when it finished)" : ""))
         }
         guard let newest = status.runs.last else { return }
         print("  processes of run \(newest.number):")

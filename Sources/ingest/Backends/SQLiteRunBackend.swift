@@ -123,8 +123,12 @@ struct SQLiteRunBackend: RunBackend {
                 print("    records: \(Format.count(outcomes.inserted)) inserted, \(Format.count(outcomes.updated)) updated, \(Format.count(outcomes.unchanged)) unchanged")
             }
             run.members.lines(indent: "    ", more: "the run's report lists them all").forEach { print($0) }
-            print("    feed: \(run.feed)")
-            if let pipeline = run.pipeline { print("    pipeline: \(pipeline)" + (run.inferred ? " (inferred from the feed)" : "")) }
+            if let replayed = run.replayed {
+                print("    " + Ingest.Replay.line(replayed, finished: run.state == "finished"))
+            }
+            let replayFiles = run.replayed != nil && run.state == "finished" ? " (the replay's, removed when it finished)" : ""
+            print("    feed: \(run.feed)\(replayFiles)")
+            if let pipeline = run.pipeline { print("    pipeline: \(pipeline)" + (run.inferred ? " (inferred from the feed)" : replayFiles)) }
         }
         if status.indexesDeferred { print("  secondary indexes: dropped until the import finishes (queries work, slower)") }
     }

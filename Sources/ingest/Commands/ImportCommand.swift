@@ -188,7 +188,8 @@ extension Ingest {
         /// run (found by probing: a resume that rejected nothing more exited 0); a failure when
         /// this process rejected every record it read (unless --max-rejects allows that many).
         static func exitStatus(_ report: ImportReport, maxRejects: Int?) throws {
-            if report.rejectedThisRun > 0, report.imported == 0, maxRejects.map({ report.rejectedThisRun > $0 }) ?? true {
+            // A replay whose records all failed again did what it was asked: they are its rejects now.
+            if report.rejectedThisRun > 0, report.replayed == nil, report.imported == 0, maxRejects.map({ report.rejectedThisRun > $0 }) ?? true {
                 throw CommandFailure("every record this run read was rejected (\(Format.count(report.rejectedThisRun))); see \(report.rejectsFile) for the reasons")
             }
             if report.rejected > 0 { throw ExitCode(3) }

@@ -15,7 +15,7 @@ struct Ingest: ParsableCommand {
         abstract: "Stream huge JSON feeds into numbered chunks and a SQLite object graph.",
         discussion: "With no subcommand, `./run.sh` runs `ingest demo`.",
         version: Ingest.version,
-        subcommands: [Demo.self, Generate.self, Split.self, Infer.self, Import.self, Join.self, Resume.self, Status.self, Query.self, History.self, Codegen.self, Bench.self]
+        subcommands: [Demo.self, Generate.self, Split.self, Infer.self, Import.self, Join.self, Resume.self, Replay.self, Status.self, Query.self, History.self, Codegen.self, Bench.self]
     )
 
     /// This build's version (CHANGELOG.md lists what each holds).
