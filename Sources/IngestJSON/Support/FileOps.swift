@@ -31,16 +31,7 @@ package enum FileOps {
     /// refused, not replaced: it is not Ingest's.
     /// - Throws: `IOError` naming the file (EEXIST when there is one).
     package static func createNew(_ bytes: [UInt8], at path: String) throws {
-        let fd = try createNew(path)
-        do {
-            try bytes.withUnsafeBytes { try writeAll(fd, $0, path: path) }
-            try sync(fd, path: path)
-            try close(fd, path: path)
-        } catch {
-            _ = Glibc.close(fd)
-            _ = unlink(path)
-            throw error
-        }
+        try fill(try createNew(path), with: bytes, path: path)
     }
 
     /// Writes `bytes` to a new file named `prefix` + six random characters + `suffix`
@@ -51,6 +42,13 @@ package enum FileOps {
         let fd = template.withUnsafeMutableBufferPointer { mkstemps($0.baseAddress!, Int32(suffix.utf8.count)) }
         let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         guard fd >= 0 else { throw IOError(errno: errno, operation: "create", path: prefix + "XXXXXX" + suffix) }
+        try fill(fd, with: bytes, path: path)
+        return path
+    }
+
+    /// Writes `bytes` to the new file `fd` opened at `path`, flushes and closes it; on a
+    /// failure the file goes.
+    private static func fill(_ fd: Int32, with bytes: [UInt8], path: String) throws {
         do {
             try bytes.withUnsafeBytes { try writeAll(fd, $0, path: path) }
             try sync(fd, path: path)
@@ -60,7 +58,6 @@ package enum FileOps {
             _ = unlink(path)
             throw error
         }
-        return path
     }
 
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
