@@ -49,20 +49,25 @@ public final class ImportService: Service, Sendable {
     /// stops it at a save boundary (then it returns without an error).
     /// - Throws: what `Importer.run()` throws, but `ImportInterrupted` for a stop asked of it.
     public func run() async throws {
-        let importer = importer
-        let outcome: Outcome = try await withGracefulShutdownHandler {
+        let outcome = try await Self.run(importer)
+        finished.withLock { $0 = outcome }
+        switch outcome {
+        case .finished(let report), .stopped(let report?): onReport(report)
+        case .stopped(nil): break
+        }
+    }
+
+    /// Runs `importer` on a thread of its own; a graceful shutdown or a cancellation of the
+    /// calling task stops it at a save boundary.
+    static func run(_ importer: Importer) async throws -> Outcome {
+        try await withGracefulShutdownHandler {
             try await withTaskCancellationHandler {
-                try await Self.runOnThread(importer)
+                try await runOnThread(importer)
             } onCancel: {
                 importer.cancel()
             }
         } onGracefulShutdown: {
             importer.cancel()
-        }
-        finished.withLock { $0 = outcome }
-        switch outcome {
-        case .finished(let report), .stopped(let report?): onReport(report)
-        case .stopped(nil): break
         }
     }
 
