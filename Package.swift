@@ -43,11 +43,18 @@ let package = Package(
             pkgConfig: "libzstd",
             providers: [.apt(["libzstd-dev"])]
         ),
+        // Feeds over HTTP(S): the system's libcurl, not an HTTP stack built with the package.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         .target(
             name: "IngestJSON",
             dependencies: [
                 "CYajl",
                 "CZlib",
+                "CCurl",
             ]
         ),
         .target(

@@ -10,6 +10,7 @@ need=()
 pkg-config --exists yajl 2>/dev/null || need+=(libyajl-dev)
 [ -f /usr/include/sqlite3.h ] || need+=(libsqlite3-dev)
 [ -f /usr/include/zlib.h ] || need+=(zlib1g-dev)                 # gzip feeds
+{ [ -f /usr/include/curl/curl.h ] || compgen -G '/usr/include/*/curl/curl.h' >/dev/null; } || need+=(libcurl4-openssl-dev)  # feeds over HTTP(S)
 [ -f /usr/include/postgresql/libpq-fe.h ] || need+=(libpq-dev)   # PostgreSQL stores (libpq)
 [ -f /usr/include/zstd.h ] || need+=(libzstd-dev)                # PostgreSQL runs' chunks, compressed
 [ -f /usr/include/libxml2/libxml/parser.h ] || need+=(libxml2-dev)  # Xcode model files (FoundationXML links libxml2)

@@ -5,7 +5,7 @@ import CZlib
 /// `cat a.gz b.gz` makes, read as one stream. Anything else passes through untouched.
 package final class FeedByteSource: ByteSource {
     package let name: String
-    private let source: FileByteSource
+    private var source: any ByteSource
     /// The gzip stream, when the input is gzip.
     private var stream: UnsafeMutablePointer<z_stream>?
     private let input: UnsafeMutableRawBufferPointer
@@ -19,12 +19,15 @@ package final class FeedByteSource: ByteSource {
     /// Whether the input is gzip.
     package var isCompressed: Bool { stream != nil }
 
-    /// Opens `path` ("-": standard input) and looks at its first bytes; `isCancelled` ends
-    /// a wait for input from a pipe (see `FileByteSource`).
-    /// - Throws: `IOError` when it cannot be opened or read; `ReadCancelled`.
-    package init(path: String, isCancelled: (@Sendable () -> Bool)? = nil) throws {
+    /// Opens `path` ("-": standard input; `http://…` or `https://…`: a feed over HTTP,
+    /// kept in `spool` as it arrives when given, see `HTTPByteSource`) and looks at its first
+    /// bytes; `isCancelled` ends a wait for input from a pipe or the network.
+    /// - Throws: `IOError` when it cannot be opened or read; `HTTPFeedError`; `ReadCancelled`.
+    package init(path: String, isCancelled: (@Sendable () -> Bool)? = nil, spool: String? = nil) throws {
         name = path
-        source = try FileByteSource(path: path, isCancelled: isCancelled)
+        source = HTTPByteSource.isURL(path)
+            ? try HTTPByteSource(url: path, spool: spool, isCancelled: isCancelled)
+            : try FileByteSource(path: path, isCancelled: isCancelled)
         input = .allocate(byteCount: 1 << 18, alignment: 16)
         // The first two bytes say gzip (1f 8b); a read may return fewer, so read until two or the end.
         var count = 0

@@ -76,6 +76,12 @@ public final class FeedReader {
         self.init(source: try FeedByteSource(path: path, isCancelled: isCancelled), name: path, options: options)
     }
 
+    /// Opens a feed (a file, "-", or an `http(s)://` address whose bytes are kept in `spool`).
+    /// - Throws: `IOError`, `HTTPFeedError`.
+    package convenience init(path: String, options: FeedOptions, spool: String?, isCancelled: (@Sendable () -> Bool)?) throws {
+        self.init(source: try FeedByteSource(path: path, isCancelled: isCancelled, spool: spool), name: path, options: options)
+    }
+
     /// The input's size when known up front (regular files), for progress.
     public var totalBytes: Int? { source.totalBytes }
 

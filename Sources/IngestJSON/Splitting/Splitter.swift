@@ -115,6 +115,7 @@ package final class Splitter {
     package static func isSplitFile(_ name: String) -> Bool {
         ChunkInfo.index(inFileName: name) != nil || MemberEnds.index(inFileName: name) != nil
             || name == SplitManifest.fileName || name == SplitJournal.fileName
+            || name == HTTPByteSource.spoolName || name == HTTPByteSource.validatorsName
     }
 
     /// Splits the feed, or continues an interrupted split of it.
@@ -130,7 +131,7 @@ package final class Splitter {
         for name in entries where ChunkCommitter.isTemporaryChunk(name) { try FileOps.removeRegularFile(directory + "/" + name) }
         // And those of its journal and manifest that a split killed before their rename left
         // (a test killing splits under load once saw a resumed directory differ from a clean one).
-        for name in entries where FileOps.isLeftoverTemporary(name, of: SplitJournal.fileName) || FileOps.isLeftoverTemporary(name, of: SplitManifest.fileName) {
+        for name in entries where [SplitJournal.fileName, SplitManifest.fileName, HTTPByteSource.validatorsName].contains(where: { FileOps.isLeftoverTemporary(name, of: $0) }) {
             try FileOps.removeRegularFile(directory + "/" + name)
         }
         if options.force {
@@ -139,9 +140,12 @@ package final class Splitter {
 
         if options.withoutFeed { return try finishedSplit() }
         let cancellation = self.cancellation
-        let reader = try FeedReader(path: feedPath, options: options.feed, isCancelled: { cancellation.isCancelled })
+        // A feed over HTTP is kept in the chunk directory as it arrives: a resumed split reads
+        // it from there and asks the server only for the rest.
+        let spool = HTTPByteSource.isURL(feedPath) ? directory + "/" + HTTPByteSource.spoolName : nil
+        let reader = try FeedReader(path: feedPath, options: options.feed, spool: spool, isCancelled: { cancellation.isCancelled })
         let identity = FeedIdentity(path: feedPath, byteSize: reader.totalBytes, checksum: nil,
-                                    headChecksum: FileOps.isReadOnce(feedPath) ? nil : try Self.headHash(feedPath))
+                                    headChecksum: FileOps.isReadOnce(feedPath) ? nil : try Self.headHash(feedPath, spoolDirectory: directory))
         let header = SplitJournal.Header(formatVersion: SplitManifest.currentFormatVersion, feed: identity,
                                          shape: ShapeRecord(options.feed.shape), chunkSize: options.chunkSize)
         var existing: [ChunkInfo] = []
@@ -151,7 +155,7 @@ package final class Splitter {
             try checkSameFeed(recorded: manifest.feed, shape: manifest.shape, chunkSize: manifest.chunkSize, current: header)
             existing = validPrefix(of: manifest.chunks)
             if existing.count == manifest.chunks.count, !FileOps.isReadOnce(feedPath) {
-                guard try Self.fullHash(feedPath) == manifest.feed.checksum else {
+                guard try Self.fullHash(feedPath, spoolDirectory: directory) == manifest.feed.checksum else {
                     throw SplitError.differentFeed(directory: directory, reason: "its content differs from the feed that was split")
                 }
                 return SplitReport(manifest: manifest, chunksWritten: 0, chunksReused: existing.count, alreadyComplete: true)
@@ -190,7 +194,7 @@ package final class Splitter {
         let reader = try FeedReader(path: feedPath, options: options.feed)
         let current = SplitJournal.Header(
             formatVersion: SplitManifest.currentFormatVersion,
-            feed: FeedIdentity(path: feedPath, byteSize: reader.totalBytes, checksum: nil, headChecksum: try Self.headHash(feedPath)),
+            feed: FeedIdentity(path: feedPath, byteSize: reader.totalBytes, checksum: nil, headChecksum: try Self.headHash(feedPath, spoolDirectory: directory)),
             shape: ShapeRecord(options.feed.shape), chunkSize: options.chunkSize)
         if let manifest = try SplitManifest.load(fromDirectory: directory) {
             try checkSameFeed(recorded: manifest.feed, shape: manifest.shape, chunkSize: manifest.chunkSize, current: current)
@@ -371,19 +375,27 @@ package final class Splitter {
 
     // MARK: - Hashing
 
-    static func headHash(_ path: String) throws -> String {
-        try hash(path, limit: headSize)
+    static func headHash(_ path: String, spoolDirectory: String? = nil) throws -> String {
+        try hash(path, limit: headSize, spoolDirectory: spoolDirectory)
     }
 
     /// The `Checksum` of the whole file, in hex.
-    /// - Throws: `IOError` when it cannot be read.
-    package static func fullHash(_ path: String) throws -> String {
-        try hash(path, limit: .max)
+    /// - Throws: `IOError` when it cannot be read; `HTTPFeedError` for a feed over HTTP.
+    package static func fullHash(_ path: String, spoolDirectory: String? = nil) throws -> String {
+        try hash(path, limit: .max, spoolDirectory: spoolDirectory)
     }
 
-    private static func hash(_ path: String, limit: Int) throws -> String {
+    /// Hashes the feed's first `limit` bytes: for a feed over HTTP, from its spool in
+    /// `spoolDirectory` when that holds them (all of the feed, or for a head at least
+    /// `limit` bytes), else from the network.
+    private static func hash(_ path: String, limit: Int, spoolDirectory: String?) throws -> String {
+        var read = path
+        if HTTPByteSource.isURL(path), let spoolDirectory, let kept = HTTPByteSource.spooled(in: spoolDirectory, url: path),
+           kept.length >= limit || kept.size == kept.length {
+            read = spoolDirectory + "/" + HTTPByteSource.spoolName
+        }
         // Of the feed's JSON: a gzip feed's bytes after inflating, as the split hashes them.
-        let source = try FeedByteSource(path: path)
+        let source = try FeedByteSource(path: read)
         var hasher = Checksum()
         var remaining = limit
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)

@@ -140,7 +140,7 @@ package enum PostgresImport {
 
     private static func register(feed: String, pipeline: [UInt8], url: PostgresURL, options: PostgresImportOptions) throws -> Started {
         let spec = try PipelineSpec.parse(pipeline)
-        if feed != "-" {
+        if feed != "-", !HTTPByteSource.isURL(feed) {
             var isDirectory: ObjCBool = false
             let exists = FileManager.default.fileExists(atPath: feed, isDirectory: &isDirectory)
             guard exists, !isDirectory.boolValue, FileManager.default.isReadableFile(atPath: feed) else {
@@ -216,7 +216,7 @@ package enum PostgresImport {
                 firstRows[entity.name] = try next.int64(0, 0)
             }
             // Absolute, so a process in another directory of this machine can split it again.
-            let recordedFeed = feed == "-" ? feed : URL(fileURLWithPath: feed).standardizedFileURL.path
+            let recordedFeed = feed == "-" || HTTPByteSource.isURL(feed) ? feed : URL(fileURLWithPath: feed).standardizedFileURL.path
             var record = PostgresRunRecord(feed: recordedFeed, feedByteSize: feedSize, pipeline: String(decoding: pipeline, as: UTF8.self),
                                            pipelineSHA256: spec.hash, chunkCount: 0, chunkSize: chunkSize, records: 0,
                                            saveEvery: options.saveEvery ?? spec.saveEvery, leaseSeconds: options.leaseSeconds,

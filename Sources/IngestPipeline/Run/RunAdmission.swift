@@ -26,7 +26,8 @@ struct RunAdmission {
     /// Import the feed even when the last run imported it with the same pipeline.
     let again: Bool
 
-    var isReadOnce: Bool { FileOps.isReadOnce(feed) }
+    /// Read once, or over HTTP: not hashed here (the split compares its chunks with the feed's).
+    var isReadOnce: Bool { FileOps.isReadOnce(feed) || HTTPByteSource.isURL(feed) }
 
     /// The same feed and pipeline as the finished last run: keyed entities would not change
     /// (the run would say so), but entities without a key would get their rows twice.

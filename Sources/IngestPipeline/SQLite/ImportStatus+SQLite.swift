@@ -29,7 +29,8 @@ extension ImportStatus {
                             started: record.started, ended: record.ended, inferred: record.inferred ?? false,
                             outcomes: try Self.outcomes(of: record, coordinator, keys),
                             members: try ImportMarker.members(coordinator, keys)))
-            runs[runs.count - 1].feedWasReadOnce = record.feedByteSize < 0
+            // A feed over HTTP is recorded without a size too, and is read again from its address.
+            runs[runs.count - 1].feedWasReadOnce = record.feedByteSize < 0 && !HTTPByteSource.isURL(record.feed)
             runs[runs.count - 1].feedError = record.feedError
             runs[runs.count - 1].replayed = try ImportMarker.replayLinks(coordinator, run: record.number).map(Run.Replayed.init)
         }

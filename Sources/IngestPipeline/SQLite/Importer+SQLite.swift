@@ -155,6 +155,7 @@ extension Importer {
     /// `path` from the root, without `.` and `..` components or doubled slashes (status
     /// prints it; links are left as they are, as the user named them).
     static func absolute(_ path: String) -> String {
+        if HTTPByteSource.isURL(path) { return path }
         let full = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         return URL(fileURLWithPath: full).standardized.path
     }

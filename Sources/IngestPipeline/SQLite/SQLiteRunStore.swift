@@ -21,7 +21,7 @@ struct SQLiteRunStore: RunStore {
         // Checked before the store records anything: a mistyped path must not become the store's feed.
         // (Not read at all from chunk files alone: found by probing, a process substitution's
         // /dev/fd path is gone, or another file, by the time the run is resumed.)
-        guard options.withoutFeed || FileOps.isReadOnce(options.feed) || FileOps.fileSize(options.feed) != nil else {
+        guard options.withoutFeed || FileOps.isReadOnce(options.feed) || HTTPByteSource.isURL(options.feed) || FileOps.fileSize(options.feed) != nil else {
             throw ImportError(.feedUnreadable(path: options.feed, exists: FileManager.default.fileExists(atPath: options.feed)))
         }
         let given = importer.coordinator

@@ -1,0 +1,132 @@
+import Foundation
+import IngestJSON
+import IngestTestSupport
+import Testing
+
+/// Feeds over HTTP: read as they arrive (gzip too), continued with a `Range` request after a
+/// connection drops or the run stops, read whole again from a server that ignores `Range`,
+/// and refused when the document changed under a resumed run.
+@Suite struct HTTPFeedTests {
+    static let photos = PipelineSpecTests.root.appendingPathComponent("Pipelines/photos.json").path
+
+    /// A generated feed's bytes, gzip-compressed when asked.
+    static func feed(_ dir: TemporaryDirectory, records: Int = 6_000, seed: UInt64 = 3, gzip: Bool = false) throws -> [UInt8] {
+        let path = dir.file("feed-\(seed).json")
+        try FeedGenerator(records: records, seed: seed).write(to: path)
+        guard gzip else { return try FileOps.readFile(path) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
+        process.arguments = ["-kf", path]
+        try process.run()
+        process.waitUntilExit()
+        return try FileOps.readFile(path + ".gz")
+    }
+
+    /// The store's photos, by id, as the tests compare them.
+    static func photos(_ store: String) throws -> [String] {
+        try storeRows(store, "SELECT id, title, views, uploadDate, latitude FROM Photo ORDER BY id")
+    }
+
+    /// The same feed imported from a file: what every import over HTTP must equal.
+    static func reference(_ dir: TemporaryDirectory, seed: UInt64 = 3, records: Int = 6_000) throws -> [String] {
+        let store = dir.file("reference-\(seed).sqlite")
+        let outcome = try IngestBinary.run(["import", dir.file("feed-\(seed).json"), "--pipeline", Self.photos, "--store", store, "--quiet"])
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        return try Self.photos(store)
+    }
+
+    @Test(arguments: [false, true])
+    func aFeedOverHTTPImportsAsItsFileWould(gzip: Bool) throws {
+        let dir = try TemporaryDirectory()
+        defer { withExtendedLifetime(dir) {} }
+        let server = try TestHTTPServer(.init(bytes: try Self.feed(dir, gzip: gzip), etag: "\"v1\""))
+        let store = dir.file("s.sqlite"), url = server.url(gzip ? "/feed.json.gz" : "/feed.json")
+        let outcome = try IngestBinary.run(["import", url, "--pipeline", Self.photos, "--store", store, "--chunk-size", "1000"])
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        #expect(try Self.photos(store) == Self.reference(dir))
+        #expect(try IngestBinary.run(["status", store]).stdout.contains("feed: \(url)"))
+        #expect(!FileManager.default.fileExists(atPath: store + ".chunks"), "the spool goes with the chunks when the run finishes")
+        let missing = try IngestBinary.run(["import", server.url("/missing"), "--pipeline", Self.photos, "--store", dir.file("m.sqlite")])
+        #expect(missing.status == 1 && missing.stderr.contains("the server answered HTTP 404"), "\(missing.stderr)")
+    }
+
+    @Test(arguments: [false, true])
+    func aConnectionDroppedMidBodyIsContinued(serverIgnoresRange: Bool) throws {
+        let dir = try TemporaryDirectory()
+        defer { withExtendedLifetime(dir) {} }
+        let bytes = try Self.feed(dir)
+        let server = try TestHTTPServer(.init(bytes: bytes, etag: "\"v1\""))
+        server.change { _, faults in
+            faults.ignoresRange = serverIgnoresRange
+            faults.dropNextAfter = bytes.count * 2 / 5
+        }
+        let store = dir.file("s.sqlite")
+        let outcome = try IngestBinary.run(["import", server.url(), "--pipeline", Self.photos, "--store", store])
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        #expect(try Self.photos(store) == Self.reference(dir))
+        let feedRequests = server.log.filter { !$0.hasPrefix("/missing") }
+        if serverIgnoresRange {
+            #expect(feedRequests.contains { $0.contains("range=bytes=") && $0.hasSuffix("status=200") }, "\(feedRequests)")
+        } else {
+            #expect(feedRequests.contains { $0.contains("range=bytes=\(bytes.count * 2 / 5)-") && $0.hasSuffix("status=206") }, "\(feedRequests)")
+        }
+    }
+
+    /// Stopped while the feed arrives, the import keeps what arrived; its resume asks only for the rest.
+    @Test func aStoppedImportResumesWithARangeRequestFromWhatItKept() throws {
+        let dir = try TemporaryDirectory()
+        defer { withExtendedLifetime(dir) {} }
+        let bytes = try Self.feed(dir, records: 12_000)
+        let server = try TestHTTPServer(.init(bytes: bytes, etag: "\"v1\""))
+        server.change { _, faults in faults.pause = .milliseconds(20) }
+        let store = dir.file("s.sqlite"), spool = store + ".chunks/run-0001/feed.download"
+        let running = try IngestBinary.start(["import", server.url(), "--pipeline", Self.photos, "--store", store, "--chunk-size", "500"])
+        while running.process.isRunning && (FileOps.fileSize(spool) ?? 0) < bytes.count / 3 { usleep(5_000) }
+        kill(running.process.processIdentifier, SIGINT)
+        let stopped = IngestBinary.finish(running)
+        #expect(stopped.status == 130, "\(stopped.stderr)")
+        let kept = try #require(FileOps.fileSize(spool))
+        #expect(kept > 0 && kept < bytes.count)
+
+        server.change { _, faults in faults.pause = .zero }
+        let resumed = try IngestBinary.run(["resume", store])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(server.log.last == "/feed.json range=bytes=\(kept)- status=206", "\(server.log)")
+        #expect(try Self.photos(store) == Self.reference(dir, records: 12_000))
+    }
+
+    @Test func aResumeRefusesADocumentThatChangedMeanwhile() throws {
+        let dir = try TemporaryDirectory()
+        defer { withExtendedLifetime(dir) {} }
+        let bytes = try Self.feed(dir, records: 12_000)
+        let server = try TestHTTPServer(.init(bytes: bytes, etag: "\"v1\""))
+        server.change { _, faults in faults.pause = .milliseconds(20) }
+        let store = dir.file("s.sqlite"), spool = store + ".chunks/run-0001/feed.download"
+        let running = try IngestBinary.start(["import", server.url(), "--pipeline", Self.photos, "--store", store, "--chunk-size", "500"])
+        while running.process.isRunning && (FileOps.fileSize(spool) ?? 0) < bytes.count / 3 { usleep(5_000) }
+        kill(running.process.processIdentifier, SIGINT)
+        #expect(IngestBinary.finish(running).status == 130)
+
+        let other = try Self.feed(dir, records: 12_000, seed: 4)
+        server.change { document, faults in
+            document = .init(bytes: other, etag: "\"v2\"")
+            faults.pause = .zero
+        }
+        let resumed = try IngestBinary.run(["resume", store])
+        #expect(resumed.status == 1 && resumed.stderr.contains("changed since this run began reading it (ETag \"v1\""), "\(resumed.stderr)")
+    }
+
+    @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
+    func aFeedOverHTTPImportsIntoPostgreSQL() throws {
+        let postgres = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        defer { withExtendedLifetime(dir) {} }
+        let server = try TestHTTPServer(.init(bytes: try Self.feed(dir, gzip: true), etag: "\"v1\""))
+        let url = try postgres.createDatabase("http")
+        let outcome = try IngestBinary.run(["import", server.url("/feed.json.gz"), "--pipeline", Self.photos, "--store", url, "--workers", "2"])
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let rows = try postgres.psql(["-d", "http", "-At", "-c", #"SELECT count(*), sum(views) FROM "Photo""#])
+        let reference = try Self.reference(dir)
+        #expect(rows.hasPrefix("\(reference.count)|"), "\(rows)")
+    }
+}
