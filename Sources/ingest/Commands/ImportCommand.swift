@@ -42,7 +42,7 @@ extension Ingest {
             """
         )
 
-        @Argument(help: "The feed file.")
+        @Argument(help: "The feed: a file, - for standard input, or an http:// or https:// address (gzip or not).")
         var feed: String
 
         @Option(help: ArgumentHelp("The pipeline file (default: one inferred from the feed, kept as STORE.pipeline.json).", valueName: "file"))

@@ -15,7 +15,7 @@ extension Ingest {
             """
         )
 
-        @Argument(help: "The feed file, or - for standard input.")
+        @Argument(help: "The feed: a file, - for standard input, or an http:// or https:// address.")
         var feed: String
 
         @Option(name: .customLong("out"), help: ArgumentHelp("Directory for the chunk files.", valueName: "dir"))
