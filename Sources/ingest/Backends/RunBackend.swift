@@ -4,8 +4,9 @@ import IngestStore
 
 /// What `import`, `join`, `resume` and `status` do with a store, by its backend: a SQLite
 /// file (`SQLiteRunBackend`) or a PostgreSQL database (`PostgresRunBackend`). The commands
-/// parse their options and call these; `RunBackends.open` is the one place the command line
-/// tells the two apart.
+/// parse their options and call these, and `RunBackends.open` chooses. (Where the two
+/// differ only in a message or a file's place, the command asks `PostgresURL.isPostgres`
+/// itself: an inferred pipeline's file, `replay`'s wording and its run, the bench.)
 protocol RunBackend {
     /// Imports `command.feed` as `ingest import` does (its options as given).
     func importFeed(_ command: Ingest.Import) throws

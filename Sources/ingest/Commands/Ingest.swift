@@ -12,7 +12,7 @@ import Glibc
 struct Ingest: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ingest",
-        abstract: "Stream huge JSON feeds into numbered chunks and a SQLite object graph.",
+        abstract: "Stream huge JSON feeds into numbered chunks and an object graph on SQLite or PostgreSQL.",
         discussion: "With no subcommand, `./run.sh` runs `ingest demo`.",
         version: Ingest.version,
         subcommands: [Demo.self, Generate.self, Split.self, Infer.self, Import.self, Join.self, Resume.self, Replay.self, Status.self, Query.self, History.self, Codegen.self, Bench.self]
