@@ -72,10 +72,9 @@ import Testing
         }
     }
 
-    /// Stopped while the feed arrives, the import keeps what arrived; its resume asks only for the rest.
-    @Test func aStoppedImportResumesWithARangeRequestFromWhatItKept() throws {
-        let dir = try TemporaryDirectory()
-        defer { withExtendedLifetime(dir) {} }
+    /// An import of a slow server's 12,000 records stopped by SIGINT once a third of the body
+    /// arrived: the server, the body, the store and the spool.
+    static func importStoppedMidway(_ dir: TemporaryDirectory) throws -> (TestHTTPServer, [UInt8], String, String) {
         let bytes = try Self.feed(dir, records: 12_000)
         let server = try TestHTTPServer(.init(bytes: bytes, etag: "\"v1\""))
         server.change { _, faults in faults.pause = .milliseconds(20) }
@@ -85,6 +84,28 @@ import Testing
         kill(running.process.processIdentifier, SIGINT)
         let stopped = IngestBinary.finish(running)
         #expect(stopped.status == 130, "\(stopped.stderr)")
+        return (server, bytes, store, spool)
+    }
+
+    /// The spool is the split's own file: a link put in its place is refused, and what it names kept.
+    @Test func aResumeRefusesALinkInThePlaceOfItsSpool() throws {
+        let dir = try TemporaryDirectory()
+        defer { withExtendedLifetime(dir) {} }
+        let (server, _, store, spool) = try Self.importStoppedMidway(dir)
+        server.change { _, faults in faults.pause = .zero }
+        let precious = try dir.write("precious.json", Array(String(repeating: "x", count: 5 << 20).utf8))
+        try FileManager.default.removeItem(atPath: spool)
+        try FileManager.default.createSymbolicLink(atPath: spool, withDestinationPath: precious)
+        let resumed = try IngestBinary.run(["resume", store])
+        #expect(resumed.status == 1 && resumed.stderr.contains("feed.download"), "\(resumed.stderr)")
+        #expect(FileOps.fileSize(precious) == 5 << 20)
+    }
+
+    /// Stopped while the feed arrives, the import keeps what arrived; its resume asks only for the rest.
+    @Test func aStoppedImportResumesWithARangeRequestFromWhatItKept() throws {
+        let dir = try TemporaryDirectory()
+        defer { withExtendedLifetime(dir) {} }
+        let (server, bytes, store, spool) = try Self.importStoppedMidway(dir)
         let kept = try #require(FileOps.fileSize(spool))
         #expect(kept > 0 && kept < bytes.count)
 
@@ -98,14 +119,7 @@ import Testing
     @Test func aResumeRefusesADocumentThatChangedMeanwhile() throws {
         let dir = try TemporaryDirectory()
         defer { withExtendedLifetime(dir) {} }
-        let bytes = try Self.feed(dir, records: 12_000)
-        let server = try TestHTTPServer(.init(bytes: bytes, etag: "\"v1\""))
-        server.change { _, faults in faults.pause = .milliseconds(20) }
-        let store = dir.file("s.sqlite"), spool = store + ".chunks/run-0001/feed.download"
-        let running = try IngestBinary.start(["import", server.url(), "--pipeline", Self.photos, "--store", store, "--chunk-size", "500"])
-        while running.process.isRunning && (FileOps.fileSize(spool) ?? 0) < bytes.count / 3 { usleep(5_000) }
-        kill(running.process.processIdentifier, SIGINT)
-        #expect(IngestBinary.finish(running).status == 130)
+        let (server, _, store, _) = try Self.importStoppedMidway(dir)
 
         let other = try Self.feed(dir, records: 12_000, seed: 4)
         server.change { document, faults in

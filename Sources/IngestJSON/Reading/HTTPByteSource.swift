@@ -110,13 +110,15 @@ package final class HTTPByteSource: ByteSource {
         if let path = validatorsPath, let data = FileManager.default.contents(atPath: path),
            let kept = try? JSONDecoder().decode(Validators.self, from: data), kept.url == url,
            let size = FileOps.fileSize(spool), size >= kept.length, kept.length > 0 {
-            guard truncate(spool, off_t(kept.length)) == 0 else { throw IOError(errno: errno, operation: "truncate", path: spool) }
+            // Through a descriptor that refuses a link: what a link names is not Ingest's to cut.
+            spoolWriter = open(spool, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW)
+            guard spoolWriter >= 0 else { throw IOError(errno: errno, operation: "open", path: spool) }
+            guard ftruncate(spoolWriter, off_t(kept.length)) == 0 else { throw IOError(errno: errno, operation: "truncate", path: spool) }
             recorded = kept
             totalBytes = kept.size
             received = kept.length
-            spoolReader = open(spool, O_RDONLY | O_CLOEXEC)
+            spoolReader = open(spool, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             guard spoolReader >= 0 else { throw IOError(errno: errno, operation: "open", path: spool) }
-            spoolWriter = open(spool, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW)
         } else {
             spoolWriter = try FileOps.openForWriting(spool)
         }

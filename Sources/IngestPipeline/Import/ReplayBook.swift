@@ -25,7 +25,7 @@ struct SQLiteReplayBook: ReplayBook {
 
     init(path: String) throws {
         self.path = path
-        coordinator = try PersistentStoreCoordinator(existingStoreAt: path)
+        coordinator = try PersistentStoreCoordinator(existingStoreAt: path, readOnly: true)
     }
 
     var defaultRejectsFile: String? {

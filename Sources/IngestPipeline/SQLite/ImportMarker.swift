@@ -220,15 +220,12 @@ enum ImportMarker {
         }
     }
 
-    /// Writes a finished run's record; a replay's run also removes, in the same transaction,
-    /// the rejects it replayed (each record is imported now, or a reject of this run).
-    /// Returns the run's links (nil: not a replay).
-    @discardableResult
-    static func finish(_ run: Run, _ coordinator: PersistentStoreCoordinator) throws -> [Replay.Link]? {
-        let links = try replayLinks(coordinator, run: run.number)
+    /// Writes a finished run's record; a replay's run (`links`: its records' links) also
+    /// removes, in the same transaction, the rejects it replayed (each record is imported
+    /// now, or a reject of this run).
+    static func finish(_ run: Run, _ coordinator: PersistentStoreCoordinator, replaying links: [Replay.Link]?) throws {
         let replaced = (links ?? []).map { Keys(run: $0.source.run).rejectKey(chunk: $0.source.chunk, index: $0.source.index) }
         try coordinator.updateMetadata(setting: [Keys(run: run.number).record: try jsonLine(run)], removing: replaced)
-        return links
     }
 
     /// The links of run `run`'s records when it replays rejects (nil: it does not).

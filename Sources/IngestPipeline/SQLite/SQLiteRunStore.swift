@@ -303,7 +303,8 @@ final class SQLiteRunSession: RunSession {
         finished.ended = ImportMarker.now()
         finished.outcomes = outcomes
         finished.keptChunks = options.keepChunks
-        if try ImportMarker.finish(finished, coordinator) != nil {
+        try ImportMarker.finish(finished, coordinator, replaying: replayed)
+        if replayed != nil {
             try importer.writeRejects(coordinator)
             Importer.removeReplayFiles(feed: finished.feed, pipeline: finished.pipeline)
         }
