@@ -25,6 +25,7 @@ struct DocSnippet: Sendable, CustomTestStringConvertible {
     }
 
     static let all: [DocSnippet] = readme + importingAFeed + gettingStarted + objectLifecycleAndValidation + usingAContainer + batchRequests
+        + theObjectGraph + changeHistory + queriesAndPredicates + operations + writingPipelines + importingOnManyMachines + commandLine
     static let runnable = all.filter { $0.run != nil && (!$0.postgres || PostgresServer.isAvailable) }
 }
 

@@ -39,6 +39,13 @@ documents=(
     "Sources/IngestStore/IngestStore.docc/ObjectLifecycleAndValidation.md:ObjectLifecycleAndValidation"
     "Sources/IngestStore/IngestStore.docc/UsingAContainer.md:UsingAContainer"
     "Sources/IngestStore/IngestStore.docc/BatchRequests.md:BatchRequests"
+    "Sources/IngestStore/IngestStore.docc/TheObjectGraph.md:TheObjectGraph"
+    "Sources/IngestStore/IngestStore.docc/ChangeHistory.md:ChangeHistory"
+    "Sources/IngestStore/IngestStore.docc/QueriesAndPredicates.md:QueriesAndPredicates"
+    "Sources/IngestPipeline/IngestPipeline.docc/Operations.md:Operations"
+    "Sources/IngestPipeline/IngestPipeline.docc/WritingPipelines.md:WritingPipelines"
+    "Sources/IngestPipeline/IngestPipeline.docc/ImportingOnManyMachines.md:ImportingOnManyMachines"
+    "Sources/IngestPipeline/IngestPipeline.docc/CommandLine.md:CommandLine"
 )
 
 for entry in "${documents[@]}"; do

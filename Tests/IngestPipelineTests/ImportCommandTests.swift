@@ -15,7 +15,7 @@ import Testing
 
     /// Found by probing: a run whose first process rejected records (and stopped at
     /// --max-rejects) exited 0 when the resume that finished it rejected no more; the exit
-    /// status is the run's, 3, as the README's table says.
+    /// status is the run's, 3, as the exit statuses' table says (article "Pipelines").
     @Test func aRunFinishedByAResumeExitsThreeForTheRejectsOfItsFirstProcess() throws {
         let dir = try TemporaryDirectory()
         let lines = (0..<600).map { #"{"id":"p\#($0)","title":"t","views":\#($0 < 10 ? "\"many\"" : String($0))}"# }

@@ -6,7 +6,7 @@ import GRDBSQLite
 let SQLITE_TRANSIENT = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
 
 /// Binding and reading values with the sqlite3 C API on GRDB's cached statements:
-/// the insert/update hot path skips GRDB's argument boxing (see the README's design notes).
+/// the insert/update hot path skips GRDB's argument boxing (see docs/design-notes.md).
 enum SQLiteValues {
     static func bind(_ value: Value?, to statement: SQLiteStatement, at index: Int32) {
         guard let value else {

@@ -15,7 +15,8 @@ extension Ingest {
             discussion: """
             The feed's shape (a top-level array, records at a key path, or NDJSON) and how \
             records map onto the model are set in the pipeline file (see Pipelines/ and the \
-            README). FEED may be a .gz file, or - for standard input. Without --pipeline, one \
+            article "Pipelines"). FEED may be a .gz file, - for standard input, or an http(s):// \
+            address. Without --pipeline, one \
             is inferred from the first --sample records (standard input is first copied to a \
             file of Ingest's own, which goes when the import ends); a feed without records \
             imports nothing and exits 0.
