@@ -127,7 +127,7 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "UnixSignals", package: "swift-service-lifecycle")],
-            exclude: ["extract-snippets.sh", "DocModel.json"]
+            exclude: ["extract-snippets.sh", "cli-reference.py", "DocModel.json"]
         ),
     ],
     swiftLanguageModes: [.v6]

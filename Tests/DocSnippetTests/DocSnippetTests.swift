@@ -67,6 +67,25 @@ struct DocSnippet: Sendable, CustomTestStringConvertible {
         }
     }
 
+    /// The command-line reference article is what `cli-reference.py` makes of the commands'
+    /// help now: an option added, renamed or reworded without it fails here.
+    @Test func theCommandLineReferenceIsTheCommandsOwnHelp() throws {
+        let root = DocScene.packageRoot
+        let fresh = try TemporaryDirectory()
+        let script = Process()
+        script.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        script.arguments = [root + "/Tests/DocSnippetTests/cli-reference.py", IngestBinary.path, fresh.file("reference.md")]
+        try script.run()
+        script.waitUntilExit()
+        try #require(script.terminationStatus == 0, "cli-reference.py failed")
+        let article = root + "/Sources/IngestPipeline/IngestPipeline.docc/CommandLineReference.md"
+        let committed = try String(contentsOfFile: article, encoding: .utf8)
+        let made = try String(contentsOfFile: fresh.file("reference.md"), encoding: .utf8)
+        let first = zip(committed.split(separator: "\n", omittingEmptySubsequences: false), made.split(separator: "\n", omittingEmptySubsequences: false))
+            .first { $0 != $1 }
+        if committed != made { Issue.record("CommandLineReference.md differs from the commands' help (first: \(first.map { "\($0.0) → \($0.1)" } ?? "a line added or removed")); run: python3 Tests/DocSnippetTests/cli-reference.py .build/debug/ingest \(article)") }
+    }
+
     /// A generated file's snippets by their "MARK: document, snippet N" line.
     static func sections(_ text: String) -> [String: String] {
         var sections: [String: String] = [:]
