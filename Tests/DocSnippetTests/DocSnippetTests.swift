@@ -25,7 +25,7 @@ struct DocSnippet: Sendable, CustomTestStringConvertible {
     }
 
     static let all: [DocSnippet] = readme + importingAFeed + gettingStarted + objectLifecycleAndValidation + usingAContainer + batchRequests
-        + theObjectGraph + changeHistory + queriesAndPredicates + operations + writingPipelines + importingOnManyMachines + commandLine
+        + theObjectGraph + mergePoliciesAndConflicts + undoAndRedo + typedClassesAndXcodeModels + fetchedResultsControllers + changeHistory + queriesAndPredicates + operations + writingPipelines + importingOnManyMachines + commandLine
     static let runnable = all.filter { $0.run != nil && (!$0.postgres || PostgresServer.isAvailable) }
 }
 

@@ -2,17 +2,6 @@
 // Do not edit: change the document, then run the script again.
 import IngestStore
 
-// Declarations the snippets make at top level.
-
-// Sources/IngestStore/IngestStore.docc/QueriesAndPredicates.md, snippet 3
-@MainActor final class PhotoList: FetchedResultsControllerDelegate {
-    var titles: [String] = []
-    nonisolated func controller(_ controller: FetchedResultsController, didChange change: ResultsChange) {
-        let titles = controller.fetchedObjects.map { $0.title?.stringValue ?? "" }
-        MainActor.assumeIsolated { self.titles = titles }
-    }
-}
-
 extension DocScene {
     // MARK: Sources/IngestStore/IngestStore.docc/QueriesAndPredicates.md, snippet 1
     func queriesAndPredicates_1() async throws {
@@ -31,16 +20,11 @@ extension DocScene {
         _ = ana
         _ = recent
     }
-
-    // MARK: Sources/IngestStore/IngestStore.docc/QueriesAndPredicates.md, snippet 3
-    func queriesAndPredicates_3() async throws {
-    }
 }
 
 extension DocSnippet {
     static let queriesAndPredicates: [DocSnippet] = [
         DocSnippet("Sources/IngestStore/IngestStore.docc/QueriesAndPredicates.md", [1]) { try await $0.queriesAndPredicates_1() },
         DocSnippet("Sources/IngestStore/IngestStore.docc/QueriesAndPredicates.md", [2]) { try await $0.queriesAndPredicates_2() },
-        DocSnippet("Sources/IngestStore/IngestStore.docc/QueriesAndPredicates.md", [3], compileOnly: "declarations only"),
     ]
 }

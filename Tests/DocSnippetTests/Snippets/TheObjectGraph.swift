@@ -115,25 +115,6 @@ extension DocScene {
 
     // MARK: Sources/IngestStore/IngestStore.docc/TheObjectGraph.md, snippet 7
     func theObjectGraph_7() async throws {
-        editor.mergePolicy = .error
-        do { try editor.save() } catch StoreError.mergeConflict(let conflicts) {
-            // the save conflicts with changes made in the store since the objects were read:
-            // Photo "p1": the store changed title (read "Harbour", stored "Dock", here "Pier"), views (read 1, stored 7)
-            print(conflicts.map { ($0.objectID, $0.properties.map(\.name)) })
-            editor.mergePolicy = .mergeByPropertyObjectTrump   // keep my title, take their views
-            try editor.save()
-        }
-    }
-
-    // MARK: Sources/IngestStore/IngestStore.docc/TheObjectGraph.md, snippet 8
-    func theObjectGraph_8() async throws {
-        try editor.performAndWait { photo.title = "Pier"; try editor.save() }
-        editor.performAndWait { editor.undo() }         // photo.title == "Harbour", photo.hasChanges
-        try editor.performAndWait { try editor.save() } // the store holds "Harbour" again
-    }
-
-    // MARK: Sources/IngestStore/IngestStore.docc/TheObjectGraph.md, snippet 9
-    func theObjectGraph_9() async throws {
         let stale = try QueryPredicate(format: "views < %d", 10)
         let updated = try context.performAndWait {      // the executing context merges its own request
             try context.execute(BatchUpdateRequest(entity: "Photo", predicate: stale,
@@ -148,8 +129,8 @@ extension DocScene {
         _ = deleted
     }
 
-    // MARK: Sources/IngestStore/IngestStore.docc/TheObjectGraph.md, snippet 10
-    func theObjectGraph_10() async throws {
+    // MARK: Sources/IngestStore/IngestStore.docc/TheObjectGraph.md, snippet 8
+    func theObjectGraph_8() async throws {
         do { try context.save() }
         catch let error as StoreError where error.reason == .constraint(.unique) { print("already stored:", error) }
         catch let error as StoreError where error.reason == .busy || error.reason == .transactionConflict { try context.save() }  // try again
@@ -159,14 +140,14 @@ extension DocScene {
         catch StoreError.postgres(let error) where error.sqlState == .lockNotAvailable { print("locked:", error) }
     }
 
-    // MARK: Sources/IngestStore/IngestStore.docc/TheObjectGraph.md, snippet 11
-    func theObjectGraph_11() async throws {
+    // MARK: Sources/IngestStore/IngestStore.docc/TheObjectGraph.md, snippet 9
+    func theObjectGraph_9() async throws {
         let scratch = try PersistentStoreCoordinator(inMemory: model)   // or url: URL(string: "memory:")!
         _ = scratch
     }
 
-    // MARK: Sources/IngestStore/IngestStore.docc/TheObjectGraph.md, snippet 12
-    func theObjectGraph_12() async throws {
+    // MARK: Sources/IngestStore/IngestStore.docc/TheObjectGraph.md, snippet 10
+    func theObjectGraph_10() async throws {
         let coordinator = try PersistentStoreCoordinator(model: model, url: URL(string: postgresURL("postgresql://me@db.example.com/photos"))!)
         _ = coordinator
     }
@@ -183,8 +164,6 @@ extension DocSnippet {
         DocSnippet("Sources/IngestStore/IngestStore.docc/TheObjectGraph.md", [7]) { try await $0.theObjectGraph_7() },
         DocSnippet("Sources/IngestStore/IngestStore.docc/TheObjectGraph.md", [8]) { try await $0.theObjectGraph_8() },
         DocSnippet("Sources/IngestStore/IngestStore.docc/TheObjectGraph.md", [9]) { try await $0.theObjectGraph_9() },
-        DocSnippet("Sources/IngestStore/IngestStore.docc/TheObjectGraph.md", [10]) { try await $0.theObjectGraph_10() },
-        DocSnippet("Sources/IngestStore/IngestStore.docc/TheObjectGraph.md", [11]) { try await $0.theObjectGraph_11() },
-        DocSnippet("Sources/IngestStore/IngestStore.docc/TheObjectGraph.md", [12], postgres: true) { try await $0.theObjectGraph_12() },
+        DocSnippet("Sources/IngestStore/IngestStore.docc/TheObjectGraph.md", [10], postgres: true) { try await $0.theObjectGraph_10() },
     ]
 }
