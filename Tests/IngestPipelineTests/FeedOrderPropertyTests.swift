@@ -22,14 +22,16 @@ import Testing
         var post: String
         var author: String
         var tags: String?
-        var testDescription: String { "posts \(post), authors \(author)" + (tags.map { ", tags \($0)" } ?? "") }
+        /// Rows record their lineage (`"import": {"lineage": true}`): compared like any attribute.
+        var lineage = false
+        var testDescription: String { "posts \(post), authors \(author)" + (tags.map { ", tags \($0)" } ?? "") + (lineage ? ", lineage" : "") }
     }
 
     static let cases = [
-        Case(post: "update", author: "update"), Case(post: "replace", author: "keepExisting"),
-        Case(post: "keepExisting", author: "replace"), Case(post: "reject", author: "update"),
+        Case(post: "update", author: "update", lineage: true), Case(post: "replace", author: "keepExisting", lineage: true),
+        Case(post: "keepExisting", author: "replace"), Case(post: "reject", author: "update", lineage: true),
         Case(post: "update", author: "reject"),
-        Case(post: "update", author: "update", tags: "replace"), Case(post: "keepExisting", author: "update", tags: "merge"),
+        Case(post: "update", author: "update", tags: "replace"), Case(post: "keepExisting", author: "update", tags: "merge", lineage: true),
         Case(post: "reject", author: "replace", tags: "replace"),
     ]
 
@@ -47,6 +49,7 @@ import Testing
     static func pipeline(_ test: Case) -> String {
         UpdateRuleTests.pipelineText(postRule: test.post, authorRule: test.author, tags: test.tags)
             .replacingOccurrences(of: #""inverse": "posts", "toMany": true } ]"#, with: #""inverse": "posts", "toMany": true, "ordered": true } ]"#)
+            .replacingOccurrences(of: #""feed": { "ndjson": true },"#, with: test.lineage ? #""feed": { "ndjson": true }, "import": { "lineage": true },"# : #""feed": { "ndjson": true },"#)
     }
 
     /// Two feeds (two runs) of posts drawn from a few keys, so that they repeat within a chunk,

@@ -145,6 +145,24 @@ import Testing
 /// store ends as on SQLite.
 @Suite(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
 struct PostgresPlaceholderTests {
+    /// A nested object that gives nothing but its key still describes it: a stored placeholder
+    /// is filled (and unmarked), so a later description meets the rule (keepExisting keeps it).
+    /// PostgreSQL's batch path once staged no UPDATE for such a row, leaving the placeholder
+    /// to the next record, unlike SQLite (found by `FeedOrderPropertyTests`).
+    @Test func aNestedObjectGivingOnlyItsKeyFillsAStoredPlaceholderAsOnSQLite() throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let url = try server.createDatabase("key_only_fill")
+        let first = try dir.write("first.ndjson", Array(#"{"id":1,"city":"OPO"}"#.utf8 + [0x0A]))
+        let second = try dir.write("second.ndjson", Array((#"{"id":2,"city":{"code":"OPO"}}"# + "\n" + #"{"id":3,"city":{"code":"OPO","name":"Porto"}}"# + "\n").utf8))
+        let stores = try PostgresImportTests.importBoth([first, second], pipeline: PlaceholderTests.citiesPipeline(cityRule: "keepExisting"),
+                                                        url: url, dir: dir, workers: 2, saveEvery: 1, chunkSize: 2)
+        #expect(stores.postgres == stores.sqlite)
+        #expect(stores.postgres["City"] == ["OPO|NULL|NULL"])
+        let placeholders = try server.psql(["-d", "key_only_fill", "-At", "-c", #"SELECT count(*) FROM "City" WHERE _placeholder IS NOT NULL"#])
+        #expect(placeholders.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+    }
+
     /// With 2 workers under update and keepExisting (the batch path), 1 under replace and reject.
     @Test func referencedObjectsAreFilledByTheirFirstDescriptionUnderEveryRule() throws {
         let server = try PostgresServer()

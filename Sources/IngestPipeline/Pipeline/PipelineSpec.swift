@@ -60,6 +60,10 @@ public struct PipelineSpec: Sendable {
     public var saveEvery: Int
     /// Whether the import's saves record history (`"import": {"history": false}` turns it off).
     public var history = true
+    /// Whether each row the import writes records the run, chunk and record that last
+    /// changed it (`"import": {"lineage": true}`): the model then has the lineage attributes
+    /// (`Model.lineageAttributeNames`) on every mapped entity's hierarchy.
+    public private(set) var lineage = false
     /// SHA-256 of the spec as parsed (compact JSON), kept in the import marker.
     public var hash: String
 
@@ -210,7 +214,7 @@ public struct PipelineSpec: Sendable {
             throw PipelineError(at: nil, "not valid JSON: \(error.message) at \(error.position)", kind: .notJSON)
         }
         let top = try Fields(root, at: "pipeline", allowed: ["model", "feed", "record", "mappings", "import"])
-        let model: Model
+        var model: Model
         if case .string(let name)? = top.optional("model") {
             throw PipelineError(at: "pipeline.model", "names a model file (\(name)), which only a pipeline read from its file can load")
         }
@@ -222,6 +226,21 @@ public struct PipelineSpec: Sendable {
             throw error
         } catch {
             throw PipelineError(at: "pipeline.model", "\(error)")
+        }
+
+        var lineage = false
+        if case .object(let options)? = top.optional("import"), let value = options.last(where: { $0.key == "lineage" })?.value {
+            guard case .bool(let flag) = value else { throw PipelineError(at: "pipeline.import.lineage", "expected true or false, found \(value)") }
+            lineage = flag
+        }
+        if lineage {
+            // Before the mappings are read: they find attributes by their place in the model.
+            guard case .object(let members)? = top.optional("mappings") else { throw PipelineError(at: "pipeline.mappings", "expected an object of entity mappings") }
+            do {
+                model = try model.addingLineage(to: members.map(\.key).filter { model.entity($0) != nil })
+            } catch let error as ModelError {
+                throw PipelineError(at: "pipeline.import.lineage", error.message)
+            }
         }
 
         var shape = FeedShape.array
@@ -327,7 +346,8 @@ public struct PipelineSpec: Sendable {
         var saveEvery = 1_000
         var history = true
         if let importValue = top.optional("import") {
-            let options = try Fields(importValue, at: "pipeline.import", allowed: ["chunkSize", "workers", "saveEvery", "history"])
+            // `lineage` was read with the model, above.
+            let options = try Fields(importValue, at: "pipeline.import", allowed: ["chunkSize", "workers", "saveEvery", "history", "lineage"])
             chunkSize = try options.optional("chunkSize").map { try Fields.positive($0, at: "pipeline.import.chunkSize") } ?? chunkSize
             workers = try options.optional("workers").map { try Fields.positive($0, at: "pipeline.import.workers") }
             if let workers, workers > Self.maxWorkers {
@@ -345,6 +365,7 @@ public struct PipelineSpec: Sendable {
         spec.recordForm = form
         spec.rejectsMalformedLines = rejectsMalformedLines
         spec.history = history
+        spec.lineage = lineage
         spec.discriminator = discriminator
         return spec
     }

@@ -74,6 +74,9 @@ final class RowMapper {
     private let fields: UnsafeMutableBufferPointer<Field>
     /// Capture slots: the instances' key attributes, then their cut relationships.
     private let slotLists: UnsafeMutableBufferPointer<Int32>
+    /// The run whose rows this mapper makes, when the pipeline records lineage
+    /// (`PipelineSpec.lineage`): each request then carries the run and its chunk.
+    var lineageRun: Int?
     /// Records that took the slow path (for tests and the profile).
     private(set) var slowRecords = 0
     /// Records captured by their member ends, without a scan (`JSONCapturePlan.EndsCapture.stepped`).

@@ -211,6 +211,7 @@ struct PostgresRunWorkers: RunWorkers {
         }
         if let writer = try batchWriter(connection: connection, logger: logger),
            let rows = RowMapper(mapper: RecordMapper(spec: spec), inserter: writer) {
+            if spec.lineage { rows.lineageRun = run }
             // A save need not wait for its WAL to reach the disk: its rows and its chunk's marker
             // commit together, so a server crash can only lose whole saves, and their chunks are
             // imported again from the marker that survived. What this process reports as done is

@@ -210,6 +210,7 @@ final class ChunkWorker {
             func newRequest() -> BatchInsertRequest {
                 var request = requests.makeRequest(text: claimed.bytes)
                 request.reserveCapacity(lastCapacity)
+                if let run = rows.lineageRun { request.lineage = (Int64(run), Int64(chunk.index)) }
                 return request
             }
             var request = newRequest()

@@ -73,6 +73,10 @@ final class ImportWorker {
         var text: String
     }
 
+    /// Entities whose rows carry lineage (`PipelineSpec.lineage`), and the record being applied.
+    private let lineage: Set<String>
+    private var position: (chunk: Int64, record: Int64) = (0, 0)
+
     /// Where each save's marker and rejects go, in the save's transaction.
     let bookkeeping: any ChunkBookkeeping
     /// What the selective parse reads, for counting what it leaves out (nil: it reads all).
@@ -91,6 +95,7 @@ final class ImportWorker {
         self.mapper = RecordMapper(spec: spec)
         membersPlan = mapper.selection.keepsAll ? nil : JSONCapturePlan(reading: mapper.selection)
         self.firstRowOfRun = firstRowOfRun
+        lineage = spec.lineage ? Set(spec.model.entities.map(\.name).filter(spec.model.hasLineage)) : []
         toManyRelationships = Set(spec.model.entities.flatMap { entity in
             entity.relationships.filter(\.isToMany).map { RelationshipKey(entity: entity.name, relationship: $0.name) }
         })
@@ -236,6 +241,7 @@ final class ImportWorker {
                 continue
             }
             var changed = false
+            position = (Int64(chunk.index), Int64(pending.index))
             let (_, outcome) = try apply(pending.mapped, changed: &changed)
             result.outcomes.count(inserted: outcome == .inserted, changed: changed, duplicate: outcome == .duplicate)
             result.imported += 1
@@ -251,6 +257,14 @@ final class ImportWorker {
         placeholders.removeAll()
         context.reset()
         return result
+    }
+
+    /// Sets the lineage attributes of `object` (when its entity has them) to the record being applied.
+    private func stampLineage(_ object: ManagedObject) {
+        guard lineage.contains(object.entityName) else { return }
+        object[Model.lineageRun] = .int(Int64(bookkeeping.run))
+        object[Model.lineageChunk] = .int(position.chunk)
+        object[Model.lineageRecord] = .int(position.record)
     }
 
     /// Drops what the context holds of a save that failed.
@@ -303,6 +317,7 @@ final class ImportWorker {
         guard let object = found else {
             let object = context.insert(mapped.entity)
             for index in mapped.slots.indices { object.setValue(mapped.slots[index], forAttributeAt: mapped.positions[index]) }
+            stampLineage(object)
             if let entityKey { created[entityKey] = object }
             if mapped.byKeyAlone {
                 placeholders.insert(ObjectIdentifier(object))
@@ -317,22 +332,28 @@ final class ImportWorker {
         // A reference names an object; it does not describe it.
         if mapped.byKeyAlone { return (object, outcome) }
         var rule = mapping.onConflict
+        var filled = false
         if placeholders.remove(ObjectIdentifier(object)) != nil {
             rule = .update
+            filled = true
             context.unmarkPlaceholder(object)
         }
         guard rule != .keepExisting else {
             try applyStored(relatedTo: mapped)
             return (object, outcome)
         }
+        // This object's own changes: its lineage names the record that last changed it.
+        var own = false
         for index in mapped.slots.indices where rule == .replace || mapped.given[index] {
             let name = mapped.names[index]
             if object[name] != mapped.slots[index] {
-                changed = true
+                own = true
                 object.setValue(mapped.slots[index], forAttributeAt: mapped.positions[index])
             }
         }
-        try relate(object, mapped, isNew: false, rule: rule, changed: &changed)
+        try relate(object, mapped, isNew: false, rule: rule, changed: &own)
+        if own || filled { stampLineage(object) }
+        if own { changed = true }
         return (object, outcome)
     }
 

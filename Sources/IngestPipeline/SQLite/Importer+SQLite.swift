@@ -15,7 +15,9 @@ extension Importer {
                                keys: ImportMarker.Keys) -> (SQLiteChunkWriter, RowMapper)? {
         let inserter = BatchInserter(coordinator: coordinator, rules: spec.mappings.mapValues(\.onConflict))
         inserter.firstRowOfRun = firstRowOfRun
-        return RowMapper(mapper: RecordMapper(spec: spec), inserter: inserter).map { (SQLiteChunkWriter(inserter: inserter, keys: keys), $0) }
+        guard let rows = RowMapper(mapper: RecordMapper(spec: spec), inserter: inserter) else { return nil }
+        if spec.lineage { rows.lineageRun = keys.run }
+        return (SQLiteChunkWriter(inserter: inserter, keys: keys), rows)
     }
 
     /// Before a resumed run: pending chunks of a finished split whose bytes no longer

@@ -30,7 +30,7 @@ extension BatchInsertRequest {
             let which = key.map { "\(info.name) \($0)" } ?? info.name
             let verb = missing.count == 1 ? "is" : "are"
             let onlyKey = row.mode == .findOrCreate && (0..<info.attributeNames.count).allSatisfy { position in
-                position == plan.keyPosition || cells[row.firstCell + position] == plan.defaultCells[position]
+                position == plan.keyPosition || info.isLineage(position) || cells[row.firstCell + position] == plan.defaultCells[position]
             }
             return "\(which): \(names) \(verb) required" + (onlyKey ? " (the record gives only its key)" : "")
         }

@@ -64,6 +64,9 @@ package struct BatchInsertRequest: Sendable {
     let keepsStoredObjects: Bool
     /// Per entity: model defaults that are not plain cells (strings, say), by position.
     var defaultValues: [[(position: Int, value: Value)]] = []
+    /// The run and chunk the records come from: each row of an entity with lineage
+    /// attributes gets them, and its record's number, as it is added. Nil: none set.
+    package var lineage: (run: Int64, chunk: Int64)?
 
     /// How much a request holds: a mapper reserves as much in the next one
     /// (`reserveCapacity(_:)`), since a chunk's batches are alike and an array grown by
@@ -135,6 +138,12 @@ package struct BatchInsertRequest: Sendable {
         links.append(contentsOf: repeatElement(-1, count: plan.info.toOneColumns.count))
         masks.append(contentsOf: repeatElement(0, count: plan.maskWords))
         for (position, value) in defaultValues[entity] { set(value, row: rows.count - 1, attribute: position) }
+        if let lineage, !plan.info.lineagePositions.isEmpty {
+            let positions = plan.info.lineagePositions
+            set(.int(lineage.run), row: rows.count - 1, attribute: positions[0])
+            set(.int(lineage.chunk), row: rows.count - 1, attribute: positions[1])
+            set(.int(Int64(records[records.count - 1].number)), row: rows.count - 1, attribute: positions[2])
+        }
         return rows.count - 1
     }
 

@@ -79,7 +79,8 @@ extension Model {
             }
             var properties = Set<String>()
             for attribute in entity.attributes {
-                try Self.checkName(attribute.name, what: "attribute \(entity.name).\(attribute.name)")
+                // The importer's lineage attributes (`addingLineage(to:)`) are the store's own names a model may hold.
+                if !Self.isLineage(attribute) { try Self.checkName(attribute.name, what: "attribute \(entity.name).\(attribute.name)") }
                 guard properties.insert(attribute.name.lowercased()).inserted else {
                     throw ModelError("duplicate property name '\(entity.name).\(attribute.name)'")
                 }

@@ -32,6 +32,9 @@ extension PostgresBatchWriter {
         var slot: Int32
         /// Its row number: the stored one, or one reserved for it.
         var pk: Int64 = 0
+        /// A row describes the placeholder stored under its key: the UPDATE must unmark it even
+        /// when the row gives nothing but its key (as SQLite's upsert does).
+        var fills = false
 
         init(op: UInt8, record: Int, firstCell: Int, cellCount: Int, slot: Int32) {
             (self.op, self.record, self.firstCell, self.cellCount, self.slot) = (op, record, firstCell, cellCount, slot)

@@ -73,11 +73,13 @@ extension PostgresBatchWriter {
         let slot = Int(batch.folded[index].slot)
         let filling = slot >= 0 && batch.placeholder[slot]
         if slot >= 0 { batch.placeholder[slot] = false }
+        if filling { batch.folded[index].fills = true }
         let rule = filling ? .update : plan.rule
         guard rule == .update || rule == .replace else { return false }
         let attributes = plan.info.attributeNames.count
         var changed = false
-        for bit in 0..<(attributes + batch.linkCount) where bit != plan.keyPosition {
+        let info = plan.info
+        for bit in 0..<(attributes + batch.linkCount) where bit != plan.keyPosition && !(bit < attributes && info.isLineage(bit)) {
             guard rule == .replace || request.isGiven(row: row, bit: bit) else { continue }
             let known = batch.folded[index].op == UInt8(ascii: "i") || batch.isSet(bit, entry: index)
             if bit < attributes {
@@ -93,6 +95,15 @@ extension PostgresBatchWriter {
                 batch.links[link] = given
             }
             batch.masks[index * batch.maskWords + bit >> 6] |= 1 << UInt64(bit & 63)
+        }
+        // Lineage follows the last row that changed something (or filled a placeholder), as
+        // SQLite's row-by-row writes leave it.
+        if (changed || filling) && !info.lineagePositions.isEmpty {
+            batch.refold(index, request)
+            for position in info.lineagePositions {
+                batch.refoldedCells[batch.folded[index].firstCell + position] = request.cells[row.firstCell + position]
+                batch.masks[index * batch.maskWords + position >> 6] |= 1 << UInt64(position & 63)
+            }
         }
         return changed
     }

@@ -265,7 +265,7 @@ extension PostgresBatchWriter {
                 let entry = state.batches[entity].folded[index]
                 let hash = contentHash(index, of: state.batches[entity], entity: entity, request, linked: linked)
                 state.contents[entity].append(hash)
-                if entry.op == UInt8(ascii: "u"), entry.slot >= 0, state.batches[entity].remembered[Int(entry.slot)]?.content == hash {
+                if entry.op == UInt8(ascii: "u"), !entry.fills, entry.slot >= 0, state.batches[entity].remembered[Int(entry.slot)]?.content == hash {
                     for word in 0..<state.batches[entity].maskWords { state.batches[entity].masks[index * state.batches[entity].maskWords + word] = 0 }
                 }
             }
@@ -275,7 +275,7 @@ extension PostgresBatchWriter {
             let batch = state.batches[entity]
             let changes = batch.folded.indices.filter { index in
                 batch.folded[index].op == UInt8(ascii: "u")
-                    && batch.masks[(index * batch.maskWords)..<((index + 1) * batch.maskWords)].contains { $0 != 0 }
+                    && (batch.folded[index].fills || batch.masks[(index * batch.maskWords)..<((index + 1) * batch.maskWords)].contains { $0 != 0 })
             }
             guard !changes.isEmpty, let update = statements[entity].update else { continue }
             usedStagingTables.insert(quoted("_stage_\(entity)"))
@@ -326,7 +326,8 @@ extension PostgresBatchWriter {
         let key = plans[entity].keyPosition
         var hasher = FieldHasher()
         request.text.withUnsafeBytes { text in
-            for position in 0..<entry.cellCount where position != key && batch.isSet(position, entry: index) {
+            let info = plans[entity].info
+            for position in 0..<entry.cellCount where position != key && batch.isSet(position, entry: index) && !info.isLineage(position) {
                 hasher.mix(batch.cell(position, of: index, request), at: position, request, text: text)
             }
         }

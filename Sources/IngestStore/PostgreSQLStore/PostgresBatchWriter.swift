@@ -234,12 +234,14 @@ package final class PostgresBatchWriter: BatchWriting {
         let changing = columns.indices.filter { $0 != plan.keyPosition }
         var update: String?
         if !changing.isEmpty {
+            // Lineage is written, not compared: a row whose other fields are all the same keeps it.
             // Every staged row comes from a row that describes its object: a placeholder is
             // filled and unmarked. Under keepExisting only a placeholder is written (the writer
             // may remember one that another writer filled since).
             let placeholder = "t.\(EntityInfo.placeholderColumn) IS NOT NULL"
             let condition = plan.rule == .keepExisting ? placeholder
-                : "(" + (changing.map { "(\(given($0)) AND t.\(columns[$0]) IS DISTINCT FROM \(values[$0]))" } + [placeholder]).joined(separator: " OR ") + ")"
+                : "(" + (changing.filter { !info.isLineage($0) }.map { "(\(given($0)) AND t.\(columns[$0]) IS DISTINCT FROM \(values[$0]))" }
+                         + [placeholder]).joined(separator: " OR ") + ")"
             update = "UPDATE \(info.table) AS t SET "
                 + (changing.map { "\(columns[$0]) = CASE WHEN \(given($0)) THEN \(values[$0]) ELSE t.\(columns[$0]) END" }
                    + ["\(EntityInfo.placeholderColumn) = NULL"]).joined(separator: ", ")

@@ -124,7 +124,8 @@ extension BatchInserter {
         let attributes = info.attributeNames.count
         for link in 0..<info.toOneColumns.count where request.isGiven(row: row, bit: attributes + link) { return nil }
         var hasher = FieldHasher()
-        for position in 0..<attributes where request.isGiven(row: row, bit: position) {
+        // Lineage is left out: a related object repeated field for field is not written again, its lineage kept.
+        for position in 0..<attributes where request.isGiven(row: row, bit: position) && !info.isLineage(position) {
             hasher.mix(request.cells[row.firstCell + position], at: position, request, text: text)
         }
         return hasher.value

@@ -39,26 +39,29 @@ extension BatchInserter {
                 findOrCreate = info.insertSQL.replacingOccurrences(of: ") VALUES (", with: ", \(placeholder)) VALUES (")
                     .dropLast() + ", 1) ON CONFLICT (\(target)) DO NOTHING"
                 let changing = columns.enumerated().filter { !constraint.contains(info.attributes.indices.contains($0.offset) ? info.attributes[$0.offset].name : "") }
+                // A lineage attribute is written with the rest, but a row whose other fields are
+                // all the same is left as it is: its lineage names the record that last changed it.
+                let compared = changing.filter { !info.isLineage($0.offset) }
                 let fill = changing.map { "\($1) = CASE WHEN \(given($0)) THEN excluded.\($1) ELSE \($1) END" } + ["\(placeholder) = NULL"]
                 let isPlaceholder = "\(placeholder) IS NOT NULL"
                 switch rule {
                 case .update:
                     upsert += " ON CONFLICT (\(target)) DO UPDATE SET " + fill.joined(separator: ", ")
-                        + " WHERE " + (changing.map { "(\(given($0)) AND \($1) IS NOT excluded.\($1))" } + [isPlaceholder]).joined(separator: " OR ")
+                        + " WHERE " + (compared.map { "(\(given($0)) AND \($1) IS NOT excluded.\($1))" } + [isPlaceholder]).joined(separator: " OR ")
                 case .replace:
                     // A placeholder keeps the links others gave it: filled as `update` fills it.
                     let written = "(\(placeholder) IS NULL OR %GIVEN%)"
                     upsert += " ON CONFLICT (\(target)) DO UPDATE SET "
                         + (changing.map { "\($1) = CASE WHEN \(written.replacingOccurrences(of: "%GIVEN%", with: given($0))) THEN excluded.\($1) ELSE \($1) END" }
                            + ["\(placeholder) = NULL"]).joined(separator: ", ")
-                        + " WHERE " + (changing.map { "\($1) IS NOT excluded.\($1)" } + [isPlaceholder]).joined(separator: " OR ")
+                        + " WHERE " + (compared.map { "\($1) IS NOT excluded.\($1)" } + [isPlaceholder]).joined(separator: " OR ")
                 case .keepExisting, .reject:
                     upsert += " ON CONFLICT (\(target)) DO UPDATE SET " + fill.joined(separator: ", ") + " WHERE " + isPlaceholder
                 }
                 if rule == .reject {
                     // Attributes and to-ones the record gives: a link to another object changes the stored one too.
                     // A placeholder differs from nothing: the record fills it.
-                    let compared = info.attributes.indices.filter { !constraint.contains(info.attributes[$0].name) }
+                    let compared = info.attributes.indices.filter { !constraint.contains(info.attributes[$0].name) && !info.isLineage($0) }
                     let conditions = compared.map { "(\(given($0)) AND \(quoted(info.attributes[$0].name)) IS NOT ?\($0 + 2))" }
                         + info.toOneColumns.indices.map { link in
                             let bit = info.attributes.count + link

@@ -73,6 +73,9 @@ final class EntityInfo: Sendable {
     let attributeRequired: [Bool]
     let attributeDefaults: [Value?]
     let hasDefaults: Bool
+    /// The lineage attributes' positions (run, chunk, record: `Model.lineageAttributeNames`),
+    /// or empty: an import sets them and does not count them as a change.
+    let lineagePositions: [Int]
     /// Each name's two machine words (see `attributePosition`).
     let attributeNameBits: [(UInt64, UInt64)]
     /// Each stored attribute's value rules, ready to check; nil where it has none.
@@ -103,6 +106,10 @@ final class EntityInfo: Sendable {
     let uniqueLookupSQL: [String]
 
     var name: String { entity.name }
+
+    /// Whether the attribute at `position` is a lineage attribute (see `lineagePositions`).
+    @inline(__always)
+    func isLineage(_ position: Int) -> Bool { !lineagePositions.isEmpty && lineagePositions.contains(position) }
 
     /// The attribute's position; runs for every value set, so it avoids hashing.
     ///
@@ -154,6 +161,8 @@ final class EntityInfo: Sendable {
         attributeRequired = entity.attributes.map { !$0.isOptional }
         attributeDefaults = entity.attributes.map { $0.defaultValue?.canonicalized }
         hasDefaults = entity.attributes.contains { $0.defaultValue != nil }
+        let lineage = Model.lineageAttributeNames.compactMap { name in entity.attributes.firstIndex { $0.name == name && Model.isLineage($0) } }
+        lineagePositions = lineage.count == Model.lineageAttributeNames.count ? lineage : []
         attributeNameBits = entity.attributes.map { unsafeBitCast($0.name, to: (UInt64, UInt64).self) }
         uniquenessConstraints = entity.uniquenessConstraints
         uniquenessPositions = entity.uniquenessConstraints.map { constraint in
