@@ -1,7 +1,9 @@
 import Foundation
 import IngestJSON
+import IngestStore
 import IngestTestSupport
 import Testing
+@testable import IngestPipeline
 
 /// Feeds over HTTP: read as they arrive (gzip too), continued with a `Range` request after a
 /// connection drops or the run stops, read whole again from a server that ignores `Range`,
@@ -128,6 +130,40 @@ import Testing
         }
         let resumed = try IngestBinary.run(["resume", store])
         #expect(resumed.status == 1 && resumed.stderr.contains("changed since this run began reading it (ETag \"v1\""), "\(resumed.stderr)")
+    }
+
+    /// On PostgreSQL too: the split's chunk directory goes with its process, but the download
+    /// is kept apart (`HTTPSpoolDirectory`), so the resume asks only for the rest, and the
+    /// download goes once the split has read the feed to its end.
+    @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
+    func aStoppedPostgreSQLImportResumesWithARangeRequestFromWhatItKept() throws {
+        let postgres = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        defer { withExtendedLifetime(dir) {} }
+        let bytes = try Self.feed(dir, records: 12_000)
+        let server = try TestHTTPServer(.init(bytes: bytes, etag: "\"v1\""))
+        server.change { _, faults in faults.pause = .milliseconds(20) }
+        let url = try postgres.createDatabase("http_resume")
+        let spoolDirectory = HTTPSpoolDirectory.path(url: try PostgresURL(url), run: 1, feed: server.url())
+        let spool = spoolDirectory + "/" + HTTPByteSource.spoolName
+        let running = try IngestBinary.start(["import", server.url(), "--pipeline", Self.photos, "--store", url, "--chunk-size", "500"])
+        while running.process.isRunning && (FileOps.fileSize(spool) ?? 0) < bytes.count / 3 { usleep(5_000) }
+        kill(running.process.processIdentifier, SIGINT)
+        let stopped = IngestBinary.finish(running)
+        #expect(stopped.status == 130, "\(stopped.stderr)")
+        let kept = try #require(FileOps.fileSize(spool))
+        #expect(kept > 0 && kept < bytes.count)
+        let before = server.log.count
+
+        server.change { _, faults in faults.pause = .zero }
+        let resumed = try IngestBinary.run(["resume", url])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let after = Array(server.log.dropFirst(before))
+        #expect(after.contains("/feed.json range=bytes=\(kept)- status=206"), "\(after)")
+        #expect(!after.contains { $0.contains("range=- ") }, "nothing is downloaded whole again: \(after)")
+        let rows = try postgres.psql(["-d", "http_resume", "-At", "-c", #"SELECT count(*), sum(views) FROM "Photo""#])
+        #expect(rows.hasPrefix("\(try Self.reference(dir, records: 12_000).count)|"), "\(rows)")
+        #expect(!FileManager.default.fileExists(atPath: spoolDirectory), "the download goes once the feed was read to its end")
     }
 
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))

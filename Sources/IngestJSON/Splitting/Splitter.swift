@@ -77,6 +77,11 @@ package struct SplitReport: Sendable {
 package final class Splitter {
     package let feedPath: String
     package let directory: String
+    /// Where a feed over HTTP is kept as it arrives (`HTTPByteSource`'s spool and validators):
+    /// the chunk directory unless set. A PostgreSQL split sets one that outlives its temporary
+    /// chunk directory, so a resumed split asks the server only for the rest.
+    package var spoolDirectory: String?
+    private var spoolIn: String { spoolDirectory ?? directory }
     package let options: SplitOptions
     /// Called on the splitting thread after each block of input.
     package var onProgress: ((SplitProgress) -> Void)?
@@ -134,6 +139,11 @@ package final class Splitter {
         for name in entries where [SplitJournal.fileName, SplitManifest.fileName, HTTPByteSource.validatorsName].contains(where: { FileOps.isLeftoverTemporary(name, of: $0) }) {
             try FileOps.removeRegularFile(directory + "/" + name)
         }
+        if let spoolDirectory, HTTPByteSource.isURL(feedPath) {
+            for name in try FileOps.contents(of: spoolDirectory) where FileOps.isLeftoverTemporary(name, of: HTTPByteSource.validatorsName) {
+                try FileOps.removeRegularFile(spoolDirectory + "/" + name)
+            }
+        }
         if options.force {
             for name in entries where Self.isSplitFile(name) { try FileOps.removeRegularFile(directory + "/" + name) }
         }
@@ -142,10 +152,10 @@ package final class Splitter {
         let cancellation = self.cancellation
         // A feed over HTTP is kept in the chunk directory as it arrives: a resumed split reads
         // it from there and asks the server only for the rest.
-        let spool = HTTPByteSource.isURL(feedPath) ? directory + "/" + HTTPByteSource.spoolName : nil
+        let spool = HTTPByteSource.isURL(feedPath) ? spoolIn + "/" + HTTPByteSource.spoolName : nil
         let reader = try FeedReader(path: feedPath, options: options.feed, spool: spool, isCancelled: { cancellation.isCancelled })
         let identity = FeedIdentity(path: feedPath, byteSize: reader.totalBytes, checksum: nil,
-                                    headChecksum: FileOps.isReadOnce(feedPath) ? nil : try Self.headHash(feedPath, spoolDirectory: directory))
+                                    headChecksum: FileOps.isReadOnce(feedPath) ? nil : try Self.headHash(feedPath, spoolDirectory: spoolIn))
         let header = SplitJournal.Header(formatVersion: SplitManifest.currentFormatVersion, feed: identity,
                                          shape: ShapeRecord(options.feed.shape), chunkSize: options.chunkSize)
         var existing: [ChunkInfo] = []
@@ -155,7 +165,7 @@ package final class Splitter {
             try checkSameFeed(recorded: manifest.feed, shape: manifest.shape, chunkSize: manifest.chunkSize, current: header)
             existing = validPrefix(of: manifest.chunks)
             if existing.count == manifest.chunks.count, !FileOps.isReadOnce(feedPath) {
-                guard try Self.fullHash(feedPath, spoolDirectory: directory) == manifest.feed.checksum else {
+                guard try Self.fullHash(feedPath, spoolDirectory: spoolIn) == manifest.feed.checksum else {
                     throw SplitError.differentFeed(directory: directory, reason: "its content differs from the feed that was split")
                 }
                 return SplitReport(manifest: manifest, chunksWritten: 0, chunksReused: existing.count, alreadyComplete: true)
@@ -194,7 +204,7 @@ package final class Splitter {
         let reader = try FeedReader(path: feedPath, options: options.feed)
         let current = SplitJournal.Header(
             formatVersion: SplitManifest.currentFormatVersion,
-            feed: FeedIdentity(path: feedPath, byteSize: reader.totalBytes, checksum: nil, headChecksum: try Self.headHash(feedPath, spoolDirectory: directory)),
+            feed: FeedIdentity(path: feedPath, byteSize: reader.totalBytes, checksum: nil, headChecksum: try Self.headHash(feedPath, spoolDirectory: spoolIn)),
             shape: ShapeRecord(options.feed.shape), chunkSize: options.chunkSize)
         if let manifest = try SplitManifest.load(fromDirectory: directory) {
             try checkSameFeed(recorded: manifest.feed, shape: manifest.shape, chunkSize: manifest.chunkSize, current: current)

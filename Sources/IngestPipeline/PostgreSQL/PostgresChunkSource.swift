@@ -192,7 +192,11 @@ final class PostgresChunkSource: ChunkSource {
     /// record), stores the chunks the split had not stored yet, and goes back to importing.
     /// Returns false when the feed cannot be read here.
     private func takeOverSplit(_ current: PostgresRunRecord, stored before: String) throws -> Bool {
-        guard current.feed != "-", !FileOps.isReadOnce(current.feed), FileOps.fileSize(current.feed) == current.feedByteSize else { return false }
+        // A feed over HTTP can be read from anywhere: its split checks the document's validators
+        // (and on this machine continues the download the stopped split kept, `HTTPSpoolDirectory`).
+        let readable = HTTPByteSource.isURL(current.feed)
+            || !FileOps.isReadOnce(current.feed) && FileOps.fileSize(current.feed) == current.feedByteSize
+        guard current.feed != "-", readable else { return false }
         var taken = current
         taken.splitUpdated = Date().timeIntervalSince1970
         // This process answers for the chunks the gone one kept until its split has stored them.
