@@ -164,6 +164,20 @@ import Testing
         #expect(photos == expected.mapValues { $0.hasPrefix("2/") ? $0 : "//" })
     }
 
+    /// The importer alone sets lineage: a model that declares a lineage attribute, or a
+    /// mapping that writes one, is refused where it says so.
+    @Test func aPipelineCannotDeclareOrMapALineageAttribute() throws {
+        let declared = Self.pipeline(lineage: false).replacingOccurrences(of: #"{ "name": "views", "type": "int64" }"#,
+                                                                         with: #"{ "name": "views", "type": "int64" }, { "name": "_ingest_run", "type": "int64" }"#)
+        #expect(throws: PipelineError(at: "pipeline.model", #"attribute Photo._ingest_run: names starting with '_' are reserved (_ingest_run is a lineage attribute, which "import": {"lineage": true} adds)"#)) {
+            try PipelineSpec.parse(Array(declared.utf8))
+        }
+        let mapped = Self.pipeline().replacingOccurrences(of: #""views": "views" }"#, with: #""views": "views", "_ingest_run": "run" }"#)
+        #expect(throws: PipelineError(at: "pipeline.mappings.Photo", "_ingest_run is a lineage attribute: the importer sets it, no record does")) {
+            try PipelineSpec.parse(Array(mapped.utf8))
+        }
+    }
+
     @Test func aRelationshipWhoseColumnWouldTakeALineageNameIsRefused() throws {
         let text = Self.pipeline().replacingOccurrences(of: "whoTook", with: "ingest_run")
         #expect(throws: PipelineError.self) { try PipelineSpec.parse(Array(text.utf8)) }

@@ -228,6 +228,12 @@ public struct PipelineSpec: Sendable {
             throw PipelineError(at: "pipeline.model", "\(error)")
         }
 
+        // The lineage attributes are the importer's to add and to set, never a model's own.
+        for entity in model.entities {
+            for attribute in entity.declaredAttributes where Model.lineageAttributeNames.contains(attribute.name) {
+                throw PipelineError(at: "pipeline.model", "attribute \(entity.name).\(attribute.name): names starting with '_' are reserved (\(attribute.name) is a lineage attribute, which \"import\": {\"lineage\": true} adds)")
+            }
+        }
         var lineage = false
         if case .object(let options)? = top.optional("import"), let value = options.last(where: { $0.key == "lineage" })?.value {
             guard case .bool(let flag) = value else { throw PipelineError(at: "pipeline.import.lineage", "expected true or false, found \(value)") }
@@ -319,6 +325,11 @@ public struct PipelineSpec: Sendable {
         var mappings: [String: EntityMapping] = [:]
         for member in members {
             mappings[member.key] = try entityMapping(member.key, member.value, model: model)
+        }
+        for mapping in mappings.values.sorted(by: { $0.entity < $1.entity }) {
+            for name in mapping.attributes.map(\.attribute) + mapping.key where Model.lineageAttributeNames.contains(name) {
+                throw PipelineError(at: "pipeline.mappings.\(mapping.entity)", "\(name) is a lineage attribute: the importer sets it, no record does")
+            }
         }
         for entity in discriminator?.candidates ?? [recordEntity] where mappings[entity] == nil {
             throw PipelineError(at: "pipeline.mappings", "no mapping for the record entity '\(entity)'")

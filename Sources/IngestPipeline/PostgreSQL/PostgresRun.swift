@@ -279,7 +279,8 @@ package enum PostgresImport {
         let splitter = Splitter(feedPath: feed, directory: directory, options: splitOptions)
         // A feed over HTTP is kept where a later split of this run, on this machine, finds it.
         let spool = HTTPByteSource.isURL(feed) ? HTTPSpoolDirectory.open(url: url, run: run, feed: feed, logger: options.logger) : nil
-        splitter.spoolDirectory = spool
+        defer { spool?.close() }
+        splitter.spoolDirectory = spool?.path
         // A kept chunk's bytes stay in its file: nothing is made of them here.
         if keeps {
             splitter.chunkEncoder = { DiscardingChunkEncoder() }
@@ -363,7 +364,7 @@ package enum PostgresImport {
             throw reason
         }
         // Read to its end: every chunk is stored, and no split of this run needs the download again.
-        if let spool { HTTPSpoolDirectory.remove(spool) }
+        spool?.remove()
         // A split that found its directory complete wrote nothing new: its chunks are stored already.
         record = recordBox.withLock { $0 }
         record.chunkCount = manifest.chunks.count
