@@ -211,7 +211,10 @@ import Testing
                 said.append("resume: \(resumed.status) \(resumed.stderr)")
                 // "nothing to resume: its last import, run N of FEED, is finished": done when FEED is this one.
                 let lastWasThis = resumed.stdout.contains("nothing to resume") && resumed.stdout.contains(" of \(feed), is finished")
-                if resumed.status != 0 || (resumed.stdout.contains("nothing to resume") && !lastWasThis) {
+                // A resume that finished the run (3: with rejects; or every record rejected) is not
+                // followed by another import: that would be a run of its own (lineage names it).
+                let finished = resumed.status == 0 || resumed.status == 3 || resumed.stderr.contains("every record this run read was rejected")
+                if !finished || (resumed.stdout.contains("nothing to resume") && !lastWasThis) {
                     // Killed before it recorded the run: nothing to resume, so imported again.
                     resumed = try IngestBinary.run(["import", feed, "--pipeline", pipeline, "--store", store, "--workers", "2",
                                                     "--chunk-size", "8", "--save-every", "3", "--quiet"])
