@@ -132,6 +132,34 @@ import Testing
         try Self.expectLineage(url, "PostgreSQL\(objectPath ? ", object path" : "")")
     }
 
+    /// Several records of one save meeting the same stored row: only the stored values say
+    /// which of them changed it. p1: the second gives a field as stored (no change); p3: changed,
+    /// then changed back (two changes). PostgreSQL writes them in rounds to name the same records as SQLite.
+    static let sameSaveFeeds = [
+        [#"{"id": "p1", "title": "a", "views": 1}"#, #"{"id": "p3", "title": "a", "views": 1}"#],
+        [#"{"id": "p1", "title": "b"}"#, #"{"id": "p1", "views": 1}"#, #"{"id": "p2", "title": "x"}"#,
+         #"{"id": "p3", "title": "z"}"#, #"{"id": "p3", "title": "a"}"#, #"{"id": "p1", "views": 1}"#],
+    ]
+    static let sameSaveExpected = ["p1": "2/1/0", "p2": "2/1/2", "p3": "2/1/4"]
+
+    @Test func severalRecordsOfOneSaveMeetingAStoredRowNameTheOneThatChangedItOnSQLite() throws {
+        let dir = try TemporaryDirectory()
+        let store = dir.file("store.sqlite")
+        try Self.importRuns(Self.sameSaveFeeds, pipeline: Self.pipeline().replacingOccurrences(of: #""saveEvery": 3"#, with: #""saveEvery": 6"#),
+                            store: store, dir: dir, workers: 1)
+        #expect(try Self.queried(store, "Photo") == Self.sameSaveExpected)
+    }
+
+    @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")), arguments: [1, 2])
+    func severalRecordsOfOneSaveMeetingAStoredRowNameTheOneThatChangedItOnPostgreSQL(workers: Int) throws {
+        let server = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        let url = try server.createDatabase("same_save_\(workers)")
+        try Self.importRuns(Self.sameSaveFeeds, pipeline: Self.pipeline().replacingOccurrences(of: #""saveEvery": 3"#, with: #""saveEvery": 6"#),
+                            store: url, dir: dir, workers: workers)
+        #expect(try Self.queried(url, "Photo") == Self.sameSaveExpected)
+    }
+
     @Test func aPredicateFindsTheRowsARunChanged() throws {
         let dir = try TemporaryDirectory()
         let store = dir.file("store.sqlite")

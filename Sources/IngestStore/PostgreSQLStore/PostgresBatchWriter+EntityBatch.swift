@@ -35,6 +35,9 @@ extension PostgresBatchWriter {
         /// A row describes the placeholder stored under its key: the UPDATE must unmark it even
         /// when the row gives nothing but its key (as SQLite's upsert does).
         var fills = false
+        /// For lineage: the UPDATE round it goes in (0, or one after the stored key's entry
+        /// before it), so that each row of a stored key meets the row as the rows before it left it.
+        var round: Int32 = 0
 
         init(op: UInt8, record: Int, firstCell: Int, cellCount: Int, slot: Int32) {
             (self.op, self.record, self.firstCell, self.cellCount, self.slot) = (op, record, firstCell, cellCount, slot)

@@ -43,7 +43,19 @@ extension PostgresBatchWriter {
                 }
                 let at = state.batches[entity].foldedAt[Int(slot)]
                 let storedPK = state.batches[entity].stored[Int(slot)]
-                if at >= 0 {
+                if at >= 0, let storedPK, row.mode == .upsert, !plan.info.lineagePositions.isEmpty,
+                   state.batches[entity].folded[Int(at)].op == UInt8(ascii: "u") {
+                    // Lineage names the row that changed the stored row, which only the stored values
+                    // tell: a later row of a stored key is an UPDATE of its own, one round after the
+                    // earlier's, as SQLite writes them one after another (found by review).
+                    var update = entry
+                    update.op = UInt8(ascii: "u")
+                    update.pk = storedPK
+                    update.round = state.batches[entity].folded[Int(at)].round + 1
+                    let index = state.batches[entity].append(update, row: row, request, rowSlot: rowSlot, maskBits: 0)
+                    _ = apply(row, to: index, in: &state.batches[entity], request, rowSlot: rowSlot)
+                    if own { state.awaitingVerdict.append((entity, record, storedPK >= (firstRowOfRun[plan.info.name] ?? .max))) }
+                } else if at >= 0 {
                     let changed = apply(row, to: Int(at), in: &state.batches[entity], request, rowSlot: rowSlot)
                     if own {
                         // Made earlier in this run: in this request, or stored since the run began.

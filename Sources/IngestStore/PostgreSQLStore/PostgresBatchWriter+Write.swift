@@ -265,7 +265,7 @@ extension PostgresBatchWriter {
                 let entry = state.batches[entity].folded[index]
                 let hash = contentHash(index, of: state.batches[entity], entity: entity, request, linked: linked)
                 state.contents[entity].append(hash)
-                if entry.op == UInt8(ascii: "u"), !entry.fills, entry.slot >= 0, state.batches[entity].remembered[Int(entry.slot)]?.content == hash {
+                if entry.op == UInt8(ascii: "u"), entry.round == 0, !entry.fills, entry.slot >= 0, state.batches[entity].remembered[Int(entry.slot)]?.content == hash {
                     for word in 0..<state.batches[entity].maskWords { state.batches[entity].masks[index * state.batches[entity].maskWords + word] = 0 }
                 }
             }
@@ -278,18 +278,25 @@ extension PostgresBatchWriter {
                     && (batch.folded[index].fills || batch.masks[(index * batch.maskWords)..<((index + 1) * batch.maskWords)].contains { $0 != 0 })
             }
             guard !changes.isEmpty, let update = statements[entity].update else { continue }
-            usedStagingTables.insert(quoted("_stage_\(entity)"))
-            try connection.copyIn(statements[entity].copy) { stream in
-                appendStagedRows(changes, of: batch, entity: entity, request, linked: linked, to: &stream)
-            }
-            let updated = try connection.execute(update)
-            for row in 0..<updated.count { updatedRecords[entity].insert(try updated.int(row, 0)) }
-            if recordsHistory, updated.count > 0 {
-                var entryOf: [Int64: Int] = [:]
-                for index in changes { entryOf[batch.folded[index].pk] = index }
-                for row in 0..<updated.count {
-                    guard let pk = Int64(try updated.text(row, 1)), let index = entryOf[pk] else { continue }
-                    state.result.history.add(plans[entity].info.name, .update, row: pk, properties: givenProperties(index, of: batch, entity: entity))
+            let stage = quoted("_stage_\(entity)")
+            usedStagingTables.insert(stage)
+            // Rounds (lineage only): each after the one before it, each alone in the staging table.
+            let rounds = changes.contains { batch.folded[$0].round > 0 }
+                ? Dictionary(grouping: changes) { batch.folded[$0].round }.sorted { $0.key < $1.key }.map(\.value) : [changes]
+            for (number, round) in rounds.enumerated() {
+                if number > 0 { try connection.execute("DELETE FROM \(stage)") }
+                try connection.copyIn(statements[entity].copy) { stream in
+                    appendStagedRows(round, of: batch, entity: entity, request, linked: linked, to: &stream)
+                }
+                let updated = try connection.execute(update)
+                for row in 0..<updated.count { updatedRecords[entity].insert(try updated.int(row, 0)) }
+                if recordsHistory, updated.count > 0 {
+                    var entryOf: [Int64: Int] = [:]
+                    for index in round { entryOf[batch.folded[index].pk] = index }
+                    for row in 0..<updated.count {
+                        guard let pk = Int64(try updated.text(row, 1)), let index = entryOf[pk] else { continue }
+                        state.result.history.add(plans[entity].info.name, .update, row: pk, properties: givenProperties(index, of: batch, entity: entity))
+                    }
                 }
             }
         }
@@ -304,8 +311,10 @@ extension PostgresBatchWriter {
     private func rememberWritten(_ state: WriteState) {
         for entity in plans.indices where !undestined[entity] {
             let batch = state.batches[entity]
+            // A key written in rounds holds the union of their fields: no one entry's hash says it.
+            let inRounds = Set(batch.folded.lazy.filter { $0.round > 0 }.map(\.slot))
             for (index, entry) in batch.folded.enumerated() where entry.slot >= 0 {
-                let memory = Known(pk: entry.pk, content: state.madeElsewhere[entity].contains(entry.slot) ? nil : state.contents[entity][index],
+                let memory = Known(pk: entry.pk, content: state.madeElsewhere[entity].contains(entry.slot) || inRounds.contains(entry.slot) ? nil : state.contents[entity][index],
                                    generation: contentGeneration,
                                    mayBePlaceholder: batch.placeholder[Int(entry.slot)] || state.madeElsewhere[entity].contains(entry.slot))
                 let before = batch.remembered[Int(entry.slot)]
