@@ -166,6 +166,30 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: spoolDirectory), "the download goes once the feed was read to its end")
     }
 
+    /// The spool directory's name is predictable (the temporary directory is shared): a link
+    /// put there is not followed, nor removed, and what it names gets nothing; the split keeps
+    /// the download with its chunks instead, and says so.
+    @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
+    func aLinkInThePlaceOfThePostgreSQLSpoolDirectoryIsNotFollowed() throws {
+        let postgres = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        defer { withExtendedLifetime(dir) {} }
+        let server = try TestHTTPServer(.init(bytes: try Self.feed(dir), etag: "\"v1\""))
+        let url = try postgres.createDatabase("http_link")
+        let spoolDirectory = HTTPSpoolDirectory.path(url: try PostgresURL(url), run: 1, feed: server.url())
+        let elsewhere = dir.file("elsewhere")
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: false)
+        try FileManager.default.createSymbolicLink(atPath: spoolDirectory, withDestinationPath: elsewhere)
+        defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
+        let outcome = try IngestBinary.run(["import", server.url(), "--pipeline", Self.photos, "--store", url])
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        #expect(outcome.stderr.contains("the feed's download is kept with the chunks instead"), "\(outcome.stderr)")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: spoolDirectory) == elsewhere)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).isEmpty)
+        let rows = try postgres.psql(["-d", "http_link", "-At", "-c", #"SELECT count(*) FROM "Photo""#])
+        #expect(rows.hasPrefix("\(try Self.reference(dir).count)"), "\(rows)")
+    }
+
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
     func aFeedOverHTTPImportsIntoPostgreSQL() throws {
         let postgres = try PostgresServer()
