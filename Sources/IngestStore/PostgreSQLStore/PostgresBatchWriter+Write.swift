@@ -312,7 +312,8 @@ extension PostgresBatchWriter {
         for entity in plans.indices where !undestined[entity] {
             let batch = state.batches[entity]
             // A key written in rounds holds the union of their fields: no one entry's hash says it.
-            let inRounds = Set(batch.folded.lazy.filter { $0.round > 0 }.map(\.slot))
+            // Only lineage writes in rounds: without it, no walk over the entries on every save.
+            let inRounds = plans[entity].info.lineagePositions.isEmpty ? [] : Set(batch.folded.lazy.filter { $0.round > 0 }.map(\.slot))
             for (index, entry) in batch.folded.enumerated() where entry.slot >= 0 {
                 let memory = Known(pk: entry.pk, content: state.madeElsewhere[entity].contains(entry.slot) || inRounds.contains(entry.slot) ? nil : state.contents[entity][index],
                                    generation: contentGeneration,
