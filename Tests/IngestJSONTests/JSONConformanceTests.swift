@@ -28,6 +28,33 @@ import Testing
         }
     }
 
+    /// The search skips 32 bytes at a time; a forbidden byte in any lane of a run of plain
+    /// text, or just past one, is found at its own offset, and valid multi-byte text is not.
+    @Test(arguments: [
+        ([0x0C] as [UInt8], "a form feed (0x0C)"),
+        ([0xC0, 0x80], "invalid UTF-8: an overlong encoding (C0 80)"),
+        ([0xED, 0xA0, 0x80], "invalid UTF-8: a UTF-16 surrogate encoded as UTF-8 (ED A0 …)"),
+        ([0xF4, 0x90, 0x80, 0x80], "invalid UTF-8: a code point above U+10FFFF (F4 90 …)"),
+    ])
+    func aForbiddenByteAfterAnyRunOfPlainTextIsFoundWhereItIs(_ forbidden: [UInt8], _ message: String) throws {
+        for padding in 0..<70 {
+            // A form feed outside a string (whitespace); the others inside one.
+            let before = forbidden == [0x0C] ? [UInt8]("[\"\(String(repeating: "a", count: padding))\",".utf8)
+                                              : [UInt8]("[\"\(String(repeating: "é", count: padding % 3))\(String(repeating: "a", count: padding))".utf8)
+            let after = forbidden == [0x0C] ? [UInt8]("2]".utf8) : [UInt8]("\"]".utf8)
+            let error = try #require(feedError(before + forbidden + after), "padding \(padding)")
+            #expect(error.message.hasPrefix(message), "padding \(padding): \(error.message)")
+            #expect(error.position.byteOffset == before.count, "padding \(padding)")
+        }
+    }
+
+    @Test func longRunsOfValidMultiByteTextRead() throws {
+        for padding in 0..<70 {
+            let text = "[\"\(String(repeating: "a", count: padding))é中\u{10FFFF}\u{D7FF}\(String(repeating: "ü", count: padding))\",\t\r\n1]"
+            #expect(try readRecords(Array(text.utf8)).count == 2, "padding \(padding)")
+        }
+    }
+
     @Test func validTextNearTheEdgesStillReads() throws {
         // U+0080, U+07FF, U+0800, U+D7FF, U+E000, U+FFFF, U+10000, U+10FFFF, and a tab, CR and LF.
         let text = "[\"\u{80}\u{7FF}\u{800}\u{D7FF}\u{E000}\u{FFFF}\u{10000}\u{10FFFF}\",\t\r\n1]"

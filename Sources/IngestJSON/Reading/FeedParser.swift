@@ -11,15 +11,18 @@ import CYajl
 final class FeedParser {
     let options: FeedOptions
     let name: String
-    var onRecord: ((FeedRecord) throws -> Void)?
-    var recordCount = 0
+    // The fields marked `@exclusivity(unchecked)` are touched for every record; the parser
+    // lives on the one thread that reads the feed and never lends them out `inout` across a
+    // call back into itself, so the runtime's access bookkeeping is skipped for them.
+    @exclusivity(unchecked) var onRecord: ((FeedRecord) throws -> Void)?
+    @exclusivity(unchecked) var recordCount = 0
 
     var handle: yajl_handle!
     private let callbacks: UnsafeMutablePointer<yajl_callbacks>
     /// Shared with the C callbacks, which keep `depth` while inside a record.
     let state: UnsafeMutablePointer<cyajl_feed_state>
-    var buffer = UnsafeRawBufferPointer(start: nil, count: 0)
-    var bufferBase = 0
+    @exclusivity(unchecked) var buffer = UnsafeRawBufferPointer(start: nil, count: 0)
+    @exclusivity(unchecked) var bufferBase = 0
     /// Where the top-level value ended (not for NDJSON): a feed that ends in a token after
     /// it (`[]\n42`) has content past its end, not a truncated array.
     var topLevelEnd: Int?
@@ -39,9 +42,9 @@ final class FeedParser {
     let keyPath: [String]?
     /// Records are an object's values (`FeedShape.keyed`); `recordKey` is the current one's name.
     let keyed: Bool
-    var recordKey: String?
+    @exclusivity(unchecked) var recordKey: String?
     /// `FeedRecord.keyText` of the current keyed record.
-    var recordKeyText: [UInt8]?
+    @exclusivity(unchecked) var recordKeyText: [UInt8]?
 
     var keyStack: [String?] = []
     var expectingRecords = false
@@ -56,15 +59,15 @@ final class FeedParser {
     var sawValue: Bool { state.pointee.saw_value != 0 }
 
     /// Where the bytes after the previous record begin.
-    var gapStart = 0
-    var gapSawNewline = false
-    var pending: [UInt8] = []
+    @exclusivity(unchecked) var gapStart = 0
+    @exclusivity(unchecked) var gapSawNewline = false
+    @exclusivity(unchecked) var pending: [UInt8] = []
     /// Bytes of the record in progress carried from earlier buffers (or read past, for a
     /// refused record: the reader grows its buffer for both alike).
     var carriedBytes: Int { refusal == nil ? pending.count : refusedSoFar }
     /// Why the record in progress is not kept: it broke a limit. It is read to its end,
     /// holding none of it, and delivered empty with this error (`FeedRecord.refusal`).
-    var refusal: FeedError?
+    @exclusivity(unchecked) var refusal: FeedError?
     /// The refusal was made as the record crossed a read, before its size was known.
     var refusalSizeUnknown = false
     /// Where the refused record began.
@@ -74,9 +77,9 @@ final class FeedParser {
     /// How far past the size limit a refused record is read before the feed stops: yajl holds
     /// a string token whole until it ends, so reading on costs memory up to this.
     var refusedReadLimit: Int { options.maxRecordBytes > Int.max / 2 ? Int.max : options.maxRecordBytes * 2 }
-    var failure: (any Error)?
+    @exclusivity(unchecked) var failure: (any Error)?
     /// The record handler threw: its error is not the feed's, and never makes a line malformed.
-    var handlerFailed = false
+    @exclusivity(unchecked) var handlerFailed = false
     /// NDJSON whose malformed lines are rejected as records (`FeedOptions.rejectsMalformedLines`).
     private(set) var rejectsLines = false
     /// A malformed line read past until its end: its error, its first byte's offset, its text so far.
@@ -348,7 +351,8 @@ final class FeedParser {
         recordCount += 1
         gapStart = bufferBase + end
         gapSawNewline = false
-        pending.removeAll(keepingCapacity: pending.capacity <= 1 << 20)
+        // Most records lie inside one read: nothing was carried, and the generic removeAll is skipped.
+        if !pending.isEmpty || pending.capacity > 1 << 20 { pending.removeAll(keepingCapacity: pending.capacity <= 1 << 20) }
         return true
     }
 

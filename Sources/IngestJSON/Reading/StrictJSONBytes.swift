@@ -1,3 +1,5 @@
+import CYajl
+
 /// What yajl lets through that RFC 8259 forbids, caught before yajl sees the bytes (found
 /// by probing yajl 2.1 with every case; see the tests):
 ///
@@ -22,29 +24,12 @@ struct StrictJSONBytes {
             pendingLead = nil
             if let message = Self.problem(lead: lead, next: block[0]) { return (0, .invalidUTF8, message) }
         }
-        let high: UInt64 = 0x8080_8080_8080_8080
-        let ones: UInt64 = 0x0101_0101_0101_0101
+        guard let base = block.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
         while index < count {
-            // Sixteen bytes at a time while none has its high bit set or is below 0x20 (the
-            // usual case: tabs and line breaks are the only control bytes JSON has, and few).
-            if index + 16 <= count {
-                let first = block.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                let second = block.loadUnaligned(fromByteOffset: index + 8, as: UInt64.self)
-                let below = ((first &- ones &* 0x20) & ~first) | ((second &- ones &* 0x20) & ~second)
-                if (first | second | below) & high == 0 {
-                    index += 16
-                    continue
-                }
-            }
-            if index + 8 <= count {
-                let word = block.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                let vt = word ^ (ones &* 0x0B), ff = word ^ (ones &* 0x0C)
-                let hasControl = ((vt &- ones) & ~vt & high) | ((ff &- ones) & ~ff & high)
-                if word & high == 0 && hasControl == 0 {
-                    index += 8
-                    continue
-                }
-            }
+            // Straight to the next byte that needs a look: continuation bytes (0x80...0xBF)
+            // are checked with their lead, and JSON's own control bytes by yajl.
+            index = cyajl_strict_next(base, index, count)
+            guard index < count else { break }
             let byte = block[index]
             if byte == 0x0B || byte == 0x0C {
                 return (index, .malformedJSON, "\(byte == 0x0C ? "a form feed (0x0C)" : "a vertical tab (0x0B)") is not JSON whitespace or text (RFC 8259 allows space, tab, line feed and carriage return)")

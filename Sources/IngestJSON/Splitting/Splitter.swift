@@ -222,14 +222,9 @@ package final class Splitter {
         let committer = ChunkCommitter(directory: directory, existing: existing, durable: options.durable, onCommit: onChunk,
                                        onCommitBytes: onChunkBytes, encoder: chunkEncoder)
         committer.startJournal(header: SplitJournal.line(header), fresh: freshJournal)
-        var block = committer.emptyBlock()
-        var chunkIndex = 0
-        var inChunk = 0
+        let cursor = SplitCursor(block: committer.emptyBlock())
         let chunkSize = options.chunkSize
         let total = reader.totalBytes
-        var bytesRead = 0
-        var recordsSeen = 0
-        var refused = 0
         var shaper = RecordShaper(form: options.form)
         shaper.maxDepth = options.feed.maxDepth
         let reshapes = record(needsShaping: options)
@@ -238,9 +233,9 @@ package final class Splitter {
         let ends = reader.collectsMemberEnds ? MemberEndsWriter(committer: committer) : nil
 
         func endChunk(_ records: Int) throws {
-            committer.write(block)
-            block = committer.emptyBlock()
-            committer.endChunk(chunkIndex, firstRecord: (chunkIndex - 1) * chunkSize, records: records, memberEnds: ends?.take())
+            committer.write(cursor.block)
+            cursor.block = committer.emptyBlock()
+            committer.endChunk(cursor.chunkIndex, firstRecord: (cursor.chunkIndex - 1) * chunkSize, records: records, memberEnds: ends?.take())
             try committer.checkFailure()
         }
 
@@ -249,12 +244,12 @@ package final class Splitter {
                 var copy = committer.emptyBlock()
                 copy.append(contentsOf: buffer)
                 committer.hashFeed(copy)
-                bytesRead += buffer.count
-                onProgress?(SplitProgress(bytesRead: bytesRead, totalBytes: total, records: recordsSeen))
+                cursor.bytesRead += buffer.count
+                onProgress?(SplitProgress(bytesRead: cursor.bytesRead, totalBytes: total, records: cursor.recordsSeen))
             }, onRecord: { record in
                 var shaped: [UInt8]?
                 if let refusal = record.refusal {
-                    refused += 1
+                    cursor.refused += 1
                     shaped = try shaper.refusedRow(refusal, key: record.key, text: record.refusedText) { message in
                         FeedError(refusal.kind, "record \(record.index + 1): \(message)", at: refusal.position, source: feedPath)
                     }
@@ -272,44 +267,44 @@ package final class Splitter {
                     }
                     if shaped == nil { return }
                 }
-                if inChunk == 0 {
-                    if cancellation.isCancelled || chunkIndex == stopAfterChunks {
-                        throw SplitError.interrupted(directory: directory, chunks: chunkIndex)
+                if cursor.inChunk == 0 {
+                    if cancellation.isCancelled || cursor.chunkIndex == stopAfterChunks {
+                        throw SplitError.interrupted(directory: directory, chunks: cursor.chunkIndex)
                     }
-                    chunkIndex += 1
-                    committer.beginChunk(chunkIndex)
+                    cursor.chunkIndex += 1
+                    committer.beginChunk(cursor.chunkIndex)
                 }
                 // A record that would overflow the block starts the next one: a block grown past its
                 // capacity is copied into one of twice the size (kept by every block in flight).
-                if !block.isEmpty, block.count + (shaped?.count ?? record.bytes.count) + 1 > ChunkCommitter.blockSize {
-                    committer.write(block)
-                    block = committer.emptyBlock()
+                if !cursor.block.isEmpty, cursor.block.count + (shaped?.count ?? record.bytes.count) + 1 > ChunkCommitter.blockSize {
+                    committer.write(cursor.block)
+                    cursor.block = committer.emptyBlock()
                 }
                 // One entry of member ends per line: only a record written as the feed has it keeps its ends.
                 if let shaped {
                     // Made by JSONValue's printer or from a record without line breaks: one line.
                     if shaped.contains(0x0A) || shaped.contains(0x0D) {
-                        shaped.withUnsafeBytes { block.append(contentsOf: JSONText.compacted($0)) }
+                        shaped.withUnsafeBytes { cursor.block.append(contentsOf: JSONText.compacted($0)) }
                     } else {
-                        block.append(contentsOf: shaped)
+                        cursor.block.append(contentsOf: shaped)
                     }
                     ends?.append(nil, length: 0)
                 } else if JSONText.containsLineBreak(record.bytes) {
-                    block.append(contentsOf: JSONText.compacted(record.bytes))
+                    cursor.block.append(contentsOf: JSONText.compacted(record.bytes))
                     ends?.append(nil, length: 0)
                 } else {
-                    block.append(contentsOf: record.bytes)
+                    cursor.block.append(contentsOf: record.bytes)
                     ends?.append(record.memberEnds, length: record.bytes.count)
                 }
-                block.append(UInt8(ascii: "\n"))
-                inChunk += 1
-                recordsSeen += 1
-                if inChunk == chunkSize {
-                    try endChunk(inChunk)
-                    inChunk = 0
+                cursor.block.append(UInt8(ascii: "\n"))
+                cursor.inChunk += 1
+                cursor.recordsSeen += 1
+                if cursor.inChunk == chunkSize {
+                    try endChunk(cursor.inChunk)
+                    cursor.inChunk = 0
                 }
             })
-            if inChunk > 0 { try endChunk(inChunk) }
+            if cursor.inChunk > 0 { try endChunk(cursor.inChunk) }
         } catch {
             // The committer's own failure is the cause when the parse stopped because of it.
             _ = try? committer.finish()
@@ -337,7 +332,7 @@ package final class Splitter {
         try FileOps.remove(journalPath)
         try FileOps.syncDirectory(directory)
         return SplitReport(manifest: manifest, chunksWritten: committer.written,
-                           chunksReused: chunks.count - committer.written, alreadyComplete: false, refused: refused)
+                           chunksReused: chunks.count - committer.written, alreadyComplete: false, refused: cursor.refused)
     }
 
     // MARK: - The directory's earlier state

@@ -135,8 +135,10 @@ package struct BatchInsertRequest: Sendable {
         let plan = entities[entity]
         rows.append(Row(entity: entity, mode: mode, firstCell: cells.count, firstLink: links.count, firstMask: masks.count))
         cells.append(contentsOf: plan.defaultCells)
-        links.append(contentsOf: repeatElement(-1, count: plan.info.toOneColumns.count))
-        masks.append(contentsOf: repeatElement(0, count: plan.maskWords))
+        // One element at a time: a row adds one or two, and `append(contentsOf: repeatElement(…))`
+        // costs about a hundred instructions a call whatever the count.
+        for _ in 0..<plan.info.toOneColumns.count { links.append(-1) }
+        for _ in 0..<plan.maskWords { masks.append(0) }
         for (position, value) in defaultValues[entity] { set(value, row: rows.count - 1, attribute: position) }
         if let lineage, !plan.info.lineagePositions.isEmpty {
             let positions = plan.info.lineagePositions

@@ -174,8 +174,14 @@ struct KeyBytes {
     }
 
     private mutating func start(_ entity: Int, tag: UInt8) {
-        bytes.removeAll(keepingCapacity: true)
-        withUnsafeBytes(of: UInt32(entity)) { bytes.append(contentsOf: $0) }
+        // Byte by byte: a new scratch key is empty, and the generic removeAll and
+        // append(contentsOf:) of four bytes cost more than these five appends.
+        if !bytes.isEmpty { bytes.removeAll(keepingCapacity: true) }
+        let number = UInt32(entity)
+        bytes.append(UInt8(truncatingIfNeeded: number))
+        bytes.append(UInt8(truncatingIfNeeded: number >> 8))
+        bytes.append(UInt8(truncatingIfNeeded: number >> 16))
+        bytes.append(UInt8(truncatingIfNeeded: number >> 24))
         bytes.append(tag)
     }
 
