@@ -72,12 +72,16 @@ public struct RecordMapper: Sendable {
         let type: AttributeType
         let position: Int
         let required: Bool
+        /// `mapping.from.rest`, worked out once: the getter builds the key prefix (an array of
+        /// strings) each time, and the row mapper's slow cases ask for it every record.
+        let rest: JSONPath?
 
         init(mapping: PipelineSpec.AttributeMapping, type: AttributeType, position: Int, required: Bool) {
             self.mapping = mapping
             self.type = type
             self.position = position
             self.required = required
+            self.rest = mapping.from.rest
         }
     }
 

@@ -332,7 +332,7 @@ final class RowMapper {
         var value: Value?
         var json = Self.json(capture, record)
         if json == nil && capture.kind != .absent { return false }
-        if let rest = attribute.mapping.from.rest, let whole = json { json = rest.value(in: whole) }
+        if let rest = attribute.rest, let whole = json { json = rest.value(in: whole) }
         let transform = attribute.mapping.transform
         if let constant = transform.constant {
             json = constant
