@@ -240,7 +240,6 @@ final class RowMapper {
         return row
     }
 
-    /// The fast path: false hands the record to the slow path (which decides errors).
     /// The fast path, after the capture scan: false hands the record to the slow path (which decides errors).
     private func addFast(_ record: UnsafeRawBufferPointer, offset: Int, to request: inout BatchInsertRequest) -> Bool {
         for index in steps.indices {
