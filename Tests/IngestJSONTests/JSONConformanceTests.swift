@@ -32,16 +32,21 @@ import Testing
     /// text, or just past one, is found at its own offset, and valid multi-byte text is not.
     @Test(arguments: [
         ([0x0C] as [UInt8], "a form feed (0x0C)"),
+        ([0x0B], "a vertical tab (0x0B)"),
         ([0xC0, 0x80], "invalid UTF-8: an overlong encoding (C0 80)"),
         ([0xED, 0xA0, 0x80], "invalid UTF-8: a UTF-16 surrogate encoded as UTF-8 (ED A0 …)"),
         ([0xF4, 0x90, 0x80, 0x80], "invalid UTF-8: a code point above U+10FFFF (F4 90 …)"),
     ])
     func aForbiddenByteAfterAnyRunOfPlainTextIsFoundWhereItIs(_ forbidden: [UInt8], _ message: String) throws {
         for padding in 0..<70 {
-            // A form feed outside a string (whitespace); the others inside one.
-            let before = forbidden == [0x0C] ? [UInt8]("[\"\(String(repeating: "a", count: padding))\",".utf8)
-                                              : [UInt8]("[\"\(String(repeating: "é", count: padding % 3))\(String(repeating: "a", count: padding))".utf8)
-            let after = forbidden == [0x0C] ? [UInt8]("2]".utf8) : [UInt8]("\"]".utf8)
+            // A form feed or vertical tab outside a string (as whitespace); the others inside one.
+            // At least 32 plain bytes follow, so that the byte passes through every lane of a whole
+            // 32-byte step rather than the bytewise tail.
+            let outside = forbidden == [0x0C] || forbidden == [0x0B]
+            let before = outside ? [UInt8]("[\"\(String(repeating: "a", count: padding))\",".utf8)
+                                 : [UInt8]("[\"\(String(repeating: "é", count: padding % 3))\(String(repeating: "a", count: padding))".utf8)
+            let after = outside ? [UInt8]("\(String(repeating: " ", count: 40))2]".utf8)
+                                : [UInt8]("\(String(repeating: "b", count: 40))\"]".utf8)
             let error = try #require(feedError(before + forbidden + after), "padding \(padding)")
             #expect(error.message.hasPrefix(message), "padding \(padding): \(error.message)")
             #expect(error.position.byteOffset == before.count, "padding \(padding)")
