@@ -204,8 +204,8 @@ static inline yajl_callbacks cyajl_feed_callbacks(int with_keys) {
 
 /* StrictJSONBytes' search: the index of the first byte from `start` that is a UTF-8 lead
    byte of 0xC0 or above, a vertical tab (0x0B) or a form feed (0x0C), or `count`. In C
-   because clang vectorizes the 32-byte loop (a few instructions per 32 bytes); Swift's
-   word-at-a-time loop took about 1.5 instructions a byte. */
+   because clang vectorizes the 32-byte loop (about 25 instructions per 32 bytes, with SSE2);
+   Swift's word-at-a-time loop took about 1.5 instructions a byte. */
 static inline size_t cyajl_strict_next(const unsigned char *bytes, size_t start, size_t count) {
     size_t i = start;
     while (i + 32 <= count) {

@@ -315,7 +315,9 @@ final class FeedParser {
         }
         pending.append(contentsOf: buffer[0..<end])
         start = gapStart
-        return pending.withUnsafeBytes { deliver($0, start: start, end: end) }
+        // A copy of its own: `deliver` empties `pending` (and may free its buffer) while these bytes are read.
+        let carried = pending
+        return carried.withUnsafeBytes { deliver($0, start: start, end: end) }
     }
 
     /// In NDJSON a record that begins (at `index`) on the line where the one before ended is an error.
