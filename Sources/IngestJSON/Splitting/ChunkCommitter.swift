@@ -4,9 +4,9 @@ import Glibc
 import Dispatch
 import Synchronization
 
-/// The splitter's second thread: hashes the feed, writes chunk bytes, and commits
-/// each finished chunk (flush, rename into place, journal line). Parsing and writing
-/// then overlap on two cores, and a chunk is in place before it is announced.
+/// The splitter's second thread: hashes and writes chunk bytes, and commits each
+/// finished chunk (flush, rename into place, journal line). Parsing and writing then
+/// overlap on two cores, and a chunk is in place before it is announced.
 ///
 /// Every stored property below `queue` is touched only on `queue`; the methods
 /// called from the parsing thread only enqueue work, at most 8 blocks of 256 KiB
@@ -36,7 +36,6 @@ final class ChunkCommitter: @unchecked Sendable {
     private let existing: [ChunkInfo]
 
     private var journalFD: Int32 = -1
-    private var feedHasher = Checksum()
     private var chunkHasher = Checksum()
     private var chunkFD: Int32 = -1
     /// The current chunk's member ends file, and whether writing it failed.
@@ -105,13 +104,6 @@ final class ChunkCommitter: @unchecked Sendable {
             let path = committer.journalPath
             if fresh { try FileOps.writeAtomically(header, to: path) }
             committer.journalFD = try FileOps.openForWriting(path, append: true)
-        }
-    }
-
-    func hashFeed(_ block: [UInt8]) {
-        enqueue { committer in
-            committer.feedHasher.update(block)
-            committer.recycle(block)
         }
     }
 
@@ -197,12 +189,10 @@ final class ChunkCommitter: @unchecked Sendable {
         }
     }
 
-    /// Waits for all queued work; returns the feed's checksum.
+    /// Waits for all queued work.
     /// - Throws: the first error any queued work met.
-    func finish() throws -> String {
-        let digest = Mutex<String>("")
+    func finish() throws {
         enqueue { committer in
-            digest.withLock { $0 = committer.feedHasher.hex }
             if committer.journalFD >= 0 {
                 try FileOps.close(committer.journalFD, path: committer.journalPath)
                 committer.journalFD = -1
@@ -210,7 +200,6 @@ final class ChunkCommitter: @unchecked Sendable {
         }
         queue.sync {}
         try checkFailure()
-        return digest.withLock { $0 }
     }
 
     /// Drops the chunk being written when the split stops partway through it: its

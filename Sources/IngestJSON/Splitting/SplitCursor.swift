@@ -9,6 +9,8 @@ final class SplitCursor {
     @exclusivity(unchecked) var bytesRead = 0
     @exclusivity(unchecked) var recordsSeen = 0
     @exclusivity(unchecked) var refused = 0
+    /// The feed's checksum so far, of every byte read.
+    @exclusivity(unchecked) var feedHasher = Checksum()
 
     init(block: [UInt8]) { self.block = block }
 }

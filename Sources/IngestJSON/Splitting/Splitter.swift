@@ -241,9 +241,9 @@ package final class Splitter {
 
         do {
             try reader.read(onBuffer: { buffer in
-                var copy = committer.emptyBlock()
-                copy.append(contentsOf: buffer)
-                committer.hashFeed(copy)
+                // Hashed here, from the read buffer: handing the writer's thread a copy cost more
+                // than the hash (a copy of every byte, and a block grown to the read's size).
+                cursor.feedHasher.update(buffer)
                 cursor.bytesRead += buffer.count
                 onProgress?(SplitProgress(bytesRead: cursor.bytesRead, totalBytes: total, records: cursor.recordsSeen))
             }, onRecord: { record in
@@ -313,7 +313,8 @@ package final class Splitter {
             if error is ReadCancelled { throw SplitError.interrupted(directory: directory, chunks: committer.committed.count) }
             throw error
         }
-        let feedHash = try committer.finish()
+        try committer.finish()
+        let feedHash = cursor.feedHasher.hex
         let chunks = committer.committed
 
         for name in try FileOps.contents(of: directory) {

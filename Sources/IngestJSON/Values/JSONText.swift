@@ -49,9 +49,22 @@ package enum JSONText {
     // about 7,000 instructions where this takes a few per byte (a quarter of a realistic
     // feed's records carry an escaped string).
     package static func unescaped(_ contents: UnsafeRawBufferPointer) -> String? {
-        var out: [UInt8] = []
-        out.reserveCapacity(contents.count)
+        let count = contents.count
+        guard count > 0 else { return "" }
+        // Decoding only shortens the text (`\uXXXX` is at most three bytes of UTF-8, a
+        // pair of them four): the result fits in the input's size, written through a
+        // pointer (an array's append checks its uniqueness and capacity per byte).
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { out -> String? in
+            guard let written = decode(contents, into: out.baseAddress!) else { return nil }
+            return String(validating: UnsafeBufferPointer(rebasing: out[0..<written]), as: UTF8.self)
+        }
+    }
+
+    /// `unescaped`'s decoding into `out` (room for `contents.count` bytes): the bytes
+    /// written, or nil for what a JSON string may not hold.
+    private static func decode(_ contents: UnsafeRawBufferPointer, into out: UnsafeMutablePointer<UInt8>) -> Int? {
         var index = 0
+        var written = 0
         let count = contents.count
         func hex(at position: Int) -> UInt32? {
             guard position + 4 <= count else { return nil }
@@ -75,13 +88,14 @@ package enum JSONText {
                 guard index + 1 < count else { return nil }
                 let escape = contents[index + 1]
                 index += 2
+                let decoded: UInt8
                 switch escape {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escape)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0C)
-                case UInt8(ascii: "n"): out.append(0x0A)
-                case UInt8(ascii: "r"): out.append(0x0D)
-                case UInt8(ascii: "t"): out.append(0x09)
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): decoded = escape
+                case UInt8(ascii: "b"): decoded = 0x08
+                case UInt8(ascii: "f"): decoded = 0x0C
+                case UInt8(ascii: "n"): decoded = 0x0A
+                case UInt8(ascii: "r"): decoded = 0x0D
+                case UInt8(ascii: "t"): decoded = 0x09
                 case UInt8(ascii: "u"):
                     guard var scalar = hex(at: index) else { return nil }
                     index += 4
@@ -94,16 +108,23 @@ package enum JSONText {
                         return nil
                     }
                     guard let character = Unicode.Scalar(scalar), let encoded = Unicode.UTF8.encode(character) else { return nil }
-                    out.append(contentsOf: encoded)
+                    for unit in encoded {
+                        out[written] = unit
+                        written += 1
+                    }
+                    continue
                 default:
                     return nil
                 }
+                out[written] = decoded
+                written += 1
                 continue
             }
             guard byte >= 0x20, byte != UInt8(ascii: "\"") else { return nil }
-            out.append(byte)
+            out[written] = byte
+            written += 1
             index += 1
         }
-        return String(validating: out, as: UTF8.self)
+        return written
     }
 }
