@@ -70,6 +70,9 @@ final class RowMapper {
     private let captures: UnsafeMutableBufferPointer<JSONCapture>
     /// Per instance, the row it became in the current record (-1: none).
     private let rowOf: UnsafeMutableBufferPointer<Int>
+    /// The fast path's cells of the row being mapped, handed to the request in one call.
+    private let pending: UnsafeMutableBufferPointer<BatchInsertRequest.Assignment>
+    @exclusivity(unchecked) private var pendingCount = 0
     private let steps: UnsafeMutableBufferPointer<Step>
     private let fields: UnsafeMutableBufferPointer<Field>
     /// Capture slots: the instances' key attributes, then their cut relationships.
@@ -169,6 +172,7 @@ final class RowMapper {
         self.steps = .allocate(capacity: steps.count)
         _ = self.steps.initialize(from: steps)
         self.fields = .allocate(capacity: max(1, fields.count))
+        pending = .allocate(capacity: max(1, fields.count))
         _ = self.fields.initialize(from: fields)
         slotLists = .allocate(capacity: max(1, lists.count))
         _ = slotLists.initialize(from: lists)
@@ -181,6 +185,7 @@ final class RowMapper {
         rowOf.deallocate()
         steps.deallocate()
         fields.deallocate()
+        pending.deallocate()
         slotLists.deallocate()
     }
 
@@ -266,9 +271,11 @@ final class RowMapper {
                 request.set(value, row: row, attribute: plan.keyAttributes[0].position)
                 continue
             }
+            pendingCount = 0
             for field in step.fields {
                 guard setCell(fields[Int(field)], record, offset: offset, row: row, in: &request) else { return false }
             }
+            request.set(row: row, UnsafeBufferPointer(rebasing: pending[0..<pendingCount]))
             for keySlot in step.keySlots {
                 let slot = slotLists[Int(keySlot)]
                 guard slot >= 0, captures[Int(slot)].kind != .absent, captures[Int(slot)].kind != .null else { return false }
@@ -293,36 +300,43 @@ final class RowMapper {
         switch (field.kind, capture.kind) {
         case (_, .absent), (_, .null):
             if !field.hasDefault && !field.required {
-                request.set(.null, row: row, attribute: position, given: capture.kind == .null)
+                add(.null, position: position, given: capture.kind == .null)
                 return true
             }
         case (.string, .string), (.string, .number), (.string, .trueValue), (.string, .falseValue):
-            request.set(.text(offset: Int32(offset) + capture.start, count: capture.end - capture.start), row: row, attribute: position)
+            add(.text(offset: Int32(offset) + capture.start, count: capture.end - capture.start), position: position)
             return true
         case (.int64, .number), (.int64, .string):
             if let number = NumberText.int64(UnsafeRawBufferPointer(rebasing: record[Int(capture.start)..<Int(capture.end)])) {
-                request.set(.int(number), row: row, attribute: position)
+                add(.int(number), position: position)
                 return true
             }
         case (.double, .number):
             let bytes = UnsafeRawBufferPointer(rebasing: record[Int(capture.start)..<Int(capture.end)])
             if let number = NumberText.double(bytes) ?? Double(String(decoding: bytes, as: UTF8.self)), number.isFinite {
-                request.set(.double(number), row: row, attribute: position)
+                add(.double(number), position: position)
                 return true
             }
         case (.bool, .trueValue), (.bool, .falseValue):
-            request.set(.int(capture.kind == .trueValue ? 1 : 0), row: row, attribute: position)
+            add(.int(capture.kind == .trueValue ? 1 : 0), position: position)
             return true
         case (.isoDate, .string):
             if let seconds = ISO8601.referenceSeconds(UnsafeRawBufferPointer(rebasing: record[Int(capture.start)..<Int(capture.end)])),
                StoredDate.contains(Date(timeIntervalSinceReferenceDate: seconds)) {
-                request.set(.double(seconds), row: row, attribute: position)
+                add(.double(seconds), position: position)
                 return true
             }
         default:
             break
         }
         return setConverted(capture, instances[Int(field.instance)].plan.attributes[Int(field.attribute)], record, row: row, in: &request)
+    }
+
+    /// A cell of the fast path's row, set with the row's others (`pending`).
+    @inline(__always)
+    private func add(_ cell: BatchInsertRequest.Cell, position: Int, given: Bool = true) {
+        pending[pendingCount] = BatchInsertRequest.Assignment(cell, position: position, given: given)
+        pendingCount += 1
     }
 
     /// Everything the fast cases do not cover converts as the slow path does, from the value itself.
