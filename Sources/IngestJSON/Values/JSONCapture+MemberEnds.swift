@@ -41,77 +41,98 @@ extension JSONCapturePlan {
 extension JSONScanner {
     /// The record's own object by its member ends: false when the ends do not vouch for
     /// every member (the caller then scans the record).
+    // The position is a local, written back to `at` only around the scanner's own methods:
+    // kept in `at` (a stored property of an inout self, across calls the optimiser cannot
+    // see into) it was stored and reloaded for each step, about 60 instructions a member.
     mutating func captureMembers(_ plan: TableView, ends: RecordEnds,
                                  into captures: UnsafeMutableBufferPointer<JSONCapture>,
                                  log: UnsafeMutablePointer<CaptureLog>?) -> Bool {
         let count = bytes.count
-        guard count > 1, count == ends.length, bytes[0] == UInt8(ascii: "{") else { return false }
-        at = 1
+        guard count > 1, count == ends.length, let base = bytes.baseAddress,
+              base.load(as: UInt8.self) == UInt8(ascii: "{") else { return false }
+        @inline(__always) func byte(_ offset: Int) -> UInt8 { base.load(fromByteOffset: offset, as: UInt8.self) }
+        // Chunk lines rarely hold whitespace: one test, then the loop.
+        @inline(__always) func skipSpace(_ from: Int) -> Int {
+            var at = from
+            if at < count && byte(at) > 0x20 { return at }
+            while at < count {
+                switch byte(at) {
+                case 0x20, 0x0A, 0x0D, 0x09: at += 1
+                default: return at
+                }
+            }
+            return at
+        }
+        var at = 1
         let node = JSONCapturePlan.root
         let first = Int(plan.first[node])
         var seen: UInt64 = 0
         var index = 0
-        while index < ends.count {
+        let total = ends.count
+        while index < total {
             let (key, value) = (ends[index], ends[index + 1])
             index += 2
             // Not plain: an escaped key, or one yajl saw across two reads.
             guard key.plain else { return false }
             let keyEnd = key.offset, valueEnd = value.offset
-            skipSpace()
-            guard at < keyEnd - 1, keyEnd < valueEnd, valueEnd <= count, bytes[at] == UInt8(ascii: "\""),
-                  bytes[keyEnd - 1] == UInt8(ascii: "\"")
+            at = skipSpace(at)
+            guard at < keyEnd - 1, keyEnd < valueEnd, valueEnd <= count, byte(at) == UInt8(ascii: "\""),
+                  byte(keyEnd - 1) == UInt8(ascii: "\"")
             else { return false }
-            let name = UnsafeRawBufferPointer(rebasing: bytes[(at + 1)..<(keyEnd - 1)])
-            at = keyEnd
-            skipSpace()
-            guard at < valueEnd, bytes[at] == UInt8(ascii: ":") else { return false }
-            at += 1
-            skipSpace()
+            let name = UnsafeRawBufferPointer(start: base + at + 1, count: keyEnd - 2 - at)
+            at = skipSpace(keyEnd)
+            guard at < valueEnd, byte(at) == UInt8(ascii: ":") else { return false }
+            at = skipSpace(at + 1)
             guard at < valueEnd else { return false }
             let found = plan.entry(node, name)
             let slot = found.map { Int(plan.slot[first + $0]) } ?? -2
             if let entry = found, slot >= -1 {
                 guard entry < 64, seen & (1 << entry) == 0 else { return false }
                 seen |= 1 << entry
-                let start = at
-                var kind = JSONCapture.Kind(firstByte: bytes[at])
+                var kind = JSONCapture.Kind(firstByte: byte(at))
                 let child = Int(plan.child[first + entry])
                 if kind == .object && child >= 0 {
-                    guard captureObject(plan, node: child, depth: 2, into: captures, log: log), at == valueEnd else { return false }
+                    self.at = at
+                    guard captureObject(plan, node: child, depth: 2, into: captures, log: log), self.at == valueEnd else { return false }
                 } else if kind == .object || kind == .array {
                     // Kept whole (its text is read to be stored anyway): scanned, so that its
                     // end is the scan's own.
-                    guard skipValue(depth: 1), at == valueEnd else { return false }
+                    self.at = at
+                    guard skipValue(depth: 1), self.at == valueEnd else { return false }
                 } else {
-                    guard stepOver(value, endingAt: valueEnd) else { return false }
-                    if kind == .string && sawEscape { kind = .escapedString }
+                    switch stepOver(value, from: at, endingAt: valueEnd) {
+                    case .refused: return false
+                    case .escaped: if kind == .string { kind = .escapedString }
+                    case .stepped: break
+                    }
                 }
-                if slot >= 0 { captures[slot] = JSONCapture(kind, from: start, to: at) }
+                if slot >= 0 { captures[slot] = JSONCapture(kind, from: at, to: valueEnd) }
             } else {
-                log?.pointee.note(node: node, key: name.baseAddress! - bytes.baseAddress!, count: name.count,
+                log?.pointee.note(node: node, key: name.baseAddress! - base, count: name.count,
                                   counter: found == nil ? -1 : Int32(-2 - slot))
-                guard stepOver(value, endingAt: valueEnd) else { return false }
+                guard stepOver(value, from: at, endingAt: valueEnd) != .refused else { return false }
             }
-            skipSpace()
+            at = skipSpace(valueEnd)
             guard at < count else { return false }
-            let expected = index < ends.count ? UInt8(ascii: ",") : UInt8(ascii: "}")
-            guard bytes[at] == expected else { return false }
+            let expected = index < total ? UInt8(ascii: ",") : UInt8(ascii: "}")
+            guard byte(at) == expected else { return false }
             at += 1
         }
-        if ends.count == 0 {
-            skipSpace()
-            guard at < count, bytes[at] == UInt8(ascii: "}") else { return false }
+        if total == 0 {
+            at = skipSpace(at)
+            guard at < count, byte(at) == UInt8(ascii: "}") else { return false }
             at += 1
         }
-        skipSpace()
+        at = skipSpace(at)
+        self.at = at
         return at == count
     }
 
-    /// Whether the text from here to `end` holds a `\uD…` escape (the start of a surrogate).
+    /// Whether the text from `from` to `end` holds a `\uD…` escape (the start of a surrogate).
     @inline(__always)
-    private func mayHoldSurrogateEscape(before end: Int) -> Bool {
+    private func mayHoldSurrogateEscape(from start: Int, before end: Int) -> Bool {
         guard let base = bytes.baseAddress else { return false }
-        var index = at
+        var index = start
         while index < end, let found = memchr(base + index, Int32(UInt8(ascii: "\\")), end - index) {
             let slash = UnsafeRawPointer(found) - base
             if slash + 2 < end, bytes[slash + 1] == UInt8(ascii: "u"), bytes[slash + 2] | 0x20 == UInt8(ascii: "d") { return true }
@@ -121,38 +142,43 @@ extension JSONScanner {
         return false
     }
 
-    /// From a member's value to its end. An escaped string (or one that crossed a read) is
-    /// scanned as the scan would, lone surrogates included, and so is an array or object
-    /// with such a string inside that may be one; the rest is stepped over. Sets
-    /// `sawEscape` for a string.
+    /// How `stepOver` went.
+    private enum Step { case stepped, escaped, refused }
+
+    /// From a member's value at `start` to its end. An escaped string (or one that crossed a
+    /// read) is scanned as the scan would, lone surrogates included, and so is an array or
+    /// object with such a string inside that may be one; the rest is stepped over. `.escaped`:
+    /// a string with an escape.
     @inline(__always)
-    private mutating func stepOver(_ value: (offset: Int, plain: Bool), endingAt valueEnd: Int) -> Bool {
-        sawEscape = false
+    private mutating func stepOver(_ value: (offset: Int, plain: Bool), from start: Int, endingAt valueEnd: Int) -> Step {
         // The value's last byte must be one its first allows: ends out of step with the
         // record are found here (a safeguard for the file this process wrote, not a proof).
         let last = bytes[valueEnd - 1]
-        switch bytes[at] {
+        let first = bytes[start]
+        switch first {
         case UInt8(ascii: "\""):
-            guard valueEnd - at >= 2, last == UInt8(ascii: "\"") else { return false }
+            guard valueEnd - start >= 2, last == UInt8(ascii: "\"") else { return .refused }
             if !value.plain {
-                guard let end = stringEnd(), end == valueEnd - 1 else { return false }
+                at = start
+                guard let end = stringEnd(), end == valueEnd - 1 else { return .refused }
+                return sawEscape ? .escaped : .stepped
             }
         case UInt8(ascii: "{"), UInt8(ascii: "["):
             // An array or object the plan does not read: its end is taken on trust, past this.
-            guard last == bytes[at] + 2 else { return false }  // `}` and `]` follow `{` and `[` by two
+            guard last == first + 2 else { return .refused }  // `}` and `]` follow `{` and `[` by two
             // Of what the scan refuses in valid JSON, only a lone surrogate can be in there:
             // escapes are looked for (a memchr), and the value scanned when one may be that.
-            if !value.plain, mayHoldSurrogateEscape(before: valueEnd) {
-                guard skipValue(depth: 1), at == valueEnd else { return false }
+            if !value.plain, mayHoldSurrogateEscape(from: start, before: valueEnd) {
+                at = start
+                guard skipValue(depth: 1), at == valueEnd else { return .refused }
             }
         case UInt8(ascii: "t"), UInt8(ascii: "n"):
-            guard valueEnd - at == 4, last == UInt8(ascii: "e") || last == UInt8(ascii: "l") else { return false }
+            guard valueEnd - start == 4, last == UInt8(ascii: "e") || last == UInt8(ascii: "l") else { return .refused }
         case UInt8(ascii: "f"):
-            guard valueEnd - at == 5, last == UInt8(ascii: "e") else { return false }
+            guard valueEnd - start == 5, last == UInt8(ascii: "e") else { return .refused }
         default:
-            guard last >= UInt8(ascii: "0"), last <= UInt8(ascii: "9") else { return false }
+            guard last >= UInt8(ascii: "0"), last <= UInt8(ascii: "9") else { return .refused }
         }
-        at = valueEnd
-        return true
+        return .stepped
     }
 }
