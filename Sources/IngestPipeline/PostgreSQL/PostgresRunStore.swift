@@ -90,11 +90,22 @@ struct PostgresRunSession: RunSession {
               let names = try? FileManager.default.contentsOfDirectory(atPath: directory),
               names.allSatisfy(Splitter.isSplitFile) else { return }
         do {
-            try FileManager.default.removeItem(atPath: directory)
+            try Self.removeSplitFiles(names, in: directory)
             logger.info("removed the chunk files of the process that kept them, which is gone", metadata: ["directory": "\(directory)"])
         } catch {
             logger.warning("the chunk files of the process that kept them, which is gone, could not be removed", metadata: ["directory": "\(directory)", "error": "\(error)"])
         }
+    }
+
+    /// Removes a gone keeper's split files (`names`, each a split file's name) and their
+    /// directory. File by file, not `FileManager.removeItem`: another process that finds the
+    /// keeper gone removes the same files at the same time, and what it removed first is
+    /// not a failure here (`removeItem` stopped at it). A link or directory among them, not
+    /// Ingest's, is left, and so is the directory then.
+    /// - Throws: `IOError` when a file or the directory cannot be removed.
+    static func removeSplitFiles(_ names: [String], in directory: String) throws {
+        for name in names { try FileOps.removeRegularFile(directory + "/" + name) }
+        if rmdir(directory) != 0 && errno != ENOENT { throw IOError(errno: errno, operation: "remove", path: directory) }
     }
 
     func start() {
