@@ -166,6 +166,36 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: spoolDirectory), "the download goes once the feed was read to its end")
     }
 
+    /// A stopped run's download kept on this machine goes when the run ends without a split
+    /// here reading it: abandoned for another feed (`--abandon-run`), it stayed in the
+    /// temporary directory for good.
+    @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
+    func anAbandonedPostgreSQLRunTakesTheDownloadItKeptWithIt() throws {
+        let postgres = try PostgresServer()
+        let dir = try TemporaryDirectory()
+        defer { withExtendedLifetime(dir) {} }
+        let bytes = try Self.feed(dir, records: 12_000)
+        let server = try TestHTTPServer(.init(bytes: bytes, etag: "\"v1\""))
+        server.change { _, faults in faults.pause = .milliseconds(20) }
+        let url = try postgres.createDatabase("http_abandon")
+        let spoolDirectory = HTTPSpoolDirectory.path(url: try PostgresURL(url), run: 1, feed: server.url())
+        let spool = spoolDirectory + "/" + HTTPByteSource.spoolName
+        defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
+        let running = try IngestBinary.start(["import", server.url(), "--pipeline", Self.photos, "--store", url, "--chunk-size", "500"])
+        while running.process.isRunning && (FileOps.fileSize(spool) ?? 0) < bytes.count / 3 { usleep(5_000) }
+        kill(running.process.processIdentifier, SIGINT)
+        let stopped = IngestBinary.finish(running)
+        #expect(stopped.status == 130, "\(stopped.stderr)")
+        #expect((FileOps.fileSize(spool) ?? 0) > 0, "kept for a resume")
+
+        let other = try dir.write("other.json", Array(#"[{"id":"o1","title":"other","views":1}]"#.utf8))
+        let abandoned = try IngestBinary.run(["import", other, "--pipeline", Self.photos, "--store", url, "--abandon-run"])
+        #expect(abandoned.status == 0, "\(abandoned.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: spoolDirectory), "run 1's download goes with it")
+        let rows = try postgres.psql(["-d", "http_abandon", "-At", "-c", "SELECT run, state FROM _ingest_runs ORDER BY run"])
+        #expect(rows.trimmingCharacters(in: .whitespacesAndNewlines) == "1|abandoned\n2|finished", "\(rows)")
+    }
+
     /// The spool directory's name is predictable (the temporary directory is shared): a link
     /// put there is not followed, nor removed, and what it names gets nothing; the split keeps
     /// the download with its chunks instead, and says so.

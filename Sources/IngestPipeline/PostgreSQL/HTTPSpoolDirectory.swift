@@ -61,6 +61,22 @@ final class HTTPSpoolDirectory {
         return HTTPSpoolDirectory(path: path, descriptor: descriptor)
     }
 
+    /// Removes this machine's spool of `run`, when there is one, once the run has ended
+    /// (finished by any process, or abandoned): a split stopped midway left it for a later
+    /// split here, and the run was ended without one. Nothing is said when there is none,
+    /// nor when the name is not this user's spool (`open` refuses it) or another split
+    /// holds it.
+    static func discard(url: PostgresURL, run: Int, feed: String, logger: Logger) {
+        guard HTTPByteSource.isURL(feed) else { return }
+        var info = stat()
+        guard lstat(path(url: url, run: run, feed: feed), &info) == 0 else { return }
+        var quiet = logger
+        quiet.logLevel = .error
+        guard let spool = open(url: url, run: run, feed: feed, logger: quiet) else { return }
+        spool.remove()
+        logger.info("removed the feed's download kept for a later split of the run, which has ended", metadata: ["directory": "\(spool.path)"])
+    }
+
     /// Removes the spool's own files (and temporaries its validators' writes left), then the
     /// directory if nothing else is in it.
     func remove() {

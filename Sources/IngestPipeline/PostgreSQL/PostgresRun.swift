@@ -189,6 +189,7 @@ package enum PostgresImport {
                     try connection.execute("SELECT 1 FROM _ingest_runs WHERE run = $1 FOR UPDATE", [String(run)])
                     try connection.execute("UPDATE _ingest_runs SET state = 'abandoned', ended = now() WHERE run = $1", [String(run)])
                 }
+                HTTPSpoolDirectory.discard(url: url, run: run, feed: record.feed, logger: options.logger)
             } catch let error as PostgresError where error.sqlState == .lockNotAvailable {
                 throw ImportError(.storeBusy(store: url.description, holder:
                     "run \(run): a process that no longer beats is stopped in the middle of a save and holds it; end that process, then import again"))

@@ -167,6 +167,9 @@ struct PostgresRunSession: RunSession {
             }
             if let replayFeed { Importer.removeReplayFiles(feed: replayFeed, pipeline: nil) }
             removeGoneKeepersFiles()
+            if let feed = try? PostgresImport.record(of: run, connection)?.1.feed {
+                HTTPSpoolDirectory.discard(url: join.url, run: run, feed: feed, logger: logger)
+            }
         }
         try connection.execute("UPDATE _ingest_processes SET state = $2, heartbeat = now() WHERE id = $1",
                                [process, stopped ? "stopped" : "finished"])
