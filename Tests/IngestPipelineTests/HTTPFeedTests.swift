@@ -132,6 +132,24 @@ import Testing
         #expect(resumed.status == 1 && resumed.stderr.contains("changed since this run began reading it (ETag \"v1\""), "\(resumed.stderr)")
     }
 
+    /// An import of a 12,000-record feed over a slow HTTP server into database `name`, stopped
+    /// (SIGINT) once a third of the feed is in its spool.
+    static func stoppedPostgreSQLImport(_ postgres: PostgresServer, _ dir: TemporaryDirectory, database name: String) throws
+        -> (server: TestHTTPServer, url: String, spoolDirectory: String, spool: String, bytes: [UInt8]) {
+        let bytes = try Self.feed(dir, records: 12_000)
+        let server = try TestHTTPServer(.init(bytes: bytes, etag: "\"v1\""))
+        server.change { _, faults in faults.pause = .milliseconds(20) }
+        let url = try postgres.createDatabase(name)
+        let spoolDirectory = HTTPSpoolDirectory.path(url: try PostgresURL(url), run: 1, feed: server.url())
+        let spool = spoolDirectory + "/" + HTTPByteSource.spoolName
+        let running = try IngestBinary.start(["import", server.url(), "--pipeline", Self.photos, "--store", url, "--chunk-size", "500"])
+        while running.process.isRunning && (FileOps.fileSize(spool) ?? 0) < bytes.count / 3 { usleep(5_000) }
+        kill(running.process.processIdentifier, SIGINT)
+        let stopped = IngestBinary.finish(running)
+        #expect(stopped.status == 130, "\(stopped.stderr)")
+        return (server, url, spoolDirectory, spool, bytes)
+    }
+
     /// On PostgreSQL too: the split's chunk directory goes with its process, but the download
     /// is kept apart (`HTTPSpoolDirectory`), so the resume asks only for the rest, and the
     /// download goes once the split has read the feed to its end.
@@ -140,17 +158,7 @@ import Testing
         let postgres = try PostgresServer()
         let dir = try TemporaryDirectory()
         defer { withExtendedLifetime(dir) {} }
-        let bytes = try Self.feed(dir, records: 12_000)
-        let server = try TestHTTPServer(.init(bytes: bytes, etag: "\"v1\""))
-        server.change { _, faults in faults.pause = .milliseconds(20) }
-        let url = try postgres.createDatabase("http_resume")
-        let spoolDirectory = HTTPSpoolDirectory.path(url: try PostgresURL(url), run: 1, feed: server.url())
-        let spool = spoolDirectory + "/" + HTTPByteSource.spoolName
-        let running = try IngestBinary.start(["import", server.url(), "--pipeline", Self.photos, "--store", url, "--chunk-size", "500"])
-        while running.process.isRunning && (FileOps.fileSize(spool) ?? 0) < bytes.count / 3 { usleep(5_000) }
-        kill(running.process.processIdentifier, SIGINT)
-        let stopped = IngestBinary.finish(running)
-        #expect(stopped.status == 130, "\(stopped.stderr)")
+        let (server, url, spoolDirectory, spool, bytes) = try Self.stoppedPostgreSQLImport(postgres, dir, database: "http_resume")
         let kept = try #require(FileOps.fileSize(spool))
         #expect(kept > 0 && kept < bytes.count)
         let before = server.log.count
@@ -174,19 +182,10 @@ import Testing
         let postgres = try PostgresServer()
         let dir = try TemporaryDirectory()
         defer { withExtendedLifetime(dir) {} }
-        let bytes = try Self.feed(dir, records: 12_000)
-        let server = try TestHTTPServer(.init(bytes: bytes, etag: "\"v1\""))
-        server.change { _, faults in faults.pause = .milliseconds(20) }
-        let url = try postgres.createDatabase("http_abandon")
-        let spoolDirectory = HTTPSpoolDirectory.path(url: try PostgresURL(url), run: 1, feed: server.url())
-        let spool = spoolDirectory + "/" + HTTPByteSource.spoolName
+        let (server, url, spoolDirectory, spool, _) = try Self.stoppedPostgreSQLImport(postgres, dir, database: "http_abandon")
+        defer { withExtendedLifetime(server) {} }
         defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
-        let running = try IngestBinary.start(["import", server.url(), "--pipeline", Self.photos, "--store", url, "--chunk-size", "500"])
-        while running.process.isRunning && (FileOps.fileSize(spool) ?? 0) < bytes.count / 3 { usleep(5_000) }
-        kill(running.process.processIdentifier, SIGINT)
-        let stopped = IngestBinary.finish(running)
-        #expect(stopped.status == 130, "\(stopped.stderr)")
-        #expect((FileOps.fileSize(spool) ?? 0) > 0, "kept for a resume")
+        try #require((FileOps.fileSize(spool) ?? 0) > 0, "kept for a resume")
 
         let other = try dir.write("other.json", Array(#"[{"id":"o1","title":"other","views":1}]"#.utf8))
         let abandoned = try IngestBinary.run(["import", other, "--pipeline", Self.photos, "--store", url, "--abandon-run"])

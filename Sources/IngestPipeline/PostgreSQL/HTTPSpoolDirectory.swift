@@ -38,9 +38,11 @@ final class HTTPSpoolDirectory {
     /// spool must be this user's alone), or when another split on this machine holds it (a
     /// stalled process whose split was taken over): the split then keeps its spool in its
     /// chunk directory, as before.
-    static func open(url: PostgresURL, run: Int, feed: String, logger: Logger) -> HTTPSpoolDirectory? {
+    /// `quiet`: a refusal is not logged (the caller only tidies up).
+    static func open(url: PostgresURL, run: Int, feed: String, logger: Logger, quiet: Bool = false) -> HTTPSpoolDirectory? {
         let path = path(url: url, run: run, feed: feed)
         func refuse(_ reason: String) -> HTTPSpoolDirectory? {
+            if quiet { return nil }
             logger.warning("the feed's download is kept with the chunks instead (a resumed split downloads it again)",
                            metadata: ["directory": "\(path)", "reason": "\(reason)"])
             return nil
@@ -70,23 +72,24 @@ final class HTTPSpoolDirectory {
         guard HTTPByteSource.isURL(feed) else { return }
         var info = stat()
         guard lstat(path(url: url, run: run, feed: feed), &info) == 0 else { return }
-        var quiet = logger
-        quiet.logLevel = .error
-        guard let spool = open(url: url, run: run, feed: feed, logger: quiet) else { return }
-        spool.remove()
-        logger.info("removed the feed's download kept for a later split of the run, which has ended", metadata: ["directory": "\(spool.path)"])
+        guard let spool = open(url: url, run: run, feed: feed, logger: logger, quiet: true) else { return }
+        if spool.remove() {
+            logger.info("removed the feed's download kept for a later split of the run, which has ended", metadata: ["directory": "\(spool.path)"])
+        }
     }
 
     /// Removes the spool's own files (and temporaries its validators' writes left), then the
-    /// directory if nothing else is in it.
-    func remove() {
+    /// directory if nothing else is in it; true when the directory went.
+    @discardableResult
+    func remove() -> Bool {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
         for name in names where name == HTTPByteSource.spoolName || name == HTTPByteSource.validatorsName
             || FileOps.isLeftoverTemporary(name, of: HTTPByteSource.validatorsName) {
             try? FileOps.removeRegularFile(path + "/" + name)
         }
-        _ = rmdir(path)
+        let removed = rmdir(path) == 0
         close()
+        return removed
     }
 
     /// Unlocks it, for the next split of the run.

@@ -3,6 +3,9 @@ import IngestJSON
 import IngestStore
 import Logging
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A PostgreSQL store's side of one process's part in an import run (`PostgresJoin`): the
 /// run is recorded in `_ingest_runs`, which any number of processes share; this process
@@ -100,11 +103,34 @@ struct PostgresRunSession: RunSession {
     /// Removes a gone keeper's split files (`names`, each a split file's name) and their
     /// directory. File by file, not `FileManager.removeItem`: another process that finds the
     /// keeper gone removes the same files at the same time, and what it removed first is
-    /// not a failure here (`removeItem` stopped at it). A link or directory among them, not
-    /// Ingest's, is left, and so is the directory then.
-    /// - Throws: `IOError` when a file or the directory cannot be removed.
+    /// not a failure here (`removeItem` stopped at it). The directory is opened without
+    /// following a link and must be this user's; each file is looked at and removed through
+    /// it, so a link at the directory's name, or among its files, is never followed (a link
+    /// or directory among them, not Ingest's, is left, and so is the directory then).
+    /// - Throws: `IOError` when the directory is not this user's, or a file or the directory
+    ///   cannot be removed.
     static func removeSplitFiles(_ names: [String], in directory: String) throws {
-        for name in names { try FileOps.removeRegularFile(directory + "/" + name) }
+        let descriptor = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            if errno == ENOENT { return }
+            throw IOError(errno: errno, operation: "open", path: directory)
+        }
+        defer { Glibc.close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_uid == geteuid() else {
+            throw IOError(errno: EPERM, operation: "remove (not this user's)", path: directory)
+        }
+        for name in names {
+            var file = stat()
+            guard fstatat(descriptor, name, &file, AT_SYMLINK_NOFOLLOW) == 0 else {
+                if errno == ENOENT { continue }
+                throw IOError(errno: errno, operation: "remove", path: directory + "/" + name)
+            }
+            guard file.st_mode & S_IFMT == S_IFREG else { continue }
+            if unlinkat(descriptor, name, 0) != 0 && errno != ENOENT {
+                throw IOError(errno: errno, operation: "remove", path: directory + "/" + name)
+            }
+        }
         if rmdir(directory) != 0 && errno != ENOENT { throw IOError(errno: errno, operation: "remove", path: directory) }
     }
 
