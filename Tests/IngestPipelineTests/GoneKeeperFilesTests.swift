@@ -48,7 +48,9 @@ import Testing
         let target = try dir.write("users-file.txt", Array("mine".utf8))
         try FileManager.default.removeItem(atPath: kept + "/" + Self.names[0])
         try FileManager.default.createSymbolicLink(atPath: kept + "/" + Self.names[0], withDestinationPath: target)
-        #expect(throws: IOError.self) { try PostgresRunSession.removeSplitFiles(Self.names, in: kept) }
+        #expect(throws: IOError(errno: ENOTEMPTY, operation: "remove", path: kept)) {
+            try PostgresRunSession.removeSplitFiles(Self.names, in: kept)
+        }
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: kept + "/" + Self.names[0]) == target)
         #expect(FileManager.default.fileExists(atPath: target))
         #expect(!FileManager.default.fileExists(atPath: kept + "/" + Self.names[1]))
@@ -61,7 +63,9 @@ import Testing
         let elsewhere = try Self.keptDirectory(in: dir)
         let link = dir.file("ingest-split-link")
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: elsewhere)
-        #expect(throws: IOError.self) { try PostgresRunSession.removeSplitFiles(Self.names, in: link) }
+        #expect(throws: IOError(errno: ENOTDIR, operation: "open", path: link)) {
+            try PostgresRunSession.removeSplitFiles(Self.names, in: link)
+        }
         #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).sorted() == Self.names.sorted())
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == elsewhere)
     }
