@@ -215,6 +215,25 @@ package enum FileOps {
         try remove(path)
     }
 
+    /// Removes each of `names` that is a regular file in the directory open at `directory`
+    /// (its path, `path`, for messages), looked at and removed through the descriptor so
+    /// that no link is followed; a name already gone is no failure (another process may be
+    /// removing the same files), and a link or anything else of such a name is left.
+    /// - Throws: `IOError` when a file cannot be looked at or removed.
+    package static func removeRegularFiles(_ names: [String], inDirectory directory: Int32, path: String) throws {
+        for name in names {
+            var info = stat()
+            guard fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+                if errno == ENOENT { continue }
+                throw IOError(errno: errno, operation: "remove", path: path + "/" + name)
+            }
+            guard info.st_mode & S_IFMT == S_IFREG else { continue }
+            if unlinkat(directory, name, 0) != 0 && errno != ENOENT {
+                throw IOError(errno: errno, operation: "remove", path: path + "/" + name)
+            }
+        }
+    }
+
     /// Whether `path` itself (not what a link there names) is a regular file.
     package static func isRegularFile(_ path: String) -> Bool {
         var info = stat()

@@ -51,18 +51,8 @@ extension JSONScanner {
         guard count > 1, count == ends.length, let base = bytes.baseAddress,
               base.load(as: UInt8.self) == UInt8(ascii: "{") else { return false }
         @inline(__always) func byte(_ offset: Int) -> UInt8 { base.load(fromByteOffset: offset, as: UInt8.self) }
-        // Chunk lines rarely hold whitespace: one test, then the loop.
-        @inline(__always) func skipSpace(_ from: Int) -> Int {
-            var at = from
-            if at < count && byte(at) > 0x20 { return at }
-            while at < count {
-                switch byte(at) {
-                case 0x20, 0x0A, 0x0D, 0x09: at += 1
-                default: return at
-                }
-            }
-            return at
-        }
+        let bytes = self.bytes
+        @inline(__always) func skipSpace(_ from: Int) -> Int { Self.spaceEnd(bytes, from: from) }
         var at = 1
         let node = JSONCapturePlan.root
         let first = Int(plan.first[node])

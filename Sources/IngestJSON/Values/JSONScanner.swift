@@ -17,15 +17,21 @@ struct JSONScanner {
     }
 
     @inline(__always)
-    mutating func skipSpace() {
+    mutating func skipSpace() { at = Self.spaceEnd(bytes, from: at) }
+
+    /// The first index from `from` that is not JSON whitespace (or `bytes.count`).
+    @inline(__always)
+    static func spaceEnd(_ bytes: UnsafeRawBufferPointer, from: Int) -> Int {
+        var at = from
         // Chunk lines rarely hold whitespace: one test, then the loop.
-        if at < bytes.count && bytes[at] > 0x20 { return }
+        if at < bytes.count && bytes[at] > 0x20 { return at }
         while at < bytes.count {
             switch bytes[at] {
             case 0x20, 0x0A, 0x0D, 0x09: at += 1
-            default: return
+            default: return at
             }
         }
+        return at
     }
 
     /// After a member or item: true past the closing bracket, false past a comma, nil for

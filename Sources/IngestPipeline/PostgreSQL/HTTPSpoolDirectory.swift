@@ -70,6 +70,7 @@ final class HTTPSpoolDirectory {
     /// holds it.
     static func discard(url: PostgresURL, run: Int, feed: String, logger: Logger) {
         guard HTTPByteSource.isURL(feed) else { return }
+        // `open` makes the directory when it is not there: only one that is there is opened.
         var info = stat()
         guard lstat(path(url: url, run: run, feed: feed), &info) == 0 else { return }
         guard let spool = open(url: url, run: run, feed: feed, logger: logger, quiet: true) else { return }
@@ -82,11 +83,12 @@ final class HTTPSpoolDirectory {
     /// directory if nothing else is in it; true when the directory went.
     @discardableResult
     func remove() -> Bool {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
-        for name in names where name == HTTPByteSource.spoolName || name == HTTPByteSource.validatorsName
-            || FileOps.isLeftoverTemporary(name, of: HTTPByteSource.validatorsName) {
-            try? FileOps.removeRegularFile(path + "/" + name)
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter {
+            $0 == HTTPByteSource.spoolName || $0 == HTTPByteSource.validatorsName
+                || FileOps.isLeftoverTemporary($0, of: HTTPByteSource.validatorsName)
         }
+        // Through the locked descriptor: the directory checked when it was opened is the one emptied.
+        if descriptor >= 0 { try? FileOps.removeRegularFiles(names, inDirectory: descriptor, path: path) }
         let removed = rmdir(path) == 0
         close()
         return removed

@@ -85,8 +85,8 @@ struct PostgresRunSession: RunSession {
     /// The chunk files of a keeping process that is gone (killed, or stopped while others
     /// imported), once the run is finished: its temporary directory, when it is on this machine
     /// (found by probing: each killed import left one behind, half a gigabyte a million records).
-    private func removeGoneKeepersFiles() {
-        guard let (_, record) = try? PostgresImport.record(of: run, connection), let directory = record.splitDirectory,
+    private func removeGoneKeepersFiles(_ record: PostgresRunRecord) {
+        guard let directory = record.splitDirectory,
               let keeper = record.splitProcess, keeper != process,
               URL(fileURLWithPath: directory).lastPathComponent.hasPrefix("ingest-split-"),
               (try? PostgresImport.keeperIsAlive(record, connection)) == false,
@@ -120,17 +120,7 @@ struct PostgresRunSession: RunSession {
         guard fstat(descriptor, &info) == 0, info.st_uid == geteuid() else {
             throw IOError(errno: EPERM, operation: "remove (not this user's)", path: directory)
         }
-        for name in names {
-            var file = stat()
-            guard fstatat(descriptor, name, &file, AT_SYMLINK_NOFOLLOW) == 0 else {
-                if errno == ENOENT { continue }
-                throw IOError(errno: errno, operation: "remove", path: directory + "/" + name)
-            }
-            guard file.st_mode & S_IFMT == S_IFREG else { continue }
-            if unlinkat(descriptor, name, 0) != 0 && errno != ENOENT {
-                throw IOError(errno: errno, operation: "remove", path: directory + "/" + name)
-            }
-        }
+        try FileOps.removeRegularFiles(names, inDirectory: descriptor, path: directory)
         if rmdir(directory) != 0 && errno != ENOENT { throw IOError(errno: errno, operation: "remove", path: directory) }
     }
 
@@ -192,9 +182,9 @@ struct PostgresRunSession: RunSession {
                 return try? JSONDecoder().decode(PostgresRunRecord.self, from: Data(try ended.text(0, 0).utf8)).feed
             }
             if let replayFeed { Importer.removeReplayFiles(feed: replayFeed, pipeline: nil) }
-            removeGoneKeepersFiles()
-            if let feed = try? PostgresImport.record(of: run, connection)?.1.feed {
-                HTTPSpoolDirectory.discard(url: join.url, run: run, feed: feed, logger: logger)
+            if let (_, record) = try? PostgresImport.record(of: run, connection) {
+                removeGoneKeepersFiles(record)
+                HTTPSpoolDirectory.discard(url: join.url, run: run, feed: record.feed, logger: logger)
             }
         }
         try connection.execute("UPDATE _ingest_processes SET state = $2, heartbeat = now() WHERE id = $1",
