@@ -97,6 +97,24 @@ import Testing
             """, "\(outcome.stdout)")
     }
 
+    @Test func tableCellsShowANewlineAsBackslashNAndStillLineUp() throws {
+        let dir = try TemporaryDirectory()
+        let feed = try dir.write("feed.json", Array(#"[{"id":"a","title":"one\ntwo"},{"id":"b","title":"plain"},{"id":"c","title":"x\u0007y"}]"#.utf8))
+        let store = dir.file("store.sqlite")
+        _ = try Importer(spec: try PipelineSpec.load(path: Self.pipeline), options: .init(feed: feed, store: store)).run()
+        let outcome = try IngestBinary.run(["query", store, "Photo", "--fields", "title,id", "--sort", "id", "--format", "table"])
+        // The bell takes no column, as a terminal shows it.
+        #expect(outcome.stdout == """
+            | title    | id |
+            |----------|----|
+            | one\\ntwo | a  |
+            | plain    | b  |
+            | x\u{7}y       | c  |
+            (3 rows)
+
+            """, "\(outcome.stdout)")
+    }
+
     @Test func fieldsTakeAggregatesOverToManyKeyPaths() throws {
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")

@@ -2,29 +2,33 @@
 /// emoji take two columns, combining marks none).
 enum Table {
     static func render(header: [String], rows: [[String]]) -> String {
-        let all = [header] + rows
-        let widths = header.indices.map { column in all.map { displayWidth($0[column]) }.max() ?? 0 }
+        // Each cell's width once: a query's table can have a row per stored object.
+        let cellWidths = ([header] + rows).map { $0.map(displayWidth) }
+        let widths = header.indices.map { column in cellWidths.map { $0[column] }.max() ?? 0 }
         // Columns of numbers line up on the right; text lines up on the left.
         let numeric = header.indices.map { column in
             column > 0 && !rows.isEmpty && rows.allSatisfy { row in
                 row[column].allSatisfy { $0.isNumber || ".,%×-+ ".contains($0) } || row[column].hasSuffix("B") || row[column] == "NULL"
             }
         }
-        func line(_ cells: [String]) -> String {
-            "| " + cells.enumerated().map { column, cell in
-                let pad = String(repeating: " ", count: widths[column] - displayWidth(cell))
+        func line(_ row: Int) -> String {
+            let cells = row == 0 ? header : rows[row - 1]
+            return "| " + cells.enumerated().map { column, cell in
+                let pad = String(repeating: " ", count: widths[column] - cellWidths[row][column])
                 return numeric[column] ? pad + cell : cell + pad
             }.joined(separator: " | ") + " |"
         }
         let rule = "|" + widths.enumerated().map { column, width in
             numeric[column] ? String(repeating: "-", count: width + 1) + ":" : String(repeating: "-", count: width + 2)
         }.joined(separator: "|") + "|"
-        return ([line(header), rule] + rows.map(line)).joined(separator: "\n")
+        return ([line(0), rule] + rows.indices.map { line($0 + 1) }).joined(separator: "\n")
     }
 
     /// Columns `text` takes in a terminal, per character (grapheme cluster).
     static func displayWidth(_ text: String) -> Int {
-        text.reduce(0) { $0 + width(of: $1) }
+        // Printable ASCII, most cells, takes a column a byte: no need to ask Unicode's tables.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text.utf8.count }
+        return text.reduce(0) { $0 + width(of: $1) }
     }
 
     private static func width(of character: Character) -> Int {
