@@ -166,7 +166,13 @@ import Testing
         holder.standardOutput = FileHandle.nullDevice
         holder.standardError = FileHandle.nullDevice
         try holder.run()
-        defer { holder.terminate(); holder.waitUntilExit() }
+        defer {
+            // Its session is ended from the server's side: psql does not always see the
+            // SIGTERM, and the test then waited out the whole pg_sleep.
+            _ = try? server.psql(["-c", "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'busy'"])
+            holder.terminate()
+            holder.waitUntilExit()
+        }
         for _ in 0..<200 {
             let sessions = try server.psql(["-At", "-c", "SELECT count(*) FROM pg_stat_activity WHERE datname = 'busy'"])
             if sessions.trimmingCharacters(in: .whitespacesAndNewlines) != "0" { break }
