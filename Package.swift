@@ -4,8 +4,8 @@ import PackageDescription
 // `./run.sh test` sets INGEST_OPTIMIZED_TESTS=1: its debug build then optimises IngestJSON,
 // the parser the tests drive for hundreds of thousands of records (the quick suite's CPU:
 // 357 s → 291 s; the debug build: 297 s → 299 s on a fresh clone). IngestPipeline as well
-// saved 33 s more of the tests' CPU but made that build 91 s longer (367 s against 276 s). Only when set: unsafe
-// flags would make the library products unusable as dependencies.
+// saved 33 s more of the tests' CPU but made that build 91 s longer (367 s against 276 s).
+// Only when set: unsafe flags would make the library products unusable as dependencies.
 let testBuildOptimizesTheHotPath: [SwiftSetting] =
     Context.environment["INGEST_OPTIMIZED_TESTS"] == "1" ? [.unsafeFlags(["-O"], .when(configuration: .debug))] : []
 
