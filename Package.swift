@@ -68,8 +68,10 @@ let package = Package(
         ),
         .target(
             name: "IngestStore",
+            // SQLite through its C API (GRDB's module map of the system's libsqlite3), not
+            // GRDB itself: the command's release build then never compiles GRDB, which sat
+            // alone on the build's critical path (Performance.md, "The build").
             dependencies: [
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 "CLibPQ",
             ]

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import GRDBSQLite
 
 /// The history tables and the statements that write, read and purge them, on either

@@ -1,4 +1,3 @@
-import GRDB
 import GRDBSQLite
 
 /// A save's row statements on SQLite, bound straight from the objects' values with the
@@ -6,17 +5,17 @@ import GRDBSQLite
 /// object path's hot loop (`ingest bench store`).
 extension ObjectContext {
     struct SQLiteRows {
-        let db: Database
+        let db: SQLiteDatabase
         private var inserts: [ObjectIdentifier: SQLiteStatement] = [:]
 
-        init(_ db: Database) { self.db = db }
+        init(_ db: SQLiteDatabase) { self.db = db }
 
         mutating func insert(_ object: ManagedObject, key: (ObjectID?) -> Int64?) throws {
             let statement: SQLiteStatement
             if let cached = inserts[ObjectIdentifier(object.info)] {
                 statement = cached
             } else {
-                statement = try db.cachedStatement(sql: object.info.insertSQL).sqliteStatement
+                statement = try db.cachedStatement(sql: object.info.insertSQL)
                 inserts[ObjectIdentifier(object.info)] = statement
             }
             SQLiteValues.bind((object.savedID ?? object.objectID).primaryKey, to: statement, at: 1)
@@ -27,7 +26,7 @@ extension ObjectContext {
         /// Writes an object's row over row `pk`; the number of rows changed (0: it is gone).
         func update(_ object: ManagedObject, pk: Int64, key: (ObjectID?) -> Int64?) throws -> Int {
             let info = object.info
-            let statement = try db.cachedStatement(sql: info.updateSQL).sqliteStatement
+            let statement = try db.cachedStatement(sql: info.updateSQL)
             Self.bindRow(object, statement, from: 1, key: key)
             SQLiteValues.bind(pk, to: statement, at: Int32(info.attributes.count + info.toOneColumns.count + 1))
             try SQLiteValues.stepToEnd(statement, db)
@@ -35,7 +34,7 @@ extension ObjectContext {
         }
 
         func lookUp(_ sql: String, _ values: [Value]) throws -> Int64? {
-            let statement = try db.cachedStatement(sql: sql).sqliteStatement
+            let statement = try db.cachedStatement(sql: sql)
             defer { sqlite3_reset(statement) }
             for (offset, value) in values.enumerated() { SQLiteValues.bind(value, to: statement, at: Int32(offset + 1)) }
             let code = sqlite3_step(statement)

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import GRDB
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,21 +1,20 @@
 import Foundation
-import GRDB
 import GRDBSQLite
 
 /// The SQL functions compiled predicates call, registered on every connection, so that
 /// SQL and in-memory evaluation share one definition of folding, LIKE and MATCHES.
 ///
-/// Registered through SQLite's C API rather than GRDB's `DatabaseFunction`, which reads an
-/// argument's text as a C string: a value with a NUL character ("a\u{0}b") reached the
-/// function cut at the NUL, so `id ==[c] "a"` matched it (found by probing). Here each
-/// argument is read, and the result given, with its byte count.
+/// Each argument is read, and the result given, with its byte count: GRDB's
+/// `DatabaseFunction`, used before, read an argument's text as a C string, so a value with
+/// a NUL character ("a\u{0}b") reached the function cut at the NUL and `id ==[c] "a"`
+/// matched it (found by probing).
 enum PredicateFunctions {
     /// The collation that orders decimal columns by number (`DecimalText.compare`).
     static let decimalCollation = "ingest_decimal"
 
-    static func register(_ db: Database) {
-        db.add(collation: DatabaseCollation("ingest_localized") { a, b in a.localizedStandardCompare(b) })
-        // On the bytes SQLite holds: GRDB's collations make two Strings per comparison, and
+    static func register(_ db: SQLiteDatabase) {
+        db.addCollation("ingest_localized") { a, b in a.localizedStandardCompare(b) }
+        // On the bytes SQLite holds: `addCollation` makes two Strings per comparison, and
         // an index of decimals compares on every insert.
         sqlite3_create_collation_v2(db.sqliteConnection, decimalCollation, SQLITE_UTF8, nil, { _, count1, bytes1, count2, bytes2 in
             Int32(DecimalText.compare(UnsafeRawBufferPointer(start: bytes1, count: Int(count1)), UnsafeRawBufferPointer(start: bytes2, count: Int(count2))))
@@ -50,7 +49,7 @@ enum PredicateFunctions {
     typealias Body = (OpaquePointer?, [OpaquePointer?]) -> Void
 
     /// A deterministic function of `arguments` values, calling `body` with its context and arguments.
-    private static func add(_ name: String, arguments: Int32, to db: Database, _ body: @escaping Body) {
+    private static func add(_ name: String, arguments: Int32, to db: SQLiteDatabase, _ body: @escaping Body) {
         final class Box { let body: Body; init(_ body: @escaping Body) { self.body = body } }
         let box = Unmanaged.passRetained(Box(body)).toOpaque()
         sqlite3_create_function_v2(db.sqliteConnection, name, arguments, SQLITE_UTF8 | SQLITE_DETERMINISTIC, box, { context, count, values in

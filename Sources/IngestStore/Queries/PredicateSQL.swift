@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import GRDBSQLite
 
 /// Compiles a predicate into a SQL condition over an entity's table (alias `t0`), with

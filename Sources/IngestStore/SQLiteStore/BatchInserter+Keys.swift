@@ -1,5 +1,4 @@
 import Synchronization
-import GRDB
 import GRDBSQLite
 
 /// Finding related rows before the write: the coordinator's key cache first, then one
@@ -46,7 +45,7 @@ extension BatchInserter {
         let found = try coordinator.read { db -> [[Value: Int64]] in
             var found = [[Value: Int64]](repeating: [:], count: plans.count)
             for (entity, keys) in missing {
-                let statement = try db.cachedStatement(sql: plans[entity].info.uniqueLookupSQL[0]).sqliteStatement
+                let statement = try db.cachedStatement(sql: plans[entity].info.uniqueLookupSQL[0])
                 for key in keys {
                     SQLiteValues.bind(key, to: statement, at: 1)
                     if sqlite3_step(statement) == SQLITE_ROW { found[entity][key] = sqlite3_column_int64(statement, 0) }

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 extension BatchInserter {
     /// An entity's batch statements in SQLite's words.

@@ -1,4 +1,3 @@
-import GRDB
 
 /// SQLite's half of `BatchSave`: transactions under the coordinator's write lock,
 /// savepoints, and the key cache and save notice kept in step with what commits.
@@ -41,16 +40,11 @@ extension BatchInserter {
     }
 
     package func behindSavepoint<T>(_ body: () throws -> T) throws -> T {
-        var value: T?
         do {
-            try openDatabase().inSavepoint {
-                value = try body()
-                return .commit
-            }
-        } catch let error as DatabaseError {
+            return try openDatabase().inSavepoint(body)
+        } catch let error as SQLiteError {
             throw StoreError.sqlite(error, path: coordinator.path)
         }
-        return value!
     }
 
     package func writeRows(_ prepared: Prepared, only: [Int]?) throws -> BatchResult {
@@ -108,7 +102,7 @@ extension BatchInserter {
         (error as? StoreError)?.isTransactionConflict ?? false
     }
 
-    private func openDatabase() throws -> Database {
+    private func openDatabase() throws -> SQLiteDatabase {
         guard let database else { fatalError("BatchInserter: a write outside inTransaction") }
         return database
     }

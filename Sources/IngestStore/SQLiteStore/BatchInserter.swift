@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import GRDB
 import GRDBSQLite
 
 /// Writes `BatchInsertRequest`s: the bulk path of the store, for imports (Core Data's
@@ -35,7 +34,7 @@ package final class BatchInserter: BatchWriting {
     /// `write`): while nearly all of them are new, as in a first import.
     var insertsFirst: [Bool] = []
     /// The open transaction's connection (set inside `inTransaction` only).
-    var database: Database?
+    var database: SQLiteDatabase?
     /// What the open transaction's writes did, for the key cache and the save notice once it commits.
     var open = OpenWrites()
 
@@ -120,7 +119,7 @@ package final class BatchInserter: BatchWriting {
 
     /// Writes the rows of `prepared` (of its records `only`) in the open transaction on
     /// `db`: one `SQLiteBatchWrite`.
-    func write(_ prepared: Prepared, only: [Int]?, observed: Bool, history: Bool, _ db: Database) throws -> Written {
+    func write(_ prepared: Prepared, only: [Int]?, observed: Bool, history: Bool, _ db: SQLiteDatabase) throws -> Written {
         var write = try SQLiteBatchWrite(self, prepared, listed: observed || history, history: history, db)
         defer {
             for entity in plans.indices where write.ownRows[entity] > 0 && !plans[entity].info.uniquenessConstraints.isEmpty {
@@ -149,7 +148,7 @@ package final class BatchInserter: BatchWriting {
     /// stored with other values), or nil.
     func conflict(in range: Range<Int>, _ request: BatchInsertRequest, keys: [Value?], resolved: [Int64],
                           existing: (Int, Value) throws -> Int64?,
-                          differs: [SQLiteStatement?], text: UnsafeRawBufferPointer, _ db: Database) throws -> String? {
+                          differs: [SQLiteStatement?], text: UnsafeRawBufferPointer, _ db: SQLiteDatabase) throws -> String? {
         guard hasRejectRule else { return nil }
         // Each row's stored row number, or -1 for a row that would be new: a link to it differs from any stored link.
         var stored = [Int64](repeating: -1, count: range.count)

@@ -1,4 +1,3 @@
-import GRDB
 
 extension PersistentStoreCoordinator {
     static let deferredIndexesKey = "_deferredIndexes"

@@ -1,4 +1,4 @@
-import GRDB
+import GRDBSQLite
 
 extension PersistentStoreCoordinator {
     /// What SQLite's integrity check and Ingest's own checks find wrong with the store:
@@ -79,7 +79,7 @@ extension PersistentStoreCoordinator {
 
     /// Values whose storage class is not the one Ingest writes for their attribute's type
     /// (a model edited after the rows were written, say: text under an int64): one scan a table.
-    static func mistypedValues(_ db: Database, _ info: EntityInfo, _ schema: Schema) throws -> [String] {
+    static func mistypedValues(_ db: SQLiteDatabase, _ info: EntityInfo, _ schema: Schema) throws -> [String] {
         // The table's columns: the entity's attributes and its subentities' own.
         var attributes = info.attributes
         for member in schema.model.subentities(of: info.name, includingItself: false) {
@@ -89,9 +89,14 @@ extension PersistentStoreCoordinator {
         let counts = attributes.map { attribute in (attribute.name, attribute.type) }.map { name, type in
             "coalesce(sum(typeof(\(quoted(name))) NOT IN ('null', '\(type.sqlType.lowercased())')), 0)"
         }
-        guard let row = try Row.fetchOne(db, sql: "SELECT \(counts.joined(separator: ", ")) FROM \(info.table)") else { return [] }
+        var row: [Int] = []
+        try db.forEachRow(sql: "SELECT \(counts.joined(separator: ", ")) FROM \(info.table)") { statement in
+            row = (0..<Int32(counts.count)).map { Int(sqlite3_column_int64(statement, $0)) }
+            return false
+        }
+        guard !row.isEmpty else { return [] }
         return attributes.map { ($0.name, $0.type) }.enumerated().compactMap { index, attribute in
-            let count: Int = row[index]
+            let count = row[index]
             guard count > 0 else { return nil }
             return "\(count) \(info.name).\(attribute.0) value(s) are not \(attribute.1.sqlType.lowercased()), as \(attribute.1.rawValue) values are stored (was the model edited?)"
         }
@@ -102,11 +107,11 @@ extension PersistentStoreCoordinator {
     /// unless an import dropped them for its length, the secondary indexes.
     /// With `ownOnly` (a subentity): its own constraints and join tables only, as the root's
     /// call covers the table's other indexes.
-    static func missingIndexes(_ db: Database, _ info: EntityInfo, secondaryDeferred: Bool, ownOnly: Bool = false) throws -> [String] {
+    static func missingIndexes(_ db: SQLiteDatabase, _ info: EntityInfo, secondaryDeferred: Bool, ownOnly: Bool = false) throws -> [String] {
         var problems: [String] = []
         func columns(_ index: String) throws -> [String]? {
             guard try String.fetchOne(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name = ?", arguments: [index]) != nil else { return nil }
-            return try Row.fetchAll(db, sql: "SELECT name FROM pragma_index_info(?) ORDER BY seqno", arguments: [index]).map { $0["name"] }
+            return try String.fetchAll(db, sql: "SELECT name FROM pragma_index_info(?) ORDER BY seqno", arguments: [index])
         }
         // Each constraint's index is named after the entity declaring it, on the hierarchy's table.
         for (offset, constraint) in info.entity.declaredUniquenessConstraints.enumerated() {

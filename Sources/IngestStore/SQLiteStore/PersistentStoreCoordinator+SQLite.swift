@@ -1,7 +1,5 @@
-import GRDB
-
 /// The SQLite-only paths (the batch inserter, bulk loads, the integrity check, the SQLite
-/// import's bookkeeping) speak GRDB's `Database`: they reach it here, the one place the
+/// import's bookkeeping) speak SQLite's own connection (`SQLiteDatabase`): they reach it here, the one place the
 /// coordinator asks which backend it has.
 extension PersistentStoreCoordinator {
     /// The SQLite store.
@@ -15,12 +13,12 @@ extension PersistentStoreCoordinator {
     }
 
     /// Runs `body` in one write transaction on the writer connection (SQLite only).
-    func write<T>(_ body: (Database) throws -> T) throws -> T {
+    func write<T>(_ body: (SQLiteDatabase) throws -> T) throws -> T {
         try sqliteStore().write(body)
     }
 
     /// Runs `body` on a reader connection, against the last committed state (SQLite only).
-    func read<T>(_ body: (Database) throws -> T) throws -> T {
+    func read<T>(_ body: (SQLiteDatabase) throws -> T) throws -> T {
         try sqliteStore().read(body)
     }
 }

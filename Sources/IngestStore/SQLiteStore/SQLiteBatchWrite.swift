@@ -1,4 +1,3 @@
-import GRDB
 import GRDBSQLite
 
 /// One `BatchInserter.write`, inside the write transaction: the statements it steps, the
@@ -8,7 +7,7 @@ import GRDBSQLite
 /// named by key is found or created, a described one inserted or upserted by its rule.
 struct SQLiteBatchWrite {
     let inserter: BatchInserter
-    let db: Database
+    let db: SQLiteDatabase
     let request: BatchInsertRequest
     let keys: [Value?]
     let resolved: [Int64]
@@ -41,25 +40,25 @@ struct SQLiteBatchWrite {
         let differs: [SQLiteStatement?]
         let placeholders: [SQLiteStatement?]
 
-        init(_ inserter: BatchInserter, _ db: Database) throws {
+        init(_ inserter: BatchInserter, _ db: SQLiteDatabase) throws {
             let plans = inserter.plans
-            upserts = try inserter.statements.map { try db.cachedStatement(sql: $0.insertSQL).sqliteStatement }
+            upserts = try inserter.statements.map { try db.cachedStatement(sql: $0.insertSQL) }
             plainInserts = try plans.indices.map { entity in
-                inserter.insertsFirst[entity] ? try db.cachedStatement(sql: plans[entity].info.insertSQL).sqliteStatement : nil
+                inserter.insertsFirst[entity] ? try db.cachedStatement(sql: plans[entity].info.insertSQL) : nil
             }
-            creates = try inserter.statements.map { try db.cachedStatement(sql: $0.findOrCreateSQL).sqliteStatement }
-            lookups = try plans.map { plan in try plan.info.uniqueLookupSQL.first.map { try db.cachedStatement(sql: $0).sqliteStatement } }
-            differs = try inserter.statements.map { plan in try plan.differsSQL.map { try db.cachedStatement(sql: $0).sqliteStatement } }
+            creates = try inserter.statements.map { try db.cachedStatement(sql: $0.findOrCreateSQL) }
+            lookups = try plans.map { plan in try plan.info.uniqueLookupSQL.first.map { try db.cachedStatement(sql: $0) } }
+            differs = try inserter.statements.map { plan in try plan.differsSQL.map { try db.cachedStatement(sql: $0) } }
             placeholders = try plans.map { plan in
                 plan.rule == .keepExisting && plan.keyPosition != nil
-                    ? try db.cachedStatement(sql: "SELECT 1 FROM \(plan.info.table) WHERE \"_pk\" = ? AND \(EntityInfo.placeholderColumn) IS NOT NULL").sqliteStatement
+                    ? try db.cachedStatement(sql: "SELECT 1 FROM \(plan.info.table) WHERE \"_pk\" = ? AND \(EntityInfo.placeholderColumn) IS NOT NULL")
                     : nil
             }
         }
     }
 
     /// Reserves the request's row numbers and readies its statements.
-    init(_ inserter: BatchInserter, _ prepared: BatchInserter.Prepared, listed: Bool, history: Bool, _ db: Database) throws {
+    init(_ inserter: BatchInserter, _ prepared: BatchInserter.Prepared, listed: Bool, history: Bool, _ db: SQLiteDatabase) throws {
         let count = inserter.plans.count
         (self.inserter, self.db, self.listed, self.history) = (inserter, db, listed, history)
         (request, keys, resolved, contents) = (prepared.request, prepared.keys, prepared.resolved, prepared.contents)

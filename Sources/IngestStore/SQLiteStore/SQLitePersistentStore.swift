@@ -1,11 +1,10 @@
 import Foundation
-import GRDB
 
-/// A store in SQLite: a file in WAL mode (a `DatabasePool`: one writer, readers that never
-/// wait for it), or a database held in memory (a `DatabaseQueue`: SQLite in memory has no
+/// A store in SQLite: a file in WAL mode (a `.wal` pool: one writer, readers that never
+/// wait for it), or a database held in memory (a `.single` pool: SQLite in memory has no
 /// WAL, so its one connection serves reads between writes).
 struct SQLitePersistentStore: PersistentStore {
-    let writer: any DatabaseWriter
+    let writer: SQLiteConnectionPool
     /// The file, or `memory:` and the store's ID (for messages).
     let path: String
     let isInMemory: Bool
@@ -14,20 +13,20 @@ struct SQLitePersistentStore: PersistentStore {
 
     /// Runs `body` in one write transaction on the writer connection.
     /// - Throws: `StoreError` for SQLite's failures (`StoreError.sqlite(_:path:)`).
-    func write<T>(_ body: (Database) throws -> T) throws -> T {
+    func write<T>(_ body: (SQLiteDatabase) throws -> T) throws -> T {
         do {
             return try writer.write(body)
-        } catch let error as DatabaseError {
+        } catch let error as SQLiteError {
             throw StoreError.sqlite(error, path: path)
         }
     }
 
     /// Runs `body` on a reader connection, against the last committed state.
     /// - Throws: as `write`.
-    func read<T>(_ body: (Database) throws -> T) throws -> T {
+    func read<T>(_ body: (SQLiteDatabase) throws -> T) throws -> T {
         do {
             return try writer.read(body)
-        } catch let error as DatabaseError {
+        } catch let error as SQLiteError {
             throw StoreError.sqlite(error, path: path)
         }
     }
@@ -43,14 +42,14 @@ struct SQLitePersistentStore: PersistentStore {
         try read { db in try body(StoreConnection(kind: .sqlite(db))) }
     }
 
-    /// A read is one deferred transaction in GRDB: its snapshot holds to its end.
+    /// A read is one deferred transaction: its snapshot holds to its end.
     func readingSnapshot<T>(_ body: (StoreConnection) throws -> T) throws -> T {
         try reading(body)
     }
 
     /// Reserves `count` row numbers for `entity` inside the current write transaction;
     /// returns the first: they are consecutive (one writer at a time).
-    static func reserveKeys(_ count: Int, for entity: EntityInfo, _ db: Database) throws -> Int64 {
+    static func reserveKeys(_ count: Int, for entity: EntityInfo, _ db: SQLiteDatabase) throws -> Int64 {
         let table = quoted(PersistentStoreCoordinator.sequenceTable)
         // A hierarchy's entities share their table, and its numbers (kept under the root's name).
         let next = try Int64.fetchOne(db, sql: "SELECT next FROM \(table) WHERE entity = ?", arguments: [entity.rootName])

@@ -1,5 +1,4 @@
 package import Foundation
-import GRDB
 import GRDBSQLite
 
 /// SQLite copies bound text and blobs at once with this destructor.
@@ -60,20 +59,18 @@ enum SQLiteValues {
         return String(decoding: UnsafeBufferPointer(start: base, count: count), as: UTF8.self)
     }
 
-    /// Steps a statement to completion on the write path; a failure becomes GRDB's error.
-    static func stepToEnd(_ statement: SQLiteStatement, _ db: Database) throws {
+    /// Steps a statement to completion on the write path; a failure becomes `SQLiteError`.
+    static func stepToEnd(_ statement: SQLiteStatement, _ db: SQLiteDatabase) throws {
         let code = sqlite3_step(statement)
         guard code == SQLITE_DONE || code == SQLITE_ROW else { throw failure(statement, db) }
         sqlite3_reset(statement)
     }
 
-    /// The error a step just returned, as GRDB's error; resets the statement.
-    static func failure(_ statement: SQLiteStatement, _ db: Database) -> DatabaseError {
-        let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
-        let extended = sqlite3_extended_errcode(db.sqliteConnection)
+    /// The error a step just returned; resets the statement.
+    static func failure(_ statement: SQLiteStatement, _ db: SQLiteDatabase) -> SQLiteError {
+        let error = SQLiteError(on: db.sqliteConnection, sql: sqlite3_sql(statement).map { String(cString: $0) })
         sqlite3_reset(statement)
-        return DatabaseError(resultCode: ResultCode(rawValue: extended), message: message,
-                             sql: sqlite3_sql(statement).map { String(cString: $0) })
+        return error
     }
 }
 

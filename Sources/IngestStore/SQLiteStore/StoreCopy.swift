@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 extension PersistentStoreCoordinator {
     /// Copies the SQLite store at `path` to `copy` (a new file), whole and consistent even
@@ -12,15 +11,10 @@ extension PersistentStoreCoordinator {
         try checkIsStoreOrNew(at: path, writing: false)
         guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > 0 else { return }
         do {
-            var configuration = Configuration()
-            configuration.readonly = true
-            configuration.busyMode = .timeout(30)
-            let source = try DatabaseQueue(path: path, configuration: configuration)
-            let target = try DatabaseQueue(path: copy)
+            let source = try SQLiteDatabase(path: path, readOnly: true, busyTimeout: 30)
+            let target = try SQLiteDatabase(path: copy, readOnly: false, busyTimeout: nil)
             try source.backup(to: target)
-            try target.close()
-            try source.close()
-        } catch let error as DatabaseError {
+        } catch let error as SQLiteError {
             throw StoreError.sqlite(error, path: path)
         }
     }

@@ -1,8 +1,6 @@
-import GRDB
-
 extension StoreError.Reason {
     /// What SQLite's extended result `code` means on every store.
-    init(sqlite code: ResultCode) {
+    init(sqlite code: SQLiteResultCode) {
         switch code {
         case .SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT_PRIMARYKEY: self = .constraint(.unique)
         case .SQLITE_CONSTRAINT_NOTNULL: self = .constraint(.notNull)
@@ -25,7 +23,7 @@ extension StoreError.Reason {
 
     /// Whether SQLite's `code` is about the data written: a constraint, a text or blob over
     /// SQLite's length limit, a value of the wrong type for a strict column.
-    static func isAboutData(sqlite code: ResultCode) -> Bool {
+    static func isAboutData(sqlite code: SQLiteResultCode) -> Bool {
         [.SQLITE_CONSTRAINT, .SQLITE_TOOBIG, .SQLITE_MISMATCH, .SQLITE_RANGE].contains(code.primaryResultCode)
     }
 }

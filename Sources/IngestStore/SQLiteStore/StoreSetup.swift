@@ -1,10 +1,9 @@
 import Foundation
-import GRDB
 
 extension PersistentStoreCoordinator {
     /// Creates the schema in an empty file, or checks (and if it may, migrates) an
     /// existing store's model. Returns the store's ID.
-    static func prepare(_ db: Database, schema: Schema, path: String) throws -> UUID {
+    static func prepare(_ db: SQLiteDatabase, schema: Schema, path: String) throws -> UUID {
         let metadata = quoted(metadataTable)
         guard try db.tableExists(metadataTable) else {
             let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -51,7 +50,7 @@ extension PersistentStoreCoordinator {
     }
 
     /// An existing store's ID, read without writing: the store must hold `schema`'s model.
-    static func storeID(_ db: Database, schema: Schema, path: String) throws -> UUID {
+    static func storeID(_ db: SQLiteDatabase, schema: Schema, path: String) throws -> UUID {
         let metadata = quoted(metadataTable)
         if try db.tableExists(metadataTable) {
             try checkFormatVersion(try String.fetchOne(db, sql: "SELECT value FROM \(metadata) WHERE key = '_formatVersion'"), path: path)
@@ -82,7 +81,7 @@ extension PersistentStoreCoordinator {
     /// indexes ordered by number, then marks it format 2.
     /// - Throws: `StoreError.uniquenessConflict` when two keys turn out to be one number
     ///   (`7.8` and `7.80`): they are one object now, which the store cannot merge by itself.
-    static func canonicalizeDecimals(_ db: Database, schema: Schema) throws {
+    static func canonicalizeDecimals(_ db: SQLiteDatabase, schema: Schema) throws {
         // A hierarchy's table holds its members' columns: each (table, column) once.
         var columns: Set<[String]> = []
         for info in schema.entities.values {
@@ -95,7 +94,7 @@ extension PersistentStoreCoordinator {
                     UPDATE \(table) SET \(column) = ingest_decimal_canonical(\(column))
                     WHERE \(column) IS NOT ingest_decimal_canonical(\(column))
                     """)
-            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            } catch let error as SQLiteError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw StoreError.uniquenessConflict(["\(pair[0]).\(pair[1]): two keys are one number written two ways (such as 7.8 and 7.80), one decimal now; make them one object in the store, then open it again"])
             }
         }
@@ -118,17 +117,14 @@ extension PersistentStoreCoordinator {
         try checkStorePath(path, writing: writing)
         guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > 0 else { return }
         do {
-            var configuration = Configuration()
-            configuration.readonly = true
-            configuration.busyMode = .timeout(30)
-            try readOnly(path, configuration) { db in
+            try readOnly(path) { db in
                 guard try !db.tableExists(metadataTable) else { return }
                 let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
                 guard tables.isEmpty else {
                     throw StoreError.notAStore(path: path, reason: "it has tables (\(tables.prefix(5).joined(separator: ", "))) but no \(metadataTable)")
                 }
             }
-        } catch let error as DatabaseError {
+        } catch let error as SQLiteError {
             throw StoreError.sqlite(error, path: path)
         }
     }
@@ -167,17 +163,23 @@ extension PersistentStoreCoordinator {
     /// (SQLite's own recovery): that is done once, then the read again. Found by probing: a
     /// kill while an import made its store left every later import, resume and status
     /// failing with "attempt to write a readonly database".
-    static func readOnly<T>(_ path: String, _ configuration: Configuration, _ body: (Database) throws -> T) throws -> T {
+    ///
+    /// An importer may hold a lock for a moment (creating the schema, recovering the WAL
+    /// after a crash): the read waits as the store's own connections do, never fails at once.
+    static func readOnly<T>(_ path: String, _ body: (SQLiteDatabase) throws -> T) throws -> T {
         try checkStorePath(path, writing: false)
+        var configuration = SQLiteConnectionPool.Configuration()
+        configuration.readOnly = true
+        configuration.busyTimeout = 30
         do {
-            return try DatabaseQueue(path: path, configuration: configuration).read(body)
-        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_READONLY_ROLLBACK {
-            try DatabaseQueue(path: path).read { db in _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
-            return try DatabaseQueue(path: path, configuration: configuration).read(body)
+            return try SQLiteConnectionPool(path: path, shape: .single, configuration: configuration).read(body)
+        } catch let error as SQLiteError where error.extendedResultCode == .SQLITE_READONLY_ROLLBACK {
+            try SQLiteConnectionPool(path: path, shape: .single).read { db in _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
+            return try SQLiteConnectionPool(path: path, shape: .single, configuration: configuration).read(body)
         }
     }
 
-    private static func writeModel(_ db: Database, _ model: Model) throws {
+    private static func writeModel(_ db: SQLiteDatabase, _ model: Model) throws {
         try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(metadataTable)) (key, value) VALUES ('_model', ?), ('_modelHash', ?)",
                        arguments: [String(decoding: model.jsonData(), as: UTF8.self), json(model.hash)])
     }
@@ -187,7 +189,7 @@ extension PersistentStoreCoordinator {
     }
 
     /// Adds what the new model adds (`Schema.migration`); anything else is refused.
-    private static func migrate(_ db: Database, from old: Model, to schema: Schema, path: String) throws {
+    private static func migrate(_ db: SQLiteDatabase, from old: Model, to schema: Schema, path: String) throws {
         let migration = schema.migration(from: old.storedForm, dialect: .sqlite)
         guard migration.differences.isEmpty else { throw StoreError.modelMismatch(path: path, differences: migration.differences) }
         for statement in migration.statements { try db.execute(sql: statement) }
@@ -218,13 +220,8 @@ extension PersistentStoreCoordinator {
         let model: Model
         let version: String?
         do {
-            var configuration = Configuration()
-            configuration.readonly = true
-            // An importer may hold a lock for a moment (creating the schema, recovering the
-            // WAL after a crash): wait as the store's own connections do, never fail at once.
-            configuration.busyMode = .timeout(30)
             let text: String?
-            (text, version) = try Self.readOnly(path, configuration) { db -> (String?, String?) in
+            (text, version) = try Self.readOnly(path) { db -> (String?, String?) in
                 guard try db.tableExists(PersistentStoreCoordinator.metadataTable) else { return (nil, nil) }
                 let table = quoted(PersistentStoreCoordinator.metadataTable)
                 return (try String.fetchOne(db, sql: "SELECT value FROM \(table) WHERE key = '_model'"),
@@ -238,7 +235,7 @@ extension PersistentStoreCoordinator {
                 // Named by its field, as a pipeline's model is, not taken for a file of another program.
                 throw StoreError.notAStore(path: path, reason: "its model ('_model' in \(PersistentStoreCoordinator.metadataTable)) is damaged: \(error.plainDescription)")
             }
-        } catch let error as DatabaseError {
+        } catch let error as SQLiteError {
             throw StoreError.sqlite(error, path: path)
         }
         // A reader meets a store of an earlier Ingest's decimals once (as on PostgreSQL).

@@ -1,5 +1,4 @@
 public import Foundation
-import GRDB
 import Synchronization
 
 /// Owns one store for a model: a SQLite file (WAL mode) or a PostgreSQL database.
@@ -133,13 +132,12 @@ public final class PersistentStoreCoordinator: Sendable {
         isReadOnly = readOnly
         // Refused before anything is changed: opening for writing switches a file to WAL mode.
         try Self.checkIsStoreOrNew(at: path, writing: !readOnly)
-        var configuration = Configuration()
-        configuration.label = "ingest"
-        configuration.busyMode = .timeout(30)
-        configuration.readonly = readOnly
-        configuration.prepareDatabase { db in
+        var configuration = SQLiteConnectionPool.Configuration()
+        configuration.busyTimeout = 30
+        configuration.readOnly = readOnly
+        configuration.prepare = { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            if !db.configuration.readonly {
+            if !db.isReadOnly {
                 // Index pages of a growing store are dirtied all over by every save; a
                 // writer cache that holds them saves re-reading them each time.
                 try db.execute(sql: "PRAGMA cache_size = -\(Self.writerCacheKiB)")
@@ -149,12 +147,12 @@ public final class PersistentStoreCoordinator: Sendable {
             PredicateFunctions.register(db)
         }
         do {
-            let pool = try DatabasePool(path: path, configuration: configuration)
+            let pool = try SQLiteConnectionPool(path: path, shape: .wal, configuration: configuration)
             storeID = readOnly
                 ? try pool.read { [schema] db in try Self.storeID(db, schema: schema, path: path) }
                 : try pool.write { [schema] db in try Self.prepare(db, schema: schema, path: path) }
             store = SQLitePersistentStore(writer: pool, path: path, isInMemory: false)
-        } catch let error as DatabaseError {
+        } catch let error as SQLiteError {
             throw StoreError.sqlite(error, path: path)
         }
     }
@@ -169,16 +167,15 @@ public final class PersistentStoreCoordinator: Sendable {
         self.model = try model.validated()
         schema = Schema(self.model)
         isReadOnly = false
-        var configuration = Configuration()
-        configuration.label = "ingest.memory"
-        configuration.prepareDatabase { db in PredicateFunctions.register(db) }
+        var configuration = SQLiteConnectionPool.Configuration()
+        configuration.prepare = { db in PredicateFunctions.register(db) }
         let placeholder = Self.inMemoryPrefix + "new"
         do {
-            let queue = try DatabaseQueue(configuration: configuration)
+            let queue = try SQLiteConnectionPool(inMemory: configuration)
             storeID = try queue.write { [schema] db in try Self.prepare(db, schema: schema, path: placeholder) }
             path = Self.inMemoryPrefix + storeID.uuidString.lowercased()
             store = SQLitePersistentStore(writer: queue, path: path, isInMemory: true)
-        } catch let error as DatabaseError {
+        } catch let error as SQLiteError {
             throw StoreError.sqlite(error, path: placeholder)
         }
     }
@@ -281,7 +278,7 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// The end of every save's transaction, on either path: the metadata staged with the
     /// rows, the tests' fault seams, and the save's sequence number.
-    func finishSave(_ db: Database, metadata: [String: String], history: HistoryChanges? = nil,
+    func finishSave(_ db: SQLiteDatabase, metadata: [String: String], history: HistoryChanges? = nil,
                     author: @autoclosure () -> String = "") throws -> Int {
         try finishSave(StoreConnection(kind: .sqlite(db)), metadata: metadata, history: history, author: author())
     }
@@ -300,7 +297,7 @@ public final class PersistentStoreCoordinator: Sendable {
         try Self.writeMetadata(metadata, on: connection)
         try beforeCommit.withLock { $0 }?()
         if takeInjectedCommitFailure() {
-            throw DatabaseError(resultCode: .SQLITE_FULL, message: "database or disk is full")
+            throw SQLiteError(.SQLITE_FULL, message: "database or disk is full")
         }
         return nextSaveSequence()
     }
@@ -313,7 +310,7 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Reserves `count` row numbers for `entity` inside the current SQLite write
     /// transaction; returns the first of them (they are consecutive).
-    func reserveKeys(_ count: Int, for entity: EntityInfo, _ db: Database) throws -> Int64 {
+    func reserveKeys(_ count: Int, for entity: EntityInfo, _ db: SQLiteDatabase) throws -> Int64 {
         try SQLitePersistentStore.reserveKeys(count, for: entity, db)
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import GRDBSQLite
 
 /// One connection of the coordinator's backend, lent to a read or a write: the object
@@ -9,11 +8,11 @@ import GRDBSQLite
 ///
 /// An enum of the two connections, not a protocol: a save and a fetch read every column of
 /// every row through `StoreRow`, where a switch costs less than a call through a witness
-/// table; each case runs its backend's own code (`Database.storeQuery` in SQLiteStore,
+/// table; each case runs its backend's own code (`SQLiteDatabase.storeQuery` in SQLiteStore,
 /// `PostgresConnection.storeQuery` in PostgreSQLStore). A store in memory is a SQLite one.
 struct StoreConnection {
     enum Kind {
-        case sqlite(Database)
+        case sqlite(SQLiteDatabase)
         case postgres(PostgresConnection)
     }
 
@@ -24,9 +23,8 @@ struct StoreConnection {
     }
 
     /// Runs `sql` and calls `row` for each result row, in order. On SQLite the statement is
-    /// kept in the connection's cache unless `cached` is false: one-off statements (a
-    /// dictionary fetch's) are prepared with the C API, since GRDB's statement authorizer
-    /// crashes on some aggregate queries (a NULL column name in DatabaseRegion).
+    /// kept in the connection's cache unless `cached` is false (one-off statements: a
+    /// dictionary fetch's).
     /// - Throws: `StoreError.database` when the statement fails; what `row` throws.
     func query(_ sql: String, _ arguments: [Value?] = [], cached: Bool = true, _ row: (StoreRow) throws -> Void) throws {
         switch kind {

@@ -1,5 +1,4 @@
 public import Foundation
-public import GRDB
 
 /// Why the store refused an operation. Messages name the store, entity, object or key.
 ///
@@ -24,10 +23,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible, Loc
     case objectNotFound(ObjectID)
     case unknownEntity(String)
     case unknownProperty(entity: String, property: String)
-    /// A SQLite failure: SQLite's message and its extended result code, GRDB's
-    /// `ResultCode` (`.SQLITE_CONSTRAINT_UNIQUE`, say). Match `reason` instead to handle
+    /// A SQLite failure: SQLite's message and its extended result code
+    /// (`.SQLITE_CONSTRAINT_UNIQUE`, say). Match `reason` instead to handle
     /// both backends alike (`.constraint(.unique)`).
-    case database(String, code: ResultCode? = nil)
+    case database(String, code: SQLiteResultCode? = nil)
     /// The disk holding the store is full; nothing of the failed save was written.
     case diskFull(path: String, freeBytes: Int?)
     /// A PostgreSQL store's failure: the server unreachable, or a statement it refused (with
@@ -78,14 +77,14 @@ extension StoreError {
         if case .constraint = reason { true } else { false }
     }
 
-    /// GRDB's error for the store at `path`, as the store reports it: the one place
+    /// SQLite's error for the store at `path`, as the store reports it: the one place
     /// SQLite's failures are named. Not a database → `notAStore`; the disk full →
     /// `diskFull`; any other → `database`, with the extended result code.
-    static func sqlite(_ error: DatabaseError, path: String) -> StoreError {
+    static func sqlite(_ error: SQLiteError, path: String) -> StoreError {
         switch error.resultCode {
         case .SQLITE_NOTADB: .notAStore(path: path, reason: "the file is not a SQLite database")
         case .SQLITE_FULL: .diskFull(path: path, freeBytes: PersistentStoreCoordinator.freeBytes(near: path))
-        default: .database(error.message ?? "\(error)", code: error.extendedResultCode)
+        default: .database(error.message, code: error.extendedResultCode)
         }
     }
 }

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import GRDB
 import IngestJSON
 import IngestPipeline
 import IngestStore
@@ -104,7 +103,7 @@ enum Advice {
     }
 
     /// The way on from a SQLite result code (by its primary code).
-    static func sqliteAdvice(_ code: ResultCode) -> String? {
+    static func sqliteAdvice(_ code: SQLiteResultCode) -> String? {
         switch code.primaryResultCode {
         case .SQLITE_BUSY, .SQLITE_LOCKED: "another process holds the store's write lock; try again when it is done (ingest status shows imports)"
         case .SQLITE_READONLY: "the store is read-only here: check the permissions of the file, of its -wal and -shm files and of its directory"
