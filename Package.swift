@@ -21,7 +21,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
@@ -39,6 +38,12 @@ let package = Package(
             name: "CLibPQ",
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
+        ),
+        // SQLite through its C API, the system's libsqlite3 (see IngestStore below).
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
         ),
         .systemLibrary(
             name: "CZlib",
@@ -68,11 +73,11 @@ let package = Package(
         ),
         .target(
             name: "IngestStore",
-            // SQLite through its C API (GRDB's module map of the system's libsqlite3), not
-            // GRDB itself: the command's release build then never compiles GRDB, which sat
-            // alone on the build's critical path (Performance.md, "The build").
+            // SQLite through its C API and a connection layer of its own, not GRDB, which
+            // compiled alone for 100 s on the release build's critical path (Performance.md,
+            // "The build").
             dependencies: [
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                "CSQLite",
                 "CLibPQ",
             ]
         ),
@@ -93,7 +98,7 @@ let package = Package(
                 "IngestJSON",
                 "IngestStore",
                 "IngestPipeline",
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                "CSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -104,9 +109,11 @@ let package = Package(
             // cold release build is about 35 s shorter (Performance, "The build").
             swiftSettings: [.unsafeFlags(["-Onone"])]
         ),
-        // Helpers the test targets share: temporary directories, running the built binary.
+        // Helpers the test targets share: temporary directories, running the built binary,
+        // looking into a SQLite store from outside.
         .target(
             name: "IngestTestSupport",
+            dependencies: ["CSQLite"],
             path: "Tests/IngestTestSupport"
         ),
         .testTarget(
@@ -115,8 +122,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IngestPipelineTests",
-            dependencies: ["IngestPipeline", "IngestJSON", "IngestStore", "IngestTestSupport",
-                           .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["IngestPipeline", "IngestJSON", "IngestStore", "IngestTestSupport"]
         ),
         .testTarget(
             name: "IngestServiceTests",
@@ -132,7 +138,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IngestStoreTests",
-            dependencies: ["IngestStore", "IngestTestSupport", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["IngestStore", "IngestTestSupport"]
         ),
         // Every Swift snippet of the README and the DocC catalogs, compiled and run
         // (Snippets/ is generated from the documents by extract-snippets.sh).

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IngestJSON
 import IngestStore
 import IngestTestSupport
@@ -43,16 +42,16 @@ import Testing
 
     /// Every photo with its photographer, every column and its SQLite type, sorted.
     func dump(_ store: String) throws -> [String] {
-        let queue = try DatabaseQueue(path: store)
-        return try queue.read { db in
-            let photos = try Row.fetchAll(db, sql: """
-                SELECT p.*, typeof(p.views), typeof(p.latitude), typeof(p.uploadDate), g.id AS gid, g.name AS gname
-                FROM Photo p LEFT JOIN Photographer g ON g._pk = p._whoTook ORDER BY p.id
-                """)
-            let photographers = try Row.fetchAll(db, sql: "SELECT id, name FROM Photographer ORDER BY id")
-            return (photos + photographers).map { row in
-                row.columnNames.filter { $0 != "_pk" && $0 != "_whoTook" }.map { "\($0)=\(row[$0] as DatabaseValue)" }.joined(separator: " ")
-            }
+        let db = try SQLiteFile(store, readOnly: true)
+        let photos = try db.namedRows("""
+            SELECT p.*, typeof(p.views), typeof(p.latitude), typeof(p.uploadDate), g.id AS gid, g.name AS gname
+            FROM Photo p LEFT JOIN Photographer g ON g._pk = p._whoTook ORDER BY p.id
+            """)
+        let photographers = try db.namedRows("SELECT id, name FROM Photographer ORDER BY id")
+        return (photos + photographers).map { row in
+            row.filter { $0.name != "_pk" && $0.name != "_whoTook" }.map { cell in
+                "\(cell.name)=" + (cell.value.map { cell.isText ? "\"\($0)\"" : $0 } ?? "NULL")
+            }.joined(separator: " ")
         }
     }
 

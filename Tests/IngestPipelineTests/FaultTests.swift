@@ -1,6 +1,5 @@
 import Synchronization
 import Foundation
-import GRDB
 @testable import IngestJSON
 import IngestStore
 import IngestTestSupport
@@ -76,13 +75,14 @@ import Testing
         #expect(sound.stdout == "\(store): check passed (SQLite integrity, to-one references, uniqueness, value types, import marker)\n")
 
         // Damage it behind Ingest's back: a dangling to-one, a repeated unique key, a marker past its chunk.
-        let db = try DatabaseQueue(path: store)
-        try db.write { db in
-            try db.execute(sql: #"UPDATE "Photo" SET "_whoTook" = 999999 WHERE "_pk" IN (SELECT "_pk" FROM "Photo" LIMIT 2)"#)
-            try db.execute(sql: #"DROP INDEX "_unique_Photographer_0""#)
-            try db.execute(sql: #"INSERT INTO "Photographer" ("id", "name") SELECT "id", "name" FROM "Photographer" LIMIT 1"#)
-            try db.execute(sql: #"UPDATE "_ingest_metadata" SET value = '150' WHERE key = 'ingest.run.0001.chunk.chunk-000002.ndjson'"#)
-        }
+        try SQLiteFile(store).execute(#"""
+            BEGIN IMMEDIATE;
+            UPDATE "Photo" SET "_whoTook" = 999999 WHERE "_pk" IN (SELECT "_pk" FROM "Photo" LIMIT 2);
+            DROP INDEX "_unique_Photographer_0";
+            INSERT INTO "Photographer" ("id", "name") SELECT "id", "name" FROM "Photographer" LIMIT 1;
+            UPDATE "_ingest_metadata" SET value = '150' WHERE key = 'ingest.run.0001.chunk.chunk-000002.ndjson';
+            COMMIT
+            """#)
         let damaged = try IngestBinary.run(["status", store, "--check"])
         #expect(damaged.status == 1)
         #expect(damaged.stdout == """
@@ -99,7 +99,7 @@ import Testing
         let dir = try TemporaryDirectory()
         let text = try dir.write("notes.txt", Array("hello, not a database\n".utf8))
         let plain = dir.file("plain.sqlite")
-        try DatabaseQueue(path: plain).write { try $0.execute(sql: "CREATE TABLE t (x)") }
+        try SQLiteFile(plain).execute("CREATE TABLE t (x)")
         for (path, reason) in [(text, "the file is not a SQLite database"), (plain, "it has no Ingest model in its metadata")] {
             for arguments in [["status", path], ["status", path, "--check"]] {
                 let outcome = try IngestBinary.run(arguments)

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import GRDB
 import IngestJSON
 import IngestStore
 import IngestTestSupport
@@ -103,11 +102,10 @@ import Testing
     @Test func aDamagedHistoryRowIsRefusedByHistoryAndReportedByStatusCheck() throws {
         let dir = try TemporaryDirectory()
         let store = try Self.importedStore(dir)
-        let (position, highest) = try DatabaseQueue(path: store).write { db -> (Int64, Int64) in
-            let position = try #require(try Int64.fetchOne(db, sql: "SELECT min(position) FROM _ingest_history_changes WHERE entity = 'Photo'"))
-            try db.execute(sql: "UPDATE _ingest_history_changes SET rows = '1-99999999' WHERE position = ? AND entity = 'Photo'", arguments: [position])
-            return (position, try #require(try Int64.fetchOne(db, sql: "SELECT next - 1 FROM _ingest_sequence WHERE entity = 'Photo'")))
-        }
+        let db = try SQLiteFile(store)
+        let position = try #require(try db.int("SELECT min(position) FROM _ingest_history_changes WHERE entity = 'Photo'"))
+        try db.execute("UPDATE _ingest_history_changes SET rows = '1-99999999' WHERE position = ? AND entity = 'Photo'", [.integer(position)])
+        let highest = try #require(try db.int("SELECT next - 1 FROM _ingest_sequence WHERE entity = 'Photo'"))
         #expect(highest == 20)
         let damage = "a damaged row in _ingest_history_changes at position \(position): it lists Photo row 99999999, past the highest row number Photo's table has given (20)"
         let history = try IngestBinary.run(["history", store])

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IngestJSON
 import IngestStore
 import IngestTestSupport
@@ -37,12 +36,7 @@ import Testing
 
     /// Chunks with a committed save, read from the store's metadata as it runs.
     static func savedChunks(_ store: String) throws -> Int {
-        var configuration = Configuration()
-        configuration.readonly = true
-        let queue = try DatabaseQueue(path: store, configuration: configuration)
-        return try queue.read { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM _ingest_metadata WHERE key LIKE 'ingest.run.%.chunk.%'") ?? 0
-        }
+        Int(try SQLiteFile(store, readOnly: true).int("SELECT count(*) FROM _ingest_metadata WHERE key LIKE 'ingest.run.%.chunk.%'") ?? 0)
     }
 
     static let signals: [(Int32, Int32, String)] = [(SIGINT, 130, "SIGINT"), (SIGTERM, 143, "SIGTERM"), (SIGHUP, 129, "SIGHUP")]

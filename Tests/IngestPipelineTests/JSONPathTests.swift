@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IngestJSON
 import IngestStore
 import IngestTestSupport
@@ -72,14 +71,7 @@ import Testing
         options.objectPath = objectPath
         let report = try Importer(spec: spec, options: options).run()
         #expect(report.imported == 3 && report.rejected == 0)
-        let rows = try DatabaseQueue(path: dir.file("store.sqlite")).read { db in
-            try Row.fetchAll(db, sql: "SELECT id, lon, lat, street, english, last FROM Place ORDER BY id").map { row in
-                row.columnNames.map { name in
-                    let value: DatabaseValue = row[name]
-                    return value.isNull ? "NULL" : value.description.replacingOccurrences(of: "\"", with: "")
-                }.joined(separator: "|")
-            }
-        }
+        let rows = try storeRows(dir.file("store.sqlite"), "SELECT id, lon, lat, street, english, last FROM Place ORDER BY id")
         #expect(rows == ["p1|-9.14|38.71|Rua Augusta|Augusta Street|c", "p2|2.35|NULL|NULL|NULL|NULL", "p3|NULL|NULL|NULL|only a name|NULL"])
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IngestJSON
 import IngestStore
 import IngestTestSupport

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IngestJSON
 import IngestStore
 import IngestTestSupport
@@ -15,36 +14,25 @@ struct PostgresImportTests {
 
     /// Every row of every entity, normalized by attribute type, sorted: what two stores must share.
     static func sqliteRows(_ path: String, _ model: Model) throws -> [String: [String]] {
-        try DatabaseQueue(path: path).read { db in
-            var all: [String: [String]] = [:]
-            for entity in model.entities {
-                var columns = entity.attributes.map { "t.\"\($0.name)\"" }
-                var joins = ""
-                var types = entity.attributes.map(\.type)
-                for (number, relationship) in entity.relationships.enumerated() where !relationship.isToMany {
-                    let destination = model.entity(relationship.destination)!
-                    let key = destination.uniquenessConstraints.first?.first ?? "_pk"
-                    joins += " LEFT JOIN \"\(destination.name)\" d\(number) ON d\(number)._pk = t.\"_\(relationship.name)\""
-                    columns.append("d\(number).\"\(key)\"")
-                    types.append(destination.attribute(key)?.type ?? .int64)
-                }
-                let rows = try Row.fetchAll(db, sql: "SELECT \(columns.isEmpty ? "1" : columns.joined(separator: ", ")) FROM \"\(entity.name)\" t\(joins)")
-                all[entity.name] = rows.map { row in
-                    (0..<columns.count).map { index in
-                        let value: DatabaseValue = row[index]
-                        let text: String? = switch value.storage {
-                        case .null: nil
-                        case .int64(let number): String(number)
-                        case .double(let number): "\(number)"
-                        case .string(let string): string
-                        case .blob(let data): "\\x" + data.map { String(format: "%02x", $0) }.joined()
-                        }
-                        return normalized(text, types[index])
-                    }.joined(separator: "|")
-                }.sorted()
+        let db = try SQLiteFile(path, readOnly: true)
+        var all: [String: [String]] = [:]
+        for entity in model.entities {
+            var columns = entity.attributes.map { "t.\"\($0.name)\"" }
+            var joins = ""
+            var types = entity.attributes.map(\.type)
+            for (number, relationship) in entity.relationships.enumerated() where !relationship.isToMany {
+                let destination = model.entity(relationship.destination)!
+                let key = destination.uniquenessConstraints.first?.first ?? "_pk"
+                joins += " LEFT JOIN \"\(destination.name)\" d\(number) ON d\(number)._pk = t.\"_\(relationship.name)\""
+                columns.append("d\(number).\"\(key)\"")
+                types.append(destination.attribute(key)?.type ?? .int64)
             }
-            return all
+            let rows = try db.rows("SELECT \(columns.isEmpty ? "1" : columns.joined(separator: ", ")) FROM \"\(entity.name)\" t\(joins)")
+            all[entity.name] = rows.map { row in
+                (0..<columns.count).map { index in normalized(row[index], types[index]) }.joined(separator: "|")
+            }.sorted()
         }
+        return all
     }
 
     static func postgresRows(_ url: String, _ model: Model) throws -> [String: [String]] {

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IngestJSON
 import IngestStore
 import IngestTestSupport
@@ -18,20 +17,17 @@ import Testing
         let feed = try dir.write("feed.json", FeedGenerator(records: 500).bytes())
         let store = dir.file("store.sqlite")
         #expect(try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", store, "--quiet"]).status == 0)
-        let writer = try DatabaseQueue(path: store)
-        try writer.writeWithoutTransaction { db in
-            try db.execute(sql: "BEGIN IMMEDIATE")
-            try db.execute(sql: "DELETE FROM Photo")
-            for arguments in [["query", store, "Photo", "--count"], ["status", store], ["status", store, "--check"],
-                              ["query", store, "Photo", "--where", "views > 0", "--limit", "1", "--fields", "id"]] {
-                let started = Date()
-                let outcome = try IngestBinary.run(arguments)
-                #expect(outcome.status == 0, "\(arguments): \(outcome.stderr)")
-                #expect(Date().timeIntervalSince(started) < 5, "\(arguments) waited for the writer")
-                if arguments.last == "--count" { #expect(outcome.stdout == "500\n", "the last committed state") }
-            }
-            try db.execute(sql: "ROLLBACK")
+        let writer = try SQLiteFile(store)
+        try writer.execute("BEGIN IMMEDIATE; DELETE FROM Photo")
+        for arguments in [["query", store, "Photo", "--count"], ["status", store], ["status", store, "--check"],
+                          ["query", store, "Photo", "--where", "views > 0", "--limit", "1", "--fields", "id"]] {
+            let started = Date()
+            let outcome = try IngestBinary.run(arguments)
+            #expect(outcome.status == 0, "\(arguments): \(outcome.stderr)")
+            #expect(Date().timeIntervalSince(started) < 5, "\(arguments) waited for the writer")
+            if arguments.last == "--count" { #expect(outcome.stdout == "500\n", "the last committed state") }
         }
+        try writer.execute("ROLLBACK")
     }
 
     @Test(arguments: [false, true])
@@ -39,9 +35,7 @@ import Testing
         let dir = try TemporaryDirectory()
         let feed = try dir.write("feed.json", Array(#"[{"id":"a"}]"#.utf8))
         let path = dir.file("theirs.db")
-        try DatabaseQueue(path: path).write { db in
-            try db.execute(sql: "CREATE TABLE t (x); INSERT INTO t VALUES (1)")
-        }
+        try SQLiteFile(path).execute("CREATE TABLE t (x); INSERT INTO t VALUES (1)")
         let before = try FileOps.readFile(path)
         let outcome = try IngestBinary.run(["import", feed, "--pipeline", Self.pipeline, "--store", path, "--quiet"]
                                            + (deleteStore ? ["--delete-store"] : []))

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IngestTestSupport
 import Testing
 @testable import IngestStore
@@ -159,10 +158,9 @@ import Testing
             #expect(sorted.map { $0.w?.decimalText } == ["9.25", "10.5", "100", Self.thirty])
             #expect(try context.count(for: FetchRequest("Reading", predicate: try QueryPredicate(format: "v == 9.25"))) == 1)
         }
-        let (version, index) = try DatabaseQueue(path: path).read { db in
-            (try String.fetchOne(db, sql: "SELECT value FROM _ingest_metadata WHERE key = '_formatVersion'"),
-             try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE name = '_index_Reading_w'"))
-        }
+        let db = try SQLiteFile(path, readOnly: true)
+        let version = try db.string("SELECT value FROM _ingest_metadata WHERE key = '_formatVersion'")
+        let index = try db.string("SELECT sql FROM sqlite_master WHERE name = '_index_Reading_w'")
         #expect(version == "2")
         #expect(index?.contains("COLLATE ingest_decimal") == true, "\(index ?? "no index")")
     }
@@ -173,10 +171,12 @@ import Testing
         let path = directory.file("store.sqlite")
         let keyed = Model(entities: [Entity("Price", attributes: [Attribute("amount", .decimal, optional: false)], uniquenessConstraints: [["amount"]])])
         _ = try PersistentStoreCoordinator(model: keyed, path: path)
-        try DatabaseQueue(path: path).write { db in
-            try db.execute(sql: "INSERT INTO Price (amount) VALUES ('7.8'), ('7.80')")
-            try db.execute(sql: "UPDATE _ingest_metadata SET value = '1' WHERE key = '_formatVersion'")
-        }
+        try SQLiteFile(path).execute("""
+            BEGIN IMMEDIATE;
+            INSERT INTO Price (amount) VALUES ('7.8'), ('7.80');
+            UPDATE _ingest_metadata SET value = '1' WHERE key = '_formatVersion';
+            COMMIT
+            """)
         let error = #expect(throws: StoreError.self) { try PersistentStoreCoordinator(model: keyed, path: path) }
         #expect("\(error.map { "\($0)" } ?? "")".contains("Price.amount: two keys are one number written two ways"), "\(String(describing: error))")
     }
@@ -187,9 +187,7 @@ import Testing
         let directory = try TemporaryDirectory()
         let path = directory.file("store.sqlite")
         _ = try PersistentStoreCoordinator(model: TestModel.model.removingDecimals, path: path)
-        let version = try DatabaseQueue(path: path).read { db in
-            try String.fetchOne(db, sql: "SELECT value FROM _ingest_metadata WHERE key = '_formatVersion'")
-        }
+        let version = try SQLiteFile(path, readOnly: true).string("SELECT value FROM _ingest_metadata WHERE key = '_formatVersion'")
         #expect(version == "1")
     }
 
@@ -241,14 +239,12 @@ import Testing
     static func writeFormatOneStore(_ path: String, readings: [(String, String)]) throws {
         _ = try PersistentStoreCoordinator(model: model, path: path)
         // (Without Ingest's collation, SQLite writes no row to a table whose index needs it.)
-        try DatabaseQueue(path: path).write { db in
-            try db.execute(sql: "DROP INDEX _index_Reading_w")
-            try db.execute(sql: "CREATE INDEX _index_Reading_w ON Reading (w)")
-            for (id, value) in readings {
-                try db.execute(sql: "INSERT INTO Reading (id, v, w) VALUES (?, ?, ?)", arguments: [id, value, value])
-            }
-            try db.execute(sql: "UPDATE _ingest_metadata SET value = '1' WHERE key = '_formatVersion'")
+        let db = try SQLiteFile(path)
+        try db.execute("BEGIN IMMEDIATE; DROP INDEX _index_Reading_w; CREATE INDEX _index_Reading_w ON Reading (w)")
+        for (id, value) in readings {
+            try db.execute("INSERT INTO Reading (id, v, w) VALUES (?, ?, ?)", [.text(id), .text(value), .text(value)])
         }
+        try db.execute("UPDATE _ingest_metadata SET value = '1' WHERE key = '_formatVersion'; COMMIT")
     }
 }
 

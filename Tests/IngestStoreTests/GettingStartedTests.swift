@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IngestTestSupport
 import Testing
 @testable import IngestStore
@@ -63,9 +62,7 @@ import Testing
         let path = dir.file("notes.sqlite")
         let coordinator = try PersistentStoreCoordinator(model: model, path: path)
         // A trigger added behind the store's back refuses every insert, as a constraint would.
-        try GRDB.DatabaseQueue(path: path).write { db in
-            try db.execute(sql: #"CREATE TRIGGER refuse BEFORE INSERT ON "Note" BEGIN SELECT RAISE(ABORT, 'no notes'); END"#)
-        }
+        try SQLiteFile(path).execute(#"CREATE TRIGGER refuse BEFORE INSERT ON "Note" BEGIN SELECT RAISE(ABORT, 'no notes'); END"#)
         let context = ObjectContext(coordinator: coordinator)
         let error = context.performAndWait {
             _ = context.insert("Note")

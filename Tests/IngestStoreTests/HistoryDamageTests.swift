@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IngestTestSupport
 import Testing
 @testable import IngestStore

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IngestTestSupport
 import Testing
 @testable import IngestStore
@@ -150,12 +149,10 @@ import Testing
     @Test func oneTableHoldsTheHierarchy() throws {
         let (coordinator, directory, _) = try Self.store(on: .sqlite)
         _ = coordinator
-        let queue = try DatabaseQueue(path: directory.file("store.sqlite"))
-        let (tables, columns, entities) = try queue.read { db in
-            (try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%' ORDER BY name"),
-             try Row.fetchAll(db, sql: "PRAGMA table_info(\"Media\")").map { $0["name"] as String },
-             try Int64.fetchAll(db, sql: "SELECT \"_entity\" FROM \"Media\" ORDER BY id"))
-        }
+        let db = try SQLiteFile(directory.file("store.sqlite"), readOnly: true)
+        let tables = try db.strings("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%' ORDER BY name")
+        let columns = try db.strings("SELECT name FROM pragma_table_info('Media')")
+        let entities = try db.ints("SELECT \"_entity\" FROM \"Media\" ORDER BY id")
         #expect(tables == ["Album", "Media"])
         #expect(columns == ["_pk", "_entity", "id", "title", "views", "_album", "_album_order", "width", "duration", "source", "_placeholder"])
         // From the names alone (FNV-1a), pinned: stores keep them, so they must never change.

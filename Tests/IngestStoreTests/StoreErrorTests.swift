@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IngestTestSupport
 import Testing
 @testable import IngestStore
@@ -18,7 +17,7 @@ import Testing
         case .sqlite:
             let path = directory.file("store.sqlite")
             coordinator = try PersistentStoreCoordinator(model: TestModel.model, path: path)
-            try GRDB.DatabaseQueue(path: path).write { db in try db.execute(sql: index) }
+            try SQLiteFile(path).execute(index)
         case .postgres:
             let url = try StoreBackend.newDatabase()
             coordinator = try PersistentStoreCoordinator(model: TestModel.model, url: URL(string: url)!)

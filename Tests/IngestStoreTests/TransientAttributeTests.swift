@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IngestTestSupport
 import Synchronization
 import Testing
@@ -62,9 +61,7 @@ import Testing
             #expect(fetched.map { $0.title } == ["Saved"])
         }
         if backend == .sqlite {
-            let columns = try DatabaseQueue(path: coordinator.path).read { db in
-                try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('Note')")
-            }
+            let columns = try SQLiteFile(coordinator.path, readOnly: true).strings("SELECT name FROM pragma_table_info('Note')")
             #expect(columns == ["_pk", "id", "title", "_placeholder"])
         }
     }

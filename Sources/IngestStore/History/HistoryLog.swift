@@ -1,5 +1,5 @@
 import Foundation
-import GRDBSQLite
+import CSQLite
 
 /// The history tables and the statements that write, read and purge them, on either
 /// backend. One row per save in `_ingest_history`, numbered by its position; its changes

@@ -1,4 +1,4 @@
-import GRDBSQLite
+import CSQLite
 
 /// A save's row statements on SQLite, bound straight from the objects' values with the
 /// C API: no argument arrays, each entity's INSERT prepared once a save. Saving is the

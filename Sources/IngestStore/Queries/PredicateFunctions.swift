@@ -1,5 +1,5 @@
 import Foundation
-import GRDBSQLite
+import CSQLite
 
 /// The SQL functions compiled predicates call, registered on every connection, so that
 /// SQL and in-memory evaluation share one definition of folding, LIKE and MATCHES.

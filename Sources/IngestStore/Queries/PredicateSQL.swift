@@ -1,5 +1,5 @@
 import Foundation
-import GRDBSQLite
+import CSQLite
 
 /// Compiles a predicate into a SQL condition over an entity's table (alias `t0`), with
 /// every value bound, never spliced. The SQL means what `evaluate(with:)` means on

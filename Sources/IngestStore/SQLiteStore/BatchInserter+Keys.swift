@@ -1,5 +1,5 @@
 import Synchronization
-import GRDBSQLite
+import CSQLite
 
 /// Finding related rows before the write: the coordinator's key cache first, then one
 /// lookup per missing key on a reader, so the write transaction only binds and steps.

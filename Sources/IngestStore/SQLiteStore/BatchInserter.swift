@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import GRDBSQLite
+import CSQLite
 
 /// Writes `BatchInsertRequest`s: the bulk path of the store, for imports (Core Data's
 /// `NSBatchInsertRequest`). One inserter belongs to one worker; the inserters of a

@@ -1,4 +1,4 @@
-import GRDBSQLite
+import CSQLite
 
 extension PersistentStoreCoordinator {
     /// What SQLite's integrity check and Ingest's own checks find wrong with the store:

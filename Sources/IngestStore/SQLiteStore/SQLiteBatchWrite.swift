@@ -1,4 +1,4 @@
-import GRDBSQLite
+import CSQLite
 
 /// One `BatchInserter.write`, inside the write transaction: the statements it steps, the
 /// row numbers it reserved, and what it learns on the way. Each record is checked (its

@@ -1,5 +1,5 @@
 import Foundation
-import GRDBSQLite
+import CSQLite
 
 /// Waits for another commit to a SQLite store file: `PRAGMA data_version` on a connection
 /// of its own. It also watches that the store's path still leads to the file it opened,

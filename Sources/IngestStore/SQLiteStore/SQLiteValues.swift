@@ -1,11 +1,11 @@
 package import Foundation
-import GRDBSQLite
+import CSQLite
 
 /// SQLite copies bound text and blobs at once with this destructor.
 let SQLITE_TRANSIENT = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
 
-/// Binding and reading values with the sqlite3 C API on GRDB's cached statements:
-/// the insert/update hot path skips GRDB's argument boxing (see docs/design-notes.md).
+/// Binding and reading values with the sqlite3 C API on the connection's cached statements:
+/// the insert/update hot path boxes no argument (see docs/design-notes.md).
 enum SQLiteValues {
     static func bind(_ value: Value?, to statement: SQLiteStatement, at index: Int32) {
         guard let value else {

@@ -1,4 +1,4 @@
-import GRDBSQLite
+import CSQLite
 
 extension SQLiteDatabase {
     /// Runs `sql` and calls `row` for each result row, in order, for `StoreConnection`. The

@@ -1,5 +1,5 @@
 import Foundation
-import GRDBSQLite
+import CSQLite
 
 /// One connection of the coordinator's backend, lent to a read or a write: the object
 /// graph's SQL runs through it, whichever database holds the store. SQL is written with

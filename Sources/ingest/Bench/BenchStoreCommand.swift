@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import GRDBSQLite
+import CSQLite
 import IngestJSON
 import IngestStore
 

@@ -1,4 +1,4 @@
-import GRDBSQLite
+import CSQLite
 
 /// A value the connection's helpers (`execute(sql:arguments:)`, `fetchOne`) bind to a
 /// statement's parameter. The hot paths bind `Value`s themselves (`SQLiteValues.bind`).

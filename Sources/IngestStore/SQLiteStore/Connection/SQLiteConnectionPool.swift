@@ -1,5 +1,5 @@
 import Foundation
-import GRDBSQLite
+import CSQLite
 
 /// The connections to one SQLite database, lent out one thread at a time, in one of two
 /// shapes:

@@ -1,5 +1,5 @@
 import Foundation
-import GRDBSQLite
+import CSQLite
 
 /// A prepared statement of the sqlite3 C API.
 typealias SQLiteStatement = OpaquePointer
@@ -8,9 +8,9 @@ typealias SQLiteStatement = OpaquePointer
 /// on. Not Sendable: a connection is used by one thread at a time, lent by
 /// `SQLiteConnectionPool` inside its lock.
 ///
-/// Ingest's own layer over the C API rather than GRDB's: the store's hot paths already bind
-/// and step statements themselves, and without GRDB the `ingest` command builds without
-/// compiling it (its release build's critical path, Performance.md "The build").
+/// Ingest's own layer over the C API rather than GRDB's: the store's hot paths already bound
+/// and stepped statements themselves, and GRDB compiled alone for 100 s on the release
+/// build's critical path (Performance.md, "The build").
 final class SQLiteDatabase {
     /// The sqlite3 handle, for the C API.
     let sqliteConnection: OpaquePointer
@@ -34,7 +34,7 @@ final class SQLiteDatabase {
         sqliteConnection = handle
         isReadOnly = readOnly
         sqlite3_extended_result_codes(handle, 1)
-        _disableDoubleQuotedStringLiterals(handle)
+        ingest_sqlite3_disable_double_quoted_literals(handle)
         if let busyTimeout { sqlite3_busy_timeout(handle, Int32(busyTimeout * 1000)) }
         try execute(sql: "PRAGMA foreign_keys = ON")
         try forEachRow(sql: "SELECT * FROM sqlite_master LIMIT 1") { _ in false }

@@ -1,4 +1,4 @@
-import GRDBSQLite
+import CSQLite
 
 /// A failure SQLite reported on a connection, before the store names it as a `StoreError`
 /// (`StoreError.sqlite(_:path:)`, which knows the store's path).

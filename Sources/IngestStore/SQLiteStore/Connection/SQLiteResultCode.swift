@@ -1,4 +1,4 @@
-import GRDBSQLite
+import CSQLite
 
 /// A SQLite result code, primary or extended, as `StoreError.database` carries it:
 /// `.SQLITE_CONSTRAINT_UNIQUE`, `.SQLITE_BUSY`… Match `StoreError.reason` instead to handle

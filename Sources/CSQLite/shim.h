@@ -1,0 +1,11 @@
+#include <sqlite3.h>
+
+/// sqlite3_db_config is variadic, which Swift cannot call: double-quoted text in SQL names
+/// a column or table only, never a string literal (SQLite's legacy fallback), so a
+/// misspelt identifier fails instead of matching a string.
+static inline void ingest_sqlite3_disable_double_quoted_literals(sqlite3 *db) {
+#if SQLITE_VERSION_NUMBER >= 3029000
+    sqlite3_db_config(db, SQLITE_DBCONFIG_DQS_DDL, 0, (void *)0);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_DQS_DML, 0, (void *)0);
+#endif
+}
