@@ -22,6 +22,7 @@ final class SQLiteDatabase {
     /// a first read that fails at once on a file that is not a database.
     /// - Throws: `SQLiteError`.
     init(path: String, readOnly: Bool, busyTimeout: Double?) throws {
+        _ = Self.configureSQLite
         var handle: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
         let code = sqlite3_open_v2(path, &handle, flags, nil)
@@ -39,6 +40,12 @@ final class SQLiteDatabase {
         try execute(sql: "PRAGMA foreign_keys = ON")
         try forEachRow(sql: "SELECT * FROM sqlite_master LIMIT 1") { _ in false }
     }
+
+    /// The process-wide settings, once, before the first connection initializes SQLite: no
+    /// memory statistics, which cost a mutex on every allocation (`ingest_sqlite3_disable_memory_statistics`).
+    private static let configureSQLite: Void = {
+        _ = ingest_sqlite3_disable_memory_statistics()
+    }()
 
     deinit {
         for statement in statements.values { sqlite3_finalize(statement) }
