@@ -13,7 +13,7 @@ static inline void ingest_sqlite3_disable_double_quoted_literals(sqlite3 *db) {
 /// sqlite3_config is variadic too. Memory statistics off: with them on (SQLite's default),
 /// every sqlite3_malloc and sqlite3_free takes a process-wide mutex to count bytes, about
 /// 1,000 instructions a record of an import. Only before SQLite initializes; afterwards
-/// (a host program that opened SQLite first) SQLite refuses it and nothing changes.
+/// SQLite refuses it (SQLITE_MISUSE) and nothing changes.
 static inline int ingest_sqlite3_disable_memory_statistics(void) {
     return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }

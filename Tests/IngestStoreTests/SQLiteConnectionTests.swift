@@ -85,6 +85,55 @@ import Testing
         #expect(rows == ["a:7", "b:c"])
         #expect(try pool.read { try String.fetchOne($0, sql: "SELECT x FROM t WHERE y = ?", arguments: [99]) } == nil)
         #expect(try pool.read { try $0.tableExists("T") })
+        #expect(throws: SQLiteError.self) { try pool.write { db in try db.execute(sql: "INSERT INTO t VALUES (?, ?)", arguments: ["a", "b", "c"]) } }
+        #expect(throws: SQLiteError.self) { try pool.read { db in try String.fetchOne(db, sql: "SELECT x FROM t WHERE y = ?") } }
+    }
+
+    /// A trigger's `RAISE(ROLLBACK)` ends the transaction inside the write: what the body runs
+    /// after it must not go to disk one statement at a time (autocommit), as GRDB's
+    /// transaction blocks refused it too.
+    @Test func aTransactionSQLiteEndedStopsEveryLaterStatementOfItsWrite() throws {
+        let pool = try SQLiteConnectionPool(inMemory: .init())
+        try pool.write { db in
+            try db.execute(sql: "CREATE TABLE t (x); CREATE TRIGGER refuse BEFORE INSERT ON t WHEN new.x = 2 BEGIN SELECT RAISE(ROLLBACK, 'no twos'); END")
+        }
+        var refused: SQLiteError?
+        let error = #expect(throws: SQLiteError.self) {
+            try pool.write { db in
+                try db.execute(sql: "INSERT INTO t VALUES (1)")
+                do {
+                    try db.inSavepoint { try db.execute(sql: "INSERT INTO t VALUES (2)") }
+                } catch let error as SQLiteError {
+                    refused = error
+                }
+                try db.inSavepoint { try db.execute(sql: "INSERT INTO t VALUES (3)") }
+            }
+        }
+        #expect(refused?.extendedResultCode == .SQLITE_CONSTRAINT_TRIGGER)
+        #expect(error?.resultCode == .SQLITE_ABORT)
+        #expect(try pool.read { try count($0) } == 0)
+        try pool.write { db in try db.execute(sql: "INSERT INTO t VALUES (4)") }
+        #expect(try pool.read { try count($0) } == 1)
+    }
+
+    @Test func aPrimaryCodeInACaseMatchesItsExtendedCodesOnly() {
+        func matches(_ code: SQLiteResultCode, _ pattern: SQLiteResultCode) -> Bool {
+            if case pattern = code { true } else { false }
+        }
+        #expect(matches(.SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT))
+        #expect(matches(.SQLITE_CONSTRAINT, .SQLITE_CONSTRAINT))
+        #expect(!matches(.SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT_NOTNULL))
+        #expect(!matches(.SQLITE_CONSTRAINT, .SQLITE_CONSTRAINT_UNIQUE))
+        #expect(!matches(.SQLITE_BUSY_SNAPSHOT, .SQLITE_CONSTRAINT))
+    }
+
+    @Test func aWriteInsideAWriteOfTheSamePoolStopsTheProgramInsteadOfWaiting() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let pool = try SQLiteConnectionPool(inMemory: .init())
+            try pool.write { _ in try pool.write { _ in } }
+        }.map { result in
+            #expect(String(decoding: result.standardErrorContent, as: UTF8.self).contains("inside a write of the same pool would wait for itself"))
+        }
     }
 
     @Test func textWithANULCharacterComesBackWhole() throws {

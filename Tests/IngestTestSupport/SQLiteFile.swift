@@ -36,6 +36,8 @@ public final class SQLiteFile {
         }
         handle = opened
         sqlite3_busy_timeout(handle, Int32(busyTimeout * 1000))
+        // A misspelt "column" in a test's SQL fails instead of reading as a string, as the store's own connections do.
+        ingest_sqlite3_disable_double_quoted_literals(handle)
     }
 
     deinit { sqlite3_close_v2(handle) }
@@ -87,16 +89,30 @@ public final class SQLiteFile {
         try rows(sql, arguments).first?.first ?? nil
     }
 
-    /// The first column of the first row as an integer, or nil (no row, NULL, or not a number).
-    /// - Throws: `Failure`.
+    /// The first column of the first row as an integer, or nil (no row, or NULL).
+    /// - Throws: `Failure` also when SQLite holds it as anything but an integer.
     public func int(_ sql: String, _ arguments: [Argument] = []) throws -> Int64? {
-        try string(sql, arguments).flatMap { Int64($0) }
+        try ints(sql, arguments, keepingNULLs: true).first ?? nil
     }
 
     /// The first column of every row as integers.
-    /// - Throws: `Failure`.
+    /// - Throws: `Failure` also for a value SQLite holds as anything but an integer (NULL too).
     public func ints(_ sql: String, _ arguments: [Argument] = []) throws -> [Int64] {
-        try strings(sql, arguments).compactMap { Int64($0) }
+        try ints(sql, arguments, keepingNULLs: false).map { $0! }
+    }
+
+    private func ints(_ sql: String, _ arguments: [Argument], keepingNULLs: Bool) throws -> [Int64?] {
+        var values: [Int64?] = []
+        var wrong: String?
+        try run(sql, arguments) { statement in
+            switch sqlite3_column_type(statement, 0) {
+            case SQLITE_INTEGER: values.append(sqlite3_column_int64(statement, 0))
+            case SQLITE_NULL where keepingNULLs: values.append(nil)
+            default: wrong = wrong ?? column(statement, 0) ?? "NULL"
+            }
+        }
+        if let wrong { throw Failure(code: SQLITE_MISMATCH, message: "not an integer: \(wrong) (\(sql))") }
+        return values
     }
 
     private func failure() -> Failure {
@@ -124,7 +140,10 @@ public final class SQLiteFile {
                 for (offset, argument) in remaining.prefix(count).enumerated() {
                     switch argument {
                     case .text(let text):
-                        sqlite3_bind_text(statement, Int32(offset + 1), text, -1, unsafeBitCast(-1, to: sqlite3_destructor_type.self))
+                        var text = text
+                        _ = text.withUTF8 {
+                            sqlite3_bind_text(statement, Int32(offset + 1), $0.baseAddress, Int32($0.count), unsafeBitCast(-1, to: sqlite3_destructor_type.self))
+                        }
                     case .integer(let number): sqlite3_bind_int64(statement, Int32(offset + 1), number)
                     }
                 }

@@ -12,8 +12,8 @@ enum PredicateFunctions {
     /// The collation that orders decimal columns by number (`DecimalText.compare`).
     static let decimalCollation = "ingest_decimal"
 
-    static func register(_ db: SQLiteDatabase) {
-        db.addCollation("ingest_localized") { a, b in a.localizedStandardCompare(b) }
+    static func register(_ db: SQLiteDatabase) throws {
+        try db.addCollation("ingest_localized") { a, b in a.localizedStandardCompare(b) }
         // On the bytes SQLite holds: `addCollation` makes two Strings per comparison, and
         // an index of decimals compares on every insert.
         sqlite3_create_collation_v2(db.sqliteConnection, decimalCollation, SQLITE_UTF8, nil, { _, count1, bytes1, count2, bytes2 in

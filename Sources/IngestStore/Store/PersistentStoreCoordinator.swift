@@ -144,7 +144,7 @@ public final class PersistentStoreCoordinator: Sendable {
             } else if let readerCacheKiB {
                 try db.execute(sql: "PRAGMA cache_size = -\(readerCacheKiB)")
             }
-            PredicateFunctions.register(db)
+            try PredicateFunctions.register(db)
         }
         do {
             let pool = try SQLiteConnectionPool(path: path, shape: .wal, configuration: configuration)
@@ -168,7 +168,7 @@ public final class PersistentStoreCoordinator: Sendable {
         schema = Schema(self.model)
         isReadOnly = false
         var configuration = SQLiteConnectionPool.Configuration()
-        configuration.prepare = { db in PredicateFunctions.register(db) }
+        configuration.prepare = { db in try PredicateFunctions.register(db) }
         let placeholder = Self.inMemoryPrefix + "new"
         do {
             let queue = try SQLiteConnectionPool(inMemory: configuration)

@@ -35,6 +35,9 @@ struct Ingest: ParsableCommand {
             _ = set(-8, 1)
             _ = set(-3, 1 << 20)
         }
+        // Before anything opens SQLite: no mutex on each of its allocations (the command
+        // owns its process; the library leaves the setting to its host).
+        PersistentStoreCoordinator.disableSQLiteMemoryStatistics()
         // The argument parser's own errors (usage, --help, --version) are told by where they
         // come from, as their types are not public: parsing, or the run of a command that is
         // not one of ingest's (the parser's help command, whose run throws them).

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import CSQLite
 
 /// The connections to one SQLite database, lent out one thread at a time, in one of two
@@ -9,8 +10,8 @@ import CSQLite
 ///   database in memory, which has no WAL, or a file read once.
 ///
 /// Every `write` and `read` is one transaction, committed when its body returns and rolled
-/// back when it throws. Neither may be called from inside the other's body on the same
-/// pool's writer (a `.single` pool would wait for itself).
+/// back when it throws. A `write` inside a `write`, or any call inside a `.single` pool's
+/// own, would wait for itself: it stops the program with a message instead, as GRDB did.
 final class SQLiteConnectionPool: @unchecked Sendable {
     // @unchecked: the connections are reached only under `writerLock` or `readers`.
 
@@ -28,8 +29,10 @@ final class SQLiteConnectionPool: @unchecked Sendable {
     let path: String
     private let configuration: Configuration
     private let shape: Shape
-    private let writer: SQLiteDatabase
+    private var writer: SQLiteDatabase
     private let writerLock = NSLock()
+    /// The thread holding `writerLock` (0: none), to refuse a call that would wait for itself.
+    private let writerThread = Atomic<UInt>(0)
     private let readers = NSCondition()
     private var idleReaders: [SQLiteDatabase] = []
     private var openReaders = 0
@@ -61,18 +64,35 @@ final class SQLiteConnectionPool: @unchecked Sendable {
     /// the write lock is taken before anything is read).
     /// - Throws: `SQLiteError`; what `body` throws.
     func write<T>(_ body: (SQLiteDatabase) throws -> T) throws -> T {
+        try withWriter { writer in
+            try writer.inTransaction(immediate: !configuration.readOnly) { try body(writer) }
+        }
+    }
+
+    /// Runs `body` on the writer connection under its lock; a writer left inside a
+    /// transaction (its rollback failed) is replaced by a new connection.
+    private func withWriter<T>(_ body: (SQLiteDatabase) throws -> T) throws -> T {
+        if writerThread.load(ordering: .relaxed) == UInt(pthread_self()) {
+            fatalError("SQLiteConnectionPool(\(path)): a write, or a read of a single-connection pool, inside a write of the same pool would wait for itself")
+        }
         writerLock.lock()
-        defer { writerLock.unlock() }
-        return try writer.inTransaction(immediate: !configuration.readOnly) { try body(writer) }
+        writerThread.store(UInt(pthread_self()), ordering: .relaxed)
+        defer {
+            // (A database in memory lives in its connection: it is kept whatever happens.)
+            if writer.isStuckInTransaction, path != ":memory:", let fresh = try? Self.open(path, configuration, readOnly: configuration.readOnly) {
+                writer = fresh
+            }
+            writerThread.store(0, ordering: .relaxed)
+            writerLock.unlock()
+        }
+        return try body(writer)
     }
 
     /// Runs `body` in one read transaction: its snapshot of the database holds to its end.
     /// - Throws: `SQLiteError`; what `body` throws.
     func read<T>(_ body: (SQLiteDatabase) throws -> T) throws -> T {
         guard shape == .wal else {
-            writerLock.lock()
-            defer { writerLock.unlock() }
-            return try writer.inTransaction(immediate: false) { try body(writer) }
+            return try withWriter { writer in try writer.inTransaction(immediate: false) { try body(writer) } }
         }
         let reader = try takeReader()
         defer { giveBack(reader) }
@@ -90,9 +110,9 @@ final class SQLiteConnectionPool: @unchecked Sendable {
         readers.unlock()
         do {
             // The WAL's "obscure cases" of SQLITE_BUSY (a recovery, the last connection
-            // closing) are waited out by readers too, as GRDB's pool does.
+            // closing) are waited out by readers too, for 10 s, as GRDB's pool did.
             var readerConfiguration = configuration
-            readerConfiguration.busyTimeout = configuration.busyTimeout ?? 10
+            readerConfiguration.busyTimeout = 10
             return try Self.open(path, readerConfiguration, readOnly: true)
         } catch {
             readers.lock()
@@ -105,7 +125,9 @@ final class SQLiteConnectionPool: @unchecked Sendable {
 
     private func giveBack(_ reader: SQLiteDatabase) {
         readers.lock()
-        idleReaders.append(reader)
+        // A reader left inside its transaction (its rollback failed) would pin its snapshot
+        // and keep the WAL from being checkpointed: it is closed, not lent again.
+        if reader.isStuckInTransaction { openReaders -= 1 } else { idleReaders.append(reader) }
         readers.signal()
         readers.unlock()
     }

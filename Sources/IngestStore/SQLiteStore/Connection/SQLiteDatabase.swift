@@ -16,13 +16,16 @@ final class SQLiteDatabase {
     let sqliteConnection: OpaquePointer
     let isReadOnly: Bool
     private var statements: [String: SQLiteStatement] = [:]
+    /// Inside `inTransaction`'s body: a transaction SQLite ended on its own meanwhile (a
+    /// trigger's `RAISE(ROLLBACK)`, some I/O errors) stops every later statement, as GRDB's
+    /// transaction blocks did, instead of letting them autocommit one by one.
+    private var isInTransactionBlock = false
 
     /// Opens `path` (`:memory:` for a database in memory) as GRDB opened it: extended result
     /// codes, foreign keys enforced, double-quoted text never taken for a string literal, and
     /// a first read that fails at once on a file that is not a database.
     /// - Throws: `SQLiteError`.
     init(path: String, readOnly: Bool, busyTimeout: Double?) throws {
-        _ = Self.configureSQLite
         var handle: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
         let code = sqlite3_open_v2(path, &handle, flags, nil)
@@ -41,12 +44,6 @@ final class SQLiteDatabase {
         try forEachRow(sql: "SELECT * FROM sqlite_master LIMIT 1") { _ in false }
     }
 
-    /// The process-wide settings, once, before the first connection initializes SQLite: no
-    /// memory statistics, which cost a mutex on every allocation (`ingest_sqlite3_disable_memory_statistics`).
-    private static let configureSQLite: Void = {
-        _ = ingest_sqlite3_disable_memory_statistics()
-    }()
-
     deinit {
         for statement in statements.values { sqlite3_finalize(statement) }
         sqlite3_close_v2(sqliteConnection)
@@ -59,6 +56,7 @@ final class SQLiteDatabase {
     /// them (every use binds all of its parameters).
     /// - Throws: `SQLiteError` when `sql` does not compile.
     func cachedStatement(sql: String) throws -> SQLiteStatement {
+        try checkTransactionIsAlive()
         if let statement = statements[sql] {
             sqlite3_reset(statement)
             return statement
@@ -71,6 +69,7 @@ final class SQLiteDatabase {
     /// `sql`, one statement, prepared for one use: the caller finalizes it.
     /// - Throws: `SQLiteError`.
     func prepare(_ sql: String) throws -> SQLiteStatement {
+        try checkTransactionIsAlive()
         var statement: SQLiteStatement?
         guard sqlite3_prepare_v2(sqliteConnection, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
             throw SQLiteError(on: sqliteConnection, sql: sql)
@@ -82,6 +81,7 @@ final class SQLiteDatabase {
     /// `arguments` to their parameters in order.
     /// - Throws: `SQLiteError`; the statements before the failing one have run.
     func execute(sql: String, arguments: [any SQLiteArgument] = []) throws {
+        try checkTransactionIsAlive()
         var remaining = arguments[...]
         try sql.withCString { start in
             var next: UnsafePointer<CChar>? = start
@@ -97,11 +97,25 @@ final class SQLiteDatabase {
                 for (offset, argument) in remaining.prefix(count).enumerated() {
                     argument.bind(to: statement, at: Int32(offset + 1))
                 }
+                guard remaining.count >= count else { throw Self.argumentCountMismatch(sql, arguments.count) }
                 remaining = remaining.dropFirst(count)
                 var code = sqlite3_step(statement)
                 while code == SQLITE_ROW { code = sqlite3_step(statement) }
                 guard code == SQLITE_DONE else { throw SQLiteError(on: sqliteConnection, sql: sql) }
             }
+        }
+        guard remaining.isEmpty else { throw Self.argumentCountMismatch(sql, arguments.count) }
+    }
+
+    private static func argumentCountMismatch(_ sql: String, _ count: Int) -> SQLiteError {
+        SQLiteError(.SQLITE_MISUSE, message: "\(count) argument(s) do not match the statement's parameters", sql: sql)
+    }
+
+    /// - Throws: `SQLiteError` (`SQLITE_ABORT`) when SQLite ended the transaction of the
+    ///   `inTransaction` block this runs in.
+    private func checkTransactionIsAlive() throws {
+        if isInTransactionBlock && !isInsideTransaction {
+            throw SQLiteError(.SQLITE_ABORT, message: "the transaction was ended by SQLite (a failure rolled it back); nothing after it was written")
         }
     }
 
@@ -112,6 +126,7 @@ final class SQLiteDatabase {
     func forEachRow(sql: String, arguments: [any SQLiteArgument] = [], _ row: (SQLiteStatement) throws -> Bool) throws {
         let statement = try prepare(sql)
         defer { sqlite3_finalize(statement) }
+        guard Int(sqlite3_bind_parameter_count(statement)) == arguments.count else { throw Self.argumentCountMismatch(sql, arguments.count) }
         for (index, argument) in arguments.enumerated() { argument.bind(to: statement, at: Int32(index + 1)) }
         while true {
             let code = sqlite3_step(statement)
@@ -134,14 +149,11 @@ final class SQLiteDatabase {
     /// - Throws: `SQLiteError`; what `body` throws.
     func inTransaction<T>(immediate: Bool, _ body: () throws -> T) throws -> T {
         try execute(sql: immediate ? "BEGIN IMMEDIATE TRANSACTION" : "BEGIN DEFERRED TRANSACTION")
+        isInTransactionBlock = true
+        defer { isInTransactionBlock = false }
         let value: T
         do {
             value = try body()
-        } catch {
-            rollback()
-            throw error
-        }
-        do {
             try execute(sql: "COMMIT TRANSACTION")
         } catch {
             rollback()
@@ -167,21 +179,32 @@ final class SQLiteDatabase {
         return value
     }
 
-    /// Ends the open transaction, if SQLite has not already.
+    /// Ends the open transaction, if SQLite has not already. A rollback that fails leaves
+    /// it open: `isStuckInTransaction` says so, and the pool then closes the connection
+    /// rather than lend it again.
     private func rollback() {
-        if isInsideTransaction { try? execute(sql: "ROLLBACK TRANSACTION") }
+        if isInsideTransaction { sqlite3_exec(sqliteConnection, "ROLLBACK TRANSACTION", nil, nil, nil) }
     }
 
+    /// A transaction is open outside any `inTransaction` block: a rollback failed.
+    var isStuckInTransaction: Bool { !isInTransactionBlock && isInsideTransaction }
+
     /// Registers a collation of two texts (made Strings) under `name`.
-    func addCollation(_ name: String, _ compare: @escaping (String, String) -> ComparisonResult) {
+    /// - Throws: `SQLiteError` when SQLite refuses it.
+    func addCollation(_ name: String, _ compare: @escaping (String, String) -> ComparisonResult) throws {
         final class Box { let compare: (String, String) -> ComparisonResult; init(_ compare: @escaping (String, String) -> ComparisonResult) { self.compare = compare } }
-        let box = Unmanaged.passRetained(Box(compare)).toOpaque()
-        sqlite3_create_collation_v2(sqliteConnection, name, SQLITE_UTF8, box, { box, count1, bytes1, count2, bytes2 in
+        let box = Unmanaged.passRetained(Box(compare))
+        let code = sqlite3_create_collation_v2(sqliteConnection, name, SQLITE_UTF8, box.toOpaque(), { box, count1, bytes1, count2, bytes2 in
             let compare = Unmanaged<Box>.fromOpaque(box!).takeUnretainedValue().compare
             let a = String(decoding: UnsafeRawBufferPointer(start: bytes1, count: Int(count1)), as: UTF8.self)
             let b = String(decoding: UnsafeRawBufferPointer(start: bytes2, count: Int(count2)), as: UTF8.self)
             return Int32(compare(a, b).rawValue)
         }, { box in Unmanaged<Box>.fromOpaque(box!).release() })
+        // On failure SQLite never calls the destructor.
+        guard code == SQLITE_OK else {
+            box.release()
+            throw SQLiteError(on: sqliteConnection)
+        }
     }
 
     /// Copies the whole database into `target` with SQLite's online backup: consistent even
@@ -195,9 +218,10 @@ final class SQLiteDatabase {
         // source's busy timeout, after which the step fails with SQLITE_BUSY.
         var code: Int32
         repeat { code = sqlite3_backup_step(backup, -1) } while code == SQLITE_OK
-        sqlite3_backup_finish(backup)
-        guard code == SQLITE_DONE else {
-            throw SQLiteError(SQLiteResultCode(rawValue: code), message: String(cString: sqlite3_errstr(code)))
+        let finished = sqlite3_backup_finish(backup)
+        guard code == SQLITE_DONE, finished == SQLITE_OK else {
+            // The failure is recorded on the target connection (the source's lock, a full disk).
+            throw SQLiteError(on: target.sqliteConnection)
         }
     }
 }

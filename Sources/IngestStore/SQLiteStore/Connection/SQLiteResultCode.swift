@@ -11,6 +11,13 @@ public struct SQLiteResultCode: RawRepresentable, Hashable, Sendable, CustomStri
     /// The primary code of an extended one (`.SQLITE_CONSTRAINT` of `.SQLITE_CONSTRAINT_UNIQUE`).
     public var primaryResultCode: SQLiteResultCode { SQLiteResultCode(rawValue: rawValue & 0xFF) }
 
+    /// In a `switch` or `case`, a primary code matches each of its extended codes
+    /// (`case .SQLITE_CONSTRAINT:` matches `.SQLITE_CONSTRAINT_UNIQUE`), and an extended code
+    /// only itself, as GRDB's `ResultCode` does.
+    public static func ~= (pattern: SQLiteResultCode, code: SQLiteResultCode) -> Bool {
+        pattern.primaryResultCode == pattern ? pattern == code.primaryResultCode : pattern == code
+    }
+
     /// SQLite's own words for the code ("UNIQUE constraint failed" is the message; this is
     /// "constraint failed").
     public var description: String { "\(rawValue) (\(String(cString: sqlite3_errstr(rawValue))))" }
