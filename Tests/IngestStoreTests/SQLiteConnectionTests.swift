@@ -85,8 +85,14 @@ import Testing
         #expect(rows == ["a:7", "b:c"])
         #expect(try pool.read { try String.fetchOne($0, sql: "SELECT x FROM t WHERE y = ?", arguments: [99]) } == nil)
         #expect(try pool.read { try $0.tableExists("T") })
-        #expect(throws: SQLiteError.self) { try pool.write { db in try db.execute(sql: "INSERT INTO t VALUES (?, ?)", arguments: ["a", "b", "c"]) } }
-        #expect(throws: SQLiteError.self) { try pool.read { db in try String.fetchOne(db, sql: "SELECT x FROM t WHERE y = ?") } }
+        let tooMany = #expect(throws: SQLiteError.self) {
+            try pool.write { db in try db.execute(sql: "INSERT INTO t VALUES (?, ?)", arguments: ["a", "b", "c"]) }
+        }
+        #expect(tooMany?.extendedResultCode == .SQLITE_MISUSE)
+        #expect(tooMany?.message == "3 argument(s) do not match the statement's parameters")
+        let tooFew = #expect(throws: SQLiteError.self) { try pool.read { db in try String.fetchOne(db, sql: "SELECT x FROM t WHERE y = ?") } }
+        #expect(tooFew?.extendedResultCode == .SQLITE_MISUSE)
+        #expect(try pool.read { try count($0) } == 2, "the refused write left nothing")
     }
 
     /// A trigger's `RAISE(ROLLBACK)` ends the transaction inside the write: what the body runs
