@@ -53,7 +53,7 @@ enum SQLiteValues {
     }
 
     /// Text with its exact length, so a NUL inside it survives.
-    private static func text(_ statement: SQLiteStatement, _ column: Int32) -> String {
+    static func text(_ statement: SQLiteStatement, _ column: Int32) -> String {
         let count = Int(sqlite3_column_bytes(statement, column))
         guard count > 0, let base = sqlite3_column_text(statement, column) else { return "" }
         return String(decoding: UnsafeBufferPointer(start: base, count: count), as: UTF8.self)

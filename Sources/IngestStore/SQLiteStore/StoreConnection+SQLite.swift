@@ -4,18 +4,11 @@ extension SQLiteDatabase {
     /// Runs `sql` and calls `row` for each result row, in order, for `StoreConnection`. The
     /// statement is kept in the connection's cache unless `cached` is false (one-off
     /// statements: a dictionary fetch's).
-    /// - Throws: `StoreError.database` when the statement fails; what `row` throws.
+    /// - Throws: `SQLiteError` when the statement does not compile (the store's `write` and
+    ///   `read` name it as a `StoreError`); `StoreError.database` when a step fails; what
+    ///   `row` throws.
     func storeQuery(_ sql: String, _ arguments: [Value?], cached: Bool, _ row: (StoreRow) throws -> Void) throws {
-        let statement: SQLiteStatement
-        if cached {
-            statement = try cachedStatement(sql: sql)
-        } else {
-            var prepared: SQLiteStatement?
-            guard sqlite3_prepare_v2(sqliteConnection, sql, -1, &prepared, nil) == SQLITE_OK, let made = prepared else {
-                throw StoreError.sqlite(self)
-            }
-            statement = made
-        }
+        let statement = cached ? try cachedStatement(sql: sql) : try prepare(sql)
         defer {
             if cached { sqlite3_reset(statement); sqlite3_clear_bindings(statement) } else { sqlite3_finalize(statement) }
         }

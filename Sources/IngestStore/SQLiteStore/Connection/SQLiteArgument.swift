@@ -7,10 +7,7 @@ protocol SQLiteArgument {
 }
 
 extension String: SQLiteArgument {
-    func bind(to statement: SQLiteStatement, at index: Int32) {
-        var text = self
-        _ = text.withUTF8 { sqlite3_bind_text(statement, index, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT) }
-    }
+    func bind(to statement: SQLiteStatement, at index: Int32) { SQLiteValues.bind(.string(self), to: statement, at: index) }
 }
 
 extension Int64: SQLiteArgument {
@@ -27,11 +24,7 @@ protocol SQLiteColumn {
 }
 
 extension String: SQLiteColumn {
-    static func read(_ statement: SQLiteStatement, _ column: Int32) -> String {
-        let count = Int(sqlite3_column_bytes(statement, column))
-        guard count > 0, let base = sqlite3_column_text(statement, column) else { return "" }
-        return String(decoding: UnsafeBufferPointer(start: base, count: count), as: UTF8.self)
-    }
+    static func read(_ statement: SQLiteStatement, _ column: Int32) -> String { SQLiteValues.text(statement, column) }
 }
 
 extension Int64: SQLiteColumn {
