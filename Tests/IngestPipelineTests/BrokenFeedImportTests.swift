@@ -97,7 +97,7 @@ import Testing
 @Suite(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
 struct PostgresBrokenFeedTests {
     @Test func aTruncatedArrayCommitsEveryChunkBeforeTheBreakOnEveryTry() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let records = (1...95).map { #"{"id":\#($0),"v":"v\#($0)"}"# }.joined(separator: ",\n")
         let text = "[" + records

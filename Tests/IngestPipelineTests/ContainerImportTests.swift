@@ -28,7 +28,7 @@ import Testing
         case .sqlite: return (try PersistentContainer(model: spec.model, path: directory.file("store.sqlite")), nil)
         case .memory: return (try PersistentContainer(inMemory: spec.model), nil)
         case .postgres:
-            let server = try PostgresServer()
+            let server = try PostgresServer.database()
             return (try PersistentContainer(model: spec.model, url: URL(string: server.url)!), server)
         }
     }

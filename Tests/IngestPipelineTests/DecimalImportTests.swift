@@ -107,7 +107,7 @@ import Testing
 
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
     func aDecimalKeyFindsItsObjectWrittenAnyWayOnPostgreSQL() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let feeds = try Self.prices.enumerated().map { try dir.write("prices\($0).ndjson", Array($1.utf8)) }
         let stores = try PostgresImportTests.importBoth(feeds, pipeline: Self.pricePipeline, url: try server.createDatabase("prices"), dir: dir)
@@ -137,7 +137,7 @@ import Testing
     /// place around the point, as SQLite keeps it.
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
     func everyDecimalReachesPostgreSQLThroughTheBinaryCopyAsOnSQLite() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let values: [(String, String)] = [
             ("0", "0"), ("-0.0", "0"), ("0.0001", "0.0001"), ("0.00001", "0.00001"), ("0.000123456789", "0.000123456789"),
@@ -162,7 +162,7 @@ import Testing
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")),
           arguments: [false, true])
     func decimalsImportAsNumbersOnPostgreSQL(compositeKey: Bool) throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         for rule in ["update", "reject"] {
             let dir = try TemporaryDirectory()
             let url = try server.createDatabase("decimals_\(rule)_\(compositeKey ? "pair" : "one")")

@@ -155,7 +155,7 @@ import Testing
     /// download goes once the split has read the feed to its end.
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
     func aStoppedPostgreSQLImportResumesWithARangeRequestFromWhatItKept() throws {
-        let postgres = try PostgresServer()
+        let postgres = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         defer { withExtendedLifetime(dir) {} }
         let (server, url, spoolDirectory, spool, bytes) = try Self.stoppedPostgreSQLImport(postgres, dir, database: "http_resume")
@@ -179,7 +179,7 @@ import Testing
     /// temporary directory for good.
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
     func anAbandonedPostgreSQLRunTakesTheDownloadItKeptWithIt() throws {
-        let postgres = try PostgresServer()
+        let postgres = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         defer { withExtendedLifetime(dir) {} }
         let (server, url, spoolDirectory, spool, _) = try Self.stoppedPostgreSQLImport(postgres, dir, database: "http_abandon")
@@ -200,7 +200,7 @@ import Testing
     /// the download with its chunks instead, and says so.
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
     func aLinkInThePlaceOfThePostgreSQLSpoolDirectoryIsNotFollowed() throws {
-        let postgres = try PostgresServer()
+        let postgres = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         defer { withExtendedLifetime(dir) {} }
         let server = try TestHTTPServer(.init(bytes: try Self.feed(dir), etag: "\"v1\""))
@@ -221,7 +221,7 @@ import Testing
 
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
     func aFeedOverHTTPImportsIntoPostgreSQL() throws {
-        let postgres = try PostgresServer()
+        let postgres = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         defer { withExtendedLifetime(dir) {} }
         let server = try TestHTTPServer(.init(bytes: try Self.feed(dir, gzip: true), etag: "\"v1\""))

@@ -119,7 +119,7 @@ import Testing
 
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
     func aDamagedPostgreSQLHistoryRowIsRefusedByHistoryAndReportedByStatusCheck() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 20, seed: 3).write(to: feed)

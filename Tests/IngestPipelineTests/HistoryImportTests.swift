@@ -33,7 +33,7 @@ import Testing
 
         init(_ backend: Backend) throws {
             directory = try TemporaryDirectory()
-            server = backend == .postgres ? try PostgresServer() : nil
+            server = backend == .postgres ? try PostgresServer.database() : nil
         }
 
         /// The store once the importer has made it.

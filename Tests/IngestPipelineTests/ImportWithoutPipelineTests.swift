@@ -152,7 +152,7 @@ import Testing
 
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
     func onPostgreSQLStandardInputAndLateMembersGoTheSameWay() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let url = server.url
         // First, while the database has no run (whose pipeline an import would use).
         let empty = try IngestBinary.run(["import", "-", "--store", url], stdin: Array("[]".utf8))

@@ -44,7 +44,7 @@ import Testing
     /// The key of two members on PostgreSQL, whose object path writes it there too.
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
     func onPostgreSQLAnUpdatedUniversitiesFeedUpdatesItsRecordsToo() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let first = try IngestBinary.run(["import", try dir.write("world_universities.json", Self.universities(120)), "--store", server.url, "--quiet"])
         #expect(first.status == 0, "\(first.stderr)")

@@ -125,7 +125,7 @@ import Testing
 
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")), arguments: [false, true])
     func everyPostgreSQLRowNamesTheRecordThatLastChangedIt(objectPath: Bool) throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let url = try server.createDatabase("lineage")
         try Self.importRuns(Self.feeds(), pipeline: Self.pipeline(objectPath: objectPath), store: url, dir: dir, workers: 2)
@@ -152,7 +152,7 @@ import Testing
 
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")), arguments: [1, 2])
     func severalRecordsOfOneSaveMeetingAStoredRowNameTheOneThatChangedItOnPostgreSQL(workers: Int) throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let url = try server.createDatabase("same_save_\(workers)")
         try Self.importRuns(Self.sameSaveFeeds, pipeline: Self.pipeline().replacingOccurrences(of: #""saveEvery": 3"#, with: #""saveEvery": 6"#),

@@ -41,7 +41,7 @@ import Glibc
 
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
     func theEndpointAnswersDuringAPostgreSQLRunAndTheFileMatchesTheReport() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         defer { withExtendedLifetime(dir) {} }
         let feed = try Self.feed(in: dir, records: 20_000)

@@ -88,7 +88,7 @@ import Testing
 
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
     func onPostgreSQLTheSameRunsEndTheSameWayTheStoreMigratedInPlace() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let url = try server.createDatabase("evolution")
         let outcome = try Self.fourRuns(dir: dir, importRun: { feed, pipeline in

@@ -150,7 +150,7 @@ struct PostgresPlaceholderTests {
     /// PostgreSQL's batch path once staged no UPDATE for such a row, leaving the placeholder
     /// to the next record, unlike SQLite (found by `FeedOrderPropertyTests`).
     @Test func aNestedObjectGivingOnlyItsKeyFillsAStoredPlaceholderAsOnSQLite() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let url = try server.createDatabase("key_only_fill")
         let first = try dir.write("first.ndjson", Array(#"{"id":1,"city":"OPO"}"#.utf8 + [0x0A]))
@@ -165,7 +165,7 @@ struct PostgresPlaceholderTests {
 
     /// With 2 workers under update and keepExisting (the batch path), 1 under replace and reject.
     @Test func referencedObjectsAreFilledByTheirFirstDescriptionUnderEveryRule() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         for (rule, workers) in zip(PlaceholderTests.rules, [2, 1, 2, 1]) {
             for (name, pipeline, text) in [("cities", PlaceholderTests.citiesPipeline(cityRule: rule), PlaceholderTests.citiesFeed),
                                            ("employees", PlaceholderTests.employeesPipeline(rule: rule), PlaceholderTests.employeesFeed)] {

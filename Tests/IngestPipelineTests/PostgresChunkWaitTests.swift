@@ -17,7 +17,7 @@ struct PostgresChunkWaitTests {
     // every expectation below held, so it is as long as the other PostgreSQL tests' limits.
     @Test(.timeLimit(.minutes(10)))
     func aWaitingClaimIsWokenByTheSplitsNotification() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 300, seed: 3).write(to: feed)

@@ -82,7 +82,7 @@ struct PostgresImportTests {
     /// format stored them); a value out of a column's range goes as text for the server
     /// to judge, and only its record is rejected.
     @Test func everyAttributeTypeEndsAsOnSQLiteThroughTheBinaryCopy() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let pipeline = """
             { "model": { "entities": [ { "name": "T", "attributes": [
@@ -112,7 +112,7 @@ struct PostgresImportTests {
     }
 
     @Test func aGeneratedFeedEndsAsOnSQLiteWithEveryColumnAndLink() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 1_500, seed: 7).write(to: feed)
@@ -152,7 +152,7 @@ struct PostgresImportTests {
 
     @Test(arguments: [1, 100])
     func updateRulesEndAsOnSQLite(saveEvery: Int) throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let first = try dir.write("first.ndjson", Array("""
             {"id":"p1","title":"first","views":5,"author":2}
@@ -184,7 +184,7 @@ struct PostgresImportTests {
     /// A server restart ends the import's sessions: the process stops saying how to go
     /// on, and `ingest join` finishes the run as a clean import would.
     @Test func aServerRestartMidImportIsContinuedByJoin() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer()  // restarted below: a server of its own
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 20_000, seed: 3).write(to: feed)
@@ -210,7 +210,7 @@ struct PostgresImportTests {
     /// run is left, and a save it tries after waking is refused: the new run's updates stay.
     @Test(.enabled(if: Stress.isOn, Comment(rawValue: Stress.reason)))
     func abandoningARunThatALiveProcessWritesIsRefusedAndItsLateSavesAreFenced() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let bytes = FeedGenerator(records: 20_000, seed: 5).bytes()
         let first = try dir.write("first.json", bytes)
@@ -261,7 +261,7 @@ struct PostgresImportTests {
     /// Issue 19's feeds on PostgreSQL: a member named by digits, and the repeat of a feed
     /// whose entity has no key (nothing to do, unless --again).
     @Test func digitNamesAndARepeatOfAKeylessFeedAsOnSQLite() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let feed = try dir.write("readings.json", Array(#"[{"sensor":"a","1962":5},{"sensor":"b","1962":6}]"#.utf8))
         let inference = try PipelineInference.infer(feed: feed)
@@ -277,7 +277,7 @@ struct PostgresImportTests {
     }
 
     @Test func anEmptyStoreSaysNoImportHasRun() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         _ = try PostgresStore(url: try PostgresURL(server.url), model: try PipelineSpec.load(path: Self.photos).model)
         let status = try IngestBinary.run(["status", server.url])
         let url = try PostgresURL(server.url)
@@ -289,7 +289,7 @@ struct PostgresImportTests {
     /// feed updating photos and photographers of the first): the store ends exactly as
     /// one SQLite import after the other leaves it, every row and link.
     @Test func twoProcessesWritingSharedNewAndStoredKeysAtOnceEndAsSequentialImports() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let first = dir.file("first.json")
         try FeedGenerator(records: 3_000, seed: 1).write(to: first)
@@ -333,7 +333,7 @@ struct PostgresImportTests {
 
     /// Every pair of rules (`UpdateRuleCombinationTests`'s feeds) ends on PostgreSQL as on SQLite.
     @Test func everyPairOfRulesEndsAsOnSQLite() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let first = try dir.write("first.ndjson", Array((UpdateRuleCombinationTests.first.joined(separator: "\n") + "\n").utf8))
         let second = try dir.write("second.ndjson", Array((UpdateRuleCombinationTests.second.joined(separator: "\n") + "\n").utf8))
@@ -348,7 +348,7 @@ struct PostgresImportTests {
     }
 
     @Test func aRecordPostgreSQLCannotHoldIsRejectedWithItsReasonAndTheRunGoesOn() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let feed = try dir.write("feed.ndjson", Array(#"""
             {"id":"p1","title":"fine"}
@@ -379,7 +379,7 @@ struct PostgresImportTests {
     /// and the others end as written in one go, new and stored related objects included
     /// (the staging tables are emptied between the records' writes, not after every batch).
     @Test func aBatchTheServerRefusesIsWrittenRecordByRecordAndOnlyTheRecordAtFaultIsRejected() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let url = try PostgresURL(server.url)
         func run(_ name: String, _ lines: String) throws -> PostgresJoin.Report {
@@ -419,7 +419,7 @@ struct PostgresImportTests {
     /// object path on PostgreSQL too: contexts on the PostgreSQL store, each save holding
     /// the chunk's marker, its rejects and the process's counts.
     @Test func objectPathPipelinesEndAsOnSQLiteLinksAndRejectsIncluded() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let first = try dir.write("first.ndjson", Array("""
             {"id":"p1","title":"first","author":{"id":2,"name":"Bea"},"tags":[{"name":"a"},{"name":"b"}]}
@@ -482,7 +482,7 @@ struct PostgresImportTests {
     }
 
     @Test func storedChunksAreCompressedOldPlainOnesReadAndADamagedOneIsRefusedByName() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 900, seed: 12).write(to: feed)
@@ -526,7 +526,7 @@ struct PostgresImportTests {
     }
 
     @Test func keysAreToldApartByTheirBytesAsPostgreSQLDoes() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         // "é" composed and decomposed: one key to Swift's String equality, two to PostgreSQL.
         let feed = try dir.write("feed.ndjson", Array("{\"id\":\"caf\u{E9}\",\"title\":\"one\"}\n{\"id\":\"cafe\u{301}\",\"title\":\"two\"}\n".utf8))
@@ -539,7 +539,7 @@ struct PostgresImportTests {
     }
 
     @Test func anotherModelsStoreIsRefusedAndAnUnreachableServerIsNamedWithoutItsPassword() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         _ = try PostgresStore(url: try PostgresURL(server.url), model: try UpdateRuleTests.spec().model)
         let other = try PipelineSpec.load(path: Self.photos).model
         #expect(throws: PostgresError.self) { try PostgresStore(url: try PostgresURL(server.url), model: other) }
@@ -565,7 +565,7 @@ struct PostgresImportTests {
     }
 
     @Test func anotherFeedWaitsForTheUnfinishedRunJoinSaysWhenThereIsNothingToJoinAndQueryReads() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let first = try dir.write("first.ndjson", Array(#"{"id":"p1","title":"one"}"#.utf8) + [0x0A])
         let second = try dir.write("second.ndjson", Array(#"{"id":"p2","title":"two"}"#.utf8) + [0x0A])
@@ -610,7 +610,7 @@ struct PostgresImportTests {
         #expect(noSchema.status == 1 && noSchema.stderr.contains("selects no schema that exists and that this role may use to make the store's tables in"), "\(noSchema.stderr)")
         let option = try IngestBinary.run(["status", empty + "&nosuchoption=1"])
         #expect(option.status == 1 && option.stderr.contains(#"invalid URI query parameter: "nosuchoption""#), "\(option.stderr)")
-        let missing = empty.replacingOccurrences(of: "/nothing_here?", with: "/no_such_database?")
+        let missing = empty.replacingOccurrences(of: "nothing_here?", with: "no_such_database?")
         let noDatabase = try IngestBinary.run(["join", missing])
         #expect(noDatabase.status == 1 && noDatabase.stderr.contains("does not exist") && !noDatabase.stderr.contains("continue with"),
                 "\(noDatabase.stderr)")
@@ -620,7 +620,7 @@ struct PostgresImportTests {
     /// place (same size) is hashed and refused before the import continues the run with
     /// the other feed's stored chunks; the same bytes again continue it.
     @Test func aFeedChangedInPlaceAfterItsSplitIsRefusedAndTheSameFeedContinues() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let feed = try dir.write("feed.ndjson", Array(#"{"id":"p1","title":"one"}"#.utf8) + [0x0A])
         let pipeline = Array(UpdateRuleTests.pipelineText().utf8)
@@ -646,7 +646,7 @@ struct PostgresImportTests {
     /// the same transactions as the rows, add up to the feed).
     @Test(.timeLimit(.minutes(5)), arguments: Stress.pick(["batch", "objects"], quick: ["batch"]))
     func threeProcessesKilledAtRandomAndRejoinedEndAsACleanSQLiteImport(path: String) throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         // Long enough that every join started after a kill finds the run still going (imports got faster).

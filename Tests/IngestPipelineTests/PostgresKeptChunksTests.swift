@@ -12,7 +12,7 @@ import Testing
 struct PostgresKeptChunksTests {
     /// A server, a directory and a generated feed of 20,000 records in it.
     static func feed(seed: UInt64) throws -> (PostgresServer, TemporaryDirectory, feed: String, PostgresURL) {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
         try FeedGenerator(records: 20_000, seed: seed).write(to: feed)

@@ -162,7 +162,7 @@ import Testing
 
     @Test(.enabled(if: PostgresServer.isAvailable && hasJQ, Comment(rawValue: PostgresServer.unavailableReason ?? (hasJQ ? "" : noJQ.rawValue))))
     func replayingFixedRejectsOnPostgreSQLImportsThemAndChangesNothingElse() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         defer { withExtendedLifetime(dir) {} }
         let url = try server.createDatabase("replay")

@@ -69,7 +69,7 @@ struct UnifiedImporterTests {
 struct UnifiedImporterPostgresTests {
     @Test(.timeLimit(.minutes(10)))
     func theSameImporterImportsAFeedIntoSQLiteAndPostgreSQLWithEqualReportsAndRows() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let feed = try UnifiedImporterTests.feed(dir)
         let sqliteStore = dir.file("store.sqlite")
@@ -97,7 +97,7 @@ struct UnifiedImporterPostgresTests {
 
     @Test(.timeLimit(.minutes(10)))
     func aCancelledPostgreSQLImportIsJoinedThroughImporterAndEndsAsOnSQLite() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let feed = try UnifiedImporterTests.feed(dir)
         let first = try Importer(pipeline: UnifiedImporterTests.pipeline, options: UnifiedImporterTests.options(feed: feed, store: server.url, workers: 1))
@@ -125,7 +125,7 @@ struct UnifiedImporterPostgresTests {
 
     @Test(.timeLimit(.minutes(10)))
     func importStatusReadsBothBackendsAlike() throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let feed = try UnifiedImporterTests.feed(dir)
         #expect(throws: PostgresError.self, "a database no import ran in is no store yet") { try ImportStatus.read(store: server.url) }

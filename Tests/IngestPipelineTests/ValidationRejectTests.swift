@@ -56,7 +56,7 @@ import Testing
     @Test(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")),
           arguments: ["update", "reject"])
     func aRecordBreakingAMaximumLengthIsRejectedOnPostgreSQL(onConflict: String) throws {
-        let server = try PostgresServer()
+        let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let feed = try dir.write("feed.ndjson", Array(Self.feed.utf8))
         let report = try Importer(pipeline: Array(Self.pipeline(onConflict: onConflict).utf8),

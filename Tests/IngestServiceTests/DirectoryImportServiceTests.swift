@@ -85,7 +85,7 @@ import Testing
     static func followsTheDirectory(on backend: Backend) async throws {
         let dir = try TemporaryDirectory()
         defer { withExtendedLifetime(dir) {} }
-        let server = backend == .postgresql ? try PostgresServer() : nil
+        let server = backend == .postgresql ? try PostgresServer.database() : nil
         defer { withExtendedLifetime(server) {} }
         let store = try server?.createDatabase("follow") ?? dir.file("photos.sqlite")
         let incoming = dir.file("incoming")

@@ -92,7 +92,7 @@ import Testing
     static func shutdownStopsAndRunningAgainFinishes(on backend: Backend) async throws {
         let dir = try TemporaryDirectory()
         defer { withExtendedLifetime(dir) {} }
-        let server = backend == .postgresql ? try PostgresServer() : nil
+        let server = backend == .postgresql ? try PostgresServer.database() : nil
         defer { withExtendedLifetime(server) {} }
         let store = try server?.createDatabase("service") ?? dir.file("photos.sqlite")
         let feed = dir.file("feed.json")

@@ -10,7 +10,7 @@ import Testing
     /// open transaction holds back what a purge may delete. Keep the directory and server.
     static func storeOfItsOwn(on backend: StoreBackend) throws -> (PersistentStoreCoordinator, TemporaryDirectory, PostgresServer?) {
         let directory = try TemporaryDirectory()
-        let server = backend == .postgres ? try PostgresServer() : nil
+        let server = backend == .postgres ? try PostgresServer.database() : nil
         let url = URL(string: server?.url ?? "file://" + directory.file("store.sqlite"))!
         return (try PersistentStoreCoordinator(model: TestModel.model, url: url), directory, server)
     }

@@ -6,6 +6,12 @@ import Synchronization
 /// port), stopped and removed on deinit.
 /// PostgreSQL refuses to run as root, so under root (CI) it runs as the `postgres`
 /// user Debian's package creates, through `runuser`.
+///
+/// `PostgresServer.database()` is the cheaper kind most tests take: a database of their own
+/// on one server the whole test process shares, dropped on deinit. A server of its own
+/// (`PostgresServer()`) costs about 1.5 s (copying a cluster of about 1,000 files, starting
+/// and stopping it) against 0.1 s; a test takes one only when it restarts the server, reads
+/// its log, or looks at what is cluster-wide (roles, `pg_database`, `pg_stat_activity`).
 public final class PostgresServer: @unchecked Sendable {
     /// The server binaries, or nil (then `unavailableReason` says why).
     public static let binaries: String? = {
@@ -33,19 +39,33 @@ public final class PostgresServer: @unchecked Sendable {
 
     public let directory: String
     public let port: Int
-    /// A libpq URL for database `ingest` as the server's superuser.
+    /// A libpq URL for this server's database (`ingest` on a server of its own) as the
+    /// server's superuser.
     public let url: String
-    /// The server's log (errors, deadlocks among them).
+    /// The server's log (errors, deadlocks among them); a shared server's holds every test's.
     public var logFile: String { directory + "/server.log" }
+    /// The database `url` names.
+    public let databaseName: String
+    /// Set for a database on the shared server: its databases are dropped, the server left running.
+    private let shared: Bool
+    /// The databases `createDatabase` made here on the shared server, by the name the test
+    /// gave and the name they have there; dropped with this one.
+    private let created = Mutex<[(given: String, name: String)]>([])
 
-    /// Starts a server with an empty database `ingest`.
+    /// Starts a server of its own with an empty database `ingest`.
     /// - Throws: when `initdb`, `pg_ctl` or `createdb` fails (their output is in the error).
-    public init() throws {
+    public convenience init() throws {
+        try self.init(maxConnections: 300)
+    }
+
+    private init(maxConnections: Int) throws {
         guard let bin = Self.binaries, Self.unavailableReason == nil else {
             throw ServerError(message: Self.unavailableReason ?? "no server")
         }
         directory = "/tmp/ingest-pg-\(UUID().uuidString.prefix(8))"
         port = Int.random(in: 20_000..<60_000)
+        databaseName = "ingest"
+        shared = false
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         if getuid() == 0, let user = getpwnam("postgres") {
             chown(directory, user.pointee.pw_uid, user.pointee.pw_gid)
@@ -57,9 +77,58 @@ public final class PostgresServer: @unchecked Sendable {
         let template = try Self.template.get()
         try Self.run("/bin/cp", ["-a", template + "/data", directory + "/data"])
         try Self.run(bin + "/pg_ctl", ["-D", directory + "/data", "-l", directory + "/server.log", "-w", "-o",
-                                       "-k \(directory) -p \(port) -c listen_addresses= -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+                                       "-k \(directory) -p \(port) -c listen_addresses= -c max_connections=\(maxConnections) -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
                                        "start"])
     }
+
+    /// A database `name` on `server`, made already.
+    private init(database name: String, on server: PostgresServer) {
+        directory = server.directory
+        port = server.port
+        databaseName = name
+        shared = true
+        url = "postgresql://\(Self.user)@/\(name)?host=\(directory)&port=\(port)"
+    }
+
+    /// A new, empty database of this test's own on the server the test process shares
+    /// (started at the first call, stopped when the process exits), dropped on deinit.
+    /// - Throws: when the shared server cannot start or `createdb` fails.
+    /// `INGEST_TEST_OWN_SERVERS=1` gives each a server of its own instead (as before the
+    /// shared one: to tell whether a failure comes from sharing, and to compare the suite's time).
+    public static func database() throws -> PostgresServer {
+        if ProcessInfo.processInfo.environment["INGEST_TEST_OWN_SERVERS"] == "1" { return try PostgresServer() }
+        let server = try shared.get()
+        let name = "test\(sharedDatabases.withLock { $0 += 1; return $0 })"
+        try server.makeDatabase(name)
+        return PostgresServer(database: name, on: server)
+    }
+
+    /// The server `database()` hands out databases on. Tests run side by side on it, and a
+    /// multi-process import opens dozens of connections, so it takes more than one of its own.
+    private static let shared: Result<PostgresServer, ServerError> = {
+        do {
+            let server = try PostgresServer(maxConnections: 1000)
+            server.stopAtExit()
+            return .success(server)
+        } catch let error as ServerError {
+            return .failure(error)
+        } catch {
+            return .failure(ServerError(message: "\(error)"))
+        }
+    }()
+
+    private static let sharedDatabases = Mutex(0)
+
+    /// Makes database `name` by copying template1's files (`FILE_COPY`: a tenth of a
+    /// server's start, and faster than the WAL-logged default).
+    private func makeDatabase(_ name: String) throws {
+        // createdb has --strategy from PostgreSQL 15 on; before, FILE_COPY is how it makes every database.
+        let strategy = Self.majorVersion >= 15 ? ["--strategy=file_copy"] : []
+        try Self.run(Self.binaries! + "/createdb", ["-h", directory, "-p", String(port), "-U", Self.user] + strategy + [name])
+    }
+
+    /// The server binaries' major version, read from their directory (`/usr/lib/postgresql/15/bin`).
+    static let majorVersion: Int = binaries.flatMap { Int(URL(fileURLWithPath: $0).deletingLastPathComponent().lastPathComponent) } ?? 0
 
     /// The user the servers run as and their superuser: `postgres` under root, else this one.
     static var user: String { getuid() == 0 ? "postgres" : (ProcessInfo.processInfo.environment["USER"] ?? "postgres") }
@@ -102,29 +171,56 @@ public final class PostgresServer: @unchecked Sendable {
 
     /// Restarts the server as an operator would (`pg_ctl restart -m fast`): every session
     /// is ended, then it comes back on the same socket.
+    /// - Throws: on a shared server's database, which cannot be restarted under other tests.
     public func restart() throws {
+        guard !shared else { throw ServerError(message: "restart() needs a server of its own: PostgresServer(), not database()") }
         try Self.run(Self.binaries! + "/pg_ctl", ["-D", directory + "/data", "-m", "fast", "-w", "restart"])
     }
 
-    /// Stops the server and removes its directory.
+    /// Stops the server and removes its directory; on the shared server, drops this test's
+    /// databases (ending their sessions) instead.
     public func stop() {
+        if shared {
+            let names = [databaseName] + created.withLock { made in defer { made.removeAll() }; return made.map(\.name) }
+            for name in names {
+                // --force (PostgreSQL 13 on) ends the sessions a killed test's importers left.
+                let force = Self.majorVersion >= 13 ? ["--force"] : []
+                _ = try? Self.run(Self.binaries! + "/dropdb", ["-h", directory, "-p", String(port), "-U", Self.user,
+                                                                "--if-exists"] + force + [name])
+            }
+            return
+        }
         if let bin = Self.binaries {
             _ = try? Self.run(bin + "/pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
         }
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Makes another empty database and returns its URL.
+    /// Makes another empty database and returns its URL. On the shared server its name is
+    /// this database's name, `_`, then `name`, so that tests side by side do not collide.
     public func createDatabase(_ name: String) throws -> String {
         let user = Self.user
-        try Self.run(Self.binaries! + "/createdb", ["-h", directory, "-p", String(port), "-U", user, name])
+        let given = name
+        let name = shared ? "\(databaseName)_\(name)" : name
+        if shared {
+            try makeDatabase(name)
+            created.withLock { $0.append((given, name)) }
+        } else {
+            try Self.run(Self.binaries! + "/createdb", ["-h", directory, "-p", String(port), "-U", user, name])
+        }
         return "postgresql://\(user)@/\(name)?host=\(directory)&port=\(port)"
     }
 
-    /// Runs `psql` on the `ingest` database with `arguments`, returning its output.
+    /// Runs `psql` on this server's database (`url`'s) with `arguments`, returning its output.
+    /// A `-d` among them names a database `createDatabase` made, by the name it was given.
     public func psql(_ arguments: [String]) throws -> String {
         let user = Self.user
-        return try Self.run(Self.binaries! + "/psql", ["-X", "-q", "-h", directory, "-p", String(port), "-U", user, "-d", "ingest"] + arguments)
+        let made = created.withLock { $0 }
+        var arguments = arguments
+        for index in arguments.indices.dropLast() where arguments[index] == "-d" {
+            if let database = made.first(where: { $0.given == arguments[index + 1] }) { arguments[index + 1] = database.name }
+        }
+        return try Self.run(Self.binaries! + "/psql", ["-X", "-q", "-h", directory, "-p", String(port), "-U", user, "-d", databaseName] + arguments)
     }
 
     public struct ServerError: Error, CustomStringConvertible {
