@@ -92,9 +92,9 @@ public final class PostgresServer: @unchecked Sendable {
 
     /// A new, empty database of this test's own on the server the test process shares
     /// (started at the first call, stopped when the process exits), dropped on deinit.
-    /// - Throws: when the shared server cannot start or `createdb` fails.
     /// `INGEST_TEST_OWN_SERVERS=1` gives each a server of its own instead (as before the
     /// shared one: to tell whether a failure comes from sharing, and to compare the suite's time).
+    /// - Throws: when the shared server cannot start or `createdb` fails.
     public static func database() throws -> PostgresServer {
         if ProcessInfo.processInfo.environment["INGEST_TEST_OWN_SERVERS"] == "1" { return try PostgresServer() }
         let server = try shared.get()
@@ -104,7 +104,8 @@ public final class PostgresServer: @unchecked Sendable {
     }
 
     /// The server `database()` hands out databases on. Tests run side by side on it, and a
-    /// multi-process import opens dozens of connections, so it takes more than one of its own.
+    /// multi-process import opens dozens of connections: it allows 1,000 (a server of a
+    /// test's own, 300).
     private static let shared: Result<PostgresServer, ServerError> = {
         do {
             let server = try PostgresServer(maxConnections: 1000)
