@@ -203,12 +203,8 @@ public final class PostgresServer: @unchecked Sendable {
         let user = Self.user
         let given = name
         let name = shared ? "\(databaseName)_\(name)" : name
-        if shared {
-            try makeDatabase(name)
-            created.withLock { $0.append((given, name)) }
-        } else {
-            try Self.run(Self.binaries! + "/createdb", ["-h", directory, "-p", String(port), "-U", user, name])
-        }
+        try makeDatabase(name)
+        if shared { created.withLock { $0.append((given, name)) } }
         return "postgresql://\(user)@/\(name)?host=\(directory)&port=\(port)"
     }
 
