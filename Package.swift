@@ -113,7 +113,7 @@ let package = Package(
         // looking into a SQLite store from outside.
         .target(
             name: "IngestTestSupport",
-            dependencies: ["CSQLite"],
+            dependencies: ["CSQLite", "IngestJSON"],
             path: "Tests/IngestTestSupport"
         ),
         .testTarget(

@@ -121,7 +121,7 @@ import Testing
         #expect(FileOps.isReadOnce(fifo) && FileOps.isReadOnce("-") && !FileOps.isReadOnce(Fixtures.path("photos-10.json")))
         let writer = Thread {
             // Small writes, so the reader sees many short reads.
-            let fd = open(fifo, O_WRONLY)
+            let fd = open(fifo, O_WRONLY | O_CLOEXEC)
             var offset = 0
             while offset < bytes.count {
                 let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, min(4093, bytes.count - offset)) }

@@ -59,7 +59,7 @@ import Glibc
     /// Reads a FIFO to its end on a thread of its own, as a reader at the other end would.
     static func drain(_ fifo: String) -> Thread {
         let thread = Thread {
-            let fd = open(fifo, O_RDONLY)
+            let fd = open(fifo, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { return }
             var buffer = [UInt8](repeating: 0, count: 1 << 16)
             while buffer.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) > 0 {}

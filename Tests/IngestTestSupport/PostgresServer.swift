@@ -1,4 +1,5 @@
 import Foundation
+import IngestJSON
 import Synchronization
 
 /// A throwaway PostgreSQL server for a test: a copy of a cluster `initdb` made once per
@@ -239,6 +240,9 @@ public final class PostgresServer: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // The server pg_ctl starts lives as long as the test process: it must hold no
+        // pipe or FIFO another test has open at this moment.
+        SpawnActions.closeInheritedDescriptors(&actions)
         var pid: pid_t = 0
         let cArguments = argv.map { strdup($0) } + [nil]
         defer { cArguments.forEach { free($0) } }

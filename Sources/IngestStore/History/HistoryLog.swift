@@ -70,7 +70,7 @@ enum HistoryLog {
 
     /// Flushes a SQLite store's WAL file to the disk (what its commits wrote without waiting).
     static func flushWAL(of path: String) {
-        let descriptor = open(path + "-wal", O_RDONLY)
+        let descriptor = open(path + "-wal", O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return }
         fsync(descriptor)
         close(descriptor)
