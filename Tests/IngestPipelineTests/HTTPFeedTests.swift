@@ -37,6 +37,29 @@ import Testing
         return try Self.photos(store)
     }
 
+    /// The test server a test lets go stops listening: its thread does not keep it (and
+    /// itself) alive to the end of the test process.
+    @Test func aTestServerLetGoStopsListening() throws {
+        var port = 0
+        do {
+            let server = try TestHTTPServer(.init(bytes: Array("[]".utf8), etag: "\"v1\""))
+            port = server.port
+        }
+        #expect(!Self.connects(to: port))
+    }
+
+    static func connects(to port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+
     @Test(arguments: [false, true])
     func aFeedOverHTTPImportsAsItsFileWould(gzip: Bool) throws {
         let dir = try TemporaryDirectory()

@@ -62,7 +62,10 @@ public final class TestHTTPServer: Sendable {
         }
         port = Int(UInt16(bigEndian: address.sin_port))
         socket = fd
-        let thread = Thread { [self] in acceptLoop() }
+        // The loop holds the server only while it answers: a server the test let go is
+        // deinitialised, which stops the loop (a strong capture kept every server's thread
+        // waiting in accept(2) until the test process ended).
+        let thread = Thread { [weak self, fd] in Self.acceptLoop(fd) { self } }
         thread.start()
     }
 
@@ -74,15 +77,20 @@ public final class TestHTTPServer: Sendable {
         close(socket)
     }
 
-    private func acceptLoop() {
-        while !stopped.load(ordering: .relaxed) {
+    private static func acceptLoop(_ socket: Int32, _ server: () -> TestHTTPServer?) {
+        while true {
             let connection = accept(socket, nil, nil)
             if connection < 0 {
-                if stopped.load(ordering: .relaxed) || errno == EBADF || errno == EINVAL { return }
+                // `stop` shuts the socket down, which ends a waiting accept with EINVAL.
+                if errno == EBADF || errno == EINVAL { return }
                 continue
             }
-            Thread { [self] in
-                answer(connection)
+            guard let server = server(), !server.stopped.load(ordering: .relaxed) else {
+                close(connection)
+                return
+            }
+            Thread {
+                server.answer(connection)
                 close(connection)
             }.start()
         }
