@@ -128,12 +128,16 @@ struct BenchPostgresImport {
     /// Imports `feed` with `count` processes (`ingest import`, then `ingest join`s once the
     /// run is registered); returns the wall seconds and the processes' CPU seconds.
     private func importProcesses(_ me: String, feed: String, count: Int, measuring item: inout Measured) throws -> (seconds: Double, cpu: Double) {
+        // One connection and one count a poll: `ingest status`'s reading (a connection each,
+        // and its counts over the chunks) 50 times a second took CPU from the import on a
+        // 2-core machine and was counted as the server's.
+        let watcher = try PostgresConnection(url)
+        let runsBefore = try Self.runCount(watcher)
         let started = ContinuousClock.now
-        let runsBefore = (try? PostgresStatus.read(url: url))?.runs.count ?? 0
         var children = [try ChildProcess.start(me, ["import", feed, "--pipeline", item.pipeline ?? pipeline, "--store", target,
                                                     "--workers", String(workersPerProcess), "--quiet"])]
         // The joins start once the run is registered (split and chunks stored).
-        while ((try? PostgresStatus.read(url: url))?.runs.count ?? 0) <= runsBefore {
+        while try Self.runCount(watcher) <= runsBefore {
             guard (ContinuousClock.now - started).seconds < 600 else {
                 throw CommandFailure("the run was not registered within 10 minutes (is ingest import failing? run it alone to see)")
             }
@@ -150,6 +154,12 @@ struct BenchPostgresImport {
         }
         item.peakRSS = max(item.peakRSS, results.map(\.peakRSSBytes).max() ?? 0)
         return ((ContinuousClock.now - started).seconds, results.reduce(0) { $0 + $1.cpuSeconds })
+    }
+
+    /// The runs the store has registered (none before its first import made the table).
+    private static func runCount(_ connection: PostgresConnection) throws -> Int {
+        guard try connection.execute("SELECT to_regclass('_ingest_runs') IS NOT NULL")[0, 0] == "t" else { return 0 }
+        return Int(try connection.execute("SELECT count(*) FROM _ingest_runs")[0, 0] ?? "") ?? 0
     }
 
     /// The feed with every tenth record's title changed (made once, beside the feed). Read
