@@ -49,8 +49,54 @@ if [ "${1:-}" = test ]; then
   # The debug build optimises the import's hot path (Package.swift); 0 builds it as plain
   # `swift build` does, for stepping through it in a debugger.
   export INGEST_OPTIMIZED_TESTS="${INGEST_OPTIMIZED_TESTS:-1}"
+  # With a time limit (CI sets one), a hung test ends the run with the test processes'
+  # threads printed (by gdb, where it is installed) instead of holding CI to its end.
+  limit="${INGEST_TEST_TIME_LIMIT:-}"
+  [ -z "$limit" ] || [[ "$limit" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: INGEST_TEST_TIME_LIMIT is a number of seconds (got '$limit')" >&2; exit 2; }
   swift build --build-tests
-  exec swift test --skip-build "$@"
+  [ -n "$limit" ] || exec swift test --skip-build "$@"
+  servers_before=" $( (pgrep -f 'postgres -D /tmp/ingest-pg-' || true) | tr '\n' ' ') "
+  fired="$(mktemp -u /tmp/ingest-test-limit.XXXXXX)"
+  swift test --skip-build "$@" &
+  tests=$!
+  (
+    sleep "$limit" & nap=$!
+    trap 'kill $nap 2>/dev/null; exit 0' TERM
+    wait $nap
+    touch "$fired"
+    trap - TERM
+    echo "run.sh: the tests ran past INGEST_TEST_TIME_LIMIT=${limit}s; stopping them" >&2
+    for pid in $(pgrep -f '\.xctest' || true); do
+      if command -v gdb >/dev/null; then
+        echo "run.sh: threads of test process $pid:" >&2
+        gdb -p "$pid" -batch -ex 'thread apply all bt 30' 2>/dev/null | grep -E '^(Thread|#)' >&2 || true
+      fi
+      kill -KILL "$pid" 2>/dev/null || true
+      rm -rf /tmp/ingest-pg-template-"$pid"-*
+    done
+    kill -TERM "$tests" 2>/dev/null || true
+    # The PostgreSQL servers the killed tests started (each test process stops its own
+    # when it exits, which a killed one does not): an immediate shutdown, then their files.
+    for pid in $(pgrep -f 'postgres -D /tmp/ingest-pg-' || true); do
+      [[ "$servers_before" == *" $pid "* ]] && continue
+      data=$(tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | sed -n '/^-D$/{n;p;q}')
+      kill -QUIT "$pid" 2>/dev/null || true
+      for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+      case "$data" in /tmp/ingest-pg-*/data) rm -rf "${data%/data}" ;; esac
+    done
+  ) &
+  watchdog=$!
+  status=0
+  wait "$tests" || status=$?
+  if [ -e "$fired" ]; then
+    wait "$watchdog" 2>/dev/null || true
+    rm -f "$fired"
+    status=124
+  else
+    kill -TERM "$watchdog" 2>/dev/null || true
+    wait "$watchdog" 2>/dev/null || true
+  fi
+  exit "$status"
 fi
 
 # The Swift runtime and Foundation linked in, not loaded as shared libraries: a process maps
