@@ -66,7 +66,7 @@ if [ "${1:-}" = test ]; then
     touch "$fired"
     trap - TERM
     echo "run.sh: the tests ran past INGEST_TEST_TIME_LIMIT=${limit}s; stopping them" >&2
-    for pid in $(pgrep -f '\.xctest' || true); do
+    for pid in $(pgrep -P "$tests" -f '\.xctest' || true); do
       if command -v gdb >/dev/null; then
         echo "run.sh: threads of test process $pid:" >&2
         gdb -p "$pid" -batch -ex 'thread apply all bt 30' 2>/dev/null | grep -E '^(Thread|#)' >&2 || true
