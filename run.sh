@@ -56,14 +56,15 @@ if [ "${1:-}" = test ]; then
   swift build --build-tests
   [ -n "$limit" ] || exec swift test --skip-build "$@"
   servers_before=" $( (pgrep -f 'postgres -D /tmp/ingest-pg-' || true) | tr '\n' ' ') "
-  fired="$(mktemp -u /tmp/ingest-test-limit.XXXXXX)"
+  # Made now (mktemp creates it, never through a link); the watchdog writes to it when it fires.
+  fired="$(mktemp /tmp/ingest-test-limit.XXXXXX)"
   swift test --skip-build "$@" &
   tests=$!
   (
     sleep "$limit" & nap=$!
     trap 'kill $nap 2>/dev/null; exit 0' TERM
     wait $nap
-    touch "$fired"
+    echo fired > "$fired"
     trap - TERM
     echo "run.sh: the tests ran past INGEST_TEST_TIME_LIMIT=${limit}s; stopping them" >&2
     for pid in $(pgrep -P "$tests" -f '\.xctest' || true); do
@@ -88,14 +89,14 @@ if [ "${1:-}" = test ]; then
   watchdog=$!
   status=0
   wait "$tests" || status=$?
-  if [ -e "$fired" ]; then
+  if [ -s "$fired" ]; then
     wait "$watchdog" 2>/dev/null || true
-    rm -f "$fired"
     status=124
   else
     kill -TERM "$watchdog" 2>/dev/null || true
     wait "$watchdog" 2>/dev/null || true
   fi
+  rm -f "$fired"
   exit "$status"
 fi
 
