@@ -92,13 +92,23 @@ final class PostgresCommitTurns: @unchecked Sendable {
                 condition.broadcast()
                 condition.unlock()
             }
-            let found = try firstUnfinished(before: chunk)
+            let found = try firstUnfinished(before: chunk, owner: owner)
             condition.lock()
             lowest = max(lowest, found?.number ?? chunk)
             condition.broadcast()
             condition.unlock()
             guard let blocking = found else { continue }
             if shouldStop() {
+                try giveBack(chunk, owner: owner)
+                throw ChunkYielded()
+            }
+            // This worker holds the blocking chunk itself: its mapping stage claimed it ahead,
+            // after it came free (a gone process's, or given back), while this wait was for a
+            // later one. That chunk is saved only after this one, which waits for it: the
+            // worker gives this chunk back and saves the earlier one first. (Found as a hang of
+            // FeedOrderPropertyTests: every process's savers waited on one such chunk.)
+            if blocking.heldByThisWorker {
+                logger.debug("giving a chunk back to save the earlier one this worker holds", metadata: ["chunk": "\(chunk)", "held": "\(blocking.number)"])
                 try giveBack(chunk, owner: owner)
                 throw ChunkYielded()
             }
@@ -133,9 +143,11 @@ final class PostgresCommitTurns: @unchecked Sendable {
         var holder: String?
         /// That process is gone: not running, or none of its connections is on the server.
         var holderGone: Bool
+        /// The waiting worker holds it (its lease live).
+        var heldByThisWorker: Bool
     }
 
-    private func firstUnfinished(before chunk: Int) throws -> Blocking? {
+    private func firstUnfinished(before chunk: Int, owner: String) throws -> Blocking? {
         let connection: PostgresConnection
         if let open = self.connection {
             connection = open
@@ -147,14 +159,15 @@ final class PostgresCommitTurns: @unchecked Sendable {
         let rows = try connection.execute("""
             SELECT c.number, c.owner IS NULL OR c.lease_until < now(), split_part(c.owner, '/', 1),
                 p.state IS NOT NULL AND (p.state <> 'running'
-                    OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = 'ingest ' || left(regexp_replace(p.id, '^.*:', ''), 40)))
+                    OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = 'ingest ' || left(regexp_replace(p.id, '^.*:', ''), 40))),
+                c.owner IS NOT DISTINCT FROM $3 AND c.lease_until >= now()
             FROM _ingest_chunks c LEFT JOIN _ingest_processes p ON p.id = split_part(c.owner, '/', 1)
             WHERE c.run = $1 AND c.finished IS NULL AND c.number < $2
             ORDER BY c.number LIMIT 1
-            """, [String(run), String(chunk)])
+            """, [String(run), String(chunk), owner])
         guard rows.count == 1 else { return nil }
         return Blocking(number: try rows.int(0, 0), free: rows[0, 1] == "t", holder: rows[0, 2].flatMap { $0.isEmpty ? nil : $0 },
-                        holderGone: rows[0, 3] == "t")
+                        holderGone: rows[0, 3] == "t", heldByThisWorker: rows[0, 4] == "t")
     }
 
     /// Gives `chunk` back: free to claim, from the marker its last save left.
