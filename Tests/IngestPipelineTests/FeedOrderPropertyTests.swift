@@ -13,7 +13,8 @@ import Testing
 /// each store ends exactly as a one-worker SQLite import leaves it, object by object and
 /// link by link, with the same rejects for the same reasons. The server's log shows no
 /// deadlock. `INGEST_FEED_ORDER_SEEDS=N` runs N seeds a case instead of 1, and every case on PostgreSQL.
-@Suite(.serialized) struct FeedOrderPropertyTests {
+/// Cases run side by side (each has its stores, and on PostgreSQL a server, of its own).
+@Suite struct FeedOrderPropertyTests {
     typealias Random = SplitMix64
 
     /// A case: the rule for posts, the rule for their authors, and the to-many update of

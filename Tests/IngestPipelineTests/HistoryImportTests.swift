@@ -7,9 +7,10 @@ import Testing
 @testable import IngestPipeline
 
 /// History across processes: an importer in one process, a viewer or a consumer in this
-/// one that follows the store through its history alone. One at a time: each runs
-/// importer processes (and its own server) on the machine's cores.
-@Suite(.serialized) struct HistoryImportTests {
+/// one that follows the store through its history alone. Not serialized: each test has a
+/// store of its own, and run one after another these tests were the quick suite's last
+/// 60–100 seconds, with a core idle (Performance, "The tests' build and the suite's tail").
+@Suite struct HistoryImportTests {
     static let photos = PipelineSpecTests.root.appendingPathComponent("Pipelines/photos.json").path
 
     enum Backend: String, CaseIterable, CustomTestStringConvertible {

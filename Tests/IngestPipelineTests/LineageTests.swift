@@ -9,8 +9,9 @@ import Testing
 /// record that last changed it, read back with `ingest query`. The expected lineage is
 /// worked out here from the feeds alone (a record that repeats a row field for field
 /// leaves it, and its lineage, as it was), for two runs whose keys repeat within chunks,
-/// across chunks and across the runs, on both paths and both stores.
-@Suite(.serialized) struct LineageTests {
+/// across chunks and across the runs, on both paths and both stores. Each test has its
+/// stores to itself, so they run side by side.
+@Suite struct LineageTests {
     static let chunkSize = 7
 
     static func pipeline(lineage: Bool = true, objectPath: Bool = false) -> String {
