@@ -55,7 +55,7 @@ if [ "${1:-}" = test ]; then
   [ -z "$limit" ] || [[ "$limit" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: INGEST_TEST_TIME_LIMIT is a number of seconds (got '$limit')" >&2; exit 2; }
   swift build --build-tests
   [ -n "$limit" ] || exec swift test --skip-build "$@"
-  servers_before=" $( (pgrep -f 'postgres -D /tmp/ingest-pg-' || true) | tr '\n' ' ') "
+  servers_before=" $( (pgrep -f 'postgres -D [^ ]*/ingest-pg-' || true) | tr '\n' ' ') "
   # Made now (mktemp creates it, never through a link); the watchdog writes to it when it fires.
   fired="$(mktemp /tmp/ingest-test-limit.XXXXXX)"
   swift test --skip-build "$@" &
@@ -73,17 +73,18 @@ if [ "${1:-}" = test ]; then
         gdb -p "$pid" -batch -ex 'thread apply all bt 30' 2>/dev/null | grep -E '^(Thread|#)' >&2 || true
       fi
       kill -KILL "$pid" 2>/dev/null || true
-      rm -rf /tmp/ingest-pg-template-"$pid"-*
+      # The tests' clusters are under /dev/shm or /tmp (Tests/IngestTestSupport/PostgresServer.swift).
+      for root in ${INGEST_TEST_PG_ROOT:-} /dev/shm /tmp; do rm -rf "$root"/ingest-pg-template-"$pid"-*; done
     done
     kill -TERM "$tests" 2>/dev/null || true
     # The PostgreSQL servers the killed tests started (each test process stops its own
     # when it exits, which a killed one does not): an immediate shutdown, then their files.
-    for pid in $(pgrep -f 'postgres -D /tmp/ingest-pg-' || true); do
+    for pid in $(pgrep -f 'postgres -D [^ ]*/ingest-pg-' || true); do
       [[ "$servers_before" == *" $pid "* ]] && continue
       data=$(tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | sed -n '/^-D$/{n;p;q}')
       kill -QUIT "$pid" 2>/dev/null || true
       for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-      case "$data" in /tmp/ingest-pg-*/data) rm -rf "${data%/data}" ;; esac
+      case "$data" in */ingest-pg-*/data) rm -rf "${data%/data}" ;; esac
     done
   ) &
   watchdog=$!
