@@ -89,4 +89,27 @@ struct PostgresCommitTurnsTests {
         try connection.execute("NOTIFY \(PostgresCommitTurns.channel)")
         #expect(other.result(within: 30) == "turn")
     }
+
+    /// The same with two workers of one process waiting: the one that holds the earlier chunk
+    /// gives its later one back even while the other is the waiter that reads the chunks.
+    @Test(.timeLimit(.minutes(10)))
+    func aWaiterThatDoesNotReadTheChunksStillSeesItHoldsTheBlockingOne() throws {
+        let (server, url, run, connection) = try Self.run()
+        defer { withExtendedLifetime(server) {} }
+        let turns = PostgresCommitTurns(url: url, run: run, logger: PostgresImportOptions(workers: 1).logger,
+                                        shouldStop: { false }, hasFailed: { false })
+        try Self.hold(1, by: "p/1", run: run, connection)
+        try Self.hold(2, by: "p/2", run: run, connection)
+        try Self.hold(3, by: "p/1", run: run, connection)
+        // The second worker waits first, so that it reads the chunks (and listens) for both.
+        let second = Wait(turns, chunk: 2, owner: "p/2")
+        #expect(second.result(within: 0.5) == nil)
+        let first = Wait(turns, chunk: 3, owner: "p/1")
+        #expect(first.result(within: 30) == "yielded")
+        #expect(try connection.execute("SELECT owner FROM _ingest_chunks WHERE run = $1 AND number = 3", [String(run)])[0, 0] == nil)
+        #expect(second.result(within: 0.5) == nil, "the second waits for chunk 1, which the first holds")
+        try connection.execute("UPDATE _ingest_chunks SET finished = now(), done = records WHERE run = $1 AND number = 1", [String(run)])
+        try connection.execute("NOTIFY \(PostgresCommitTurns.channel)")
+        #expect(second.result(within: 30) == "turn")
+    }
 }
