@@ -26,6 +26,11 @@ struct PostgresCommitTurnsTests {
         return (server, url, started.run, connection)
     }
 
+    /// Turns for `run`, never stopped or failed.
+    static func turns(_ url: PostgresURL, _ run: Int) -> PostgresCommitTurns {
+        PostgresCommitTurns(url: url, run: run, logger: PostgresImportOptions(workers: 1).logger, shouldStop: { false }, hasFailed: { false })
+    }
+
     static func hold(_ chunk: Int, by owner: String, run: Int, _ connection: PostgresConnection) throws {
         try connection.execute("""
             UPDATE _ingest_chunks SET owner = $3, lease_until = now() + interval '1 minute' WHERE run = $1 AND number = $2
@@ -71,8 +76,7 @@ struct PostgresCommitTurnsTests {
     func aWorkerWaitingBehindAChunkItHoldsItselfGivesItsLaterChunkBack() throws {
         let (server, url, run, connection) = try Self.run()
         defer { withExtendedLifetime(server) {} }
-        let turns = PostgresCommitTurns(url: url, run: run, logger: PostgresImportOptions(workers: 1).logger,
-                                        shouldStop: { false }, hasFailed: { false })
+        let turns = Self.turns(url, run)
         try Self.hold(1, by: "p/1", run: run, connection)
         try Self.hold(3, by: "p/1", run: run, connection)
         let own = Wait(turns, chunk: 3, owner: "p/1")
@@ -96,8 +100,7 @@ struct PostgresCommitTurnsTests {
     func aWaiterThatDoesNotReadTheChunksStillSeesItHoldsTheBlockingOne() throws {
         let (server, url, run, connection) = try Self.run()
         defer { withExtendedLifetime(server) {} }
-        let turns = PostgresCommitTurns(url: url, run: run, logger: PostgresImportOptions(workers: 1).logger,
-                                        shouldStop: { false }, hasFailed: { false })
+        let turns = Self.turns(url, run)
         try Self.hold(1, by: "p/1", run: run, connection)
         try Self.hold(2, by: "p/2", run: run, connection)
         try Self.hold(3, by: "p/1", run: run, connection)

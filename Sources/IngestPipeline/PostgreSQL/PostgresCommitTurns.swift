@@ -33,9 +33,6 @@ final class PostgresCommitTurns: @unchecked Sendable {
     /// The connection the waiters share (one asks at a time), opened at the first wait.
     private var connection: PostgresConnection?
     private var asking = false
-    /// The first unfinished chunk before the asking waiter's, as last read, and the worker
-    /// holding it (its lease live): every waiter of this process looks, not only the one asking.
-    private var heldBy: (number: Int, owner: String)?
 
     /// How long a chunk before a waiting one may stay free before the waiter gives its own back.
     static let freeGrace = 0.3
@@ -81,18 +78,6 @@ final class PostgresCommitTurns: @unchecked Sendable {
                 condition.unlock()
                 return
             }
-            // This worker holds a chunk before its own: its mapping stage claimed it ahead,
-            // after it came free (a gone process's, or given back), while this wait was for a
-            // later one. That chunk is saved only after this one, which waits for it: the
-            // worker gives this chunk back and saves the earlier one first. (Found as a hang of
-            // FeedOrderPropertyTests: every process's writers waited behind one such chunk.)
-            if let held = heldBy, held.owner == owner, held.number < chunk, held.number >= lowest {
-                condition.unlock()
-                logger.debug("giving a chunk back to save the earlier one this worker holds", metadata: ["chunk": "\(chunk)", "held": "\(held.number)"])
-                // On a connection of its own: the shared one may be another waiter's now.
-                try giveBack(chunk, owner: owner, on: try PostgresConnection(url))
-                throw ChunkYielded()
-            }
             // One waiter at a time reads the chunks and listens; the others follow `lowest`.
             if asking {
                 _ = condition.wait(until: Date(timeIntervalSinceNow: Self.pollSeconds))
@@ -107,10 +92,9 @@ final class PostgresCommitTurns: @unchecked Sendable {
                 condition.broadcast()
                 condition.unlock()
             }
-            let found = try firstUnfinished(before: chunk)
+            let found = try firstUnfinished(before: chunk, owner: owner)
             condition.lock()
             lowest = max(lowest, found?.number ?? chunk)
-            heldBy = found.flatMap { found in found.liveOwner.map { (found.number, $0) } }
             condition.broadcast()
             condition.unlock()
             guard let blocking = found else { continue }
@@ -118,8 +102,16 @@ final class PostgresCommitTurns: @unchecked Sendable {
                 try giveBack(chunk, owner: owner)
                 throw ChunkYielded()
             }
-            // Held by this worker: the check at the top gives this chunk back.
-            if blocking.liveOwner == owner { continue }
+            // This worker holds the blocking chunk itself: its mapping stage claimed it ahead,
+            // after it came free (a gone process's, or given back), while this wait was for a
+            // later one. That chunk is saved only after this one, which waits for it: the
+            // worker gives this chunk back and saves the earlier one first. (Found as a hang of
+            // FeedOrderPropertyTests: every process's savers waited on one such chunk.)
+            if blocking.heldByThisWorker {
+                logger.debug("giving a chunk back to save the earlier one this worker holds", metadata: ["chunk": "\(chunk)", "held": "\(blocking.number)"])
+                try giveBack(chunk, owner: owner)
+                throw ChunkYielded()
+            }
             if blocking.free {
                 let now = StageTimes.now()
                 if now - (freeSince ?? now) >= Self.freeGrace {
@@ -151,11 +143,11 @@ final class PostgresCommitTurns: @unchecked Sendable {
         var holder: String?
         /// That process is gone: not running, or none of its connections is on the server.
         var holderGone: Bool
-        /// The worker holding it, while its lease is live.
-        var liveOwner: String?
+        /// The waiting worker holds it (its lease live).
+        var heldByThisWorker: Bool
     }
 
-    private func firstUnfinished(before chunk: Int) throws -> Blocking? {
+    private func firstUnfinished(before chunk: Int, owner: String) throws -> Blocking? {
         let connection: PostgresConnection
         if let open = self.connection {
             connection = open
@@ -168,19 +160,19 @@ final class PostgresCommitTurns: @unchecked Sendable {
             SELECT c.number, c.owner IS NULL OR c.lease_until < now(), split_part(c.owner, '/', 1),
                 p.state IS NOT NULL AND (p.state <> 'running'
                     OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = 'ingest ' || left(regexp_replace(p.id, '^.*:', ''), 40))),
-                CASE WHEN c.lease_until >= now() THEN c.owner END
+                c.owner IS NOT DISTINCT FROM $3 AND c.lease_until >= now()
             FROM _ingest_chunks c LEFT JOIN _ingest_processes p ON p.id = split_part(c.owner, '/', 1)
             WHERE c.run = $1 AND c.finished IS NULL AND c.number < $2
             ORDER BY c.number LIMIT 1
-            """, [String(run), String(chunk)])
+            """, [String(run), String(chunk), owner])
         guard rows.count == 1 else { return nil }
         return Blocking(number: try rows.int(0, 0), free: rows[0, 1] == "t", holder: rows[0, 2].flatMap { $0.isEmpty ? nil : $0 },
-                        holderGone: rows[0, 3] == "t", liveOwner: rows[0, 4])
+                        holderGone: rows[0, 3] == "t", heldByThisWorker: rows[0, 4] == "t")
     }
 
     /// Gives `chunk` back: free to claim, from the marker its last save left.
-    private func giveBack(_ chunk: Int, owner: String, on given: PostgresConnection? = nil) throws {
-        guard let connection = given ?? connection else { return }
+    private func giveBack(_ chunk: Int, owner: String) throws {
+        guard let connection else { return }
         try connection.execute("""
             UPDATE _ingest_chunks SET owner = NULL, lease_until = NULL WHERE run = $1 AND number = $2 AND owner = $3 AND finished IS NULL
             """, [String(run), String(chunk), owner])
