@@ -67,7 +67,8 @@ public final class PostgresServer: @unchecked Sendable {
         port = Int.random(in: 20_000..<60_000)
         databaseName = "ingest"
         shared = false
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // Made here, never taken over (a link or directory someone left at that name fails).
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
         if getuid() == 0, let user = getpwnam("postgres") {
             chown(directory, user.pointee.pw_uid, user.pointee.pw_gid)
         }
@@ -161,7 +162,7 @@ public final class PostgresServer: @unchecked Sendable {
         guard let bin = binaries else { return .failure(ServerError(message: unavailableReason ?? "no server")) }
         let directory = "\(root)/ingest-pg-template-\(getpid())-\(UUID().uuidString.prefix(8))"
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
             if getuid() == 0, let user = getpwnam("postgres") {
                 chown(directory, user.pointee.pw_uid, user.pointee.pw_gid)
             }
