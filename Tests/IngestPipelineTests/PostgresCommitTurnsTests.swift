@@ -124,4 +124,32 @@ struct PostgresCommitTurnsTests {
         try fixture.finish([1])
         #expect(second.result(within: 30) == "turn")
     }
+
+    /// What a process ending with its run unfinished asks (`ChunkLease.orphaned`): the chunks
+    /// left count only when no other process runs the run, so the last one to leave says so
+    /// and exits with an error, not as if the run went on elsewhere.
+    @Test(.timeLimit(.minutes(10)))
+    func chunksLeftCountAsOrphanedOnlyWhenNoOtherLiveProcessRunsTheRun() throws {
+        let fixture = try Fixture()
+        let (run, connection) = (fixture.run, fixture.connection)
+        func process(_ id: String, state: String, heartbeatSecondsAgo: Int = 0) throws {
+            try connection.execute("""
+                INSERT INTO _ingest_processes (id, run, host, pid, workers, state, heartbeat)
+                VALUES ($1, $2, 'test', 1, 1, $3, now() - make_interval(secs => $4))
+                ON CONFLICT (id) DO UPDATE SET state = excluded.state, heartbeat = excluded.heartbeat
+                """, [id, String(run), state, String(heartbeatSecondsAgo)])
+        }
+        try connection.execute("DELETE FROM _ingest_processes WHERE run = $1", [String(run)])
+        #expect(try ChunkLease.orphaned(run: run, endingProcess: "h:1", connection) == 3)
+        try process("h:1", state: "finished")
+        try process("h:2", state: "running")
+        #expect(try ChunkLease.orphaned(run: run, endingProcess: "h:1", connection) == nil, "h:2 goes on with the run")
+        try process("h:2", state: "running", heartbeatSecondsAgo: 3600)
+        #expect(try ChunkLease.orphaned(run: run, endingProcess: "h:1", connection) == 3, "h:2's heartbeat is older than the lease")
+        try process("h:2", state: "finished")
+        try fixture.finish([1])
+        #expect(try ChunkLease.orphaned(run: run, endingProcess: "h:1", connection) == 2)
+        try fixture.finish([2, 3])
+        #expect(try ChunkLease.orphaned(run: run, endingProcess: "h:1", connection) == nil, "the run is finished")
+    }
 }

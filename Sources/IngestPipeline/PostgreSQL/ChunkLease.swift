@@ -67,6 +67,21 @@ struct ChunkLease: Sendable {
             """, [String(run), process]).int(0, 0)
     }
 
+    /// The run's unfinished chunks when no process but `process` is importing it (none other
+    /// running with a heartbeat within the run's lease), else nil. Asked by a process that
+    /// marked itself finished: of two processes ending at once, the later one's read sees the
+    /// other's mark, so one of them finds the chunks left.
+    static func orphaned(run: Int, endingProcess process: String, _ connection: PostgresConnection) throws -> Int? {
+        let rows = try connection.execute("""
+            SELECT (SELECT count(*) FROM _ingest_chunks WHERE run = $1 AND finished IS NULL),
+                EXISTS (SELECT 1 FROM _ingest_processes p, _ingest_runs r
+                        WHERE p.run = $1 AND r.run = $1 AND p.id <> $2 AND p.state = 'running'
+                          AND p.heartbeat > now() - make_interval(secs => (r.record::json->>'leaseSeconds')::float8))
+            """, [String(run), process])
+        let left = try rows.int(0, 0)
+        return left > 0 && rows[0, 1] == "f" ? left : nil
+    }
+
     /// Inside a save's transaction, first: moves the chunk's marker to `done` and renews the
     /// lease, locking the chunk's row so no claim can take it before the commit. The save
     /// that finishes the chunk drops its bytes, as a finished run's chunk files are deleted.

@@ -197,6 +197,11 @@ struct PostgresRunSession: RunSession {
            try connection.execute("SELECT state FROM _ingest_runs WHERE run = $1", [String(run)])[0, 0] == "abandoned" {
             throw ImportError("run \(run) was abandoned by another import (--abandon-run) while this process imported it; its saves stopped there")
         }
+        if !finished, !stopped, let left = try ChunkLease.orphaned(run: run, endingProcess: process, connection) {
+            // This process's workers found nothing left to claim, yet chunks are left that no
+            // live process imports: ending quietly would report the run as going on elsewhere.
+            throw ImportError("run \(run) is not finished: \(left) chunk(s) are left and no other process is importing them; continue with: ingest join \(ShellWord.quoted(connection.target))")
+        }
         let counts = try connection.execute("""
             SELECT coalesce(sum(done), 0), (SELECT count(*) FROM _ingest_rejects WHERE run = $1) FROM _ingest_chunks WHERE run = $1
             """, [String(run)])

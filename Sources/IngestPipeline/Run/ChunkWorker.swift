@@ -152,6 +152,21 @@ final class ChunkWorker {
             }
             return
         }
+        // A chunk the writer gives back (`ChunkYielded`) after the mapping stage found none
+        // left to claim would be claimed by nobody in this process, and with no other process
+        // left, never: the worker maps again while its writer gave chunks back in the round.
+        // The new round's claim takes the chunk, or finds none left and ends.
+        while true {
+            let yielded = totals.yielded
+            try mapAndWrite(writer, rows)
+            if totals.yielded == yielded || shouldStop() { return }
+            logger.debug("mapping again: the writer gave chunks back", metadata: ["chunks": "\(totals.yielded - yielded)"])
+        }
+    }
+
+    /// One round of the two-stage batch path: maps until the source has no chunk left for
+    /// this worker, while a writing thread saves.
+    private func mapAndWrite<Writer: BatchChunkWriter>(_ writer: Writer, _ rows: RowMapper) throws {
         let handoff = Handoff<(Batch, Writer.Prepared)>(capacity: 1)
         let failure = Mutex<(any Error)?>(nil)
         let written = Mutex(Totals())
