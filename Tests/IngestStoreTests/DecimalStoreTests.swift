@@ -229,9 +229,9 @@ import Testing
             texts.append(DecimalText.canonical(written)!)
         }
         for text in texts {
-            var bytes: [UInt8] = []
+            var bytes = ByteBuffer()
             PostgresBatchWriter.appendNumeric(text, to: &bytes)
-            #expect(try connection.execute("SELECT ($1::numeric)::text", [], bytes: bytes)[0, 0] == text)
+            #expect(try connection.execute("SELECT ($1::numeric)::text", [], bytes: bytes.array)[0, 0] == text)
         }
     }
 

@@ -47,7 +47,7 @@ extension PostgresBatchWriter {
     func appendNewRowsBinary(_ entries: [Int], of batch: EntityBatch, entity: Int, _ request: BatchInsertRequest, numbered: Bool = true,
                              linked: (Int, Int, Int32) -> Int64?, to stream: inout CopyStream) {
         let types = plans[entity].info.attributeTypes
-        stream.data.append(contentsOf: Self.binaryHeader)
+        Self.binaryHeader.withUnsafeBytes { stream.data.append($0) }
         request.text.withUnsafeBytes { text in
             for index in entries {
                 let entry = batch.folded[index]
@@ -70,13 +70,13 @@ extension PostgresBatchWriter {
     }
 
     private func appendBinary(_ cell: BatchInsertRequest.Cell, type: AttributeType, _ request: BatchInsertRequest,
-                              text: UnsafeRawBufferPointer, to data: inout [UInt8]) {
+                              text: UnsafeRawBufferPointer, to data: inout ByteBuffer) {
         func integer(_ number: Int64) {
             switch type {
             case .int16: Self.appendBigEndian(UInt32(2), to: &data); Self.appendBigEndian(UInt16(bitPattern: Int16(truncatingIfNeeded: number)), to: &data)
             case .int32: Self.appendBigEndian(UInt32(4), to: &data); Self.appendBigEndian(UInt32(bitPattern: Int32(truncatingIfNeeded: number)), to: &data)
             case .double: Self.appendField(Double(number).bitPattern, to: &data)
-            case .bool: data.append(contentsOf: [0, 0, 0, 1, number != 0 ? 1 : 0])
+            case .bool: Self.appendBigEndian(UInt32(1), to: &data); data.append(number != 0 ? 1 : 0)
             default: Self.appendField(UInt64(bitPattern: number), to: &data)
             }
         }
@@ -84,12 +84,11 @@ extension PostgresBatchWriter {
             // As the text form's literal reads: rounded to the microsecond.
             Self.appendField(UInt64(bitPattern: Int64((seconds * 1_000_000).rounded()) + Self.epochOffsetMicros), to: &data)
         }
-        func bytes(_ body: (inout [UInt8]) -> Void) {
+        func bytes(_ body: (inout ByteBuffer) -> Void) {
             let start = data.count
-            data.append(contentsOf: [0, 0, 0, 0])
+            data.appendBigEndian(UInt32(0))
             body(&data)
-            let length = UInt32(data.count - start - 4)
-            withUnsafeBytes(of: length.bigEndian) { data.replaceSubrange(start..<(start + 4), with: $0) }
+            data.setBigEndian(UInt32(data.count - start - 4), at: start)
         }
         switch (type, cell) {
         case (_, .null):
@@ -106,7 +105,7 @@ extension PostgresBatchWriter {
             case .text(let offset, let count):
                 // The usual cell: its length is known before its bytes.
                 Self.appendBigEndian(UInt32(count), to: &data)
-                data.append(contentsOf: UnsafeRawBufferPointer(rebasing: text[Int(offset)..<Int(offset + count)]))
+                data.append(UnsafeRawBufferPointer(rebasing: text[Int(offset)..<Int(offset + count)]))
             case .int(let number): bytes { Self.appendInteger(number, to: &$0) }
             case .double(let number): bytes { $0.append(contentsOf: "\(number)".utf8) }
             case .value(let index):
@@ -144,7 +143,7 @@ extension PostgresBatchWriter {
     /// A canonical decimal (`DecimalText`) in `numeric`'s binary form: the count of base-10000
     /// digits, the power of 10000 of the first (its weight), the sign, the digits after the
     /// point (display scale), then the digits, each 16 bits big-endian. Zero has no digits.
-    static func appendNumeric(_ text: String, to data: inout [UInt8]) {
+    static func appendNumeric(_ text: String, to data: inout ByteBuffer) {
         var text = text
         text.withUTF8 { bytes in
             let negative = bytes.first == UInt8(ascii: "-")
@@ -189,13 +188,13 @@ extension PostgresBatchWriter {
 
     /// An eight-byte field: its length, then the value, both big-endian.
     @inline(__always)
-    private static func appendField(_ value: UInt64, to data: inout [UInt8]) {
+    private static func appendField(_ value: UInt64, to data: inout ByteBuffer) {
         appendBigEndian(UInt32(8), to: &data)
         appendBigEndian(value, to: &data)
     }
 
     @inline(__always)
-    private static func appendBigEndian<Integer: FixedWidthInteger>(_ value: Integer, to data: inout [UInt8]) {
-        withUnsafeBytes(of: value.bigEndian) { data.append(contentsOf: $0) }
+    private static func appendBigEndian<Integer: FixedWidthInteger>(_ value: Integer, to data: inout ByteBuffer) {
+        data.appendBigEndian(value)
     }
 }

@@ -45,13 +45,13 @@ extension PostgresBatchWriter {
 
     /// Entry `index`'s links, each after a tab: the linked row's number, or `\N`.
     private func appendLinks(of index: Int, in batch: EntityBatch, entity: Int, linked: (Int, Int, Int32) -> Int64?,
-                             to data: inout [UInt8]) {
+                             to data: inout ByteBuffer) {
         for number in 0..<batch.linkCount {
             data.append(0x09)
             if let pk = linked(entity, number, batch.links[index * batch.linkCount + number]) {
                 Self.appendInteger(pk, to: &data)
             } else {
-                data.append(contentsOf: [0x5C, 0x4E])
+                data.appendBigEndian(UInt16(0x5C4E))
             }
         }
     }

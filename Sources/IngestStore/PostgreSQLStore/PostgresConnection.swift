@@ -96,7 +96,7 @@ package final class PostgresConnection {
     /// - Throws: `PostgresError.server` when the server refuses the statement or a row.
     package func copyIn(_ copy: String, data: [UInt8]) throws(PostgresError) {
         try copyIn(copy) { stream in
-            stream.data = data
+            data.withUnsafeBytes { stream.data.append($0) }
             stream.send()
         }
     }
@@ -250,7 +250,7 @@ package final class PostgresRows {
 /// The rows of a `COPY … FROM STDIN` under way (`PostgresConnection.copyIn(_:write:)`).
 struct CopyStream: ~Copyable {
     /// Rows made and not sent yet: append to it, then call `rowEnded()`.
-    var data: [UInt8] = []
+    var data = ByteBuffer(capacity: CopyStream.piece + (1 << 12))
     fileprivate let raw: OpaquePointer
     /// libpq's reason when a piece could not be sent (the COPY then ends with it, and fails).
     fileprivate(set) var failure: String?
@@ -270,18 +270,18 @@ struct CopyStream: ~Copyable {
 
     /// Sends what is made (libpq writes it out, in blocking mode, as the server takes it).
     mutating func send() {
-        guard failure == nil else { return data.removeAll(keepingCapacity: true) }
-        data.withUnsafeBufferPointer { buffer in
+        guard failure == nil else { return data.removeAll() }
+        var failed: String?
+        data.withUnsafeBytes { buffer in
             var offset = 0
-            while offset < buffer.count, failure == nil {
+            while offset < buffer.count, failed == nil {
                 let count = min(1 << 20, buffer.count - offset)
-                let sent = (buffer.baseAddress! + offset).withMemoryRebound(to: CChar.self, capacity: count) {
-                    PQputCopyData(raw, $0, Int32(count))
-                }
-                if sent != 1 { failure = String(cString: PQerrorMessage(raw)) }
+                let sent = PQputCopyData(raw, (buffer.baseAddress! + offset).assumingMemoryBound(to: CChar.self), Int32(count))
+                if sent != 1 { failed = String(cString: PQerrorMessage(raw)) }
                 offset += count
             }
         }
-        data.removeAll(keepingCapacity: true)
+        failure = failed
+        data.removeAll()
     }
 }

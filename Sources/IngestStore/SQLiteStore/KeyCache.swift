@@ -131,8 +131,8 @@ struct KeyCache: Sendable {
 }
 
 /// Builds the byte form of an entity's key for `KeyCache`, in a buffer reused per key.
-struct KeyBytes {
-    private(set) var bytes: [UInt8] = []
+struct KeyBytes: ~Copyable {
+    private(set) var bytes = ByteBuffer()
 
     /// The key in a request's cell; false for a null cell (no key).
     mutating func cell(entity: Int, _ cell: BatchInsertRequest.Cell, type: AttributeType, request: BatchInsertRequest,
@@ -141,7 +141,7 @@ struct KeyBytes {
         case .null: return false
         case .text(let offset, let count):
             start(entity, tag: type == .decimal ? 8 : 1)
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: text[Int(offset)..<Int(offset + count)]))
+            bytes.append(UnsafeRawBufferPointer(rebasing: text[Int(offset)..<Int(offset + count)]))
         case .int(let number):
             if type == .bool { fixed(entity, tag: 4, number) } else { fixed(entity, tag: 2, number) }
         case .double(let number):
@@ -166,7 +166,7 @@ struct KeyBytes {
             bytes.append(contentsOf: data)
         case .uuid(let uuid):
             start(entity, tag: 7)
-            withUnsafeBytes(of: uuid.uuid) { bytes.append(contentsOf: $0) }
+            withUnsafeBytes(of: uuid.uuid) { bytes.append($0) }
         case .decimal(let text):
             start(entity, tag: 8)
             bytes.append(contentsOf: text.utf8)
@@ -174,20 +174,14 @@ struct KeyBytes {
     }
 
     private mutating func start(_ entity: Int, tag: UInt8) {
-        // Byte by byte: a new scratch key is empty, and the generic removeAll and
-        // append(contentsOf:) of four bytes cost more than these five appends.
-        if !bytes.isEmpty { bytes.removeAll(keepingCapacity: true) }
-        let number = UInt32(entity)
-        bytes.append(UInt8(truncatingIfNeeded: number))
-        bytes.append(UInt8(truncatingIfNeeded: number >> 8))
-        bytes.append(UInt8(truncatingIfNeeded: number >> 16))
-        bytes.append(UInt8(truncatingIfNeeded: number >> 24))
+        bytes.removeAll()
+        bytes.appendLittleEndian(UInt32(truncatingIfNeeded: entity))
         bytes.append(tag)
     }
 
     private mutating func fixed<T: FixedWidthInteger>(_ entity: Int, tag: UInt8, _ value: T) {
         start(entity, tag: tag)
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        bytes.appendLittleEndian(value)
     }
 }
 
