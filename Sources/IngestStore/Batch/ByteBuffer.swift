@@ -79,7 +79,7 @@ struct ByteBuffer: ~Copyable {
     /// Overwrites four bytes at `offset` (before `count`) with `value`, big-endian: a length
     /// known only once what follows it is made.
     mutating func setBigEndian(_ value: UInt32, at offset: Int) {
-        precondition(offset >= 0 && offset + 4 <= count, "ByteBuffer.setBigEndian past the bytes made")
+        if offset < 0 || offset + 4 > count { fatalError("ByteBuffer.setBigEndian at \(offset), past the \(count) bytes made") }
         base.storeBytes(of: value.bigEndian, toByteOffset: offset, as: UInt32.self)
     }
 
