@@ -249,8 +249,9 @@ package final class PostgresRows {
 
 /// The rows of a `COPY … FROM STDIN` under way (`PostgresConnection.copyIn(_:write:)`).
 struct CopyStream: ~Copyable {
-    /// Rows made and not sent yet: append to it, then call `rowEnded()`.
-    var data = ByteBuffer(capacity: CopyStream.piece + (1 << 12))
+    /// Rows made and not sent yet: append to it, then call `rowEnded()`. It starts small and
+    /// doubles as rows come, so a COPY of a few rows does not take a piece's room.
+    var data = ByteBuffer(capacity: 1 << 12)
     fileprivate let raw: OpaquePointer
     /// libpq's reason when a piece could not be sent (the COPY then ends with it, and fails).
     fileprivate(set) var failure: String?
