@@ -163,6 +163,37 @@ import Testing
         #expect(rows.slowRecords == 0, "\(rows.slowRecords) of 3,000 records took the slow path")
     }
 
+    /// A worker empties its request after each save and fills it again in the same memory
+    /// (`removeAll(text:)`): the store ends as with a fresh request for every batch, rows,
+    /// row numbers and lineage alike.
+    @Test func aRequestEmptiedAfterASaveAndFilledAgainStoresWhatFreshRequestsStore() throws {
+        let spec = try PipelineSpec.load(path: PipelineSpecTests.root.appendingPathComponent("Pipelines/bench-photos.json").path)
+        let text = FeedGenerator(records: 900, seed: 21, ndjson: true, style: .realistic).bytes()
+        var lines: [Range<Int>] = []
+        var start = 0
+        for (index, byte) in text.enumerated() where byte == UInt8(ascii: "\n") {
+            lines.append(start..<index)
+            start = index + 1
+        }
+        var stores: [[String]] = []
+        for reused in [false, true] {
+            let dir = try TemporaryDirectory()
+            let inserter = BatchInserter(coordinator: try PersistentStoreCoordinator(model: spec.model, path: dir.file("s.sqlite")))
+            let rows = try #require(RowMapper(mapper: RecordMapper(spec: spec), inserter: inserter))
+            var request = inserter.makeRequest(text: text)
+            for (number, range) in lines.enumerated() {
+                try rows.add(record: range, number: number, to: &request)
+                guard (number + 1) % 200 == 0 || number == lines.count - 1 else { continue }
+                _ = try inserter.execute(request, metadata: [:])
+                if reused { request.removeAll(text: text) } else { request = inserter.makeRequest(text: text) }
+                #expect(request.isEmpty)
+            }
+            let db = try SQLiteFile(dir.file("s.sqlite"), readOnly: true)
+            stores.append(try dump(dir.file("s.sqlite")) + db.strings("SELECT _pk || ' ' || id FROM Photo ORDER BY _pk"))
+        }
+        #expect(stores[0].count > 900 && stores[0] == stores[1])
+    }
+
     /// The workers step over members by the ends their own split wrote; a resumed run, whose
     /// chunks an earlier process wrote, scans them, and both make the same store.
     @Test func aRunStepsByItsOwnSplitsMemberEndsAndAResumedRunScans() throws {

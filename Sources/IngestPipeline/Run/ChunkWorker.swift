@@ -214,6 +214,8 @@ final class ChunkWorker {
     private func map(rows: RowMapper, requests: any BatchRequestMaking, sink: (Batch) throws -> Bool) throws {
         // The size of the last full batch: the next is made with room for as much.
         var lastCapacity = BatchInsertRequest.Capacity()
+        // The last batch's request, once saved: the next one reuses its memory (`removeAll(text:)`).
+        var spare: BatchInsertRequest?
         while !shouldStop() {
             guard let claimed = try source.claim(until: shouldStop) else { return }
             let chunk = claimed.info
@@ -222,13 +224,18 @@ final class ChunkWorker {
             totals.times.parse += claimed.readSeconds
             metrics.add(claimed.readSeconds, to: .parse)
             logger.debug("chunk started", metadata: ["chunk": "\(chunk.index)", "records": "\(chunk.records)", "done before": "\(claimed.done)"])
-            func newRequest() -> BatchInsertRequest {
-                var request = requests.makeRequest(text: claimed.bytes)
-                request.reserveCapacity(lastCapacity)
+            func fill(_ request: inout BatchInsertRequest) {
+                request.removeAll(text: claimed.bytes)
                 if let run = rows.lineageRun { request.lineage = (Int64(run), Int64(chunk.index)) }
-                return request
             }
-            var request = newRequest()
+            var request: BatchInsertRequest
+            if let reused = spare.take() {
+                request = reused
+            } else {
+                request = requests.makeRequest(text: claimed.bytes)
+                request.reserveCapacity(lastCapacity)
+            }
+            fill(&request)
             var rejects: [ImportMarker.Reject] = []
             var pending = 0
             var from = claimed.done
@@ -239,7 +246,9 @@ final class ChunkWorker {
                                      members: rows.members.take())
                 if pending == saveEvery { lastCapacity = request.capacity }
                 guard try sink(Batch(claimed: claimed, request: request, save: save, first: first)) else { return false }
-                request = newRequest()
+                // In place: the batch saved (SQLite) holds it no more; one still being
+                // written (PostgreSQL) keeps its own, and this request gets new memory.
+                fill(&request)
                 rejects.removeAll(keepingCapacity: true)
                 from = done
                 pending = 0
@@ -275,6 +284,9 @@ final class ChunkWorker {
             if pending > 0 || (chunk.records == 0 && first) {
                 guard try handOn(done: next) else { return }
             }
+            // Kept for the next chunk without this chunk's bytes, which the source may read into again.
+            request.removeAll(text: [])
+            spare = request
         }
     }
 }

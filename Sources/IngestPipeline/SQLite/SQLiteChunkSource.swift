@@ -13,6 +13,9 @@ final class SQLiteChunkSource: ChunkSource {
     /// Whether this process's split wrote a chunk's `MemberEnds` (an earlier process's are not read).
     let endsWritten: @Sendable (Int) -> Bool
     let state: RunState
+    /// The last chunk's bytes, read into again for the next (`FileOps.readFile(_:into:)`):
+    /// by then this worker has saved that chunk and holds it no more.
+    private var lastBytes: [UInt8] = []
 
     init(queue: ChunkQueue, directory: String, done: [Int: Int], trusted: @escaping @Sendable (Int) -> Bool,
          endsWritten: @escaping @Sendable (Int) -> Bool = { _ in false }, state: RunState) {
@@ -28,7 +31,10 @@ final class SQLiteChunkSource: ChunkSource {
         guard !stop(), let chunk = queue.pop() else { return nil }
         let started = StageTimes.now()
         let path = directory + "/" + chunk.file
-        let bytes = try FileOps.readFile(path)
+        var bytes = lastBytes
+        lastBytes = []
+        try FileOps.readFile(path, into: &bytes)
+        lastBytes = bytes
         // The mapper trusts that the split's yajl validated these bytes: make sure they are those bytes.
         guard trusted(chunk.index) || bytes.withUnsafeBytes({ Checksum.hex(of: $0) }) == chunk.checksum else {
             throw ImportError(.chunkChanged(path: path))

@@ -228,9 +228,13 @@ package struct BatchInsertRequest: Sendable {
         }
     }
 
-    /// Empties the request for the next batch, keeping its storage.
+    /// Empties the request for records read from `text`, in the memory it has when nothing
+    /// else holds its arrays (a batch already saved): a mapper's next batch then fills
+    /// memory it filled before, not fresh pages (a page fault and a zeroed page per 4 KiB).
+    /// The plans and their defaults stay; the lineage is cleared.
     package mutating func removeAll(text: [UInt8]) {
         self.text = text
+        lineage = nil
         values.removeAll(keepingCapacity: true)
         cells.removeAll(keepingCapacity: true)
         links.removeAll(keepingCapacity: true)
