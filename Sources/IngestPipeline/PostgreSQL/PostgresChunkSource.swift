@@ -74,6 +74,12 @@ final class PostgresChunkSource: ChunkSource {
     /// Set when this worker gave a chunk back (`ChunkYielded`): before it claims again, it sees
     /// to the chunks nobody can claim (a gone keeper's), as it does when none is left to claim.
     private let gaveBack = Flag()
+    /// The bytes of the last two chunks read from local files, read into again in turn
+    /// (`FileOps.readFile(_:into:)`): the writer saves at most one batch behind the mapping,
+    /// so the older one is free by the next read, and a fresh array of megabytes is fresh
+    /// pages, a fault and a zeroed page per 4 KiB. Still held, one is left and a new one made.
+    private var readBuffers: [[UInt8]] = [[], []]
+    private var nextReadBuffer = 0
 
     func claim(until stop: () -> Bool) throws -> ClaimedChunk? {
         // Before the first look at the chunks: a change after it wakes the wait that follows.
@@ -223,6 +229,16 @@ final class PostgresChunkSource: ChunkSource {
         return true
     }
 
+    /// A local chunk file's bytes, nil when it cannot be read.
+    private func readLocal(_ path: String) -> [UInt8]? {
+        var bytes = readBuffers[nextReadBuffer]
+        readBuffers[nextReadBuffer] = []
+        guard (try? FileOps.readFile(path, into: &bytes)) != nil else { return nil }
+        readBuffers[nextReadBuffer] = bytes
+        nextReadBuffer = 1 - nextReadBuffer
+        return bytes
+    }
+
     /// A chunk's bytes: this process's own chunk file when it has one, else the database's
     /// copy; checked against the chunk's checksum either way. With them, the chunk's
     /// `MemberEnds` file when this process's split wrote the chunk (and so its ends).
@@ -230,7 +246,7 @@ final class PostgresChunkSource: ChunkSource {
     private func bytes(of lease: ChunkLease) throws -> ([UInt8], String?) {
         let keptFile = keptFiles?.isReading == true ? keptFiles!.directory : nil
         let localFile = (localChunks ?? keptFile).map { $0 + "/" + ChunkInfo.fileName(for: lease.number) }
-        if let localFile, let local = try? FileOps.readFile(localFile) {
+        if let localFile, let local = readLocal(localFile) {
             if let localSplit, localSplit.localSums.withLock({ $0[lease.number] }) == lease.checksum {
                 let ends = localSplit.wroteFiles.withLock { $0.contains(lease.number) }
                     ? localChunks.map { $0 + "/" + MemberEnds.fileName(for: lease.number) } : nil
