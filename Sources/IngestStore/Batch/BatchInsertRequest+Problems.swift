@@ -9,6 +9,17 @@ extension BatchInsertRequest {
                  existing: (Int, Value) throws -> Int64?) throws -> String? {
         for rowIndex in range where skipping.isEmpty || !skipping.contains(rowIndex) {
             let row = rows[rowIndex]
+            // Most rows have every required value and no checks: told from plain integers.
+            if !checked[row.entity] {
+                var complete = true
+                for index in requiredStart[row.entity]..<requiredStart[row.entity + 1] {
+                    if case .null = cells[row.firstCell + requiredPositions[index]] {
+                        complete = false
+                        break
+                    }
+                }
+                if complete { continue }
+            }
             let plan = entities[row.entity]
             if plan.info.hasChecks, let broken = try ruleProblem(row, plan, key: keys[rowIndex], existing: existing) { return broken }
             var missing: [String] = []

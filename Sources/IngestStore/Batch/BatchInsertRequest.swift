@@ -62,6 +62,31 @@ package struct BatchInsertRequest: Sendable {
     /// Whether any entity of the request keeps stored objects as they are (`keepExisting`):
     /// only then can a record have rows that nothing would link (worked out once, not per record).
     let keepsStoredObjects: Bool
+    /// Per entity, where its required positions start in `requiredPositions`, and past the
+    /// last entity their end; with `checked`, what `problem(in:keys:skipping:existing:)`
+    /// reads for every row. Plain integers: reading a plan (a class) and its arrays for
+    /// each row retained and released them, atomically, a few times a record, and the
+    /// mapping and writing threads share the plans.
+    let requiredStart: [Int]
+    let requiredPositions: [Int]
+    /// Per entity: whether it has attribute checks (`EntityInfo.hasChecks`).
+    let checked: [Bool]
+    /// Per entity, what `addRow(entity:mode:)` needs of its plan, in plain integers (as
+    /// `requiredStart`, so that no plan is retained for each row), and the entities'
+    /// default cells one after another.
+    private var shapes: [RowShape] = []
+    private let defaultCells: [Cell]
+
+    private struct RowShape {
+        var defaultStart: Int
+        var defaultEnd: Int
+        var links: Int
+        var maskWords: Int
+        /// Whether `defaultValues` has any for the entity.
+        var hasDefaultValues = false
+        /// The lineage attributes' positions (run, chunk, record), or -1.
+        var lineage: (run: Int, chunk: Int, record: Int) = (-1, -1, -1)
+    }
     /// Per entity: model defaults that are not plain cells (strings, say), by position.
     var defaultValues: [[(position: Int, value: Value)]] = []
     /// The run and chunk the records come from: each row of an entity with lineage
@@ -101,6 +126,19 @@ package struct BatchInsertRequest: Sendable {
     init(entities: [BatchEntityPlan], text: [UInt8]) {
         self.entities = entities
         keepsStoredObjects = entities.contains { $0.rule == .keepExisting }
+        requiredPositions = entities.flatMap(\.requiredPositions)
+        requiredStart = entities.reduce(into: [0]) { starts, plan in starts.append(starts.last! + plan.requiredPositions.count) }
+        checked = entities.map(\.info.hasChecks)
+        defaultCells = entities.flatMap(\.defaultCells)
+        var start = 0
+        for plan in entities {
+            var shape = RowShape(defaultStart: start, defaultEnd: start + plan.defaultCells.count,
+                                 links: plan.info.toOneColumns.count, maskWords: plan.maskWords)
+            let lineage = plan.info.lineagePositions
+            if !lineage.isEmpty { shape.lineage = (lineage[0], lineage[1], lineage[2]) }
+            shapes.append(shape)
+            start = shape.defaultEnd
+        }
         self.text = text
     }
 
@@ -113,6 +151,7 @@ package struct BatchInsertRequest: Sendable {
                 return (position, value)
             }
         }
+        for entity in shapes.indices { shapes[entity].hasDefaultValues = !defaultValues[entity].isEmpty }
     }
 
     /// Records added so far.
@@ -132,19 +171,22 @@ package struct BatchInsertRequest: Sendable {
     /// A record's first row is its own object; rows are written after the rows they link to.
     package mutating func addRow(entity: Int, mode: Mode) -> Int {
         guard !records.isEmpty else { fatalError("beginRecord before addRow") }
-        let plan = entities[entity]
+        let shape = shapes[entity]
         rows.append(Row(entity: entity, mode: mode, firstCell: cells.count, firstLink: links.count, firstMask: masks.count))
-        cells.append(contentsOf: plan.defaultCells)
+        defaultCells.withUnsafeBufferPointer { defaults in
+            cells.append(contentsOf: UnsafeBufferPointer(rebasing: defaults[shape.defaultStart..<shape.defaultEnd]))
+        }
         // One element at a time: a row adds one or two, and `append(contentsOf: repeatElement(…))`
         // costs about a hundred instructions a call whatever the count.
-        for _ in 0..<plan.info.toOneColumns.count { links.append(-1) }
-        for _ in 0..<plan.maskWords { masks.append(0) }
-        for (position, value) in defaultValues[entity] { set(value, row: rows.count - 1, attribute: position) }
-        if let lineage, !plan.info.lineagePositions.isEmpty {
-            let positions = plan.info.lineagePositions
-            set(.int(lineage.run), row: rows.count - 1, attribute: positions[0])
-            set(.int(lineage.chunk), row: rows.count - 1, attribute: positions[1])
-            set(.int(Int64(records[records.count - 1].number)), row: rows.count - 1, attribute: positions[2])
+        for _ in 0..<shape.links { links.append(-1) }
+        for _ in 0..<shape.maskWords { masks.append(0) }
+        if shape.hasDefaultValues {
+            for (position, value) in defaultValues[entity] { set(value, row: rows.count - 1, attribute: position) }
+        }
+        if let lineage, shape.lineage.run >= 0 {
+            set(.int(lineage.run), row: rows.count - 1, attribute: shape.lineage.run)
+            set(.int(lineage.chunk), row: rows.count - 1, attribute: shape.lineage.chunk)
+            set(.int(Int64(records[records.count - 1].number)), row: rows.count - 1, attribute: shape.lineage.record)
         }
         return rows.count - 1
     }

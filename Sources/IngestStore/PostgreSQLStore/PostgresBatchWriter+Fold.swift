@@ -27,12 +27,11 @@ extension PostgresBatchWriter {
             for rowIndex in range.reversed() where unlinked.isEmpty || !unlinked.contains(rowIndex) {
                 let row = request.rows[rowIndex]
                 let entity = row.entity
-                let plan = plans[entity]
                 let own = rowIndex == range.lowerBound
-                let bits = plan.info.attributeNames.count + plan.info.toOneColumns.count
+                let bits = attributeCounts[entity] + toOneCounts[entity]
                 let slot = rowSlot[rowIndex]
                 let entry = Folded(op: UInt8(ascii: "i"), record: record, firstCell: row.firstCell,
-                                   cellCount: plan.info.attributeNames.count, slot: slot)
+                                   cellCount: attributeCounts[entity], slot: slot)
                 guard slot >= 0 else {
                     _ = state.batches[entity].append(entry, row: row, request, rowSlot: rowSlot, maskBits: bits)
                     continue
@@ -43,7 +42,7 @@ extension PostgresBatchWriter {
                 }
                 let at = state.batches[entity].foldedAt[Int(slot)]
                 let storedPK = state.batches[entity].stored[Int(slot)]
-                if at >= 0, let storedPK, row.mode == .upsert, !plan.info.lineagePositions.isEmpty,
+                if at >= 0, let storedPK, row.mode == .upsert, hasLineage[entity],
                    state.batches[entity].folded[Int(at)].op == UInt8(ascii: "u") {
                     // Lineage names the row that changed the stored row, which only the stored values
                     // tell: a later row of a stored key is an UPDATE of its own, one round after the
@@ -54,12 +53,12 @@ extension PostgresBatchWriter {
                     update.round = state.batches[entity].folded[Int(at)].round + 1
                     let index = state.batches[entity].append(update, row: row, request, rowSlot: rowSlot, maskBits: 0)
                     _ = apply(row, to: index, in: &state.batches[entity], request, rowSlot: rowSlot)
-                    if own { state.awaitingVerdict.append((entity, record, storedPK >= (firstRowOfRun[plan.info.name] ?? .max))) }
+                    if own { state.awaitingVerdict.append((entity, record, storedPK >= (firstRowOfRun[plans[entity].info.name] ?? .max))) }
                 } else if at >= 0 {
                     let changed = apply(row, to: Int(at), in: &state.batches[entity], request, rowSlot: rowSlot)
                     if own {
                         // Made earlier in this run: in this request, or stored since the run began.
-                        state.result.countStored(changed: changed, madeThisRun: storedPK.map { $0 >= (firstRowOfRun[plan.info.name] ?? .max) } ?? true)
+                        state.result.countStored(changed: changed, madeThisRun: storedPK.map { $0 >= (firstRowOfRun[plans[entity].info.name] ?? .max) } ?? true)
                     }
                 } else if let storedPK {
                     var update = entry
@@ -67,7 +66,7 @@ extension PostgresBatchWriter {
                     update.pk = storedPK
                     let index = state.batches[entity].append(update, row: row, request, rowSlot: rowSlot, maskBits: 0)
                     _ = apply(row, to: index, in: &state.batches[entity], request, rowSlot: rowSlot)
-                    if own { state.awaitingVerdict.append((entity, record, storedPK >= (firstRowOfRun[plan.info.name] ?? .max))) }
+                    if own { state.awaitingVerdict.append((entity, record, storedPK >= (firstRowOfRun[plans[entity].info.name] ?? .max))) }
                 } else {
                     _ = state.batches[entity].append(entry, row: row, request, rowSlot: rowSlot, maskBits: bits)
                 }
@@ -79,8 +78,8 @@ extension PostgresBatchWriter {
     /// it gives differs from what the entry held (or is not known to be the same).
     func apply(_ row: BatchInsertRequest.Row, to index: Int, in batch: inout EntityBatch, _ request: BatchInsertRequest,
                        rowSlot: [Int32]) -> Bool {
-        let plan = plans[row.entity]
         guard row.mode == .upsert else { return false }
+        let plan = plans[row.entity]
         // The first row that describes a placeholder fills it as `update` writes, whatever the rule.
         let slot = Int(batch.folded[index].slot)
         let filling = slot >= 0 && batch.placeholder[slot]

@@ -10,10 +10,11 @@ extension PostgresBatchWriter {
     func nulProblem(_ request: BatchInsertRequest, _ record: Int) -> String? {
         for rowIndex in request.rowRange(ofRecord: record) {
             let row = request.rows[rowIndex]
-            let info = plans[row.entity].info
-            for position in 0..<info.attributeNames.count {
+            // The plan only for the message: read for every row, it was retained and released.
+            for position in 0..<attributeCounts[row.entity] {
                 guard case .value(let index) = request.cells[row.firstCell + position],
                       case .string(let text) = request.values[Int(index)], Self.holdsNUL(text) else { continue }
+                let info = plans[row.entity].info
                 return "\(info.name).\(info.attributeNames[position]): PostgreSQL text cannot hold the character U+0000"
             }
         }

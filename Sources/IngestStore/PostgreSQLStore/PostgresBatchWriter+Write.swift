@@ -261,13 +261,25 @@ extension PostgresBatchWriter {
         }
         for entity in order where !undestined[entity] {
             state.contents[entity].reserveCapacity(state.batches[entity].folded.count)
-            for index in state.batches[entity].folded.indices {
-                let entry = state.batches[entity].folded[index]
-                let hash = contentHash(index, of: state.batches[entity], entity: entity, request, linked: linked)
-                state.contents[entity].append(hash)
-                if entry.op == UInt8(ascii: "u"), entry.round == 0, !entry.fills, entry.slot >= 0, state.batches[entity].remembered[Int(entry.slot)]?.content == hash {
-                    for word in 0..<state.batches[entity].maskWords { state.batches[entity].masks[index * state.batches[entity].maskWords + word] = 0 }
+            // Rows whose update would change nothing: their given-masks are cleared after the
+            // loop. Within it the batch is one copy, not one per row (`linked` reads `state`,
+            // so a row's batch handed over from `state` was copied, every array retained).
+            var unchanged: [Int] = []
+            do {
+                let batch = state.batches[entity]
+                for index in batch.folded.indices {
+                    let entry = batch.folded[index]
+                    let hash = contentHash(index, of: batch, entity: entity, request, linked: linked)
+                    state.contents[entity].append(hash)
+                    if entry.op == UInt8(ascii: "u"), entry.round == 0, !entry.fills, entry.slot >= 0,
+                       batch.remembered[Int(entry.slot)]?.content == hash {
+                        unchanged.append(index)
+                    }
                 }
+            }
+            let words = state.batches[entity].maskWords
+            for index in unchanged {
+                for word in 0..<words { state.batches[entity].masks[index * words + word] = 0 }
             }
         }
         var updatedRecords = Array(repeating: Set<Int>(), count: plans.count)
