@@ -9,17 +9,7 @@ extension BatchInsertRequest {
                  existing: (Int, Value) throws -> Int64?) throws -> String? {
         for rowIndex in range where skipping.isEmpty || !skipping.contains(rowIndex) {
             let row = rows[rowIndex]
-            // Most rows have every required value and no checks: told from plain integers.
-            if !checked[row.entity] {
-                var complete = true
-                for index in requiredStart[row.entity]..<requiredStart[row.entity + 1] {
-                    if case .null = cells[row.firstCell + requiredPositions[index]] {
-                        complete = false
-                        break
-                    }
-                }
-                if complete { continue }
-            }
+            guard needsCheck(row) else { continue }
             let plan = entities[row.entity]
             if plan.info.hasChecks, let broken = try ruleProblem(row, plan, key: keys[rowIndex], existing: existing) { return broken }
             var missing: [String] = []
@@ -46,6 +36,25 @@ extension BatchInsertRequest {
             return "\(which): \(names) \(verb) required" + (onlyKey ? " (the record gives only its key)" : "")
         }
         return nil
+    }
+
+    /// Whether any row of `range` (but `skipping`) could have a problem: one lacks a
+    /// required value, or its entity has checks. Most records have none, and this is told
+    /// from plain integers, so a writer need not hand `problem(in:keys:skipping:existing:)`
+    /// its arguments (retained, each of them) for every record.
+    func mayHaveProblem(in range: Range<Int>, skipping: Set<Int> = []) -> Bool {
+        for rowIndex in range where skipping.isEmpty || !skipping.contains(rowIndex) {
+            if needsCheck(rows[rowIndex]) { return true }
+        }
+        return false
+    }
+
+    private func needsCheck(_ row: Row) -> Bool {
+        if checked[row.entity] { return true }
+        for index in requiredStart[row.entity]..<requiredStart[row.entity + 1] {
+            if case .null = cells[row.firstCell + requiredPositions[index]] { return true }
+        }
+        return false
     }
 
     /// The first value of `row` that breaks its attribute's rules, as a save's validation

@@ -14,10 +14,12 @@ extension PostgresBatchWriter {
                 guard slot >= 0, state.batches[entity].isStoredOrFolded(slot) else { return .new }
                 return state.batches[entity].placeholder[Int(slot)] ? .placeholder : .stored
             }
-            let reason = (try? request.problem(in: range, keys: noKeys, skipping: unlinked) { entity, value in
-                guard let key = keyBytes(value), let slot = state.batches[entity].slotOf[key] else { return nil }
-                return state.batches[entity].stored[Int(slot)] ?? (state.batches[entity].foldedAt[Int(slot)] >= 0 ? -1 : nil)
-            }) ?? nil
+            let reason = request.mayHaveProblem(in: range, skipping: unlinked)
+                ? (try? request.problem(in: range, keys: noKeys, skipping: unlinked) { entity, value in
+                    guard let key = keyBytes(value), let slot = state.batches[entity].slotOf[key] else { return nil }
+                    return state.batches[entity].stored[Int(slot)] ?? (state.batches[entity].foldedAt[Int(slot)] >= 0 ? -1 : nil)
+                }) ?? nil
+                : nil
             if let reason {
                 state.reject(record, reason)
                 continue

@@ -76,9 +76,8 @@ extension BatchInserter {
                     for index in request.rowRange(ofRecord: recordIndex).reversed() {
                         let row = request.rows[index]
                         guard row.mode == .upsert else { continue }
-                        let plan = plans[row.entity]
-                        guard let position = plan.keyPosition,
-                              scratch.cell(entity: row.entity, request.cells[row.firstCell + position], type: plan.info.attributeTypes[position],
+                        guard let position = keyPositions[row.entity], let type = keyTypes[row.entity],
+                              scratch.cell(entity: row.entity, request.cells[row.firstCell + position], type: type,
                                            request: request, text: text) else { continue }
                         let content = contents[index]
                         scratch.bytes.withUnsafeBytes { key in
@@ -119,12 +118,12 @@ extension BatchInserter {
     /// same whether in place or kept as a value), or nil when it gives a to-one, whose
     /// target row is not known before the write.
     func contentHash(_ request: BatchInsertRequest, _ row: BatchInsertRequest.Row, text: UnsafeRawBufferPointer) -> UInt64? {
-        let info = plans[row.entity].info
-        let attributes = info.attributeNames.count
-        for link in 0..<info.toOneColumns.count where request.isGiven(row: row, bit: attributes + link) { return nil }
+        let attributes = attributeCounts[row.entity]
+        for link in 0..<toOneCounts[row.entity] where request.isGiven(row: row, bit: attributes + link) { return nil }
         var hasher = FieldHasher()
         // Lineage is left out: a related object repeated field for field is not written again, its lineage kept.
-        for position in 0..<attributes where request.isGiven(row: row, bit: position) && !info.isLineage(position) {
+        let lineage = hasLineage[row.entity] ? plans[row.entity].info.lineagePositions : []
+        for position in 0..<attributes where request.isGiven(row: row, bit: position) && !lineage.contains(position) {
             hasher.mix(request.cells[row.firstCell + position], at: position, request, text: text)
         }
         return hasher.value

@@ -124,10 +124,14 @@ struct SQLiteBatchWrite {
         let unlinked = try request.unlinkedNewRows(in: range) { request, rowIndex in try presence(request, rowIndex) }
         // Closures, not `existing` itself: a method passed as a value captures a copy of the
         // whole write (every array retained), once a record.
+        // The checks only when they can find something: their arguments, read from this
+        // write, are retained for each call.
         if let reason = try request.records[recordIndex].invalid
-            ?? request.problem(in: range, keys: keys, skipping: unlinked, existing: { try existing($0, $1) })
-            ?? inserter.conflict(in: range, request, keys: keys, resolved: resolved, existing: { try existing($0, $1) },
-                                 differs: statements.differs, text: text, db) {
+            ?? (request.mayHaveProblem(in: range, skipping: unlinked)
+                ? request.problem(in: range, keys: keys, skipping: unlinked, existing: { try existing($0, $1) }) : nil)
+            ?? (inserter.hasRejectRule
+                ? inserter.conflict(in: range, request, keys: keys, resolved: resolved, existing: { try existing($0, $1) },
+                                    differs: statements.differs, text: text, db) : nil) {
             written.result.rejected.append(BatchRejection(record: request.records[recordIndex].number, reason: reason))
             written.leftOut.append(recordIndex)
             return
@@ -182,7 +186,6 @@ struct SQLiteBatchWrite {
     private mutating func insertOrUpsert(_ rowIndex: Int, in range: Range<Int>, of request: BatchInsertRequest,
                                          text: UnsafeRawBufferPointer) throws {
         let row = request.rows[rowIndex]
-        let plan = inserter.plans[row.entity]
         let pk = nextKey[row.entity]
         nextKey[row.entity] += 1
         // Most rows of most imports are new: a plain INSERT costs SQLite less than the
@@ -208,8 +211,8 @@ struct SQLiteBatchWrite {
         let own = rowIndex == range.lowerBound
         var stored = pk
         var key: Value?
-        if let position = plan.keyPosition, sqlite3_last_insert_rowid(db.sqliteConnection) != pk || !own {
-            key = request.value(request.cells[row.firstCell + position], type: plan.info.attributeTypes[position])
+        if let position = inserter.keyPositions[row.entity], sqlite3_last_insert_rowid(db.sqliteConnection) != pk || !own {
+            key = request.value(request.cells[row.firstCell + position], type: inserter.plans[row.entity].info.attributeTypes[position])
         }
         if sqlite3_last_insert_rowid(db.sqliteConnection) != pk, let key {
             stored = try existing(row.entity, key) ?? pk
@@ -230,7 +233,7 @@ struct SQLiteBatchWrite {
         } else {
             if changed, listed {
                 written.updated[row.entity].append(stored)
-                if history { updatedProperties[row.entity].append(plan.givenProperties(request, row: row)) }
+                if history { updatedProperties[row.entity].append(inserter.plans[row.entity].givenProperties(request, row: row)) }
             }
             if own { written.result.countStored(changed: changed, madeThisRun: stored >= inserter.runStart[row.entity]) }
         }
