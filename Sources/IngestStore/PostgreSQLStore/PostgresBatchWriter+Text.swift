@@ -80,14 +80,23 @@ extension PostgresBatchWriter {
         number == 0 ? "0.0" : "\(number)"
     }
 
-    /// A PostgreSQL array literal of `items` (for `unnest($1::text[])`).
+    /// A PostgreSQL array literal of `items` (for `unnest($1::text[])`): each item quoted,
+    /// its `\` and `"` escaped with a backslash. Byte by byte: Foundation's
+    /// `replacingOccurrences`, twice a key, took about 8,000 instructions a key (846 a
+    /// record of the realistic feed, whose new photographers' keys are looked up).
     static func arrayLiteral<Items: Sequence<String>>(_ items: Items) -> String {
-        var literal = "{"
+        var literal: [UInt8] = [UInt8(ascii: "{")]
         for (number, item) in items.enumerated() {
-            if number > 0 { literal += "," }
-            literal += "\"" + item.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+            if number > 0 { literal.append(UInt8(ascii: ",")) }
+            literal.append(UInt8(ascii: "\""))
+            for byte in item.utf8 {
+                if byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "\"") { literal.append(UInt8(ascii: "\\")) }
+                literal.append(byte)
+            }
+            literal.append(UInt8(ascii: "\""))
         }
-        return literal + "}"
+        literal.append(UInt8(ascii: "}"))
+        return String(decoding: literal, as: UTF8.self)
     }
 
     /// A cell in the text form of its attribute's column (`postgresType`): what COPY
