@@ -164,8 +164,8 @@ import Testing
     }
 
     /// A worker empties its request after each save and fills it again in the same memory
-    /// (`removeAll(text:)`): the store ends as with a fresh request for every batch, rows,
-    /// row numbers and lineage alike.
+    /// (`removeAll(text:)`): the store ends as with a fresh request for every batch, rows
+    /// and row numbers alike.
     @Test func aRequestEmptiedAfterASaveAndFilledAgainStoresWhatFreshRequestsStore() throws {
         let spec = try PipelineSpec.load(path: PipelineSpecTests.root.appendingPathComponent("Pipelines/bench-photos.json").path)
         let text = FeedGenerator(records: 900, seed: 21, ndjson: true, style: .realistic).bytes()
@@ -192,6 +192,25 @@ import Testing
             stores.append(try dump(dir.file("s.sqlite")) + db.strings("SELECT _pk || ' ' || id FROM Photo ORDER BY _pk"))
         }
         #expect(stores[0].count > 900 && stores[0] == stores[1])
+    }
+
+    /// Emptied, a request keeps no lineage of its last chunk, and a copy taken before (a batch
+    /// still being written, on PostgreSQL) keeps its rows and lineage.
+    @Test func anEmptiedRequestHasNoLineageAndACopyTakenBeforeKeepsItsRows() throws {
+        let spec = try PipelineSpec.load(path: PipelineSpecTests.root.appendingPathComponent("Pipelines/bench-photos.json").path)
+        let dir = try TemporaryDirectory()
+        let inserter = BatchInserter(coordinator: try PersistentStoreCoordinator(model: spec.model, path: dir.file("s.sqlite")))
+        let rows = try #require(RowMapper(mapper: RecordMapper(spec: spec), inserter: inserter))
+        let text = Array(#"{"id": "p1", "title": "One", "photographer": {"id": "g1", "name": "Ada"}}"#.utf8)
+        var request = inserter.makeRequest(text: text)
+        request.lineage = (run: 7, chunk: 3)
+        try rows.add(record: 0..<text.count, number: 0, to: &request)
+        let held = request
+        request.removeAll(text: text)
+        #expect(request.isEmpty && request.lineage == nil)
+        #expect(held.recordCount == 1 && held.lineage?.run == 7 && held.lineage?.chunk == 3)
+        _ = try inserter.execute(held, metadata: [:])
+        #expect(try dump(dir.file("s.sqlite")).count == 2)
     }
 
     /// The workers step over members by the ends their own split wrote; a resumed run, whose

@@ -5,7 +5,7 @@ import Testing
 /// The text arrays the PostgreSQL writer sends its key lookups (`= ANY($1::text[])`).
 @Suite struct PostgresArrayLiteralTests {
     static let keys = ["plain", #"with "quotes""#, #"back\slash"#, #"\""#, "comma, and {braces}", "NULL", "", "café ☕ 𝄞", " spaces ",
-                       #"\\n is not a line break"#]
+                       #"\\n is not a line break"#, "\"\u{301} a quote with a combining accent", "\\\u{301}"]
 
     @Test func eachKeyIsQuotedWithItsBackslashesAndQuotesEscaped() {
         #expect(PostgresBatchWriter.arrayLiteral([#"a"b"#, #"c\d"#, "e"]) == #"{"a\"b","c\\d","e"}"#)

@@ -49,7 +49,8 @@ package final class ManagedThread: Sendable {
             // Dispatch's timed wait can end a fraction of a millisecond before its deadline by
             // the monotonic clock (seen: 199.2 ms of 200): what is left is waited again, so that
             // a join gives up only once `timeout` has passed.
-            let deadline = ContinuousClock.now + .seconds(max(0, timeout))
+            // Clamped: a Duration of more than about 1e20 seconds (or infinity) traps.
+            let deadline = ContinuousClock.now + .seconds(min(max(0, timeout), 1e9))
             while done.wait(timeout: .now() + max(0, (deadline - ContinuousClock.now) / .seconds(1))) != .success {
                 if ContinuousClock.now >= deadline { return false }
             }
