@@ -122,13 +122,13 @@ extension PostgresBatchWriter {
             case .null: break
             }
         case (.date, .double(let seconds)): timestamp(seconds)
-        case (_, .double(let number)): Self.appendField(number.bitPattern, to: &data)
+        case (_, .double(let number)): Self.appendField(PostgresValues.stored(number).bitPattern, to: &data)
         case (_, .int(let number)): integer(number)
         case (_, .value(let index)):
             switch request.values[Int(index)] {
             case .int(let number): integer(number)
             case .bool(let flag): integer(flag ? 1 : 0)
-            case .double(let number): Self.appendField(number.bitPattern, to: &data)
+            case .double(let number): Self.appendField(PostgresValues.stored(number).bitPattern, to: &data)
             case .date(let date): timestamp(date.timeIntervalSinceReferenceDate)
             case .binary(let value):
                 Self.appendBigEndian(UInt32(value.count), to: &data)

@@ -158,13 +158,13 @@ extension PostgresBatchWriter {
         switch cell {
         case .null: data.appendBigEndian(UInt16(0x5C4E))
         case .int(let number): Self.appendInteger(number, to: &data)
-        case .double(let number): data.append(contentsOf: "\(number)".utf8)
+        case .double(let number): data.append(contentsOf: "\(PostgresValues.stored(number))".utf8)
         case .text(let offset, let count): Self.appendEscaped(request.text[Int(offset)..<Int(offset + count)], to: &data)
         case .value(let index):
             switch request.values[Int(index)] {
             case .int(let number): Self.appendInteger(number, to: &data)
             case .bool(let flag): data.append(flag ? 0x31 : 0x30)
-            case .double(let number): data.append(contentsOf: "\(number)".utf8)
+            case .double(let number): data.append(contentsOf: "\(PostgresValues.stored(number))".utf8)
             case .date(let date): data.append(contentsOf: "\(date.timeIntervalSinceReferenceDate)".utf8)
             case .binary(let bytes):
                 data.append(contentsOf: "\\\\x".utf8)

@@ -4,13 +4,19 @@ import Foundation
 /// `AttributeType.postgresType`. Connections run with `TimeZone = UTC` and
 /// `DateStyle = ISO` (`PostgresPool`), so timestamps read back in one shape.
 enum PostgresValues {
+    /// The double PostgreSQL stores for `number`: negative zero as zero. SQLite keeps a
+    /// REAL without a fraction as an integer, so its zero has no sign; every backend must
+    /// read back what one SQLite worker stores.
+    @inline(__always)
+    static func stored(_ number: Double) -> Double { number == 0 ? 0 : number }
+
     /// The text a parameter of this value is sent as, and the type it is cast to.
     static func format(_ value: Value) -> (text: String, type: String) {
         switch value {
         case .string(let text): (text, "text")
         case .decimal(let text): (text, "numeric")
         case .int(let number): (String(number), "bigint")
-        case .double(let number): (number.isNaN ? "NaN" : number.isInfinite ? (number < 0 ? "-Infinity" : "Infinity") : "\(number)", "double precision")
+        case .double(let number): (number.isNaN ? "NaN" : number.isInfinite ? (number < 0 ? "-Infinity" : "Infinity") : "\(stored(number))", "double precision")
         case .bool(let flag): (flag ? "t" : "f", "boolean")
         case .date(let date): (timestamp(date), "timestamptz")
         case .binary(let bytes): ("\\x" + lowercaseHex(bytes), "bytea")
