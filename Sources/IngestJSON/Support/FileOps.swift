@@ -182,26 +182,12 @@ package enum FileOps {
         return Int(info.st_size)
     }
 
-    /// The whole file, read straight into one array sized from the file's size.
+    /// The whole file, in one array sized from the file's size.
     /// - Throws: `IOError` naming the file.
     package static func readFile(_ path: String) throws -> [UInt8] {
-        let source = try FileByteSource(path: path)
-        var capacity = max(fileSize(path) ?? 0, 1 << 12) + 1
-        var out: [UInt8] = []
-        // Read in place, not zeroed first: a chunk is megabytes, read once per import.
-        while true {
-            let chunk = try [UInt8](unsafeUninitializedCapacity: capacity - out.count) { buffer, count in
-                count = 0
-                while count < buffer.count {
-                    let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buffer)[count...]))
-                    if n == 0 { break }
-                    count += n
-                }
-            }
-            if out.isEmpty { out = chunk } else { out += chunk }
-            guard out.count == capacity else { return out }
-            capacity *= 2
-        }
+        var bytes: [UInt8] = []
+        try readFile(path, into: &bytes)
+        return bytes
     }
 
     /// The whole file, read into `bytes` in place of what it held, in the memory `bytes`

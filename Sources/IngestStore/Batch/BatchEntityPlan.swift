@@ -17,6 +17,8 @@ package final class BatchEntityPlan: Sendable {
     let maskWords: Int
     /// Positions of the attributes a row must have a value for.
     let requiredPositions: [Int]
+    /// What the writers and requests read of this plan for every row.
+    let shape: BatchEntityShape
 
     init(info: EntityInfo, defaultCells: [BatchInsertRequest.Cell], keyPosition: Int?, rule: ConflictRule) {
         self.info = info
@@ -25,6 +27,10 @@ package final class BatchEntityPlan: Sendable {
         self.rule = rule
         maskWords = max(1, (info.attributes.count + info.toOneColumns.count + 63) / 64)
         requiredPositions = info.attributeRequired.indices.filter { info.attributeRequired[$0] }
+        let lineage = info.lineagePositions
+        shape = BatchEntityShape(attributes: info.attributeTypes.count, toOnes: info.toOneColumns.count, maskWords: maskWords,
+                                 keyPosition: keyPosition, keyType: keyPosition.map { info.attributeTypes[$0] },
+                                 checked: info.hasChecks, lineage: lineage.isEmpty ? nil : (lineage[0], lineage[1], lineage[2]))
     }
 
     /// Whether the batch path can write `entity`: at most one uniqueness constraint, of
@@ -68,4 +74,22 @@ package final class BatchEntityPlan: Sendable {
         return plans
     }
 
+}
+
+/// What the batch path reads of an entity's plan for every row, in plain values. Writers
+/// and requests keep these in arrays (`plans.map(\.shape)`): reading a plan (a class) and its
+/// info for each row retained and released them, atomically, a few times a record, while
+/// a worker's mapping and writing threads retained the same plans.
+struct BatchEntityShape: Sendable {
+    let attributes: Int
+    let toOnes: Int
+    /// 64-bit words of a row's given-mask (attributes, then to-ones).
+    let maskWords: Int
+    let keyPosition: Int?
+    /// The key attribute's type, where there is a key.
+    let keyType: AttributeType?
+    /// Whether the entity has attribute checks (`EntityInfo.hasChecks`).
+    let checked: Bool
+    /// The lineage attributes' positions (run, chunk, record), if the entity has them.
+    let lineage: (run: Int, chunk: Int, record: Int)?
 }

@@ -50,8 +50,9 @@ extension BatchInsertRequest {
     }
 
     private func needsCheck(_ row: Row) -> Bool {
-        if checked[row.entity] { return true }
-        for index in requiredStart[row.entity]..<requiredStart[row.entity + 1] {
+        let shape = shapes[row.entity]
+        if shape.entity.checked { return true }
+        for index in shape.required {
             if case .null = cells[row.firstCell + requiredPositions[index]] { return true }
         }
         return false

@@ -62,30 +62,20 @@ package struct BatchInsertRequest: Sendable {
     /// Whether any entity of the request keeps stored objects as they are (`keepExisting`):
     /// only then can a record have rows that nothing would link (worked out once, not per record).
     let keepsStoredObjects: Bool
-    /// Per entity, where its required positions start in `requiredPositions`, and past the
-    /// last entity their end; with `checked`, what `problem(in:keys:skipping:existing:)`
-    /// reads for every row. Plain integers: reading a plan (a class) and its arrays for
-    /// each row retained and released them, atomically, a few times a record, and the
-    /// mapping and writing threads share the plans.
-    let requiredStart: [Int]
-    let requiredPositions: [Int]
-    /// Per entity: whether it has attribute checks (`EntityInfo.hasChecks`).
-    let checked: [Bool]
-    /// Per entity, what `addRow(entity:mode:)` needs of its plan, in plain integers (as
-    /// `requiredStart`, so that no plan is retained for each row), and the entities'
-    /// default cells one after another.
-    private var shapes: [RowShape] = []
+    /// Per entity, what `addRow(entity:mode:)` and `problem(in:keys:skipping:existing:)`
+    /// read for every row, in plain values (see `BatchEntityShape`), with where its default
+    /// cells and required positions are in `defaultCells` and `requiredPositions`, which hold
+    /// every entity's one after another.
+    private(set) var shapes: [RowShape] = []
     private let defaultCells: [Cell]
+    let requiredPositions: [Int]
 
-    private struct RowShape {
-        var defaultStart: Int
-        var defaultEnd: Int
-        var links: Int
-        var maskWords: Int
+    struct RowShape {
+        let entity: BatchEntityShape
+        let defaults: Range<Int>
+        let required: Range<Int>
         /// Whether `defaultValues` has any for the entity.
         var hasDefaultValues = false
-        /// The lineage attributes' positions (run, chunk, record), or -1.
-        var lineage: (run: Int, chunk: Int, record: Int) = (-1, -1, -1)
     }
     /// Per entity: model defaults that are not plain cells (strings, say), by position.
     var defaultValues: [[(position: Int, value: Value)]] = []
@@ -127,17 +117,12 @@ package struct BatchInsertRequest: Sendable {
         self.entities = entities
         keepsStoredObjects = entities.contains { $0.rule == .keepExisting }
         requiredPositions = entities.flatMap(\.requiredPositions)
-        requiredStart = entities.reduce(into: [0]) { starts, plan in starts.append(starts.last! + plan.requiredPositions.count) }
-        checked = entities.map(\.info.hasChecks)
         defaultCells = entities.flatMap(\.defaultCells)
-        var start = 0
+        var (defaults, required) = (0, 0)
         for plan in entities {
-            var shape = RowShape(defaultStart: start, defaultEnd: start + plan.defaultCells.count,
-                                 links: plan.info.toOneColumns.count, maskWords: plan.maskWords)
-            let lineage = plan.info.lineagePositions
-            if !lineage.isEmpty { shape.lineage = (lineage[0], lineage[1], lineage[2]) }
-            shapes.append(shape)
-            start = shape.defaultEnd
+            shapes.append(RowShape(entity: plan.shape, defaults: defaults..<defaults + plan.defaultCells.count,
+                                   required: required..<required + plan.requiredPositions.count))
+            (defaults, required) = (shapes.last!.defaults.upperBound, shapes.last!.required.upperBound)
         }
         self.text = text
     }
@@ -174,19 +159,19 @@ package struct BatchInsertRequest: Sendable {
         let shape = shapes[entity]
         rows.append(Row(entity: entity, mode: mode, firstCell: cells.count, firstLink: links.count, firstMask: masks.count))
         defaultCells.withUnsafeBufferPointer { defaults in
-            cells.append(contentsOf: UnsafeBufferPointer(rebasing: defaults[shape.defaultStart..<shape.defaultEnd]))
+            cells.append(contentsOf: UnsafeBufferPointer(rebasing: defaults[shape.defaults]))
         }
         // One element at a time: a row adds one or two, and `append(contentsOf: repeatElement(…))`
         // costs about a hundred instructions a call whatever the count.
-        for _ in 0..<shape.links { links.append(-1) }
-        for _ in 0..<shape.maskWords { masks.append(0) }
+        for _ in 0..<shape.entity.toOnes { links.append(-1) }
+        for _ in 0..<shape.entity.maskWords { masks.append(0) }
         if shape.hasDefaultValues {
             for (position, value) in defaultValues[entity] { set(value, row: rows.count - 1, attribute: position) }
         }
-        if let lineage, shape.lineage.run >= 0 {
-            set(.int(lineage.run), row: rows.count - 1, attribute: shape.lineage.run)
-            set(.int(lineage.chunk), row: rows.count - 1, attribute: shape.lineage.chunk)
-            set(.int(Int64(records[records.count - 1].number)), row: rows.count - 1, attribute: shape.lineage.record)
+        if let lineage, let positions = shape.entity.lineage {
+            set(.int(lineage.run), row: rows.count - 1, attribute: positions.run)
+            set(.int(lineage.chunk), row: rows.count - 1, attribute: positions.chunk)
+            set(.int(Int64(records[records.count - 1].number)), row: rows.count - 1, attribute: positions.record)
         }
         return rows.count - 1
     }

@@ -30,10 +30,10 @@ extension PostgresBatchWriter {
                 let row = request.rows[rowIndex]
                 let entity = row.entity
                 let own = rowIndex == range.lowerBound
-                let bits = attributeCounts[entity] + toOneCounts[entity]
+                let bits = shapes[entity].attributes + shapes[entity].toOnes
                 let slot = rowSlot[rowIndex]
                 let entry = Folded(op: UInt8(ascii: "i"), record: record, firstCell: row.firstCell,
-                                   cellCount: attributeCounts[entity], slot: slot)
+                                   cellCount: shapes[entity].attributes, slot: slot)
                 guard slot >= 0 else {
                     _ = state.batches[entity].append(entry, row: row, request, rowSlot: rowSlot, maskBits: bits)
                     continue
@@ -44,7 +44,7 @@ extension PostgresBatchWriter {
                 }
                 let at = state.batches[entity].foldedAt[Int(slot)]
                 let storedPK = state.batches[entity].stored[Int(slot)]
-                if at >= 0, let storedPK, row.mode == .upsert, hasLineage[entity],
+                if at >= 0, let storedPK, row.mode == .upsert, shapes[entity].lineage != nil,
                    state.batches[entity].folded[Int(at)].op == UInt8(ascii: "u") {
                     // Lineage names the row that changed the stored row, which only the stored values
                     // tell: a later row of a stored key is an UPDATE of its own, one round after the

@@ -11,7 +11,7 @@ extension PostgresBatchWriter {
         for rowIndex in request.rowRange(ofRecord: record) {
             let row = request.rows[rowIndex]
             // The plan only for the message: read for every row, it was retained and released.
-            for position in 0..<attributeCounts[row.entity] {
+            for position in 0..<shapes[row.entity].attributes {
                 guard case .value(let index) = request.cells[row.firstCell + position],
                       case .string(let text) = request.values[Int(index)], Self.holdsNUL(text) else { continue }
                 let info = plans[row.entity].info

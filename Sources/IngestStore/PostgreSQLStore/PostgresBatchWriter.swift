@@ -26,12 +26,8 @@ import Foundation
 package final class PostgresBatchWriter: BatchWriting {
     let connection: PostgresConnection
     let plans: [BatchEntityPlan]
-    /// Per plan, what folding reads for every row, in plain integers: a plan (a class) and
-    /// its info read for each row were retained and released, atomically, while the mapping
-    /// thread retains the same plans.
-    let attributeCounts: [Int]
-    let toOneCounts: [Int]
-    let hasLineage: [Bool]
+    /// Per plan, what folding reads for every row (see `BatchEntityShape`).
+    let shapes: [BatchEntityShape]
     let planIndex: [String: Int]
     /// Plans in write order: each after the plans its rows link to.
     let order: [Int]
@@ -128,9 +124,7 @@ package final class PostgresBatchWriter: BatchWriting {
         self.connection = connection
         let plans = BatchEntityPlan.plans(schema: store.schema, rules: rules)
         self.plans = plans
-        attributeCounts = plans.map(\.info.attributeNames.count)
-        toOneCounts = plans.map(\.info.toOneColumns.count)
-        hasLineage = plans.map { !$0.info.lineagePositions.isEmpty }
+        shapes = plans.map(\.shape)
         let positions = Dictionary(uniqueKeysWithValues: plans.enumerated().map { ($1.info.name, $0) })
         planIndex = positions
         for plan in plans where plan.rule == .reject {

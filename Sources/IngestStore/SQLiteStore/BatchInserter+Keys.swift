@@ -76,7 +76,7 @@ extension BatchInserter {
                     for index in request.rowRange(ofRecord: recordIndex).reversed() {
                         let row = request.rows[index]
                         guard row.mode == .upsert else { continue }
-                        guard let position = keyPositions[row.entity], let type = keyTypes[row.entity],
+                        guard let position = shapes[row.entity].keyPosition, let type = shapes[row.entity].keyType,
                               scratch.cell(entity: row.entity, request.cells[row.firstCell + position], type: type,
                                            request: request, text: text) else { continue }
                         let content = contents[index]
@@ -118,11 +118,11 @@ extension BatchInserter {
     /// same whether in place or kept as a value), or nil when it gives a to-one, whose
     /// target row is not known before the write.
     func contentHash(_ request: BatchInsertRequest, _ row: BatchInsertRequest.Row, text: UnsafeRawBufferPointer) -> UInt64? {
-        let attributes = attributeCounts[row.entity]
-        for link in 0..<toOneCounts[row.entity] where request.isGiven(row: row, bit: attributes + link) { return nil }
+        let attributes = shapes[row.entity].attributes
+        for link in 0..<shapes[row.entity].toOnes where request.isGiven(row: row, bit: attributes + link) { return nil }
         var hasher = FieldHasher()
         // Lineage is left out: a related object repeated field for field is not written again, its lineage kept.
-        let lineage = hasLineage[row.entity] ? plans[row.entity].info.lineagePositions : []
+        let lineage = shapes[row.entity].lineage.map { [$0.run, $0.chunk, $0.record] } ?? []
         for position in 0..<attributes where request.isGiven(row: row, bit: position) && !lineage.contains(position) {
             hasher.mix(request.cells[row.firstCell + position], at: position, request, text: text)
         }

@@ -22,16 +22,8 @@ package final class BatchInserter: BatchWriting {
     let statements: [Statements]
     /// Whether an entity's rule is `reject` (then each record is checked against the store).
     let hasRejectRule: Bool
-    /// Per plan, what binding and writing read for every row, in plain integers: a plan
-    /// and its info read for each row were retained and released, atomically, under the
-    /// write lock, while other workers' mappers retained the same entity infos.
-    let attributeCounts: [Int]
-    let toOneCounts: [Int]
-    let maskWords: [Int]
-    let keyPositions: [Int?]
-    /// The key attribute's type, where there is a key.
-    let keyTypes: [AttributeType?]
-    let hasLineage: [Bool]
+    /// Per plan, what binding and writing read for every row (see `BatchEntityShape`).
+    let shapes: [BatchEntityShape]
     private let planIndex: [String: Int]
 
     /// Rows this run's records found already written by earlier records of the same run:
@@ -56,12 +48,7 @@ package final class BatchInserter: BatchWriting {
         self.plans = plans
         statements = plans.map(Statements.init)
         hasRejectRule = plans.contains { $0.rule == .reject }
-        attributeCounts = plans.map(\.info.attributeTypes.count)
-        toOneCounts = plans.map(\.info.toOneColumns.count)
-        maskWords = plans.map(\.maskWords)
-        keyPositions = plans.map(\.keyPosition)
-        keyTypes = plans.map { plan in plan.keyPosition.map { plan.info.attributeTypes[$0] } }
-        hasLineage = plans.map { !$0.info.lineagePositions.isEmpty }
+        shapes = plans.map(\.shape)
         planIndex = Dictionary(uniqueKeysWithValues: plans.enumerated().map { ($1.info.name, $0) })
         runStart = Array(repeating: .max, count: plans.count)
         insertsFirst = plans.map { !$0.info.uniquenessConstraints.isEmpty }
@@ -209,7 +196,7 @@ package final class BatchInserter: BatchWriting {
                       text: UnsafeRawBufferPointer, to statement: SQLiteStatement, links: Bool = true) {
         sqlite3_bind_int64(statement, 1, pk)
         var index: Int32 = 2
-        for position in 0..<attributeCounts[row.entity] {
+        for position in 0..<shapes[row.entity].attributes {
             switch request.cells[row.firstCell + position] {
             case .null: sqlite3_bind_null(statement, index)
             case .int(let number): sqlite3_bind_int64(statement, index, number)
@@ -222,12 +209,12 @@ package final class BatchInserter: BatchWriting {
             }
             index += 1
         }
-        for link in 0..<toOneCounts[row.entity] {
+        for link in 0..<shapes[row.entity].toOnes {
             let target = request.links[row.firstLink + link]
             if links, target >= 0 { sqlite3_bind_int64(statement, index, rowKeys[Int(target) - firstRow]) } else { sqlite3_bind_null(statement, index) }
             index += 1
         }
-        for word in 0..<maskWords[row.entity] {
+        for word in 0..<shapes[row.entity].maskWords {
             sqlite3_bind_int64(statement, index, Int64(bitPattern: request.masks[row.firstMask + word]))
             index += 1
         }

@@ -211,7 +211,7 @@ struct SQLiteBatchWrite {
         let own = rowIndex == range.lowerBound
         var stored = pk
         var key: Value?
-        if let position = inserter.keyPositions[row.entity], sqlite3_last_insert_rowid(db.sqliteConnection) != pk || !own {
+        if let position = inserter.shapes[row.entity].keyPosition, sqlite3_last_insert_rowid(db.sqliteConnection) != pk || !own {
             key = request.value(request.cells[row.firstCell + position], type: inserter.plans[row.entity].info.attributeTypes[position])
         }
         if sqlite3_last_insert_rowid(db.sqliteConnection) != pk, let key {
