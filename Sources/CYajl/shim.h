@@ -37,6 +37,8 @@ typedef struct {
     int watch;          /* forward every event */
     int key_depth;      /* forward keys at this depth too (records that are an object's values) */
     int saw_value;      /* any value at all was seen */
+    int mute;           /* ignore every event: a fresh handle is being brought to where the
+                           last one stopped (FeedParser+Scan.swift) */
     void *swift;
     int (*on_event)(void *swift, int event);
     int (*on_key)(void *swift, const unsigned char *key, size_t length);
@@ -123,6 +125,7 @@ static inline void cyajl_members_free(cyajl_feed_state *s) {
 
 static inline int cyajl_feed_scalar(void *ctx, int event, const unsigned char *text, size_t length) {
     cyajl_feed_state *s = (cyajl_feed_state *)ctx;
+    if (s->mute) return 1;
     s->saw_value = 1;
     if (s->depth == s->capture_depth) {
         cyajl_member_end(s, text, length, event == CYAJL_STRING, 0);
@@ -145,6 +148,7 @@ static int cyajl_feed_string(void *ctx, const unsigned char *text, size_t length
 
 static inline int cyajl_feed_start(void *ctx, int event) {
     cyajl_feed_state *s = (cyajl_feed_state *)ctx;
+    if (s->mute) return 1;
     s->saw_value = 1;
     if (s->watch || s->depth + 1 > s->max_depth) return s->on_event(s->swift, event);
     /* Nested past what the scan follows: the member's key, the last end kept, is marked, so
@@ -167,6 +171,7 @@ static inline int cyajl_feed_start(void *ctx, int event) {
 
 static inline int cyajl_feed_end(void *ctx, int event) {
     cyajl_feed_state *s = (cyajl_feed_state *)ctx;
+    if (s->mute) return 1;
     if (s->watch || s->depth - 1 <= s->records_depth) return s->on_event(s->swift, event);
     s->depth -= 1;
     if (s->depth == s->capture_depth) {
@@ -183,6 +188,7 @@ static int cyajl_feed_end_array(void *ctx) { return cyajl_feed_end(ctx, CYAJL_EN
 
 static int cyajl_feed_map_key(void *ctx, const unsigned char *key, size_t length) {
     cyajl_feed_state *s = (cyajl_feed_state *)ctx;
+    if (s->mute) return 1;
     if (s->depth == s->capture_depth) {
         cyajl_member_end(s, key, length, 1, 0);
         return 1;

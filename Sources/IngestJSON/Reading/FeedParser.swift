@@ -88,8 +88,20 @@ final class FeedParser {
     var malformedLines = 0
     /// What yajl would let through that RFC 8259 forbids.
     var strict = StrictJSONBytes()
+    /// Records of a top-level array are taken by the C scan between the ones yajl reads
+    /// (FeedParser+Scan.swift).
+    var scansRecords: Bool
+    /// yajl stopped after a record for the scan to take the ones after it.
+    @exclusivity(unchecked) var resumeScan = false
+    /// Scans in a row that took no record; past a few, the feed is left to yajl.
+    var emptyScans = 0
+    /// Records the scan took.
+    var scannedRecords = 0
+    /// Where in `buffer` the bytes given to the current yajl handle's last parse begin:
+    /// yajl counts its offsets from there.
+    @exclusivity(unchecked) var segmentStart = 0
 
-    init(options: FeedOptions, name: String, memberEnds: Bool = false) {
+    init(options: FeedOptions, name: String, memberEnds: Bool = false, scansRecords: Bool = true) {
         self.options = options
         self.name = name
         switch options.shape {
@@ -111,6 +123,7 @@ final class FeedParser {
             keyPath = keys.isEmpty ? nil : keys
         }
         if case .keyed = options.shape { keyed = true } else { keyed = false }
+        self.scansRecords = scansRecords && options.shape == .array
         // Keys matter on the way to a key path, and for member ends; without the callback
         // yajl skips decoding them, and a records array of objects has many.
         callbacks = .allocate(capacity: 1)
@@ -165,9 +178,20 @@ final class FeedParser {
             throw error(kind, message, at: index)
         }
         let bytes = block.baseAddress!.assumingMemoryBound(to: UInt8.self)
-        cyajl_set_block(state, bytes, block.count, Int64(base))
-        let status = yajl_parse(handle, bytes, block.count)
-        try check(status, atEnd: false)
+        var at = 0
+        segmentStart = 0
+        while at < block.count {
+            segmentStart = at
+            cyajl_set_block(state, bytes + at, block.count - at, Int64(base + at))
+            let status = yajl_parse(handle, bytes + at, block.count - at)
+            guard resumeScan else {
+                try check(status, atEnd: false)
+                break
+            }
+            resumeScan = false
+            at = try scanRecords(bytes, count: block.count, from: currentIndex)
+            restartHandle()
+        }
         if inRecords { try carryPending() }
         noteTrailingContent(in: block, base: base)
         if !sawContent { sawContent = block.contains { ![0x20, 0x0A, 0x0D, 0x09].contains($0) } }
@@ -196,6 +220,7 @@ final class FeedParser {
         if rejectsLines, try finishLines(totalBytes: totalBytes) { return }
         buffer = UnsafeRawBufferPointer(start: nil, count: 0)
         bufferBase = totalBytes
+        segmentStart = 0
         // yajl completes by parsing one space of its own, after the last byte.
         cyajl_set_block(state, nil, 0, Int64(totalBytes))
         let status = yajl_complete_parse(handle)
@@ -228,7 +253,7 @@ final class FeedParser {
         default:
             // yajl stops just past the offending byte, except inside a string,
             // where it stops on it.
-            var consumed = min(Int(yajl_get_bytes_consumed(handle)), buffer.count)
+            var consumed = min(segmentStart + Int(yajl_get_bytes_consumed(handle)), buffer.count)
             let yajlMessage = yajlErrorMessage(handle)
             if !atEnd && !yajlMessage.contains("inside string") { consumed -= 1 }
             if !atEnd, MisplacedToken.grammarMessages.contains(yajlMessage), let token = misplacedToken(lastByte: consumed) {
@@ -236,155 +261,6 @@ final class FeedParser {
             }
             throw translate(yajlMessage, at: consumed, atEnd: atEnd)
         }
-    }
-
-    // MARK: - Records
-
-    var currentIndex: Int { min(Int(yajl_get_bytes_consumed(handle)), buffer.count) }
-
-    @inline(__always)
-    private static func isSeparator(_ byte: UInt8) -> Bool {
-        // The colon comes between a keyed record's name and its value.
-        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 || byte == 0x2C || byte == 0x3A
-    }
-
-    /// Index of the first byte at or after `start` that is not whitespace or a comma.
-    func skipSeparators(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
-        var i = start
-        while i < bytes.count, Self.isSeparator(bytes[i]) {
-            if bytes[i] == 0x0A { gapSawNewline = true }
-            i += 1
-        }
-        return i
-    }
-
-    /// Keeps the part of a record that the current buffer holds, as the buffer is about to be reused.
-    func carryPending() throws {
-        if refusal == nil {
-            var start = max(gapStart - bufferBase, 0)
-            if pending.isEmpty {
-                start = skipSeparators(in: buffer, from: start)
-                gapStart = bufferBase + start
-                if start < buffer.count, let failure = checkOwnLine(at: start) { throw failure }
-            }
-            pending.append(contentsOf: buffer[start...])
-            guard pending.count > options.maxRecordBytes else { return }
-            refuse(error(.recordTooLarge,
-                "record \(recordCount + 1) (from byte \(gapStart)) is larger than the record size limit of \(options.maxRecordBytes) bytes"),
-                   start: gapStart, sizeKnown: false)
-        }
-        if refusedSoFar > refusedReadLimit { throw pastReadLimit() }
-    }
-
-    /// A record larger than twice the size limit stops the feed, wherever it falls in the
-    /// reads (found by probing: one that ended inside a read was refused, the same one
-    /// across two reads stopped the feed).
-    func pastReadLimit() -> FeedError {
-        error(.recordTooLarge,
-              "record \(recordCount + 1) (from byte \(refusedStart)) is larger than \(refusedReadLimit) bytes, twice the record size limit of \(options.maxRecordBytes) bytes: the feed is not read past it")
-    }
-
-    /// The record in progress broke a limit: it is read to its end without being held.
-    func refuse(_ failure: FeedError, start: Int, sizeKnown: Bool = true) {
-        guard refusal == nil else { return }
-        refusalSizeUnknown = !sizeKnown
-        // Read past without being held: its member ends are not kept either.
-        cyajl_lose_members(state)
-        refusal = failure
-        refusedStart = start
-        pending.removeAll(keepingCapacity: false)
-    }
-
-    /// Where the record in progress began.
-    func recordStart() -> Int {
-        pending.isEmpty ? bufferBase + skipSeparators(in: buffer, from: max(gapStart - bufferBase, 0)) : gapStart
-    }
-
-    func endRecord() -> Bool {
-        let end = currentIndex
-        if let refusal { return deliverRefused(refusal, end: end) }
-        let start: Int
-        if pending.isEmpty {
-            let first = skipSeparators(in: buffer, from: max(gapStart - bufferBase, 0))
-            if let failure = checkOwnLine(at: first) {
-                self.failure = failure
-                return false
-            }
-            start = bufferBase + first
-            return deliver(UnsafeRawBufferPointer(rebasing: buffer[first..<end]), start: start, end: end)
-        }
-        pending.append(contentsOf: buffer[0..<end])
-        start = gapStart
-        // A copy of its own: `deliver` empties `pending` (and may free its buffer) while these bytes are read.
-        let carried = pending
-        return carried.withUnsafeBytes { deliver($0, start: start, end: end) }
-    }
-
-    /// In NDJSON a record that begins (at `index`) on the line where the one before ended is an error.
-    func checkOwnLine(at index: Int) -> FeedError? {
-        guard options.shape == .ndjson, recordCount > 0, !gapSawNewline else { return nil }
-        return error(.multipleValuesOnLine,
-            "record \(recordCount + 1) starts on the line of the record before it (NDJSON holds one value per line)",
-            at: index)
-    }
-
-    /// The record in progress is `size` bytes, over the size limit.
-    func sizeRefusal(size: Int, start: Int) -> FeedError {
-        error(.recordTooLarge, "record \(recordCount + 1) (from byte \(start)) is \(size) bytes, over the record size limit of \(options.maxRecordBytes) bytes")
-    }
-
-    func deliver(_ bytes: UnsafeRawBufferPointer, start: Int, end: Int) -> Bool {
-        if bytes.count > options.maxRecordBytes {
-            refuse(sizeRefusal(size: bytes.count, start: start), start: start)
-            return deliverRefused(refusal!, end: end)
-        }
-        var record = FeedRecord(index: recordCount, bytes: bytes, byteOffset: start, key: recordKey, keyText: recordKeyText)
-        if state.pointee.capture_depth >= 0, state.pointee.members_lost == 0, bytes.first == UInt8(ascii: "{") {
-            record.memberEnds = UnsafeBufferPointer(start: state.pointee.ends, count: Int(state.pointee.end_count))
-        }
-        state.pointee.capture_depth = -1
-        do {
-            try onRecord?(record)
-        } catch {
-            failure = error
-            handlerFailed = true
-            return false
-        }
-        recordCount += 1
-        gapStart = bufferBase + end
-        gapSawNewline = false
-        // Most records lie inside one read: nothing was carried, and the generic removeAll is skipped.
-        if !pending.isEmpty || pending.capacity > 1 << 20 { pending.removeAll(keepingCapacity: pending.capacity <= 1 << 20) }
-        return true
-    }
-
-    /// Hands on a record that broke a limit, empty, with the error it broke it with.
-    func deliverRefused(_ failure: FeedError, end: Int) -> Bool {
-        state.pointee.capture_depth = -1
-        let size = bufferBase + end - refusedStart
-        if size > refusedReadLimit {
-            self.failure = pastReadLimit()
-            return false
-        }
-        // Refused as it crossed a read, before its size was known: said as one read whole says it
-        // (found by probing: the same record got either message, by where the reads fell).
-        var failure = failure
-        if refusalSizeUnknown {
-            failure = sizeRefusal(size: size, start: refusedStart)
-        }
-        do {
-            try onRecord?(FeedRecord(index: recordCount, bytes: UnsafeRawBufferPointer(start: nil, count: 0), byteOffset: refusedStart,
-                                     key: recordKey, keyText: recordKeyText, refusal: failure))
-        } catch {
-            self.failure = error
-            handlerFailed = true
-            return false
-        }
-        recordCount += 1
-        gapStart = bufferBase + end
-        gapSawNewline = false
-        refusal = nil
-        return true
     }
 
     // MARK: - Errors

@@ -58,6 +58,11 @@ public final class FeedReader {
     /// Hand each object record's member ends with it (`FeedRecord.memberEnds`), from
     /// yajl's own pass, so that an importer steps over members instead of scanning them.
     public var collectsMemberEnds = false
+    /// Take a top-level array's records with the C scan between the ones yajl reads (the
+    /// default); off, yajl reads every byte (for the tests that compare the two).
+    package var scansRecords = true
+    /// Records the scan took (the rest yajl read).
+    package private(set) var scannedRecords = 0
 
     private static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
     /// The read buffer grows up to this for records larger than it (see `read`).
@@ -98,7 +103,7 @@ public final class FeedReader {
     ) throws {
         guard !used else { fatalError("a FeedReader reads its input once") }
         used = true
-        let parser = FeedParser(options: options, name: name, memberEnds: collectsMemberEnds)
+        let parser = FeedParser(options: options, name: name, memberEnds: collectsMemberEnds, scansRecords: scansRecords)
         var storage = UnsafeMutableRawBufferPointer.allocate(
             byteCount: max(1, options.readBufferSize), alignment: 16)
         defer { storage.deallocate() }
@@ -108,6 +113,7 @@ public final class FeedReader {
             defer {
                 parser.onRecord = nil
                 recordCount = parser.recordCount
+                scannedRecords = parser.scannedRecords
             }
             var bomMatched = 0
             var bomDone = false
