@@ -5,6 +5,9 @@
    Sources/IngestJSON/Reading/FeedParser+Scan.swift. */
 
 #include "shim.h"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* The feed reader's fast lane through a top-level array of records.
 
@@ -36,28 +39,33 @@ static inline size_t cscan_skip_space(const unsigned char *p, size_t i, size_t n
     return i;
 }
 
-/* Past the string whose opening quote is at `i`, or CSCAN_FAIL; sets `*escaped` when it
-   holds an escape (yajl then hands over a decoded copy, not the bytes in place). */
-static inline size_t cscan_string(const unsigned char *p, size_t i, size_t n, int *escaped) {
-    i++;
+/* The first byte from `i` that is not plain string text (printable ASCII but the quote and
+   the backslash), or `n`. With SSE2, 16 bytes a step and the first such byte found by its bit
+   in the mask: most keys and many values end in the first step. */
+static inline size_t cscan_plain_end(const unsigned char *p, size_t i, size_t n) {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+    while (i + 16 <= n) {
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+        /* Signed, bytes from 0x80 are negative: below the space are controls and non-ASCII alike. */
+        __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(b, quote), _mm_cmpeq_epi8(b, backslash)),
+                                       _mm_cmplt_epi8(b, space));
+        unsigned mask = (unsigned)_mm_movemask_epi8(special);
+        if (mask) return i + (size_t)__builtin_ctz(mask);
+        i += 16;
+    }
+#endif
+    for (; i < n; i++) {
+        unsigned char b = p[i];
+        if (b < 0x20 || b >= 0x80 || b == '"' || b == '\\') return i;
+    }
+    return n;
+}
+
+/* The rest of a string from `i`, a byte that is not plain text: escapes, UTF-8, the end. */
+static __attribute__((noinline)) size_t cscan_string_rest(const unsigned char *p, size_t i, size_t n, int *escaped) {
     for (;;) {
-        /* Plain bytes 16 at a time, in a loop clang vectorizes: printable ASCII but the
-           quote and the backslash. */
-        while (i + 16 <= n) {
-            unsigned char flag = 0;
-            for (int k = 0; k < 16; k++) {
-                unsigned char b = p[i + k];
-                flag |= (unsigned char)((b < 0x20) | (b >= 0x80) | (b == '"') | (b == '\\'));
-            }
-            if (flag) break;
-            i += 16;
-        }
-        for (;;) {
-            if (i >= n) return CSCAN_FAIL;
-            unsigned char b = p[i];
-            if (b >= 0x20 && b < 0x80 && b != '"' && b != '\\') { i++; continue; }
-            break;
-        }
+        if (i >= n) return CSCAN_FAIL;
         unsigned char c = p[i];
         if (c == '"') return i + 1;
         if (c == '\\') {
@@ -66,7 +74,7 @@ static inline size_t cscan_string(const unsigned char *p, size_t i, size_t n, in
             switch (p[i + 1]) {
             case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
                 i += 2;
-                continue;
+                break;
             case 'u': {
                 if (i + 6 > n) return CSCAN_FAIL;
                 for (int k = 2; k < 6; k++) {
@@ -75,34 +83,44 @@ static inline size_t cscan_string(const unsigned char *p, size_t i, size_t n, in
                     if (!hex) return CSCAN_FAIL;
                 }
                 i += 6;
-                continue;
+                break;
             }
             default:
                 return CSCAN_FAIL;
             }
+        } else {
+            if (c < 0x80) return CSCAN_FAIL; /* a control byte: JSON wants it escaped */
+            /* UTF-8, checked in value as well as in shape (RFC 3629): no overlong forms, no
+               surrogates, nothing above U+10FFFF. */
+            size_t more;
+            unsigned char low = 0x80, high = 0xBF;
+            if (c >= 0xC2 && c <= 0xDF) more = 1;
+            else if (c >= 0xE0 && c <= 0xEF) {
+                more = 2;
+                if (c == 0xE0) low = 0xA0;
+                if (c == 0xED) high = 0x9F;
+            } else if (c >= 0xF0 && c <= 0xF4) {
+                more = 3;
+                if (c == 0xF0) low = 0x90;
+                if (c == 0xF4) high = 0x8F;
+            } else return CSCAN_FAIL;
+            if (i + more >= n) return CSCAN_FAIL;
+            if (p[i + 1] < low || p[i + 1] > high) return CSCAN_FAIL;
+            for (size_t k = 2; k <= more; k++) {
+                if ((p[i + k] & 0xC0) != 0x80) return CSCAN_FAIL;
+            }
+            i += more + 1;
         }
-        if (c < 0x80) return CSCAN_FAIL; /* a control byte: JSON wants it escaped */
-        /* UTF-8, checked in value as well as in shape (RFC 3629): no overlong forms, no
-           surrogates, nothing above U+10FFFF. */
-        size_t more;
-        unsigned char low = 0x80, high = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF) more = 1;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            more = 2;
-            if (c == 0xE0) low = 0xA0;
-            if (c == 0xED) high = 0x9F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            more = 3;
-            if (c == 0xF0) low = 0x90;
-            if (c == 0xF4) high = 0x8F;
-        } else return CSCAN_FAIL;
-        if (i + more >= n) return CSCAN_FAIL;
-        if (p[i + 1] < low || p[i + 1] > high) return CSCAN_FAIL;
-        for (size_t k = 2; k <= more; k++) {
-            if ((p[i + k] & 0xC0) != 0x80) return CSCAN_FAIL;
-        }
-        i += more + 1;
+        i = cscan_plain_end(p, i, n);
     }
+}
+
+/* Past the string whose opening quote is at `i`, or CSCAN_FAIL; sets `*escaped` when it
+   holds an escape (yajl then hands over a decoded copy, not the bytes in place). */
+static inline __attribute__((always_inline)) size_t cscan_string(const unsigned char *p, size_t i, size_t n, int *escaped) {
+    i = cscan_plain_end(p, i + 1, n);
+    if (i < n && p[i] == '"') return i + 1;
+    return cscan_string_rest(p, i, n, escaped);
 }
 
 static inline int cscan_is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
