@@ -9,10 +9,10 @@
 #include <emmintrin.h>
 #endif
 
-/* The feed reader's fast lane through a top-level array of records.
+/* The feed reader's fast lane through an array of records (top-level, or at a key path).
 
    yajl tokenizes every byte and calls back for every token: about 24 instructions a byte
-   of a feed of objects, most of the split's cost. Between two records of a top-level array
+   of a feed of objects, most of the split's cost. Between two records of an array
    the reader needs only each record's first and last byte and, for an object, its own
    members' ends (shim.h). `cscan_next_record` finds them in one pass that checks JSON's
    grammar on the way, and takes a record only when it is sure: the record lies whole in
@@ -250,7 +250,7 @@ close:
     goto after;
 }
 
-/* The next record of a top-level array, from `at` in the block `p` of `n` bytes, just past
+/* The next record of an array of records, from `at` in the block `p` of `n` bytes, just past
    the record before (or a value yajl read). Returns 1 with the record's range in
    `*start`..`*end`, its member ends in `s` as yajl's pass leaves them; or 0: the reader
    hands the block from `at` on to yajl. `levels`: the nesting a record may have (its own

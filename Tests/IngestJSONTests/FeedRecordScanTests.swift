@@ -15,9 +15,9 @@ import Testing
         var scanned = 0
     }
 
-    static func read(_ bytes: [UInt8], scanning: Bool, readSize: Int, bufferSize: Int = 256 << 10,
+    static func read(_ bytes: [UInt8], scanning: Bool, readSize: Int, bufferSize: Int = 256 << 10, shape: FeedShape = .array,
                      maxDepth: Int = 512, maxRecordBytes: Int = 64 << 20) -> Outcome {
-        let options = FeedOptions(shape: .array, maxDepth: maxDepth, maxRecordBytes: maxRecordBytes, readBufferSize: bufferSize)
+        let options = FeedOptions(shape: shape, maxDepth: maxDepth, maxRecordBytes: maxRecordBytes, readBufferSize: bufferSize)
         let reader = FeedReader(source: MemoryByteSource(bytes, readSize: readSize), name: "scan", options: options)
         reader.collectsMemberEnds = true
         reader.scansRecords = scanning
@@ -38,10 +38,10 @@ import Testing
     }
 
     /// Reads `bytes` with and without the scan and expects the same outcome.
-    static func expectSame(_ bytes: [UInt8], readSize: Int, maxDepth: Int = 512, maxRecordBytes: Int = 64 << 20,
+    static func expectSame(_ bytes: [UInt8], readSize: Int, shape: FeedShape = .array, maxDepth: Int = 512, maxRecordBytes: Int = 64 << 20,
                            _ comment: @autoclosure () -> String = "", sourceLocation: SourceLocation = #_sourceLocation) {
-        let yajl = read(bytes, scanning: false, readSize: readSize, maxDepth: maxDepth, maxRecordBytes: maxRecordBytes)
-        let scan = read(bytes, scanning: true, readSize: readSize, maxDepth: maxDepth, maxRecordBytes: maxRecordBytes)
+        let yajl = read(bytes, scanning: false, readSize: readSize, shape: shape, maxDepth: maxDepth, maxRecordBytes: maxRecordBytes)
+        let scan = read(bytes, scanning: true, readSize: readSize, shape: shape, maxDepth: maxDepth, maxRecordBytes: maxRecordBytes)
         #expect(scan.records == yajl.records && scan.error == yajl.error, "\(comment()) read size \(readSize): \(String(decoding: bytes.prefix(300), as: UTF8.self))",
                 sourceLocation: sourceLocation)
     }
@@ -127,6 +127,29 @@ import Testing
         for tail in ["]", "]\n", "] x", "]]", "", ",", ", ", ",]", "] [1]", "]\n\"abc"] {
             let text = "[" + Self.records.prefix(4).joined(separator: ",") + tail
             for readSize in [5, Int.max] { Self.expectSame(Array(text.utf8), readSize: readSize, tail) }
+        }
+    }
+
+    /// Records at a key path: the scan takes them as in a top-level array, and yajl, brought
+    /// back inside the objects around the array, reads what follows it as before.
+    @Test(arguments: [64, 1000, Int.max])
+    func recordsAtAKeyPathReadTheSameWithTheScan(readSize: Int) {
+        let records = "[" + Self.records.joined(separator: ",") + "]"
+        let feeds: [(String, [String])] = [
+            (#"{"data":"# + records + "}", ["data"]),
+            (#"{"meta":{"n":1},"data":{"items":"# + records + #","next":null},"more":[1,2]}"#, ["data", "items"]),
+            (#"{"data":"# + records + #","data":[]}"#, ["data"]),
+            (#"{"data":{"items":"# + records + #"},"data":{"x":1}}"#, ["data", "items"]),
+            (#"{"data":"# + records + #"} x"#, ["data"]),
+            (#"{"data":"# + records, ["data"]),
+            (#"{"data":"# + String(records.dropLast()) + #",{"a":01}]}"#, ["data"]),
+        ]
+        for (text, keys) in feeds {
+            Self.expectSame(Array(text.utf8), readSize: readSize, shape: .keyPath(keys), keys.joined(separator: "."))
+        }
+        if readSize == .max {
+            let scanned = Self.read(Array(feeds[1].0.utf8), scanning: true, readSize: readSize, shape: .keyPath(["data", "items"])).scanned
+            #expect(scanned == Self.records.count - 2)
         }
     }
 

@@ -62,9 +62,20 @@ import Testing
 
     /// Writes a feed as a producer should: under a hidden name, then renamed into place.
     static func deliver(_ name: String, records: Int, seed: UInt64, into directory: String) throws {
-        let hidden = directory + "/." + name + ".part"
-        try FeedGenerator(records: records, seed: seed, repeatKeys: 2).write(to: hidden)
-        #expect(rename(hidden, directory + "/" + name) == 0)
+        try deliver([(name, records, seed)], into: directory)
+    }
+
+    /// Delivers feeds in the order given, each written under a hidden name first and all
+    /// renamed into place only then, back to back: a poll of the service between two of them
+    /// would find the first alone (a fresh clone's run once saw the later name imported first
+    /// when the earlier one was still being generated).
+    static func deliver(_ feeds: [(name: String, records: Int, seed: UInt64)], into directory: String) throws {
+        for feed in feeds {
+            try FeedGenerator(records: feed.records, seed: feed.seed, repeatKeys: 2).write(to: directory + "/." + feed.name + ".part")
+        }
+        for feed in feeds {
+            #expect(rename(directory + "/." + feed.name + ".part", directory + "/" + feed.name) == 0)
+        }
     }
 
     /// Waits until `condition` holds (the service imports on its own schedule), or fails
@@ -111,8 +122,7 @@ import Testing
         let running = Task { try await group.run() }
         try await Self.until("the first feed") { service.importedFeeds == 1 }
         // Two more, the later name delivered first: they are imported in name order.
-        try Self.deliver("2026-11-29T12.json", records: 2_000, seed: 7, into: incoming)
-        try Self.deliver("2026-11-29T11.json", records: 2_500, seed: 6, into: incoming)
+        try Self.deliver([("2026-11-29T12.json", 2_000, 7), ("2026-11-29T11.json", 2_500, 6)], into: incoming)
         try await Self.until("three feeds") { service.importedFeeds == 3 }
         await group.triggerGracefulShutdown()
         try await running.value

@@ -1,7 +1,8 @@
 import CYajl
 
-/// The fast lane through a top-level array: after each record yajl ends, the parser stops
-/// yajl and takes the records after it with `cscan_next_record` (record_scan.h), which
+/// The fast lane through an array of records (top-level, or at a key path): after each
+/// record yajl ends, the parser stops yajl and takes the records after it with
+/// `cscan_next_record` (record_scan.h), which
 /// checks JSON's grammar as it finds each record's bounds and member ends in one pass of
 /// about a fifth of yajl's instructions. Where the scan takes nothing (the array's end, a
 /// record cut by the read, anything malformed or over a limit), a fresh yajl handle is
@@ -9,8 +10,11 @@ import CYajl
 /// as it always does: every error, refusal and message is still yajl's.
 extension FeedParser {
     /// What a fresh handle parses, muted, to stand where the scan stopped: just past a
-    /// record inside the top-level array.
-    private static let pastARecord: [UInt8] = Array("[{}".utf8)
+    /// record inside the records array, which is the top-level value or nested in an
+    /// object per key of the path (the keys' names do not matter to yajl).
+    private var pastARecord: [UInt8] {
+        Array((String(repeating: #"{"":"#, count: recordsDepth - 1) + "[{}").utf8)
+    }
 
     /// Delivers the records the scan takes from `start` in the current buffer; returns
     /// where it stopped (just past the last record taken, or `start`).
@@ -41,7 +45,7 @@ extension FeedParser {
     func restartHandle() {
         makeHandle()
         state.pointee.mute = 1
-        let status = Self.pastARecord.withUnsafeBufferPointer { yajl_parse(handle, $0.baseAddress!, $0.count) }
+        let status = pastARecord.withUnsafeBufferPointer { yajl_parse(handle, $0.baseAddress!, $0.count) }
         state.pointee.mute = 0
         if status != yajl_status_ok { fatalError("yajl refused the array prefix it is restarted with") }
     }

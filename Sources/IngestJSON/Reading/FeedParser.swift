@@ -123,7 +123,10 @@ final class FeedParser {
             keyPath = keys.isEmpty ? nil : keys
         }
         if case .keyed = options.shape { keyed = true } else { keyed = false }
-        self.scansRecords = scansRecords && options.shape == .array
+        switch options.shape {
+        case .array, .keyPath: self.scansRecords = scansRecords
+        case .ndjson, .keyed: self.scansRecords = false
+        }
         // Keys matter on the way to a key path, and for member ends; without the callback
         // yajl skips decoding them, and a records array of objects has many.
         callbacks = .allocate(capacity: 1)
