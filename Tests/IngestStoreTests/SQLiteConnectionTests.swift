@@ -39,6 +39,41 @@ import Testing
         #expect(try reopened.read { try count($0) } == 1)
     }
 
+    /// A bulk load's checkpoints beside the writer (`WALCheckpointer`): committed pages reach
+    /// the database file while the writer only commits (its own checkpoints are off here),
+    /// and stop reaching it once checkpointing stops.
+    @Test func checkpointingBesideTheWriterCopiesCommittedPagesIntoTheFileUntilStopped() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("s.sqlite")
+        let pool = try SQLiteConnectionPool(path: path, shape: .wal)
+        func fileSize() -> Int { (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0 }
+        func insert(_ rows: Int) throws {
+            try pool.write { db in
+                try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+                try db.execute(sql: "CREATE TABLE IF NOT EXISTS t (x)")
+                try db.execute(sql: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows)) INSERT INTO t SELECT randomblob(200) FROM n")
+            }
+        }
+        // Without the checkpointer, commits stay in the WAL.
+        try insert(5_000)
+        let before = fileSize()
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(fileSize() == before)
+
+        pool.startCheckpointing(every: 0.02)
+        try insert(5_000)
+        let deadline = Date().addingTimeInterval(10)
+        while fileSize() < before + 1_000_000, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        #expect(fileSize() >= before + 1_000_000, "the file grew from \(before) to \(fileSize()) bytes")
+
+        pool.stopCheckpointing()
+        let stopped = fileSize()
+        try insert(5_000)
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(fileSize() == stopped)
+        #expect(try pool.read { try count($0) } == 15_000)
+    }
+
     @Test func aWriteThatThrowsLeavesNothing() throws {
         struct Refused: Error {}
         let pool = try SQLiteConnectionPool(inMemory: .init())

@@ -36,6 +36,8 @@ final class SQLiteConnectionPool: @unchecked Sendable {
     private let readers = NSCondition()
     private var idleReaders: [SQLiteDatabase] = []
     private var openReaders = 0
+    /// During a bulk load: the WAL copied into the database beside the writer.
+    private let checkpointer = Mutex<WALCheckpointer?>(nil)
 
     /// Opens the writer connection (in WAL mode for `.wal`, unless read-only); readers open
     /// as reads need them.
@@ -51,6 +53,7 @@ final class SQLiteConnectionPool: @unchecked Sendable {
     deinit {
         // Readers close first: the last connection to close, the writer, checkpoints the
         // WAL into the file and removes it (a read-only one cannot).
+        stopCheckpointing()
         idleReaders.removeAll()
     }
 
@@ -86,6 +89,23 @@ final class SQLiteConnectionPool: @unchecked Sendable {
             writerLock.unlock()
         }
         return try body(writer)
+    }
+
+    /// Starts copying the WAL into the database on a thread of its own, every `interval`
+    /// seconds, until `stopCheckpointing()` (a `.wal` pool that writes; others ignore it).
+    func startCheckpointing(every interval: Double) {
+        guard shape == .wal, !configuration.readOnly else { return }
+        checkpointer.withLock { current in
+            if current == nil { current = WALCheckpointer(path: path, interval: interval) }
+        }
+    }
+
+    /// Ends `startCheckpointing(every:)`'s checkpoints.
+    func stopCheckpointing() {
+        checkpointer.withLock { current in
+            current?.stop()
+            current = nil
+        }
     }
 
     /// Runs `body` in one read transaction: its snapshot of the database holds to its end.
