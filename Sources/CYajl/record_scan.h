@@ -190,7 +190,7 @@ static inline size_t cscan_value(cyajl_feed_state *s, const unsigned char *p, si
     if (c != '{' && c != '[') return cscan_scalar(p, i, n, &ignored);
 
 open:
-    if (depth == levels) return CSCAN_FAIL;
+    if (depth >= levels) return CSCAN_FAIL;
     objects = objects << 1 | (p[i] == '{');
     depth++;
     i = cscan_skip_space(p, i + 1, n);

@@ -96,7 +96,10 @@ final class SQLiteConnectionPool: @unchecked Sendable {
     func startCheckpointing(every interval: Double) {
         guard shape == .wal, !configuration.readOnly else { return }
         checkpointer.withLock { current in
-            if current == nil { current = WALCheckpointer(path: path, interval: interval) }
+            guard current == nil else { return }
+            let checkpointer = WALCheckpointer(path: path, interval: interval)
+            checkpointer.start()
+            current = checkpointer
         }
     }
 

@@ -13,11 +13,19 @@ import CSQLite
 /// without it the WAL would grow to the size of the store.
 final class WALCheckpointer: Sendable {
     private let thread = ManagedThread(name: "wal-checkpoint")
+    private let path: String
+    private let interval: Double
 
-    /// Starts checkpointing `path` every `interval` seconds until `stop()`. Without a
-    /// connection of its own (the open failed) it does nothing: the writer's checkpoints
-    /// still run.
+    /// A checkpointer of `path`, every `interval` seconds once started.
     init(path: String, interval: Double) {
+        self.path = path
+        self.interval = interval
+    }
+
+    /// Starts the checkpoints, until `stop()`. Without a connection of its own (the open
+    /// failed) it does nothing: the writer's checkpoints still run.
+    func start() {
+        let path = path, interval = interval
         thread.start { stop in
             // Opened on the thread that uses it: a connection is not Sendable.
             guard let connection = try? SQLiteDatabase(path: path, readOnly: false, busyTimeout: nil) else { return }
