@@ -9,7 +9,8 @@
 #include <emmintrin.h>
 #endif
 
-/* The feed reader's fast lane through an array of records (top-level, or at a key path).
+/* The feed reader's fast lane through an array of records (top-level, or at a key path),
+   or through NDJSON.
 
    yajl tokenizes every byte and calls back for every token: about 24 instructions a byte
    of a feed of objects, most of the split's cost. Between two records of an array
@@ -250,17 +251,25 @@ close:
     goto after;
 }
 
-/* The next record of an array of records, from `at` in the block `p` of `n` bytes, just past
-   the record before (or a value yajl read). Returns 1 with the record's range in
-   `*start`..`*end`, its member ends in `s` as yajl's pass leaves them; or 0: the reader
-   hands the block from `at` on to yajl. `levels`: the nesting a record may have (its own
-   object counts one); `max_bytes`: the record size limit. */
-static inline int cscan_next_record(cyajl_feed_state *s, const unsigned char *p, size_t n, size_t at,
+/* The next record of an array of records (or, with `lines`, of NDJSON), from `at` in the
+   block `p` of `n` bytes, just past the record before (or a value yajl read). Returns 1
+   with the record's range in `*start`..`*end`, its member ends in `s` as yajl's pass
+   leaves them; or 0: the reader hands the block from `at` on to yajl. `levels`: the
+   nesting a record may have (its own object counts one); `max_bytes`: the record size limit. */
+static inline int cscan_next_record(cyajl_feed_state *s, const unsigned char *p, size_t n, size_t at, int lines,
                                     int levels, size_t max_bytes, size_t *start, size_t *end) {
-    size_t i = cscan_skip_space(p, at, n);
-    if (i >= n || p[i] != ',') return 0;
-    i = cscan_skip_space(p, i + 1, n);
-    if (i >= n) return 0;
+    size_t i = at;
+    if (lines) {
+        /* NDJSON: only whitespace between two records, a line break among it. */
+        int newline = 0;
+        while (i < n && cscan_is_space(p[i])) newline |= p[i++] == '\n';
+        if (i >= n || !newline) return 0;
+    } else {
+        i = cscan_skip_space(p, i, n);
+        if (i >= n || p[i] != ',') return 0;
+        i = cscan_skip_space(p, i + 1, n);
+        if (i >= n) return 0;
+    }
     if (levels > CSCAN_MOST_LEVELS) levels = CSCAN_MOST_LEVELS;
     const int object = p[i] == '{' && s->members_on;
     s->end_count = 0;

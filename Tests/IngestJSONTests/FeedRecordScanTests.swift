@@ -153,6 +153,39 @@ import Testing
         }
     }
 
+    /// NDJSON: records a line apart, taken by the scan as yajl takes them; two on a line, a
+    /// line break inside a record, blank lines and broken lines as yajl reads them.
+    @Test(arguments: [64, 1000, Int.max])
+    func ndjsonReadsTheSameWithTheScan(readSize: Int) {
+        let lines = Self.records.map { $0.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\r", with: " ") }
+        let feeds: [String] = [
+            lines.joined(separator: "\n") + "\n",
+            lines.joined(separator: "\r\n") + "\r\n\n\n",
+            lines.joined(separator: "\n"),
+            lines.prefix(5).joined(separator: "\n") + "\n" + lines[1] + " " + lines[2] + "\n" + lines[3],
+            lines.prefix(5).joined(separator: "\n") + "\n{\"a\":\n1}\n" + lines[4],
+            lines.prefix(5).joined(separator: "\n") + "\n" + Self.broken.joined(separator: "\n"),
+            lines.prefix(5).joined(separator: "\n") + "\n[1,2]\n17\n\"s\"\nnull\n{\"a\":1},\n{\"b\":2}\n",
+        ]
+        for text in feeds {
+            Self.expectSame(Array(text.utf8), readSize: readSize, shape: .ndjson, String(text.prefix(60)))
+        }
+        if readSize == .max {
+            #expect(Self.read(Array(feeds[0].utf8), scanning: true, readSize: readSize, shape: .ndjson).scanned == lines.count - 2)
+        }
+    }
+
+    /// Random mutations of a realistic NDJSON feed: the scan changes nothing.
+    @Test func mutatedNDJSONReadsTheSameWithTheScan() {
+        let iterations = ProcessInfo.processInfo.environment["INGEST_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 400
+        let base = FeedGenerator(records: 40, seed: 13, ndjson: true, style: .realistic).bytes()
+        var random = SeededRandom(seed: 1202)
+        for iteration in 0..<iterations {
+            let bytes = HostileInputTests.mutated(base, &random)
+            Self.expectSame(bytes, readSize: [64, 500, 4096, Int.max][random.next(4)], shape: .ndjson, "iteration \(iteration)")
+        }
+    }
+
     /// Random mutations of a realistic feed: whatever they break, the scan changes nothing.
     /// INGEST_FUZZ_ITERATIONS runs more.
     @Test func mutatedFeedsReadTheSameWithTheScan() {

@@ -1,19 +1,20 @@
 import CYajl
 
-/// The fast lane through an array of records (top-level, or at a key path): after each
-/// record yajl ends, the parser stops yajl and takes the records after it with
-/// `cscan_next_record` (record_scan.h), which
-/// checks JSON's grammar as it finds each record's bounds and member ends in one pass of
-/// about a fifth of yajl's instructions. Where the scan takes nothing (the array's end, a
+/// The fast lane through an array of records (top-level, or at a key path) and through
+/// NDJSON whose malformed lines stop the feed: after each record yajl ends, the parser
+/// stops yajl and takes the records after it with `cscan_next_record` (record_scan.h),
+/// which checks JSON's grammar as it finds each record's bounds and member ends in one pass
+/// of about a fifth of yajl's instructions. Where the scan takes nothing (the array's end, a
 /// record cut by the read, anything malformed or over a limit), a fresh yajl handle is
-/// brought to the same place, inside the array just past a record, and reads on from there
-/// as it always does: every error, refusal and message is still yajl's.
+/// brought to the same place, just past a record, and reads on from there as it always
+/// does: every error, refusal and message is still yajl's.
 extension FeedParser {
     /// What a fresh handle parses, muted, to stand where the scan stopped: just past a
     /// record inside the records array, which is the top-level value or nested in an
     /// object per key of the path (the keys' names do not matter to yajl).
     private var pastARecord: [UInt8] {
-        Array((String(repeating: #"{"":"#, count: recordsDepth - 1) + "[{}").utf8)
+        // NDJSON's handle takes many top-level values: one done is where the scan stops.
+        options.shape == .ndjson ? Array("{}".utf8) : Array((String(repeating: #"{"":"#, count: recordsDepth - 1) + "[{}").utf8)
     }
 
     /// Delivers the records the scan takes from `start` in the current buffer; returns
@@ -26,7 +27,8 @@ extension FeedParser {
         // Levels a record may open: the array holds one of the limit.
         let levels = Int32(clamping: options.maxDepth - recordsDepth)
         var taken = 0
-        while cscan_next_record(state, bytes, count, position, levels, options.maxRecordBytes, &first, &end) != 0 {
+        let lines: Int32 = options.shape == .ndjson ? 1 : 0
+        while cscan_next_record(state, bytes, count, position, lines, levels, options.maxRecordBytes, &first, &end) != 0 {
             guard deliver(UnsafeRawBufferPointer(start: bytes + first, count: end - first), start: bufferBase + first, end: end) else {
                 throw failure!
             }

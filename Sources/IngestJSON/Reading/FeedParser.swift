@@ -125,7 +125,9 @@ final class FeedParser {
         if case .keyed = options.shape { keyed = true } else { keyed = false }
         switch options.shape {
         case .array, .keyPath: self.scansRecords = scansRecords
-        case .ndjson, .keyed: self.scansRecords = false
+        // A malformed line rejected, not stopping the feed, is parsed a line at a time (FeedParser+Lines.swift).
+        case .ndjson: self.scansRecords = scansRecords && !options.rejectsMalformedLines
+        case .keyed: self.scansRecords = false
         }
         // Keys matter on the way to a key path, and for member ends; without the callback
         // yajl skips decoding them, and a records array of objects has many.

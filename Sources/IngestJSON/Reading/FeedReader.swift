@@ -37,7 +37,7 @@ public struct FeedRecord {
 
 /// Streams a feed through yajl and hands out its records one at a time, reading
 /// through one fixed-size buffer so memory stays flat whatever the feed's size. In an
-/// array of records, those between the ones yajl reads are taken by a C scan that checks
+/// array of records or NDJSON, those between the ones yajl reads are taken by a C scan that checks
 /// the same grammar in a fifth of the instructions (FeedParser+Scan.swift); anything it does
 /// not take, yajl reads, so errors and limits are yajl's either way.
 ///
