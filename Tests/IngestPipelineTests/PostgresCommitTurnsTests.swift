@@ -2,6 +2,7 @@ import Foundation
 import IngestJSON
 import IngestStore
 import IngestTestSupport
+import Logging
 import Synchronization
 import Testing
 @testable import IngestPipeline
@@ -151,5 +152,24 @@ struct PostgresCommitTurnsTests {
         #expect(try ChunkLease.orphaned(run: run, endingProcess: "h:1", connection) == 2)
         try fixture.finish([2, 3])
         #expect(try ChunkLease.orphaned(run: run, endingProcess: "h:1", connection) == nil, "the run is finished")
+    }
+}
+
+/// A process that finished a chunk itself knows the next one's turn: no read of the chunks
+/// (no server is reached here; one that would be asked refuses the connection).
+@Suite struct PostgresCommitTurnsLocalTests {
+    @Test func aChunkFinishedHereGivesTheNextOneItsTurnWithoutAskingTheServer() throws {
+        // Port 1 on the loopback: nothing listens, so any read of the chunks fails at once.
+        let url = try PostgresURL("postgresql://ingest@127.0.0.1:1/none?connect_timeout=2")
+        let turns = PostgresCommitTurns(url: url, run: 1, logger: .init(label: "test"), shouldStop: { false }, hasFailed: { false })
+        try turns.waitForTurn(1, owner: "p/1")
+        #expect(throws: (any Error).self) { try turns.waitForTurn(2, owner: "p/1") }
+        turns.finished(1)
+        try turns.waitForTurn(2, owner: "p/1")
+        // A chunk finished past one not known finished says nothing about those before it.
+        turns.finished(3)
+        #expect(throws: (any Error).self) { try turns.waitForTurn(3, owner: "p/1") }
+        turns.finished(2)
+        try turns.waitForTurn(3, owner: "p/1")
     }
 }

@@ -19,6 +19,8 @@ final class PostgresChunkWriter: BatchChunkWriter {
     /// Told of every save once it committed (a container's coordinator, whose view context
     /// merges it).
     var observer: PersistentStoreCoordinator?
+    /// Told of every chunk this writer finished, once committed: the next chunk's turn.
+    var turns: PostgresCommitTurns?
 
     init(writer: PostgresBatchWriter, connection: PostgresConnection, run: Int, owner: String, process: String,
          leaseSeconds: Double, logger: Logger) {
@@ -74,6 +76,7 @@ final class PostgresChunkWriter: BatchChunkWriter {
         }
         observer?.postSave(result.history, contextName: "import run \(run) chunk \(save.chunk.index)")
         lastCommit = (save.chunk.index, save.done, save.done >= save.chunk.records)
+        if save.done >= save.chunk.records { turns?.finished(save.chunk.index) }
         return result
     }
 }

@@ -33,6 +33,8 @@ final class PostgresCommitTurns: @unchecked Sendable {
     /// The connection the waiters share (one asks at a time), opened at the first wait.
     private var connection: PostgresConnection?
     private var asking = false
+    /// Waiters following the one that asks.
+    private var following = 0
 
     /// How long a chunk before a waiting one may stay free before the waiter gives its own back.
     static let freeGrace = 0.3
@@ -62,13 +64,32 @@ final class PostgresCommitTurns: @unchecked Sendable {
         try connection.execute("SELECT set_config('application_name', $1, false)", [applicationName(of: process)])
     }
 
+    /// This process committed the save that finished `chunk`. With every chunk before it
+    /// known finished, so is every one before the next: that one's turn needs no read of the
+    /// chunks (with one process, no save but the first waits for a query).
+    func finished(_ chunk: Int) {
+        condition.lock()
+        if lowest >= chunk { lowest = chunk + 1 }
+        condition.broadcast()
+        condition.unlock()
+    }
+
     /// Blocks until every chunk of the run before `chunk` is finished.
     /// - Throws: `ChunkYielded` when this worker should give `chunk` back (the chunk's lease
     ///   released: `owner` no longer holds it) and claim again, or the run stops;
     ///   `CommitTurnCancelled` when the run failed; the server's errors.
     func waitForTurn(_ chunk: Int, owner: String) throws {
         var freeSince: Double?
+        var handOff = false
         while true {
+            if handOff {
+                // Others waited while this one asked: one of them, woken by the broadcast, asks
+                // next. It may hold the chunk this one waits behind, which only its own read of
+                // the chunks finds; asking again at once, this one starved it (seen: a waiter
+                // never gave its later chunk back, in PostgresCommitTurnsTests).
+                handOff = false
+                usleep(2_000)
+            }
             condition.lock()
             if cancelled {
                 condition.unlock()
@@ -80,7 +101,9 @@ final class PostgresCommitTurns: @unchecked Sendable {
             }
             // One waiter at a time reads the chunks and listens; the others follow `lowest`.
             if asking {
+                following += 1
                 _ = condition.wait(until: Date(timeIntervalSinceNow: Self.pollSeconds))
+                following -= 1
                 condition.unlock()
                 continue
             }
@@ -89,6 +112,7 @@ final class PostgresCommitTurns: @unchecked Sendable {
             defer {
                 condition.lock()
                 asking = false
+                handOff = following > 0
                 condition.broadcast()
                 condition.unlock()
             }

@@ -259,6 +259,7 @@ struct PostgresRunWorkers: RunWorkers {
             let chunkWriter = PostgresChunkWriter(writer: writer, connection: connection, run: run, owner: owner, process: process,
                                                   leaseSeconds: record.leaseSeconds, logger: logger)
             chunkWriter.observer = join.options.coordinator
+            chunkWriter.turns = turns
             return (source(claims), .batch(chunkWriter, rows))
         }
         // Discriminators, to-many mappings, the reject rule, links to itself: objects in a context.
