@@ -88,8 +88,8 @@ final class FeedParser {
     var malformedLines = 0
     /// What yajl would let through that RFC 8259 forbids.
     var strict = StrictJSONBytes()
-    /// Records of a top-level array are taken by the C scan between the ones yajl reads
-    /// (FeedParser+Scan.swift).
+    /// Records of an array (top-level or at a key path) or of NDJSON are taken by the C scan
+    /// between the ones yajl reads (FeedParser+Scan.swift).
     var scansRecords: Bool
     /// yajl stopped after a record for the scan to take the ones after it.
     @exclusivity(unchecked) var resumeScan = false
