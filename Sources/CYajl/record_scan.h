@@ -275,7 +275,8 @@ static inline int cscan_next_record(cyajl_feed_state *s, const unsigned char *p,
     s->end_count = 0;
     s->members_lost = 0;
     size_t past = cscan_value(object ? s : NULL, p, i, n, levels);
-    if (past == CSCAN_FAIL || past - i > max_bytes || s->members_lost) {
+    /* (Ends that could not be kept made the scan fail: cscan_end.) */
+    if (past == CSCAN_FAIL || past - i > max_bytes) {
         s->end_count = 0;
         s->capture_depth = -1;
         return 0;

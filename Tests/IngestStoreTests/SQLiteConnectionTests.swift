@@ -74,6 +74,18 @@ import Testing
         #expect(try pool.read { try count($0) } == 15_000)
     }
 
+    /// The checkpointer opens the store it is given and never makes one: a store removed
+    /// meanwhile stays removed.
+    @Test func aCheckpointerMakesNoStoreWhereThereIsNone() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("gone.sqlite")
+        let checkpointer = WALCheckpointer(path: path, interval: 0.01)
+        checkpointer.start()
+        Thread.sleep(forTimeInterval: 0.1)
+        checkpointer.stop()
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
     @Test func aWriteThatThrowsLeavesNothing() throws {
         struct Refused: Error {}
         let pool = try SQLiteConnectionPool(inMemory: .init())

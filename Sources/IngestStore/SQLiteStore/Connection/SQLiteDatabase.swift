@@ -23,11 +23,13 @@ final class SQLiteDatabase {
 
     /// Opens `path` (`:memory:` for a database in memory) as GRDB opened it: extended result
     /// codes, foreign keys enforced, double-quoted text never taken for a string literal, and
-    /// a first read that fails at once on a file that is not a database.
+    /// a first read that fails at once on a file that is not a database. With `creating`
+    /// false, a writable connection refuses a file that is not there instead of making one.
     /// - Throws: `SQLiteError`.
-    init(path: String, readOnly: Bool, busyTimeout: Double?) throws {
+    init(path: String, readOnly: Bool, busyTimeout: Double?, creating: Bool = true) throws {
         var handle: OpaquePointer?
-        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
+        let writable = SQLITE_OPEN_READWRITE | (creating ? SQLITE_OPEN_CREATE : 0)
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : writable) | SQLITE_OPEN_NOMUTEX
         let code = sqlite3_open_v2(path, &handle, flags, nil)
         guard code == SQLITE_OK, let handle else {
             let error = handle.map { SQLiteError(on: $0) }

@@ -27,8 +27,9 @@ final class WALCheckpointer: Sendable {
     func start() {
         let path = path, interval = interval
         thread.start { stop in
-            // Opened on the thread that uses it: a connection is not Sendable.
-            guard let connection = try? SQLiteDatabase(path: path, readOnly: false, busyTimeout: nil) else { return }
+            // Opened on the thread that uses it: a connection is not Sendable. Never made: a
+            // store removed meanwhile is not the checkpointer's to create again.
+            guard let connection = try? SQLiteDatabase(path: path, readOnly: false, busyTimeout: nil, creating: false) else { return }
             while !stop.wait(seconds: interval) {
                 // SQLITE_BUSY (the writer is checkpointing) and the rest are the next round's to retry.
                 _ = sqlite3_wal_checkpoint_v2(connection.sqliteConnection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
