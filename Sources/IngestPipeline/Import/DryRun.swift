@@ -68,6 +68,7 @@ extension Importer {
         }
     }
 
+    @_optimize(none)
     private static func dryRunOnSQLite(spec: PipelineSpec, options: Options, rejectsTo: String,
                                        started: (Importer) -> Void) throws -> DryRunReport {
         let store = options.store
@@ -114,6 +115,7 @@ extension Importer {
         }
     }
 
+    @_optimize(none)
     private static func dryRunOnPostgres(spec: PipelineSpec, options: Options, rejectsTo: String,
                                          started: (Importer) -> Void) throws -> DryRunReport {
         let url = try PostgresURL(options.store)

@@ -21,6 +21,7 @@ extension Importer {
     /// returns the report and, apart, why the split beside the workers failed (the workers
     /// stopped at their next save, and the report says how far the run got).
     /// - Throws: what `run()` throws.
+    @_optimize(none)
     package func runOnPostgres(started: (PostgresStart) throws -> Void) throws -> (ImportReport, splitFailure: (any Error)?) {
         let sqliteOnly: [(String, Bool, String)] = [
             ("chunks", options.chunks != nil, "a PostgreSQL store keeps its chunks in the database"),

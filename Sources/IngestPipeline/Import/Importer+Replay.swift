@@ -52,6 +52,7 @@ extension Importer {
 
     /// After a replay's `run()` failed: its files go unless the store recorded a run of them
     /// (that run's resume reads them). Kept when the store cannot be asked.
+    @_optimize(none)
     func removeReplayFilesUnlessRecorded() {
         guard options.replay != nil else { return }
         let feed = Self.absolute(options.feed)

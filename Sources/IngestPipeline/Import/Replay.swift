@@ -61,6 +61,7 @@ public struct Replay: Sendable {
     ///   one), a store whose last run is unfinished, runs of different pipelines without
     ///   `pipelinePath`, or no record to replay; `PipelineError`; `IOError`; `StoreError`;
     ///   `PostgresError`.
+    @_optimize(none)
     public static func load(store: String, rejectsFile: String? = nil, pipelinePath: String? = nil) throws -> Replay {
         let book: any ReplayBook = PostgresURL.isPostgres(store) ? try PostgresReplayBook(url: PostgresURL(store)) : try SQLiteReplayBook(path: store)
         if let run = try book.unfinishedRun() {
@@ -114,6 +115,7 @@ public struct Replay: Sendable {
 
     /// `text` (a pipeline file's) with its feed made NDJSON, the rest as it was.
     /// - Throws: `PipelineError` when the text is not a pipeline.
+    @_optimize(none)
     static func replayPipeline(_ text: [UInt8]) throws -> [UInt8] {
         _ = try PipelineSpec.parse(text)
         guard case .object(let members) = try JSONValue.parse(text) else { throw PipelineError(at: "pipeline", "not a JSON object") }
@@ -126,6 +128,7 @@ public struct Replay: Sendable {
 
     /// The lines of a rejects file: each reject's place and text.
     /// - Throws: `ImportError` naming the line that is not a reject; `IOError`.
+    @_optimize(none)
     static func readRejectsFile(_ path: String) throws -> [(line: Int, position: Position, text: String)] {
         let bytes = try FileOps.readFile(path)
         var result: [(Int, Position, String)] = []

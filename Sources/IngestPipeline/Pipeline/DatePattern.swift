@@ -128,6 +128,7 @@ final class DatePattern: Sendable {
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 
     /// The fields of a pattern, or nil when it has one this parser does not read.
+    @_optimize(none)
     private static func compile(_ pattern: [UInt8]) -> [Field]? {
         var fields: [Field] = []
         var index = 0

@@ -32,6 +32,7 @@ package enum PipelineEvolution {
     /// is what the store counted that the pipeline does not map, to say which of those
     /// the sample missed.
     /// - Throws: `PipelineError` when the pipeline's text is not a pipeline.
+    @_optimize(none)
     package static func evolve(_ pipeline: [UInt8], by inference: PipelineInference.Inference,
                               unmapped: MemberCensus = MemberCensus()) throws -> Evolution {
         let old = try PipelineSpec.parse(pipeline, strict: false)
@@ -143,6 +144,7 @@ package enum PipelineEvolution {
     }
 
     /// Pipeline text as people write it: two-space indents, short objects and arrays on one line.
+    @_optimize(none)
     static func pretty(_ value: JSONValue, indent: String = "") -> String {
         let compact = value.description
         if !indent.isEmpty, compact.count + indent.count <= 100 { return compact }

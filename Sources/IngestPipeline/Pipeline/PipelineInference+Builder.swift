@@ -77,6 +77,7 @@ extension PipelineInference {
         init(report: [String]) { self.report = report }
 
         /// The entity for objects like `stats`, its attributes and related entities drafted.
+        @_optimize(none)
         mutating func entity(_ wanted: String, _ stats: ObjectStats, path: String, isRecord: Bool, depth: Int,
                              names: [String: String] = [:]) -> Draft {
             let choice = Self.keyChoice(of: stats, entity: wanted, consistent: !isRecord, noun: isRecord ? "records" : "objects")
@@ -122,6 +123,7 @@ extension PipelineInference {
 
         /// Drafts an attribute or relationship for each member of `stats` (members of a
         /// flattened object get `prefix` and `from` before their own names).
+        @_optimize(none)
         mutating func fill(_ draft: Draft, _ stats: ObjectStats, prefix: String, from: String, depth: Int) {
             for member in stats.order {
                 let field = stats.fields[member]!
@@ -176,6 +178,7 @@ extension PipelineInference {
             }
         }
 
+        @_optimize(none)
         mutating func addScalar(_ draft: Draft, _ member: String, _ path: String, _ field: FieldStats, label: String) {
             let name = draft.freeName(draft.wantedNames[member] ?? PipelineInference.attributeName(member))
             let nonNull = field.nonNull
@@ -265,6 +268,7 @@ extension PipelineInference {
         /// Says when entities made under different member names have the same key and
         /// attributes (actor, owner, user and assignee, each with id and login): probably one
         /// kind of object, which the pipeline can make one entity.
+        @_optimize(none)
         mutating func noteLookalikes() {
             struct Look: Hashable {
                 var key: [String]

@@ -96,6 +96,7 @@ final class RecordKeyStats {
 
     /// The naming members of the first record (a member missing from it is in no key), each
     /// paired with the first plain members beside it.
+    @_optimize(none)
     private func choosePairs(_ members: [JSONMember]) {
         namings = members.filter { PipelineInference.isNaming($0.key) && Self.isPlain($0.value) }.prefix(2).map(\.key)
         guard !namings.isEmpty else { return }

@@ -31,6 +31,7 @@ extension PipelineInference.Builder {
     /// ("records"). Records (whose stats keep `RecordKeyStats`) may also be named by an
     /// identity-like member unique in the sample, or by a naming member and another
     /// unique together.
+    @_optimize(none)
     static func keyChoice(of stats: ObjectStats, entity: String, consistent: Bool = true,
                           noun: String = "objects") -> KeyChoice {
         let lower = entity.prefix(1).lowercased() + entity.dropFirst()
@@ -71,6 +72,7 @@ extension PipelineInference.Builder {
 
     /// The first identity-like member (by `PipelineInference.identityNames`) present, plain
     /// and unique in every record sampled.
+    @_optimize(none)
     static func identityKey(_ stats: ObjectStats, _ keyStats: RecordKeyStats, _ noun: String, _ notKeys: inout [String]) -> String? {
         let candidates = stats.order.compactMap { name in PipelineInference.identityRank(name).map { (name: name, rank: $0) } }
             .sorted { $0.rank < $1.rank }
@@ -87,6 +89,7 @@ extension PipelineInference.Builder {
     /// A naming member with the first member beside it (in the first record) that no two
     /// sampled records share together, from `minimumForTwoMemberKey` records on; else why
     /// each pair is none.
+    @_optimize(none)
     static func twoMemberKey(_ stats: ObjectStats, _ keyStats: RecordKeyStats, _ noun: String, _ choice: inout KeyChoice) {
         let records = PipelineInference.counted(stats.count, String(noun.dropLast()), noun)
         for naming in keyStats.namings {
@@ -148,6 +151,7 @@ extension PipelineInference.Builder {
     /// from some, null in some, or values that are not all whole numbers or all strings
     /// (found by probing: tweets whose `id` and `_id` were objects were said to have no
     /// id-like field at all). Nil when it could be a key.
+    @_optimize(none)
     static func whyNotAKey(_ field: FieldStats, of count: Int, _ noun: String) -> String? {
         var absent: [String] = []
         let all = PipelineInference.counted(count, String(noun.dropLast()), noun)

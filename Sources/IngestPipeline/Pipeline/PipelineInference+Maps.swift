@@ -68,6 +68,7 @@ extension PipelineInference.Builder {
     /// `minimumMapKeys` of them, none in every object and each object holding at most half
     /// of them on average (a country speaks few of the world's languages), and its values
     /// are of one shape: plain values of one kind, or objects sharing a member.
+    @_optimize(none)
     static func keyedMap(_ field: FieldStats) -> KeyedMap? {
         guard let entries = field.entries, let keys = field.mapKeys else { return nil }
         let names = field.nested
@@ -108,6 +109,7 @@ extension PipelineInference.Builder {
     /// A to-many relationship read from the map with `"keyed": true`, to an entity of its
     /// members found or created by their names; JSON text when a name comes with other
     /// values in other objects (`"scores": {"2019": 5}`), which one object per name would lose.
+    @_optimize(none)
     mutating func addMap(_ draft: PipelineInference.Draft, _ map: KeyedMap, member: String, path: String, inRecords: Bool, depth: Int) {
         let childName = PipelineInference.typeName(PipelineInference.singular(member))
         let seen = "a map keyed by \(map.keys) (\(PipelineInference.counted(map.distinct, "distinct key")) in "

@@ -3,6 +3,7 @@ import IngestStore
 
 extension PipelineInference.Builder {
     /// The pipeline as JSON text, pretty-printed for editing.
+    @_optimize(none)
     func pipelineText(root: PipelineInference.Draft, shape: FeedShape, form: RecordForm) -> String {
         func string(_ text: String) -> JSONValue { .string(text) }
         var entities: [JSONValue] = []

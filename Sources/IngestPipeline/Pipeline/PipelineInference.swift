@@ -64,6 +64,7 @@ public enum PipelineInference {
     /// - Throws: `FeedError`, `IOError`, `CompressionError` when the sample cannot be read;
     ///   `EmptyFeed` when the feed has no records; `PipelineError` when no record in the
     ///   sample is an object or every one breaks a limit.
+    @_optimize(none)
     public static func infer(feed: String, options: Options = Options()) throws -> Inference {
         let name = options.name ?? feed
         var report: [String] = []
@@ -145,6 +146,7 @@ public enum PipelineInference {
     /// The shape from the feed's first bytes: `[` an array, several values NDJSON, one
     /// object its array member with the most objects (or its values, when they are all
     /// objects), else the object itself as the one record.
+    @_optimize(none)
     static func detectShape(_ feed: String, report: inout [String], options: Options = Options()) throws -> FeedShape {
         let source = try FeedByteSource(path: feed)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 8)
@@ -248,6 +250,7 @@ public enum PipelineInference {
     }
 
     /// "photos.json" → Photo, records at "features" → Feature.
+    @_optimize(none)
     static func entityName(forFeed feed: String, shape: FeedShape) -> String {
         var base: String
         switch shape {
@@ -271,6 +274,7 @@ public enum PipelineInference {
     /// and only when sure: a word that may already be singular (`status`, `series`,
     /// `analysis`, `news`, `data`) or whose singular English cannot be told from its
     /// spelling (`caches`, `leaves`) stays as it is.
+    @_optimize(none)
     static func singular(_ word: String) -> String {
         let (head, last) = splitLastWord(word)
         let lower = last.lowercased()
@@ -292,6 +296,7 @@ public enum PipelineInference {
 
     /// The plural of a singular name, for an inverse relationship (`post` → posts,
     /// `seatCategory` → seatCategories, `status` → statuses, `box` → boxes).
+    @_optimize(none)
     static func plural(_ word: String) -> String {
         let (head, last) = splitLastWord(word)
         let lower = last.lowercased()

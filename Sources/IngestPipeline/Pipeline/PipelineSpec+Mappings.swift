@@ -4,6 +4,7 @@ import IngestStore
 
 /// Reading the `mappings` part of a pipeline file.
 extension PipelineSpec {
+    @_optimize(none)
     static func entityMapping(_ name: String, _ value: JSONValue, model: Model) throws -> EntityMapping {
         let at = "pipeline.mappings.\(name)"
         guard let entity = model.entity(name) else { throw PipelineError(at: at, "the model has no entity '\(name)'") }
@@ -111,6 +112,7 @@ extension PipelineSpec {
 
     /// Paths of one mapping that cannot all match: one reads a value as an object (a key
     /// of letters after it) where another reads it as an array (an index after it).
+    @_optimize(none)
     static func checkPaths(_ paths: [JSONPath], at place: String) throws {
         var seen: [[JSONPath.Step]: (isArray: Bool, path: JSONPath)] = [:]
         for path in paths {
@@ -136,6 +138,7 @@ extension PipelineSpec {
         }
     }
 
+    @_optimize(none)
     static func attributeMapping(_ attribute: Attribute, _ value: JSONValue, at place: String) throws -> AttributeMapping {
         if case .string(let path) = value {
             return AttributeMapping(attribute: attribute.name, from: try Self.path(path, at: place),
@@ -219,6 +222,7 @@ extension PipelineSpec {
     }
 
     /// `UTC`, `Z`, an offset (`+02:00`, `-0500`, `+02`) or an IANA name (`Europe/Paris`).
+    @_optimize(none)
     static func timeZone(_ text: String) -> TimeZone? {
         if text == "UTC" || text == "Z" { return TimeZone(secondsFromGMT: 0) }
         let bytes = Array(text.utf8)

@@ -174,6 +174,7 @@ public struct PipelineSpec: Sendable {
     /// `bytes` with a named model file read (relative to the pipeline's directory) and put in
     /// its place; `bytes` unchanged when the model is embedded (or the text is not JSON:
     /// `parse` says why).
+    @_optimize(none)
     static func embeddingModelFile(_ bytes: [UInt8], pipelinePath: String) throws -> [UInt8] {
         guard case .object(var members)? = try? JSONValue.parse(bytes),
               let index = members.firstIndex(where: { $0.key == "model" }), case .string(let name) = members[index].value else { return bytes }
@@ -206,6 +207,7 @@ public struct PipelineSpec: Sendable {
     /// - Throws: `PipelineError`.
     /// `strict: false` reads a pipeline a store kept (a PostgreSQL run's, one to evolve) as
     /// the version that kept it did: its model's unknown fields are left alone.
+    @_optimize(none)
     public static func parse(_ bytes: [UInt8], strict: Bool = true) throws -> PipelineSpec {
         let root: JSONValue
         do {

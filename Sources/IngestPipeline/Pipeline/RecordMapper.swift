@@ -120,6 +120,7 @@ public struct RecordMapper: Sendable {
         }
     }
 
+    @_optimize(none)
     public init(spec: PipelineSpec) {
         self.spec = spec
         var plans: [String: EntityPlan] = [:]

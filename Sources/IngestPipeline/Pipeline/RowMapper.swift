@@ -91,6 +91,7 @@ final class RowMapper {
     /// A row mapper for `mapper`'s pipeline, or nil when the pipeline needs the object
     /// path: a to-many mapping, an entity the batch path cannot write, or a related
     /// entity found by something other than its one uniqueness constraint.
+    @_optimize(none)
     init?(mapper: RecordMapper, inserter: any BatchRequestMaking) {
         let spec = mapper.spec
         // Records of several entities: the object path maps each by its own.

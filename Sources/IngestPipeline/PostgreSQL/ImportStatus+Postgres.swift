@@ -5,6 +5,7 @@ import IngestStore
 extension ImportStatus {
     /// The status of the PostgreSQL store at `url` (its runs may be empty: a store made
     /// before any run was registered).
+    @_optimize(none)
     static func readPostgres(url: PostgresURL) throws -> ImportStatus {
         let status = try PostgresStatus.read(url: url)
         let runs = status.runs.map { run in

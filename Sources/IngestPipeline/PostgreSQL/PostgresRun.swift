@@ -138,6 +138,7 @@ package enum PostgresImport {
         return started
     }
 
+    @_optimize(none)
     private static func register(feed: String, pipeline: [UInt8], url: PostgresURL, options: PostgresImportOptions) throws -> Started {
         let spec = try PipelineSpec.parse(pipeline)
         if feed != "-", !HTTPByteSource.isURL(feed) {

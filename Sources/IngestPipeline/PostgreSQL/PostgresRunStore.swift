@@ -20,6 +20,7 @@ struct PostgresRunStore: RunStore {
     /// The split this process makes beside its workers, if any.
     let split: PostgresJoin.SplitAlongside?
 
+    @_optimize(none)
     func begin(started: Double) throws -> PostgresRunSession {
         let (url, options) = (join.url, join.options)
         let connection = try PostgresConnection(url)
@@ -129,6 +130,7 @@ struct PostgresRunSession: RunSession {
         split?.start()
     }
 
+    @_optimize(none)
     func end(totals workerTotals: ChunkWorker.Totals) throws -> PostgresJoin.Report {
         let splitOutcome = split?.wait()
         split?.uploader.stop()

@@ -66,6 +66,7 @@ package struct PostgresStatus: Sendable {
     package var rejects: [String]
 
     /// - Throws: `PostgresError` when the store cannot be reached or is not an Ingest store.
+    @_optimize(none)
     package static func read(url: PostgresURL) throws -> PostgresStatus {
         let connection = try PostgresConnection(url)
         let tables = try connection.execute("SELECT to_regclass('_ingest_runs') IS NOT NULL")
@@ -182,6 +183,7 @@ extension PostgresStatus {
     /// history's rows (`PersistentStoreCoordinator.historyProblems()`). Returns
     /// the problems found (none: the store is sound).
     /// - Throws: `PostgresError` when the store cannot be read.
+    @_optimize(none)
     package static func check(url: PostgresURL) throws -> [String] {
         let connection = try PostgresConnection(url)
         guard try connection.execute("SELECT to_regclass('_ingest_runs') IS NOT NULL")[0, 0] == "t" else {

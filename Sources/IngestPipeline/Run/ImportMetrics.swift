@@ -42,6 +42,7 @@ final class ImportMetrics: Sendable {
     ///   - store: `sqlite` or `postgresql`.
     ///   - entity: the pipeline's entity, whose objects the outcomes count.
     ///   - factory: the backend; nil for the one bootstrapped in `MetricsSystem`.
+    @_optimize(none)
     init(store: String, entity: String, factory: (any MetricsFactory)?) {
         let factory = factory ?? MetricsSystem.factory
         let base = [("store", store)]

@@ -88,6 +88,7 @@ final class ImportWorker {
         self.init(context: context, spec: spec, bookkeeping: MetadataBookkeeping(keys: keys), firstRowOfRun: firstRowOfRun)
     }
 
+    @_optimize(none)
     init(context: ObjectContext, spec: PipelineSpec, bookkeeping: any ChunkBookkeeping, firstRowOfRun: [String: Int64] = [:]) {
         self.context = context
         self.bookkeeping = bookkeeping

@@ -47,6 +47,7 @@ final class ImportLock {
     /// The process holding `store`'s import lock now, if any, as the kernel says
     /// (`/proc/locks`, so a holder that died is never taken for a live one), and whether
     /// it is stopped (SIGSTOP, or in a debugger). Never takes the lock itself.
+    @_optimize(none)
     static func liveHolder(store: String) -> (holder: Holder, stopped: Bool)? {
         let path = store + ".lock"
         var info = stat()

@@ -275,6 +275,7 @@ enum ImportMarker {
 
     /// A store that one import filled before imports had runs keeps `ingest.import`,
     /// `ingest.run`, `ingest.chunk.*` and `ingest.reject.*`: they become run 1.
+    @_optimize(none)
     private static func migrateSingleImport(_ coordinator: PersistentStoreCoordinator) throws {
         guard let old = try coordinator.metadata(forKey: "ingest.import", as: SingleImport.self) else { return }
         // A reader meets such a store once: the renaming is done by a writer of its own.

@@ -5,6 +5,7 @@ import IngestStore
 /// The status of a SQLite store, read from its metadata.
 extension ImportStatus {
     /// The status of the SQLite store at `store`.
+    @_optimize(none)
     static func readSQLite(store: String) throws -> ImportStatus {
         let coordinator = try PersistentStoreCoordinator(existingStoreAt: store, readOnly: true)
         let records = try ImportMarker.runs(coordinator)
@@ -60,6 +61,7 @@ extension ImportStatus {
     /// with records: a record may make several objects of its own entity, and a later
     /// record or feed may update one instead of adding it.) Works during an import.
     /// - Returns: the problems found; empty for a sound store.
+    @_optimize(none)
     static func checkSQLite(store: String) throws -> [String] {
         let coordinator = try PersistentStoreCoordinator(existingStoreAt: store, readOnly: true)
         var problems = try coordinator.integrityProblems()

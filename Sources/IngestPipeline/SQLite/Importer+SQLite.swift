@@ -48,6 +48,7 @@ extension Importer {
     /// The run this import continues (the store's unfinished run, when it is of this
     /// feed, pipeline and chunk size) or starts (recorded now, before any chunk); and
     /// the number of a run it abandoned, if any.
+    @_optimize(none)
     func beginRun(_ coordinator: PersistentStoreCoordinator, spec: PipelineSpec, chunkSize: Int) throws -> (ImportMarker.Run, abandoned: Int?) {
         let runs = try ImportMarker.runs(coordinator)
         for (run, files) in options.removesLeftoverChunks ? Self.removeLeftoverChunks(of: runs) : [] {

@@ -16,6 +16,7 @@ struct SQLiteRunStore: RunStore {
     /// The run's pipeline (an importer of a SQLite store always has one).
     let spec: PipelineSpec
 
+    @_optimize(none)
     func begin(started: Double) throws -> SQLiteRunSession {
         let options = importer.options
         // Checked before the store records anything: a mistyped path must not become the store's feed.
@@ -119,6 +120,7 @@ final class SQLiteRunSession: RunSession {
     let remade: [String]
     let split: SplitStage
 
+    @_optimize(none)
     init(importer: Importer, spec: PipelineSpec, lock: ImportLock, chunkLock: ChunkDirectoryLock?, started: Double,
          coordinator: PersistentStoreCoordinator, begun: ImportMarker.Run, abandoned: Int?) throws {
         let options = importer.options
@@ -229,6 +231,7 @@ final class SQLiteRunSession: RunSession {
         split.start()
     }
 
+    @_optimize(none)
     func end(totals: ChunkWorker.Totals) throws -> ImportReport {
         defer {
             importer.active.withLock { $0 = nil }

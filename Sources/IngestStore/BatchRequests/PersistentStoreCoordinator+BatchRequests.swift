@@ -101,6 +101,7 @@ extension PersistentStoreCoordinator {
 
     /// The values to set, checked against the model, in name order.
     /// - Throws: `StoreError.unknownProperty`, `StoreError.validation`.
+    @_optimize(none)
     private func checkedAssignments(_ properties: [String: Value?], of info: EntityInfo) throws -> [(name: String, value: Value?)] {
         var problems: [ValidationProblem] = []
         var result: [(name: String, value: Value?)] = []

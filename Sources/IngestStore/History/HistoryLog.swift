@@ -183,6 +183,7 @@ extension HistoryLog {
     /// What `status --check` reports of the history: rows that cannot be read, and rows
     /// naming row numbers their entity's table never gave (at most `limit`). Reads the
     /// changes a page at a time, so a long history costs no more memory than a short one.
+    @_optimize(none)
     static func problems(schema: Schema, limit: Int = 20, _ connection: StoreConnection) throws -> [String] {
         guard try exists(connection) else { return [] }
         var problems: [String] = []

@@ -38,6 +38,7 @@ struct XcodeModelReader {
     let path: String
 
     /// The `contents` file of a model package or model.
+    @_optimize(none)
     static func contentsFile(of url: URL) throws -> URL {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -69,6 +70,7 @@ struct XcodeModelReader {
         return url.appendingPathComponent(current).appendingPathComponent("contents")
     }
 
+    @_optimize(none)
     func model(from data: Data) throws -> Model {
         if let refusal = Self.prologRefusal(data) { throw XcodeModelError(path: path, problems: [refusal]) }
         let collector = Collector()
@@ -169,6 +171,7 @@ struct XcodeModelReader {
     /// limit as the parser substitutes them (a 1 MB entity named 200,000 times ran for
     /// minutes), so any is refused, and so is any other encoding, in which the declaration
     /// would not be seen for what it is here.
+    @_optimize(none)
     static func prologRefusal(_ data: Data) -> String? {
         let bytes = [UInt8](data.prefix(4))
         // UTF-16 and UTF-32 (a byte-order mark, or zero bytes around the first "<"), EBCDIC ("<?xm").
@@ -209,6 +212,7 @@ struct XcodeModelReader {
         return String(after.dropFirst().prefix { $0 != quote })
     }
 
+    @_optimize(none)
     private func attribute(_ element: [String: String], entity: String, problems: inout [String]) -> Attribute? {
         let name = element["name"] ?? "?"
         let place = "\(entity).\(name)"
@@ -253,6 +257,7 @@ struct XcodeModelReader {
         }
     }
 
+    @_optimize(none)
     private func relationship(_ element: [String: String], entity: String, problems: inout [String]) -> Relationship? {
         let name = element["name"] ?? "?"
         let place = "\(entity).\(name)"
@@ -323,6 +328,7 @@ struct XcodeModelReader {
             }
         }
 
+        @_optimize(none)
         func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?,
                     attributes: [String: String] = [:]) {
             let parent = open.last

@@ -24,6 +24,7 @@ extension Model {
     /// Parents exist and form no cycle; inherited properties are not declared again; the
     /// entities of one hierarchy (one table) do not declare the same name twice; a
     /// subentity's uniqueness constraint includes an attribute of its own.
+    @_optimize(none)
     private func checkInheritance() throws {
         for entity in entities {
             guard let parent = entity.parent else { continue }
@@ -70,6 +71,7 @@ extension Model {
         }
     }
 
+    @_optimize(none)
     private func checkedEntities() throws -> Model {
         var seen = Set<String>()
         for entity in entities {

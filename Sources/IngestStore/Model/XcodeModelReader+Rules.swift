@@ -4,6 +4,7 @@ extension XcodeModelReader {
     /// Xcode's "Validation" fields: `minValueString`/`maxValueString` are a number's bounds,
     /// or a string's (or binary data's) length; a date's bounds are `minDateTimeInterval`/
     /// `maxDateTimeInterval`; `regularExpressionString` a string's pattern.
+    @_optimize(none)
     func rules(_ element: [String: String], _ type: AttributeType, place: String, _ xcodeType: String,
                _ problems: inout [String]) -> AttributeRules {
         var rules = AttributeRules()

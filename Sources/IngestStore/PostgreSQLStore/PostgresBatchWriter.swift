@@ -120,6 +120,7 @@ package final class PostgresBatchWriter: BatchWriting {
     /// A writer for `store`'s model on `connection`, by `rules` per entity name.
     /// - Throws: `PostgresError.unsupported` for a rule or a model shape this path does
     ///   not write yet; `.server` when the staging tables cannot be made.
+    @_optimize(none)
     package init(store: PostgresStore, connection: PostgresConnection, rules: [String: ConflictRule] = [:]) throws(PostgresError) {
         self.connection = connection
         let plans = BatchEntityPlan.plans(schema: store.schema, rules: rules)
@@ -196,6 +197,7 @@ package final class PostgresBatchWriter: BatchWriting {
 
     // MARK: - Statements
 
+    @_optimize(none)
     private static func statements(for plan: BatchEntityPlan, number: Int, plans: [BatchEntityPlan],
                                    planIndex: [String: Int]) -> Statements {
         let info = plan.info

@@ -61,6 +61,7 @@ package final class PostgresStore: Sendable {
     ///
     /// `readOnly` makes nothing and takes no lock: the store must exist and hold `model`
     /// (for readers with SELECT rights only).
+    @_optimize(none)
     package init(url: PostgresURL, model: Model, readOnly: Bool = false) throws(PostgresError) {
         self.url = url
         self.model = model
@@ -159,6 +160,7 @@ package final class PostgresStore: Sendable {
     /// Adds what `schema`'s model adds to the model the store holds (`Schema.migration`, as
     /// on SQLite), inside the opening transaction; anything else is refused.
     /// - Throws: `PostgresError.modelMismatch` naming the differences.
+    @_optimize(none)
     private static func migrate(_ schema: Schema, url: PostgresURL, _ connection: PostgresConnection) throws {
         let text = try connection.execute("SELECT value FROM _ingest_store WHERE key = 'model'")
         guard text.count == 1, let old = try? Model.load(json: Data(try text.text(0, 0).utf8)) else {
@@ -203,6 +205,7 @@ package final class PostgresStore: Sendable {
     }
 
     /// The decimal columns an earlier Ingest made as text, by table.
+    @_optimize(none)
     private static func textDecimals(_ schema: Schema, _ connection: PostgresConnection) throws(PostgresError) -> [(EntityInfo, String)] {
         var found: [(EntityInfo, String)] = []
         for info in schema.entities.values.sorted(by: { $0.name < $1.name }) where !info.needsEntityFilter {
@@ -231,6 +234,7 @@ package final class PostgresStore: Sendable {
 
     /// Text columns made before they were `COLLATE "C"` get it, so that text compares
     /// and sorts by its bytes, as on SQLite (and in memory), whatever the database's locale.
+    @_optimize(none)
     private static func collateText(_ schema: Schema, _ connection: PostgresConnection) throws(PostgresError) {
         for info in schema.entities.values {
             let text = info.attributes.filter { $0.type == .string || $0.type == .uuid }.map(\.name)

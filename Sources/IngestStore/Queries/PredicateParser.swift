@@ -133,6 +133,7 @@ struct PredicateParser {
         throw QueryPredicateError("expected a comparison operator (=, !=, <, <=, >, >=, BETWEEN, IN, BEGINSWITH, ENDSWITH, CONTAINS, LIKE, MATCHES), found \(describe(token))", column: column)
     }
 
+    @_optimize(none)
     private mutating func parseExpression(forList: Bool = false) throws -> PredicateExpression {
         guard let token = peek else { throw QueryPredicateError("expected a key path or a value, found the end", column: end) }
         position += 1
@@ -224,6 +225,7 @@ struct PredicateParser {
     }
 
     /// The next argument, as the expression `%spec` makes of it.
+    @_optimize(none)
     private mutating func argument(_ spec: String, column: Int) throws -> PredicateExpression {
         nextArgument += 1
         let position = nextArgument

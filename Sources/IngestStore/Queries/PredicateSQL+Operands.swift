@@ -27,6 +27,7 @@ extension PredicateCompiler {
         var type: AttributeType? { if case .column(_, let t) = self { t } else { nil } }
     }
 
+    @_optimize(none)
     mutating func operand(_ expression: PredicateExpression, _ scope: inout Scope) throws -> Operand {
         switch expression {
         case .value(let value): return .value(value, value == nil ? "NULL" : bind(value))
@@ -90,6 +91,7 @@ extension PredicateCompiler {
     /// An aggregate of `argument` (a column of `type`, or `*`), giving what SQLite gives:
     /// sums of integers are integers (an overflow is an error on both), averages doubles
     /// (of dates: seconds since 2001), the minimum and maximum of booleans booleans.
+    @_optimize(none)
     func aggregate(_ function: AggregateFunction, _ argument: String, type: AttributeType?) -> String {
         guard dialect == .postgres else {
             if type == .decimal && (function == .min || function == .max) { return "\(function.rawValue)(\(byNumber(argument)))" }
@@ -155,6 +157,7 @@ extension PredicateCompiler {
 
     /// FROM and WHERE for a correlated subquery over the members of the to-many at the
     /// end of `path` (to-ones before it are joined inside the subquery).
+    @_optimize(none)
     mutating func subquery(from scope: inout Scope, through path: [String]) throws -> (String, String, Scope) {
         var ownerColumn = "\(scope.alias).\"_pk\""
         var entity = scope.entity

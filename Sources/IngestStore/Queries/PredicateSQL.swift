@@ -78,6 +78,7 @@ struct PredicateCompiler {
 
     /// The SQL for a key path of attributes through to-ones, and the attribute's type
     /// (nil for a relationship, whose column holds the row number).
+    @_optimize(none)
     mutating func columnWithType(_ path: [String], entity: EntityInfo) throws -> (sql: String, type: AttributeType?) {
         if path.count == 1, let alias = expressionAliases[path[0]] { return (alias, nil) }
         var scope = Scope(alias: "t0", entity: entity, isOuter: true)
@@ -110,6 +111,7 @@ struct PredicateCompiler {
         var localAliases: [String: String] = [:]
     }
 
+    @_optimize(none)
     private mutating func compile(_ predicate: QueryPredicate, _ scope: inout Scope) throws -> String {
         switch predicate {
         case .constant(let flag): return flag ? trueSQL : falseSQL
@@ -129,6 +131,7 @@ struct PredicateCompiler {
 
     // MARK: - Comparisons
 
+    @_optimize(none)
     private mutating func compile(_ c: PredicateComparison, _ scope: inout Scope) throws -> String {
         // `9 < v` is `v > 9`: a decimal column on the left decides how the value compares.
         if case .value = c.left, case .keyPath(let path) = c.right, c.quantifier == nil, let mirrored = c.op.mirrored,
@@ -186,6 +189,7 @@ struct PredicateCompiler {
 
     /// The test itself: true exactly where `evaluate` is (NULL standing for false, or
     /// turned into 0 under a NOT).
+    @_optimize(none)
     private mutating func comparison(_ c: PredicateComparison, left: Operand, _ scope: inout Scope) throws -> String {
         // Objects become the row numbers the relationship's column holds.
         var c = try c.objectsAsKeys(destination: left.destination, schema: schema, storeID: storeID)

@@ -16,6 +16,7 @@ struct PredicateToken: Equatable {
 }
 
 enum PredicateTokenizer {
+    @_optimize(none)
     static func tokens(_ text: String) throws -> [PredicateToken] {
         let chars = Array(text)
         var tokens: [PredicateToken] = []

@@ -19,6 +19,7 @@ extension BatchInserter {
             case link(Int)
         }
 
+        @_optimize(none)
         init(_ plan: BatchEntityPlan) {
             let info = plan.info
             let rule = plan.rule

@@ -25,6 +25,7 @@ extension PersistentStoreCoordinator {
         try HistoryLog.problems(schema: Schema(model), StoreConnection(kind: .postgres(connection)))
     }
 
+    @_optimize(none)
     private func storeProblems(secondaryDeferred deferred: Bool) throws -> [String] {
         try read { db in
             var problems: [String] = []
@@ -79,6 +80,7 @@ extension PersistentStoreCoordinator {
 
     /// Values whose storage class is not the one Ingest writes for their attribute's type
     /// (a model edited after the rows were written, say: text under an int64): one scan a table.
+    @_optimize(none)
     static func mistypedValues(_ db: SQLiteDatabase, _ info: EntityInfo, _ schema: Schema) throws -> [String] {
         // The table's columns: the entity's attributes and its subentities' own.
         var attributes = info.attributes
@@ -107,6 +109,7 @@ extension PersistentStoreCoordinator {
     /// unless an import dropped them for its length, the secondary indexes.
     /// With `ownOnly` (a subentity): its own constraints and join tables only, as the root's
     /// call covers the table's other indexes.
+    @_optimize(none)
     static func missingIndexes(_ db: SQLiteDatabase, _ info: EntityInfo, secondaryDeferred: Bool, ownOnly: Bool = false) throws -> [String] {
         var problems: [String] = []
         func columns(_ index: String) throws -> [String]? {

@@ -3,6 +3,7 @@ import Foundation
 extension PersistentStoreCoordinator {
     /// Creates the schema in an empty file, or checks (and if it may, migrates) an
     /// existing store's model. Returns the store's ID.
+    @_optimize(none)
     static func prepare(_ db: SQLiteDatabase, schema: Schema, path: String) throws -> UUID {
         let metadata = quoted(metadataTable)
         guard try db.tableExists(metadataTable) else {
@@ -50,6 +51,7 @@ extension PersistentStoreCoordinator {
     }
 
     /// An existing store's ID, read without writing: the store must hold `schema`'s model.
+    @_optimize(none)
     static func storeID(_ db: SQLiteDatabase, schema: Schema, path: String) throws -> UUID {
         let metadata = quoted(metadataTable)
         if try db.tableExists(metadataTable) {
@@ -81,6 +83,7 @@ extension PersistentStoreCoordinator {
     /// indexes ordered by number, then marks it format 2.
     /// - Throws: `StoreError.uniquenessConflict` when two keys turn out to be one number
     ///   (`7.8` and `7.80`): they are one object now, which the store cannot merge by itself.
+    @_optimize(none)
     static func canonicalizeDecimals(_ db: SQLiteDatabase, schema: Schema) throws {
         // A hierarchy's table holds its members' columns: each (table, column) once.
         var columns: Set<[String]> = []
@@ -189,6 +192,7 @@ extension PersistentStoreCoordinator {
     }
 
     /// Adds what the new model adds (`Schema.migration`); anything else is refused.
+    @_optimize(none)
     private static func migrate(_ db: SQLiteDatabase, from old: Model, to schema: Schema, path: String) throws {
         let migration = schema.migration(from: old.storedForm, dialect: .sqlite)
         guard migration.differences.isEmpty else { throw StoreError.modelMismatch(path: path, differences: migration.differences) }

@@ -11,6 +11,7 @@ extension Schema {
         var differences: [String] = []
     }
 
+    @_optimize(none)
     func migration(from old: Model, dialect: SQLDialect) -> Migration {
         let postgres = dialect == .postgres
         var migration = Migration()

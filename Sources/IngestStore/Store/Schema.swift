@@ -129,6 +129,7 @@ final class EntityInfo: Sendable {
 
     /// `declared` as the model declares it (transient attributes, rules); its table and
     /// columns come from `model`'s stored form.
+    @_optimize(none)
     init(_ declared: Entity, model: Model) {
         let model = model.storedForm
         let entity = model.entity(declared.name) ?? declared
@@ -281,6 +282,7 @@ final class EntityInfo: Sendable {
     }
 
     /// Indexes of the attributes and to-ones `entity` declares, on `table`.
+    @_optimize(none)
     private static func declaredIndexes(_ entity: Entity, table: String, _ dialect: SQLDialect) -> [(name: String, create: String)] {
         var indexes: [(name: String, create: String)] = []
         for attribute in entity.declaredAttributes where attribute.isIndexed {
@@ -321,6 +323,7 @@ final class EntityInfo: Sendable {
     /// PostgreSQL's (there: only what is missing, so many processes may run them). A
     /// hierarchy's root makes the table for all its entities; the others make only their
     /// join tables.
+    @_optimize(none)
     func createStatements(_ dialect: SQLDialect = .sqlite) -> [String] {
         let postgres = dialect == .postgres
         let ifMissing = postgres ? "IF NOT EXISTS " : ""
