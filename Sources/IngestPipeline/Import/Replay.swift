@@ -61,7 +61,6 @@ public struct Replay: Sendable {
     ///   one), a store whose last run is unfinished, runs of different pipelines without
     ///   `pipelinePath`, or no record to replay; `PipelineError`; `IOError`; `StoreError`;
     ///   `PostgresError`.
-    @_optimize(none)
     public static func load(store: String, rejectsFile: String? = nil, pipelinePath: String? = nil) throws -> Replay {
         let book: any ReplayBook = PostgresURL.isPostgres(store) ? try PostgresReplayBook(url: PostgresURL(store)) : try SQLiteReplayBook(path: store)
         if let run = try book.unfinishedRun() {
@@ -128,7 +127,6 @@ public struct Replay: Sendable {
 
     /// The lines of a rejects file: each reject's place and text.
     /// - Throws: `ImportError` naming the line that is not a reject; `IOError`.
-    @_optimize(none)
     static func readRejectsFile(_ path: String) throws -> [(line: Int, position: Position, text: String)] {
         let bytes = try FileOps.readFile(path)
         var result: [(Int, Position, String)] = []
