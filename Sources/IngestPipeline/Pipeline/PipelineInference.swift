@@ -146,7 +146,6 @@ public enum PipelineInference {
     /// The shape from the feed's first bytes: `[` an array, several values NDJSON, one
     /// object its array member with the most objects (or its values, when they are all
     /// objects), else the object itself as the one record.
-    @_optimize(none)
     static func detectShape(_ feed: String, report: inout [String], options: Options = Options()) throws -> FeedShape {
         let source = try FeedByteSource(path: feed)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 8)
