@@ -32,7 +32,8 @@ final class SplitStage: Sendable {
         /// Checks a finished split's feed against what the store recorded, before any of
         /// its chunks is offered.
         var check: @Sendable (SplitManifest) throws -> Void
-        /// Records the finished split's feed in the store.
+        /// Records the finished split's feed in the store; may be called twice with one
+        /// manifest (an already complete one), and must then write nothing new.
         var record: @Sendable (SplitManifest) throws -> Void
         /// The error to stop with when the chunks belong to another feed.
         var mismatch: @Sendable (String) -> any Error
@@ -77,12 +78,23 @@ final class SplitStage: Sendable {
             do {
                 let report = try splitter.run()
                 try inputs.check(report.manifest)
-                if report.alreadyComplete { report.manifest.chunks.forEach { offer($0, written: false) } }
+                if report.alreadyComplete {
+                    // A manifest that agrees with the run's saves is recorded before any chunk is
+                    // offered: once this run saved, its chunk count is in the store, and a manifest
+                    // edited afterwards is refused on resume. Offered first, a worker's save could
+                    // come before the record (found by CI under load).
+                    let agrees = report.manifest.chunks.count >= lastSaved && report.manifest.chunks.allSatisfy { chunk in
+                        inputs.sums[chunk.index].map { $0 == chunk.checksum } ?? true
+                    }
+                    if agrees { try inputs.record(report.manifest) }
+                    report.manifest.chunks.forEach { offer($0, written: false) }
+                }
                 if let failure = state.failure { throw failure }
                 if report.manifest.chunks.count < lastSaved {
                     throw inputs.mismatch("the feed differs from the one the run's saves imported (it has \(report.manifest.chunks.count) chunks, and chunk \(lastSaved) was saved)")
                 }
                 state.setTotal(report.manifest.chunks.count)
+                // Again for an already complete manifest: nothing is written when nothing changed.
                 try inputs.record(report.manifest)
                 manifest.withLock { $0 = report.manifest }
             } catch SplitError.differentFeed(_, let reason) {
