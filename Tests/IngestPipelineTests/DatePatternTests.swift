@@ -1,4 +1,5 @@
 import Foundation
+import IngestTestSupport
 import Testing
 @testable import IngestPipeline
 
@@ -19,7 +20,8 @@ import Testing
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = pattern
         var generator = SystemRandomNumberGenerator()
-        for _ in 0..<2_000 {
+        // 2,000 random instants with `INGEST_STRESS`, 500 without.
+        for _ in 0..<Stress.count(2_000, quick: 500) {
             // Whole milliseconds from 2000 to 2099, in UTC and at an offset.
             let millis = Double(Int64.random(in: 946_684_800_000...4_102_444_799_000, using: &generator))
             let date = Date(timeIntervalSince1970: millis / 1000)

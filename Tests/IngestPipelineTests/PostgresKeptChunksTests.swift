@@ -10,12 +10,12 @@ import Testing
 /// is gone.
 @Suite(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
 struct PostgresKeptChunksTests {
-    /// A server, a directory and a generated feed of 20,000 records in it.
-    static func feed(seed: UInt64) throws -> (PostgresServer, TemporaryDirectory, feed: String, PostgresURL) {
+    /// A server, a directory and a generated feed of `records` records in it.
+    static func feed(seed: UInt64, records: Int = 20_000) throws -> (PostgresServer, TemporaryDirectory, feed: String, PostgresURL) {
         let server = try PostgresServer.database()
         let dir = try TemporaryDirectory()
         let feed = dir.file("feed.json")
-        try FeedGenerator(records: 20_000, seed: seed).write(to: feed)
+        try FeedGenerator(records: records, seed: seed).write(to: feed)
         return (server, dir, feed, try PostgresURL(server.url))
     }
 
@@ -42,11 +42,12 @@ struct PostgresKeptChunksTests {
     /// A lone import stores no chunk bytes; killed, its chunks are not in the database, so a
     /// join that can read neither the feed nor the killed process's chunk files says where to
     /// continue, and one that can read the feed takes the split over and ends as a clean
-    /// SQLite import.
+    /// SQLite import. (40 chunks: of 500 records with `INGEST_STRESS`, of 200 without.)
     @Test(.timeLimit(.minutes(10)))
     func aLoneImportStoresNoChunkAndAJoinTakesItsChunksOverFromTheFeed() throws {
-        let (server, dir, feed, url) = try Self.feed(seed: 5)
-        let importing = try Self.startImport(feed, server, workers: 1, chunkSize: 500, saveEvery: 20, leaseSeconds: 1.5)
+        let chunkSize = Stress.count(500, quick: 200)
+        let (server, dir, feed, url) = try Self.feed(seed: 5, records: 40 * chunkSize)
+        let importing = try Self.startImport(feed, server, workers: 1, chunkSize: chunkSize, saveEvery: 20, leaseSeconds: 1.5)
         let connection = try PostgresConnection(url)
         func count(_ condition: String) throws -> Int {
             guard try connection.execute("SELECT to_regclass('_ingest_chunks') IS NOT NULL")[0, 0] == "t" else { return 0 }
@@ -84,7 +85,7 @@ struct PostgresKeptChunksTests {
         let joined = try IngestBinary.run(["join", server.url, "--from-database", "--quiet"])
         #expect(joined.status == 0, "\(joined.stderr)")
         #expect(try count("finished IS NULL") == 0)
-        try expectFinishedAsACleanImport(server, feed: feed, records: 20_000, in: dir)
+        try expectFinishedAsACleanImport(server, feed: feed, records: 40 * chunkSize, in: dir)
     }
 
     /// The same `ingest import` run again after the importing process was killed splits the
@@ -243,11 +244,13 @@ struct PostgresKeptChunksTests {
 
     /// A process that joins a running import gets the chunks the importing process keeps,
     /// stored for it while it waits (it reads none from the files: `--from-database`, as
-    /// another machine would), and both end the run together.
+    /// another machine would), and both end the run together. (A feed of 20,000 records with
+    /// `INGEST_STRESS`, 8,000 without.)
     @Test(.timeLimit(.minutes(10)))
     func aJoinedProcessIsGivenChunksTheImportingProcessKeeps() throws {
+        let records = Stress.count(20_000, quick: 8_000)
         // Small saves keep the importing process busy long after the join starts.
-        let (server, dir, feed, url) = try Self.feed(seed: 6)
+        let (server, dir, feed, url) = try Self.feed(seed: 6, records: records)
         let importing = try Self.startImport(feed, server, workers: 1, chunkSize: 250, saveEvery: 10)
         let deadline = Date().addingTimeInterval(60)
         while importing.process.isRunning, Date() < deadline, ((try? PostgresStatus.read(url: url))?.runs.last?.recordsDone ?? 0) < 250 {
@@ -259,6 +262,6 @@ struct PostgresKeptChunksTests {
         let status = try PostgresStatus.read(url: url)
         #expect(status.processes.count == 2)
         #expect(status.processes.allSatisfy { $0.records > 0 }, "both processes imported chunks: \(status.processes.map(\.records))")
-        try expectFinishedAsACleanImport(server, feed: feed, records: 20_000, in: dir)
+        try expectFinishedAsACleanImport(server, feed: feed, records: records, in: dir)
     }
 }

@@ -48,11 +48,12 @@ struct PostgresHistoryTests {
         #expect(try coordinator.fetchHistory(after: first.transactions[0].token).transactions.map(\.author) == ["early"])
     }
 
-    /// Four writers commit 100 transactions or more each, holding each open a random while (a tenth
+    /// Four writers commit N transactions or more each, holding each open a random while (a tenth
     /// roll back); a consumer fetches in small pages and restarts from its saved token (as
-    /// JSON, on a new coordinator) 100 times meanwhile. It gets every committed transaction
-    /// once, and nothing rolled back.
+    /// JSON, on a new coordinator) N times meanwhile (N is 100 with `INGEST_STRESS`, 25
+    /// without). It gets every committed transaction once, and nothing rolled back.
     @Test func concurrentWritersAndARestartingConsumerSeeEveryCommitExactlyOnce() throws {
+        let rounds = Stress.count(100, quick: 25)
         let (coordinator, directory) = try TestModel.store(on: .postgres)
         defer { withExtendedLifetime(directory) {} }
         let url = try PostgresURL(coordinator.path)
@@ -68,8 +69,8 @@ struct PostgresHistoryTests {
                     let connection = try PostgresPool.connect(url)
                     var random = SystemRandomNumberGenerator()
                     var number = 0
-                    // At least 100 each, and on until the consumer has restarted 100 times.
-                    while number < 100 || restartCount.load(ordering: .relaxed) < 100 {
+                    // At least `rounds` each, and on until the consumer has restarted `rounds` times.
+                    while number < rounds || restartCount.load(ordering: .relaxed) < rounds {
                         defer { number += 1 }
                         let row = Int64(writer * 1_000_000 + number)
                         try connection.execute("BEGIN")
@@ -100,7 +101,7 @@ struct PostgresHistoryTests {
         }
         func drain() throws {
             while true {
-                if restarts < 100, writing.load(ordering: .relaxed) > 0, Int.random(in: 0..<4) == 0 { try restartNow() }
+                if restarts < rounds, writing.load(ordering: .relaxed) > 0, Int.random(in: 0..<4) == 0 { try restartNow() }
                 let fetch = try consumer.fetchHistory(after: try JSONDecoder().decode(HistoryToken.self, from: saved), limit: Int.random(in: 1...4))
                 for transaction in fetch.transactions {
                     received += transaction.changes.map { $0.objectID.primaryKey! }
@@ -111,13 +112,13 @@ struct PostgresHistoryTests {
             }
         }
         while writing.load(ordering: .relaxed) > 0 {
-            if restarts < 100, Bool.random() { try restartNow() }
+            if restarts < rounds, Bool.random() { try restartNow() }
             try drain()
             usleep(UInt32.random(in: 0...3_000))
         }
         try drain()
         #expect(failures.withLock { $0 } == [])
-        #expect(restarts == 100, "the consumer restarted \(restarts) times while the writers wrote")
+        #expect(restarts == rounds, "the consumer restarted \(restarts) times while the writers wrote")
         #expect(received.count == Set(received).count, "no transaction came twice")
         #expect(Set(received) == committed.withLock { $0 }, "every commit came, and nothing rolled back")
     }
