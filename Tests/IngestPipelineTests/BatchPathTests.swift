@@ -38,6 +38,11 @@ import Testing
         #"{"id":"e18","views":"12.5"}"#,
         #"{"id":"e19","uploadDate":"2024-02-30T00:00:00Z"}"#,
         #"{"id":"e20","tags":["x","y"],"photographer":{"id":"ep4","name":null}}"#,
+        // JSON text columns: kept as the record's bytes when already compact, else written again.
+        #"{"id":"e21","tags":{"k":[-0,1E+2,2.5e-3,true,false,null,[],{}],"s":"a b","k":"again"}}"#,
+        #"{"id":"e22","tags":[ "x" , { "k" : [1, 2] } ]}"#,
+        #"{"id":"e23","tags":["café","x"]}"#,
+        #"{"id":"e24","tags":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["deep"]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}"#,
     ]
 
     /// Every photo with its photographer, every column and its SQLite type, sorted.

@@ -148,11 +148,13 @@ import Testing
             _ = IngestBinary.finish(running)
             kills += 1
             // Killed before it made its tables (a slow start under the whole suite's load):
-            // nothing committed, so there is no history to check yet.
+            // nothing committed, so there is no history to check yet. A SQLite file may be
+            // there, empty: the kill came between opening it and committing its schema.
             let opened: PersistentStoreCoordinator
             do {
                 opened = try store.open()
-            } catch StoreError.notAStore(_, let reason) where ["the database has no Ingest tables", "there is no file there"].contains(reason) {
+            } catch StoreError.notAStore(_, let reason)
+                where ["the database has no Ingest tables", "there is no file there", "it has no Ingest model in its metadata"].contains(reason) {
                 continue
             }
             // Joined only once a run is registered: a process killed after it made the tables but

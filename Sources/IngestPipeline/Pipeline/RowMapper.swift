@@ -32,7 +32,8 @@ final class RowMapper {
 
     /// How the fast path converts one attribute, with nothing to retain.
     struct Field {
-        enum Kind: UInt8 { case string, int64, double, bool, isoDate, other }
+        /// `jsonText`: a `"json": true` string attribute, kept as its value's compact text.
+        enum Kind: UInt8 { case string, int64, double, bool, isoDate, jsonText, other }
         var kind: Kind
         var slot: Int32
         var position: Int32
@@ -147,7 +148,8 @@ final class RowMapper {
             let firstField = Int32(fields.count)
             for (number, (attribute, slot)) in zip(instance.plan.attributes, instance.attributeSlots).enumerated() {
                 let kind: Field.Kind = switch attribute.type {
-                case _ where attribute.mapping.asJSON || attribute.mapping.from.rest != nil: .other
+                case _ where attribute.mapping.from.rest != nil: .other
+                case _ where attribute.mapping.asJSON: .jsonText
                 case .string: .string
                 case .int64: .int64
                 case .double: .double
@@ -321,6 +323,13 @@ final class RowMapper {
         case (.bool, .trueValue), (.bool, .falseValue):
             add(.int(capture.kind == .trueValue ? 1 : 0), position: position)
             return true
+        case (.jsonText, .object), (.jsonText, .array):
+            // Already compact in the record (as the split writes records): the record's own bytes.
+            let range = capture.jsonRange
+            if JSONText.compactLength(UnsafeRawBufferPointer(rebasing: record[range])) == range.count {
+                add(.text(offset: Int32(offset + range.lowerBound), count: Int32(range.count)), position: position)
+                return true
+            }
         case (.isoDate, .string):
             if let seconds = ISO8601.referenceSeconds(UnsafeRawBufferPointer(rebasing: record[Int(capture.start)..<Int(capture.end)])),
                StoredDate.contains(Date(timeIntervalSinceReferenceDate: seconds)) {
