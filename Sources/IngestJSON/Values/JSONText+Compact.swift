@@ -58,30 +58,31 @@ private struct CompactValidator {
         guard index < count else { return false }
         switch base[index] {
         case UInt8(ascii: "{"):
-            guard depth < maxDepth else { return false }
-            index += 1
-            kept += 1
-            if take(UInt8(ascii: "}")) { return true }
-            repeat {
-                skipSpace()
-                guard string(), take(UInt8(ascii: ":")), value(depth: depth + 1) else { return false }
-            } while take(UInt8(ascii: ","))
-            return take(UInt8(ascii: "}"))
+            return container(depth: depth, close: UInt8(ascii: "}")) { validator in
+                validator.skipSpace()
+                return validator.string() && validator.take(UInt8(ascii: ":")) && validator.value(depth: depth + 1)
+            }
         case UInt8(ascii: "["):
-            guard depth < maxDepth else { return false }
-            index += 1
-            kept += 1
-            if take(UInt8(ascii: "]")) { return true }
-            repeat {
-                guard value(depth: depth + 1) else { return false }
-            } while take(UInt8(ascii: ","))
-            return take(UInt8(ascii: "]"))
+            return container(depth: depth, close: UInt8(ascii: "]")) { $0.value(depth: depth + 1) }
         case UInt8(ascii: "\""): return string()
         case UInt8(ascii: "t"): return literal("true")
         case UInt8(ascii: "f"): return literal("false")
         case UInt8(ascii: "n"): return literal("null")
         default: return number()
         }
+    }
+
+    /// An object or array opening at `index`: its `element`s (members or items), separated
+    /// by commas, up to `close`.
+    mutating func container(depth: Int, close: UInt8, element: (inout CompactValidator) -> Bool) -> Bool {
+        guard depth < maxDepth else { return false }
+        index += 1
+        kept += 1
+        if take(close) { return true }
+        repeat {
+            guard element(&self) else { return false }
+        } while take(UInt8(ascii: ","))
+        return take(close)
     }
 
     /// A string of printable ASCII without escapes: the only strings kept as they are.
