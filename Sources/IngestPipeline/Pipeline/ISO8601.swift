@@ -26,10 +26,74 @@ enum ISO8601 {
 
     /// `date(_:)` as seconds since 2001, correctly rounded.
     static func referenceSeconds(_ bytes: UnsafeRawBufferPointer, localZone: TimeZone? = nil) -> Double? {
-        let count = bytes.count
+        // A cursor of its own, not local functions capturing the index: a captured `var` is
+        // checked for exclusive access at run time on every call (12 calls a date, about 900
+        // instructions a record on Pipelines/photos.json).
+        var c = Cursor(bytes: bytes)
+        guard bytes.count >= 8, let year = c.digits(4) else { return nil }
+        let extended = c.take(45)  // -
+        guard let month = c.digits(2), !extended || c.take(45), let day = c.digits(2),
+              (1...12).contains(month), day >= 1, day <= daysIn(month, year) else { return nil }
+        var hour = 0, minute = 0, second = 0
+        var fraction = 0..<0
+        var offset: Int?
+        if !c.atEnd {
+            guard c.peek == 84 || c.peek == 116 || c.peek == 32 else { return nil }  // T t space
+            c.i += 1
+            guard let h = c.digits(2) else { return nil }
+            let colons = c.take(58)  // :
+            guard let m = c.digits(2) else { return nil }
+            hour = h
+            minute = m
+            if colons ? c.take(58) : (!c.atEnd && c.peek >= 48 && c.peek <= 57) {
+                guard let s = c.digits(2) else { return nil }
+                second = s
+                if c.take(46) || c.take(44) {  // . ,
+                    let start = c.i
+                    while !c.atEnd, c.peek >= 48, c.peek <= 57 { c.i += 1 }
+                    guard c.i > start else { return nil }
+                    fraction = start..<c.i
+                }
+            }
+            guard hour < 24, minute < 60, second < 60 else { return nil }
+            if c.take(90) || c.take(122) {  // Z z
+                offset = 0
+            } else if !c.atEnd, c.peek == 43 || c.peek == 45 {  // + -
+                let sign = c.peek == 45 ? -1 : 1
+                c.i += 1
+                guard let h = c.digits(2), h < 24 else { return nil }
+                var m = 0
+                if c.take(58) {
+                    guard let minutes = c.digits(2) else { return nil }
+                    m = minutes
+                } else if !c.atEnd {
+                    guard let minutes = c.digits(2) else { return nil }
+                    m = minutes
+                }
+                guard m < 60 else { return nil }
+                offset = sign * (h * 3600 + m * 60)
+            }
+        }
+        guard c.atEnd else { return nil }
+        let days = StoredDate.days(year: Int64(year), month: month, day: day)
+        let local = days * 86_400 + Int64(hour * 3600 + minute * 60 + second)
+        let zoneOffset = Int64(offset ?? localZone.map { Self.offset(of: $0, atLocal: local) } ?? 0)
+        return StoredDate.seconds(local - zoneOffset - referenceSince1970, UnsafeRawBufferPointer(rebasing: bytes[fraction]))
+    }
+
+    /// A position in the bytes of an instant being read.
+    private struct Cursor {
+        let bytes: UnsafeRawBufferPointer
         var i = 0
-        func digits(_ n: Int) -> Int? {
-            guard i + n <= count else { return nil }
+
+        var atEnd: Bool { i >= bytes.count }
+        /// The byte at the position; only when not `atEnd`.
+        var peek: UInt8 { bytes[i] }
+
+        /// The number `n` decimal digits write, the position after them; nil (the position
+        /// unmoved) when fewer than `n` digits are there.
+        mutating func digits(_ n: Int) -> Int? {
+            guard i + n <= bytes.count else { return nil }
             var value = 0
             for k in i..<(i + n) {
                 let d = Int(bytes[k]) &- 48
@@ -39,60 +103,13 @@ enum ISO8601 {
             i += n
             return value
         }
-        func take(_ byte: UInt8) -> Bool {
-            guard i < count, bytes[i] == byte else { return false }
+
+        /// Whether the byte at the position is `byte`, stepping over it when it is.
+        mutating func take(_ byte: UInt8) -> Bool {
+            guard i < bytes.count, bytes[i] == byte else { return false }
             i += 1
             return true
         }
-        guard count >= 8, let year = digits(4) else { return nil }
-        let extended = take(45)  // -
-        guard let month = digits(2), !extended || take(45), let day = digits(2),
-              (1...12).contains(month), day >= 1, day <= daysIn(month, year) else { return nil }
-        var hour = 0, minute = 0, second = 0
-        var fraction = 0..<0
-        var offset: Int?
-        if i < count {
-            guard bytes[i] == 84 || bytes[i] == 116 || bytes[i] == 32 else { return nil }  // T t space
-            i += 1
-            guard let h = digits(2) else { return nil }
-            let colons = take(58)  // :
-            guard let m = digits(2) else { return nil }
-            hour = h
-            minute = m
-            if colons ? take(58) : (i < count && bytes[i] >= 48 && bytes[i] <= 57) {
-                guard let s = digits(2) else { return nil }
-                second = s
-                if take(46) || take(44) {  // . ,
-                    let start = i
-                    while i < count, bytes[i] >= 48, bytes[i] <= 57 { i += 1 }
-                    guard i > start else { return nil }
-                    fraction = start..<i
-                }
-            }
-            guard hour < 24, minute < 60, second < 60 else { return nil }
-            if take(90) || take(122) {  // Z z
-                offset = 0
-            } else if i < count, bytes[i] == 43 || bytes[i] == 45 {  // + -
-                let sign = bytes[i] == 45 ? -1 : 1
-                i += 1
-                guard let h = digits(2), h < 24 else { return nil }
-                var m = 0
-                if take(58) {
-                    guard let minutes = digits(2) else { return nil }
-                    m = minutes
-                } else if i < count {
-                    guard let minutes = digits(2) else { return nil }
-                    m = minutes
-                }
-                guard m < 60 else { return nil }
-                offset = sign * (h * 3600 + m * 60)
-            }
-        }
-        guard i == count else { return nil }
-        let days = StoredDate.days(year: Int64(year), month: month, day: day)
-        let local = days * 86_400 + Int64(hour * 3600 + minute * 60 + second)
-        let zoneOffset = Int64(offset ?? localZone.map { Self.offset(of: $0, atLocal: local) } ?? 0)
-        return StoredDate.seconds(local - zoneOffset - referenceSince1970, UnsafeRawBufferPointer(rebasing: bytes[fraction]))
     }
 
     /// Seconds east of UTC in `zone` at the local time `local` (seconds since 1970 as if
