@@ -64,13 +64,15 @@ struct PostgresImportTests {
 
     /// Imports `feeds` one after another into SQLite (the importer) and PostgreSQL (start and join).
     static func importBoth(_ feeds: [String], pipeline: String, url: String, dir: TemporaryDirectory,
-                           workers: Int = 1, saveEvery: Int = 100, chunkSize: Int = 100) throws -> (sqlite: [String: [String]], postgres: [String: [String]], joins: [PostgresJoin.Report]) {
+                           workers: Int = 1, saveEvery: Int = 100, chunkSize: Int = 100,
+                           rowsPerBinaryCopy: Int? = nil) throws -> (sqlite: [String: [String]], postgres: [String: [String]], joins: [PostgresJoin.Report]) {
         let spec = try PipelineSpec.parse(Array(pipeline.utf8))
         var joins: [PostgresJoin.Report] = []
         for feed in feeds {
             _ = try Importer(spec: spec, options: Importer.Options(feed: feed, store: dir.file("store.sqlite"), workers: workers,
                                                                    saveEvery: saveEvery, chunkSize: chunkSize)).run()
-            let options = PostgresImportOptions(workers: workers, saveEvery: saveEvery, chunkSize: chunkSize)
+            var options = PostgresImportOptions(workers: workers, saveEvery: saveEvery, chunkSize: chunkSize)
+            options.rowsPerBinaryCopy = rowsPerBinaryCopy
             let started = try PostgresImport.start(feed: feed, pipeline: Array(pipeline.utf8), url: try PostgresURL(url), options: options)
             joins.append(try PostgresJoin(url: try PostgresURL(url), options: options).run(run: started.run))
         }

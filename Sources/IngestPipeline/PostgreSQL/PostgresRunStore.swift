@@ -295,6 +295,7 @@ struct PostgresRunWorkers: RunWorkers {
         do {
             let writer = try PostgresBatchWriter(store: store, connection: connection, rules: spec.mappings.mapValues(\.onConflict))
             writer.firstRowOfRun = record.firstRowOfRun
+            if let rows = join.options.rowsPerBinaryCopy { writer.rowsPerBinaryCopy = max(1, rows) }
             // What a write changed is gathered for its history, and for the notice a given
             // coordinator's contexts merge.
             writer.recordsHistory = spec.history || join.options.coordinator != nil

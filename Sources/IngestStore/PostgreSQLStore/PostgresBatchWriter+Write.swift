@@ -183,9 +183,15 @@ extension PostgresBatchWriter {
                     }
                 }
                 let format = binary ? " (FORMAT binary)" : ""
+                func copy(_ statement: String) throws(PostgresError) {
+                    guard binary else { return try connection.copyIn(statement, write: rows) }
+                    try connection.copyIn(statement + format, rows: entries.count, rowsPerStatement: rowsPerBinaryCopy) { range, stream in
+                        appendNewRowsBinary(Array(entries[range]), of: batch, entity: entity, request, numbered: numbered, linked: linked, to: &stream)
+                    }
+                }
                 guard !undestined[entity], let copyStaged = statements[entity].copyStagedNew, let insertNew = statements[entity].insertNew else {
                     let before = recordsHistory && !numbered ? try lastNumber(entity, taking: true) : nil
-                    try connection.copyIn((numbered ? statements[entity].copyNew : statements[entity].copyNewUnnumbered!) + format, write: rows)
+                    try copy(numbered ? statements[entity].copyNew : statements[entity].copyNewUnnumbered!)
                     state.result.inserted[plans[entity].info.name] = entries.count
                     if recordsHistory {
                         let pks: [Int64]
@@ -201,7 +207,7 @@ extension PostgresBatchWriter {
                 // Processes that make the same related objects at once wait for each other
                 // here, and the later one links to the earlier one's rows instead of failing.
                 usedStagingTables.insert(quoted("_new_\(entity)"))
-                try connection.copyIn(copyStaged + format, write: rows)
+                try copy(copyStaged)
                 let made = try connection.execute(insertNew)
                 state.result.inserted[plans[entity].info.name] = made.count
                 guard made.count < entries.count else {

@@ -66,6 +66,10 @@ package final class PostgresBatchWriter: BatchWriting {
         let maskWords: Int
     }
 
+    /// Rows in one binary `COPY` statement at most: a save's new rows of an entity go in
+    /// pieces of this many when the server is near (`PostgresConnection.copyIn(_:rows:rowsPerStatement:write:)`).
+    package var rowsPerBinaryCopy: Int
+
     /// Entities no other entity links to: their keys may be assumed new (see the type's notes).
     let undestined: [Bool]
     /// Whether keys of `undestined` entities are assumed new: until one was found stored.
@@ -177,10 +181,33 @@ package final class PostgresBatchWriter: BatchWriting {
             statements.append(made)
         }
         self.statements = statements
+        rowsPerBinaryCopy = try Self.rowsPerBinaryCopy(on: connection)
         for statement in statements {
             try connection.execute(statement.stage)
             if let stageNew = statement.stageNew { try connection.execute(stageNew) }
         }
+    }
+
+    /// How many rows a binary `COPY` takes at most on `connection`: 128 when a round trip
+    /// to the server takes 250 µs or less, else all of a save's (one statement).
+    /// `INGEST_POSTGRES_COPY_ROWS` sets it (0: one statement), for measuring.
+    ///
+    /// Each piece costs one more round trip and about 15 µs of the server's CPU; 128 rows
+    /// in pieces rather than in a 1,000-row statement save it about 350 µs (PostgreSQL 15,
+    /// Performance.md, "Session 41"). Over a slower link one statement is faster.
+    @_optimize(none)
+    static func rowsPerBinaryCopy(on connection: PostgresConnection) throws(PostgresError) -> Int {
+        if let text = ProcessInfo.processInfo.environment["INGEST_POSTGRES_COPY_ROWS"], let rows = Int(text), rows >= 0 {
+            return rows == 0 ? Int.max : rows
+        }
+        var fastest = Duration.seconds(1)
+        for _ in 0..<3 {
+            let clock = ContinuousClock()
+            let start = clock.now
+            try connection.execute("SELECT 1")
+            fastest = min(fastest, clock.now - start)
+        }
+        return fastest <= .microseconds(250) ? 128 : Int.max
     }
 
     public func entityIndex(_ entity: String) -> Int? { planIndex[entity] }
