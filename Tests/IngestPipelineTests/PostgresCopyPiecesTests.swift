@@ -27,10 +27,7 @@ struct PostgresCopyPiecesTests {
         let inPieces = try PostgresImportTests.importBoth([feed], pipeline: pipeline, url: pieces.url, dir: dir,
                                                           saveEvery: 170, chunkSize: 400, rowsPerBinaryCopy: 7)
         #expect(inPieces.sqlite["Photo"]?.count == 1_200)
-        for (entity, rows) in inPieces.sqlite {
-            let other = inPieces.postgres[entity] ?? []
-            #expect(other == rows, "\(entity): first difference \(zip(rows, other).first { $0 != $1 }.map { "\($0)\n vs \($1)" } ?? "in count")")
-        }
+        PostgresImportTests.expectSameRows(inPieces.sqlite, inPieces.postgres)
         #expect(inPieces.joins[0].runFinished && inPieces.joins[0].records == 1_200 && inPieces.joins[0].rejected == 0)
 
         let whole = try PostgresServer.database()

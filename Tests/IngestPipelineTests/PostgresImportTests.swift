@@ -62,6 +62,16 @@ struct PostgresImportTests {
         }
     }
 
+    /// Expects each entity's rows on PostgreSQL to be its rows on SQLite, naming the first difference.
+    static func expectSameRows(_ sqlite: [String: [String]], _ postgres: [String: [String]],
+                               sourceLocation: SourceLocation = #_sourceLocation) {
+        for (entity, rows) in sqlite {
+            let other = postgres[entity] ?? []
+            #expect(other == rows, "\(entity): first difference \(zip(rows, other).first { $0 != $1 }.map { "\($0)\n vs \($1)" } ?? "in count")",
+                    sourceLocation: sourceLocation)
+        }
+    }
+
     /// Imports `feeds` one after another into SQLite (the importer) and PostgreSQL (start and join).
     static func importBoth(_ feeds: [String], pipeline: String, url: String, dir: TemporaryDirectory,
                            workers: Int = 1, saveEvery: Int = 100, chunkSize: Int = 100,
@@ -123,10 +133,7 @@ struct PostgresImportTests {
         let stores = try Self.importBoth([feed], pipeline: String(contentsOfFile: Self.photos, encoding: .utf8), url: server.url, dir: dir,
                                          workers: 2, saveEvery: 70, chunkSize: 300)
         #expect(stores.sqlite["Photo"]?.count == 1_500)
-        for (entity, rows) in stores.sqlite {
-            let other = stores.postgres[entity] ?? []
-            #expect(other == rows, "\(entity): first difference \(zip(rows, other).first { $0 != $1 }.map { "\($0)\n vs \($1)" } ?? "in count")")
-        }
+        Self.expectSameRows(stores.sqlite, stores.postgres)
         #expect(stores.joins[0].runFinished && stores.joins[0].records == 1_500 && stores.joins[0].chunks == 5)
         // The object graph reads the imported PostgreSQL store as it reads the SQLite one.
         let onSQLite = try PersistentStoreCoordinator(existingStoreAt: dir.file("store.sqlite"))
@@ -328,10 +335,7 @@ struct PostgresImportTests {
         let sqlite = try Self.sqliteRows(dir.file("store.sqlite"), spec.model)
         let postgres = try Self.postgresRows(server.url, spec.model)
         #expect(postgres["Photo"]?.count == sqlite["Photo"]?.count && (sqlite["Photo"]?.count ?? 0) > 6_000, "new and stored photos both")
-        for (entity, rows) in sqlite {
-            let other = postgres[entity] ?? []
-            #expect(other == rows, "\(entity): first difference \(zip(rows, other).first { $0 != $1 }.map { "\($0)\n vs \($1)" } ?? "in count")")
-        }
+        Self.expectSameRows(sqlite, postgres)
         #expect(try PostgresStatus.check(url: url) == [])
     }
 
