@@ -185,7 +185,8 @@ extension PostgresBatchWriter {
                 let format = binary ? " (FORMAT binary)" : ""
                 func copy(_ statement: String) throws(PostgresError) {
                     guard binary else { return try connection.copyIn(statement, write: rows) }
-                    try connection.copyIn(statement + format, rows: entries.count, rowsPerStatement: rowsPerBinaryCopy) { range, stream in
+                    let piece = entries.count <= Self.piecedCopyLimit ? rowsPerBinaryCopy : entries.count
+                    try connection.copyIn(statement + format, rows: entries.count, rowsPerStatement: piece) { range, stream in
                         appendNewRowsBinary(Array(entries[range]), of: batch, entity: entity, request, numbered: numbered, linked: linked, to: &stream)
                     }
                 }

@@ -66,9 +66,13 @@ package final class PostgresBatchWriter: BatchWriting {
         let maskWords: Int
     }
 
-    /// Rows in one binary `COPY` statement at most: a save's new rows of an entity go in
-    /// pieces of this many when the server is near (`PostgresConnection.copyIn(_:rows:rowsPerStatement:write:)`).
+    /// Rows in one binary `COPY` statement at most: a save's new rows of an entity, when
+    /// they are `piecedCopyLimit` or fewer, go in pieces of this many when the server is near
+    /// (`rowsPerBinaryCopy(on:)`).
     package var rowsPerBinaryCopy: Int
+    /// Above this many rows one binary `COPY` creates its 1,000 slots for several rows each,
+    /// and pieces would save the server less than they cost it: one statement.
+    static let piecedCopyLimit = 2_000
 
     /// Entities no other entity links to: their keys may be assumed new (see the type's notes).
     let undestined: [Bool]
@@ -188,13 +192,14 @@ package final class PostgresBatchWriter: BatchWriting {
         }
     }
 
-    /// How many rows a binary `COPY` takes at most on `connection`: 128 when a round trip
-    /// to the server takes 250 µs or less, else all of a save's (one statement).
-    /// `INGEST_POSTGRES_COPY_ROWS` sets it (0: one statement), for measuring.
+    /// How many rows a binary `COPY` of at most `piecedCopyLimit` rows takes in one statement
+    /// on `connection`: 250 when a round trip to the server takes 250 µs or less, else all
+    /// of them. `INGEST_POSTGRES_COPY_ROWS` sets it (0: one statement), for measuring.
     ///
-    /// Each piece costs one more round trip and about 15 µs of the server's CPU; 128 rows
-    /// in pieces rather than in a 1,000-row statement save it about 350 µs (PostgreSQL 15,
-    /// Performance.md, "Session 41"). Over a slower link one statement is faster.
+    /// A piece costs a round trip, a statement and the server's waking for it; it saves the
+    /// server the slots a `COPY` of up to 1,000 rows otherwise registers, one a row (see
+    /// `PostgresConnection.copyIn(_:rows:rowsPerStatement:write:)`). Over a slower link the
+    /// waiting costs more than that saves.
     @_optimize(none)
     static func rowsPerBinaryCopy(on connection: PostgresConnection) throws(PostgresError) -> Int {
         if let text = ProcessInfo.processInfo.environment["INGEST_POSTGRES_COPY_ROWS"], let rows = Int(text), rows >= 0 {
@@ -207,7 +212,7 @@ package final class PostgresBatchWriter: BatchWriting {
             try connection.execute("SELECT 1")
             fastest = min(fastest, clock.now - start)
         }
-        return fastest <= .microseconds(250) ? 128 : Int.max
+        return fastest <= .microseconds(250) ? 250 : Int.max
     }
 
     public func entityIndex(_ entity: String) -> Int? { planIndex[entity] }
