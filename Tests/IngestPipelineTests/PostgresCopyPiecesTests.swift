@@ -68,4 +68,13 @@ struct PostgresCopyPiecesTests {
         #expect(stores.joins[1].records == 80 && stores.joins[1].rejected == 0)
         #expect(try Self.value(server, "SELECT count(*) FROM \"T\" WHERE note = 'second'") == "80")
     }
+
+    /// Pieces are for a server on this machine (a socket or a loopback address); over a
+    /// network one statement waits less.
+    @Test(arguments: [("/var/run/postgresql", true), ("/tmp", true), ("localhost", true), ("127.0.0.1", true),
+                      ("127.0.1.1", true), ("::1", true), ("db.example.com", false), ("10.0.0.5", false),
+                      ("192.168.1.20", false), ("2001:db8::1", false), ("localhost.example.com", false)])
+    func serversOnThisMachineAreLocal(host: String, local: Bool) {
+        #expect(PostgresConnection.isLocal(host: host) == local)
+    }
 }

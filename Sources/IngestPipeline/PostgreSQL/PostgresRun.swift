@@ -80,8 +80,8 @@ package struct PostgresImportOptions: Sendable {
     /// write, committed on a worker's own connection, is posted to it.
     package var coordinator: PersistentStoreCoordinator?
 
-    /// Rows in one binary `COPY` statement at most (nil: as the writer chooses by the
-    /// server's round trip, `PostgresBatchWriter.rowsPerBinaryCopy(on:)`).
+    /// Rows in one binary `COPY` statement at most (nil: as the writer chooses by where the
+    /// server is, `PostgresBatchWriter.rowsPerBinaryCopy(on:)`).
     package var rowsPerBinaryCopy: Int?
 
     package init(workers: Int? = nil, saveEvery: Int? = nil, chunkSize: Int? = nil, leaseSeconds: Double = 30,

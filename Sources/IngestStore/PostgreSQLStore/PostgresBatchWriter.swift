@@ -67,8 +67,8 @@ package final class PostgresBatchWriter: BatchWriting {
     }
 
     /// Rows in one binary `COPY` statement at most: a save's new rows of an entity, when
-    /// they are `piecedCopyLimit` or fewer, go in pieces of this many when the server is near
-    /// (`rowsPerBinaryCopy(on:)`).
+    /// they are `piecedCopyLimit` or fewer, go in pieces of this many when the server is on
+    /// this machine (`rowsPerBinaryCopy(on:)`).
     package var rowsPerBinaryCopy: Int
     /// Above this many rows one binary `COPY` creates its 1,000 slots for several rows each,
     /// and pieces would save the server less than they cost it: one statement.
@@ -185,7 +185,7 @@ package final class PostgresBatchWriter: BatchWriting {
             statements.append(made)
         }
         self.statements = statements
-        rowsPerBinaryCopy = try Self.rowsPerBinaryCopy(on: connection)
+        rowsPerBinaryCopy = Self.rowsPerBinaryCopy(on: connection)
         for statement in statements {
             try connection.execute(statement.stage)
             if let stageNew = statement.stageNew { try connection.execute(stageNew) }
@@ -193,26 +193,20 @@ package final class PostgresBatchWriter: BatchWriting {
     }
 
     /// How many rows a binary `COPY` of at most `piecedCopyLimit` rows takes in one statement
-    /// on `connection`: 250 when a round trip to the server takes 250 µs or less, else all
-    /// of them. `INGEST_POSTGRES_COPY_ROWS` sets it (0: one statement), for measuring.
+    /// on `connection`: 250 when the server is on this machine, else all of them.
+    /// `INGEST_POSTGRES_COPY_ROWS` sets it (0: one statement), for measuring.
     ///
     /// A piece costs a round trip, a statement and the server's waking for it; it saves the
     /// server the slots a `COPY` of up to 1,000 rows otherwise registers, one a row (see
-    /// `PostgresConnection.copyIn(_:rows:rowsPerStatement:write:)`). Over a slower link the
-    /// waiting costs more than that saves.
+    /// `PostgresConnection.copyIn(_:rows:rowsPerStatement:write:)`): about a millisecond of
+    /// its CPU a 1,000-row save. Over a network the waiting costs more than that. (Timing
+    /// a round trip when the writer starts chose wrongly: the split loads both cores then.)
     @_optimize(none)
-    static func rowsPerBinaryCopy(on connection: PostgresConnection) throws(PostgresError) -> Int {
+    static func rowsPerBinaryCopy(on connection: PostgresConnection) -> Int {
         if let text = ProcessInfo.processInfo.environment["INGEST_POSTGRES_COPY_ROWS"], let rows = Int(text), rows >= 0 {
             return rows == 0 ? Int.max : rows
         }
-        var fastest = Duration.seconds(1)
-        for _ in 0..<3 {
-            let clock = ContinuousClock()
-            let start = clock.now
-            try connection.execute("SELECT 1")
-            fastest = min(fastest, clock.now - start)
-        }
-        return fastest <= .microseconds(250) ? 250 : Int.max
+        return connection.isLocal ? 250 : Int.max
     }
 
     public func entityIndex(_ entity: String) -> Int? { planIndex[entity] }

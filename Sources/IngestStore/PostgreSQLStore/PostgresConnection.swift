@@ -233,6 +233,15 @@ package final class PostgresConnection {
         return nil
     }
 
+    /// Whether the server is on this machine: the connection goes through a Unix-domain
+    /// socket or to a loopback address.
+    package var isLocal: Bool { PQhost(raw).map { Self.isLocal(host: String(cString: $0)) } ?? false }
+
+    /// Whether libpq's `host` (a name, an address, or a socket's directory) is this machine.
+    package static func isLocal(host: String) -> Bool {
+        host.hasPrefix("/") || host == "localhost" || host.hasPrefix("127.") || host == "::1"
+    }
+
     /// Whether the connection still works (a statement failed because the server went away, say).
     package var isOK: Bool { PQstatus(raw) == CONNECTION_OK }
 }
