@@ -68,7 +68,10 @@ struct PostgresCopyPiecesTests {
         #expect(stores.joins[1].records == 80 && stores.joins[1].rejected == 0)
         #expect(try Self.value(server, "SELECT count(*) FROM \"T\" WHERE note = 'second'") == "80")
     }
+}
 
+/// Which servers get pieces needs no server to check: libpq's host names say it.
+struct PostgresCopyPiecesHostTests {
     /// Pieces are for a server on this machine (a socket or a loopback address); over a
     /// network one statement waits less.
     @Test(arguments: [("/var/run/postgresql", true), ("/tmp", true), ("localhost", true), ("127.0.0.1", true),
