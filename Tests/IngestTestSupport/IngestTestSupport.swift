@@ -1,11 +1,11 @@
 public import Foundation
 
-/// A fresh directory per test, removed when the test ends.
+/// A fresh directory per test under `ScratchRoot`, removed when the test ends.
 public final class TemporaryDirectory: @unchecked Sendable {
     public let path: String
 
     public init() throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-tests-\(UUID().uuidString)").path
+        path = ScratchRoot.path + "/ingest-tests-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
 

@@ -140,17 +140,7 @@ public final class PostgresServer: @unchecked Sendable {
     /// that costs little (Performance, "The tests' build and the suite's tail").
     public static let root: String = {
         if let given = ProcessInfo.processInfo.environment["INGEST_TEST_PG_ROOT"], !given.isEmpty { return given }
-        let mounts = (try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)) ?? ""
-        let shmIsTmpfs = mounts.split(separator: "\n").contains { line in
-            let fields = line.split(separator: " ")
-            return fields.count > 2 && fields[1] == "/dev/shm" && fields[2] == "tmpfs"
-        }
-        var fs = statvfs()
-        if shmIsTmpfs, statvfs("/dev/shm", &fs) == 0, access("/dev/shm", W_OK | X_OK) == 0,
-           UInt64(fs.f_bavail) * UInt64(fs.f_frsize) >= 4 << 30 {
-            return "/dev/shm"
-        }
-        return "/tmp"
+        return ScratchRoot.sharedMemory ?? "/tmp"
     }()
 
     /// The user the servers run as and their superuser: `postgres` under root, else this one.
