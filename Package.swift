@@ -9,6 +9,12 @@ import PackageDescription
 let testBuildOptimizesTheHotPath: [SwiftSetting] =
     Context.environment["INGEST_OPTIMIZED_TESTS"] == "1" ? [.unsafeFlags(["-O"], .when(configuration: .debug))] : []
 
+// DocC's command plugin, only for `./run.sh docs` (which sets INGEST_DOCS=1): `swift build
+// --build-tests` compiles every plugin of the package graph before any module, and
+// swift-docc-plugin's two took about 4 s of a fresh clone's test build, alone on the cores.
+let documentationPlugin: [Package.Dependency] =
+    Context.environment["INGEST_DOCS"] == "1" ? [.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")] : []
+
 let package = Package(
     name: "Ingest",
     // Linux only: no Apple platform is declared (each library says so with #error elsewhere).
@@ -25,9 +31,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        // Documentation only (`./run.sh docs`): a command plugin, built when it runs, not with the package.
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-    ],
+    ] + documentationPlugin,
     targets: [
         .systemLibrary(
             name: "CYajl",

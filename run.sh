@@ -35,6 +35,7 @@ fi
 if [ "${1:-}" = docs ]; then
   # DocC for the libraries, warnings as errors, into .build/docs (swift-docc-plugin).
   out=.build/docs
+  export INGEST_DOCS=1   # Package.swift adds swift-docc-plugin only then
   mkdir -p "$out"
   for target in IngestStore IngestPipeline; do
     swift package --allow-writing-to-directory "$out" generate-documentation --target "$target" \
