@@ -6,10 +6,11 @@ import Testing
 
 /// Misuse traps, and a save killed mid-transaction leaves the store as it was.
 @Suite struct CrashTests {
-    @Test func usingAContextOffItsQueueTraps() async {
-        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let directory = try TemporaryDirectory()
-            let coordinator = try PersistentStoreCoordinator(model: TestModel.model, path: directory.file("s.sqlite"))
+    @Test func usingAContextOffItsQueueTraps() async throws {
+        // Made here: the child traps, so a directory of its own would never be removed.
+        let directory = try TemporaryDirectory()
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [store = directory.file("s.sqlite") as String] in
+            let coordinator = try PersistentStoreCoordinator(model: TestModel.model, path: store)
             let context = ObjectContext(coordinator: coordinator, name: "worker-7")
             _ = context.insert("Photo")  // not inside perform
         }.map { result in
@@ -38,10 +39,11 @@ import Testing
         #expect(found.isEmpty, "traps whose message an optimised build drops: \(found)")
     }
 
-    @Test func usingAnObjectOffItsQueueTraps() async {
-        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let directory = try TemporaryDirectory()
-            let coordinator = try PersistentStoreCoordinator(model: TestModel.model, path: directory.file("s.sqlite"))
+    @Test func usingAnObjectOffItsQueueTraps() async throws {
+        // Made here: the child traps, so a directory of its own would never be removed.
+        let directory = try TemporaryDirectory()
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [store = directory.file("s.sqlite") as String] in
+            let coordinator = try PersistentStoreCoordinator(model: TestModel.model, path: store)
             let context = ObjectContext(coordinator: coordinator, name: "importer")
             let photo = context.performAndWait { context.insert("Photo") }
             _ = photo.title  // read outside perform
