@@ -2,7 +2,7 @@
 # The cold release build `./run.sh` runs, on a fresh clone: its wall and CPU time, which
 # module compiles when (a timeline read from `ps` once a second), and each module's
 # compiler CPU (the frontend's own statistics, `-stats-output-dir`). With --tests, the
-# debug build `./run.sh test` runs instead (`swift build --build-tests`).
+# debug build `./run.sh test` runs instead (`swift build --build-tests`, its flags included).
 #
 # Usage: Benchmarks/cold-build.sh [--commit REV] [--keep] [--tests] [-- EXTRA SWIFT BUILD ARGS...]
 #        (default: HEAD of this repository's clone; the clone is removed unless --keep)
@@ -40,7 +40,7 @@ if [ $TESTS -eq 1 ]; then
     # As `./run.sh test` builds (its INGEST_OPTIMIZED_TESTS default included).
     kind=tests
     rev="$rev-tests"
-    build=(env INGEST_OPTIMIZED_TESTS="${INGEST_OPTIMIZED_TESTS:-1}" swift build --build-tests)
+    build=(env INGEST_OPTIMIZED_TESTS="${INGEST_OPTIMIZED_TESTS:-1}" swift build --build-tests -Xswiftc -driver-batch-count -Xswiftc 1)
 fi
 clone="$WORK/clone-$rev"
 stats="$WORK/stats-$rev"
