@@ -77,8 +77,10 @@ if [ "${1:-}" = test ]; then
         gdb -p "$pid" -batch -ex 'thread apply all bt 30' 2>/dev/null | grep -E '^(Thread|#)' >&2 || true
       fi
       kill -KILL "$pid" 2>/dev/null || true
-      # The tests' clusters are under /dev/shm or /tmp (Tests/IngestTestSupport/PostgresServer.swift).
-      for root in ${INGEST_TEST_PG_ROOT:-} /dev/shm /tmp; do rm -rf "$root"/ingest-pg-template-"$pid"-*; done
+      # The tests' clusters and directories are under /dev/shm or /tmp (Tests/IngestTestSupport/ScratchRoot.swift).
+      for root in ${INGEST_TEST_PG_ROOT:-} ${INGEST_TEST_TMPDIR:-} /dev/shm /tmp; do
+        rm -rf "$root"/ingest-pg-template-"$pid"-* "$root"/ingest-tests-"$pid"-*
+      done
     done
     kill -TERM "$tests" 2>/dev/null || true
     # The PostgreSQL servers the killed tests started (each test process stops its own

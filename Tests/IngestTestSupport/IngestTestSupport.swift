@@ -5,7 +5,8 @@ public final class TemporaryDirectory: @unchecked Sendable {
     public let path: String
 
     public init() throws {
-        path = ScratchRoot.path + "/ingest-tests-\(UUID().uuidString)"
+        // The process's id in the name: `run.sh test`'s time limit removes a killed test process's directories.
+        path = ScratchRoot.path + "/ingest-tests-\(getpid())-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
 

@@ -3,8 +3,8 @@ import Foundation
 /// Where the tests keep their files: `/dev/shm` when it is a tmpfs with 4 GiB free, else
 /// the temporary directory. The tests' stores are written with `fsync` and made and removed
 /// by the thousand; on /tmp's ext4 that is kernel work on the two cores the suite shares,
-/// on a tmpfs little (the quick suite 163 s → 152 s and 217 s → 177 s, alternated pairs;
-/// Performance, "Session 42").
+/// on a tmpfs little (the quick suite 148–164 s against 188 s, alternated; Performance,
+/// "Session 42"). Being memory, whatever a test makes there must go when it ends.
 public enum ScratchRoot {
     /// `INGEST_TEST_TMPDIR` when set; otherwise as above.
     public static let path: String = {
