@@ -1,5 +1,7 @@
 /// Where a running import stands, as its main context sees it: sent after every save
-/// the main context merges, and once more at the end (`isFinal`).
+/// the main context merges, and once more at the end (`isFinal`). On SQLite the split's
+/// end is such a save (the run's record takes the chunk count), so an event may come
+/// before any record is done: check `recordsThisRun` to act on records.
 public struct ImportProgress: Sendable, Equatable {
     /// Chunks in the feed; nil until the split has finished.
     public var chunksTotal: Int?
