@@ -156,7 +156,7 @@ extension PostgresBatchWriter {
         func linked(_ entity: Int, _ number: Int, _ slot: Int32) -> Int64? {
             state.batches[linkTargets[entity][number]].linkedPK(slot)
         }
-        do {
+        do throws(PostgresError) {
             for entity in order {
                 var entries = state.batches[entity].folded.indices.filter { state.batches[entity].folded[$0].op == UInt8(ascii: "i") }
                 guard !entries.isEmpty else { continue }
@@ -205,8 +205,8 @@ extension PostgresBatchWriter {
                     }
                     continue
                 }
-                // Processes that make the same related objects at once wait for each other
-                // here, and the later one links to the earlier one's rows instead of failing.
+                // Transactions that make the same related objects at once wait for each other
+                // here (`ON CONFLICT` waits for the other's end); see below for the later one.
                 usedStagingTables.insert(quoted("_new_\(entity)"))
                 try copy(copyStaged)
                 let made = try connection.execute(insertNew)
@@ -222,10 +222,20 @@ extension PostgresBatchWriter {
                     // need not be the bytes this writer keys it by.
                     state.result.history.add(plans[entity].info.name, .insert, rows: (0..<made.count).compactMap { made[$0, 1].flatMap { Int64($0) } })
                 }
-                let lost = entries.compactMap { index -> TextKey? in
-                    let slot = state.batches[entity].folded[index].slot
-                    return slot < 0 ? nil : state.batches[entity].keys[Int(slot)]
-                }.filter { !madeHere.contains($0) }
+                let lostSlots = entries.compactMap { index -> Int? in
+                    let slot = Int(state.batches[entity].folded[index].slot)
+                    return slot < 0 || madeHere.contains(state.batches[entity].keys[slot]) ? nil : slot
+                }
+                // Made by another transaction since the lookup. An object a record of this batch
+                // describes takes that record's values over the row under its rule, as any stored
+                // row does: the save runs again (a serialization failure), and its lookup finds
+                // the row. Linking to the row without them lost the record's values. An object
+                // only named here (a placeholder) links to the row: it has nothing to write.
+                if lostSlots.contains(where: { !state.batches[entity].placeholder[$0] }) {
+                    throw .server("an object this batch was to create was made by another transaction meanwhile; try again",
+                                  sqlState: .serializationFailure, sql: insertNew)
+                }
+                let lost = lostSlots.map { state.batches[entity].keys[$0] }
                 let found = try connection.execute(statements[entity].existing!, [Self.arrayLiteral(lost.map(\.text))])
                 for row in 0..<found.count {
                     guard let slot = state.batches[entity].slotOf[TextKey(try found.text(row, 0))] else { continue }

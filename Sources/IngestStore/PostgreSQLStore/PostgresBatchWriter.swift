@@ -17,9 +17,10 @@ import Foundation
 /// rows and whatever marker it writes; uniqueness is kept by the unique index; a record
 /// whose new row lacks a required value is rejected whole with a reason in the model's
 /// names; repeats of one key in a request are folded in record order, so the end state
-/// is the one writing them one by one would leave. A key that another process inserts
+/// is the one writing them one by one would leave. A key that another transaction inserts
 /// between this writer's lookup and its insert fails the write with SQLSTATE 40001, and
-/// the caller retries the transaction.
+/// the caller retries the transaction (unless the batch only names that object: it links
+/// to the other's row).
 ///
 /// One writer per connection (it keeps temporary staging tables there). The `reject`
 /// rule is not supported yet.
