@@ -58,6 +58,39 @@ struct PostgresOutsideWriterTests {
         #expect(link[0, 0] == author[0, 0])
     }
 
+    /// A server that gives up on lock waits (`lock_timeout`, as a database's owner may set
+    /// it) fails a save whose row another session holds: the save is tried again after a
+    /// pause, as after a deadlock, and ends once the row is free. Before, the run failed.
+    @Test(.timeLimit(.minutes(2)))
+    func aSaveThatTimesOutOnALockIsTriedAgainUntilTheRowIsFree() throws {
+        let server = try PostgresServer.database()
+        let dir = try TemporaryDirectory()
+        let pipeline = Array(UpdateRuleTests.pipelineText().utf8)
+        let first = try dir.write("a.ndjson", Array(#"{"id":"p0","title":"t0","author":{"id":1,"name":"one"}}"#.utf8) + [10])
+        _ = try Importer(pipeline: pipeline, options: Importer.Options(feed: first, store: server.url, workers: 1)).run()
+        let outside = try PostgresConnection(PostgresURL(server.url))
+        try outside.execute("ALTER DATABASE \(try outside.execute("SELECT quote_ident(current_database())").text(0, 0)) SET lock_timeout = '100ms'")
+        try outside.execute("BEGIN")
+        _ = try outside.execute(#"SELECT 1 FROM "Author" WHERE "id" = 1 FOR UPDATE"#)
+        let report = Outcome()
+        let done = DispatchSemaphore(value: 0)
+        let second = try dir.write("b.ndjson", Array(#"{"id":"p1","title":"t1","author":{"id":1,"name":"renamed"}}"#.utf8) + [10])
+        Thread.detachNewThread {
+            let result = Result { try Importer(pipeline: pipeline, options: Importer.Options(feed: second, store: server.url, workers: 1)).run() }
+            report.value.withLock { $0 = result }
+            done.signal()
+        }
+        // Several of the save's lock waits time out meanwhile.
+        usleep(700_000)
+        try outside.execute("COMMIT")
+        done.wait()
+        let imported = try #require(try report.value.withLock { $0 }?.get())
+        #expect(imported.records == 1 && imported.rejected == 0)
+        #expect((imported.retries ?? 0) > 0, "the save met the held row and was tried again")
+        let name = try outside.execute(#"SELECT "name" FROM "Author" WHERE "id" = 1"#)
+        #expect(name[0, 0] == "renamed")
+    }
+
     /// The import's report, from the thread that runs it.
     final class Outcome: Sendable {
         let value = Mutex<Result<ImportReport, any Error>?>(nil)

@@ -62,9 +62,10 @@ public enum PostgresError: Error, Sendable, Equatable, CustomStringConvertible, 
         return state.isInClass(.dataException) || state.isInClass(.integrityConstraintViolation) || state == .programLimitExceeded
     }
 
-    /// Whether the transaction lost to a concurrent one (a serialization failure or a
-    /// deadlock) and running it again may succeed.
+    /// Whether the transaction lost to a concurrent one or met a lock (a serialization
+    /// failure, a deadlock, a lock wait past `lock_timeout`, an object in use) and running it
+    /// again may succeed: as `StoreError.isTransactionConflict` says of the same failure.
     public var isTransactionConflict: Bool {
-        sqlState == .serializationFailure || sqlState == .deadlockDetected
+        reason == .transactionConflict || reason == .busy
     }
 }
