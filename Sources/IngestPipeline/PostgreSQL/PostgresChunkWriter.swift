@@ -2,6 +2,7 @@ import Foundation
 import IngestJSON
 import IngestStore
 import Logging
+import Synchronization
 
 /// The batch path's writer on PostgreSQL: each save is one `BatchSave` on the worker's
 /// own connection that moves the chunk's marker by compare-and-set (`ChunkLease.advance`),
@@ -42,16 +43,14 @@ final class PostgresChunkWriter: BatchChunkWriter {
         writer.prepare(request)
     }
 
-    /// Where this writer's last commit left the run: its chunk and the chunk's marker after it.
-    private var lastCommit: (chunk: Int, done: Int, ended: Bool)?
+    /// The last commit of this process's writers in the run, shared by them as what they
+    /// remember of stored objects is (`PostgresBatchWriter.known`).
+    var commits = PostgresProcessCommits()
 
     func save(_ prepared: PostgresBatchWriter.Prepared, _ save: ChunkSave) throws -> BatchResult {
         // Saves commit in feed order (`PostgresCommitTurns`): unless this save goes on from this
-        // writer's last commit, other writers committed in between.
-        let continues = lastCommit.map { last in
-            last.chunk == save.chunk.index ? last.done == save.from : last.ended && last.chunk + 1 == save.chunk.index && save.from == 0
-        } ?? false
-        if !continues { writer.othersWrote() }
+        // process's last commit, other processes committed in between.
+        if !commits.follows(save) { writer.othersWrote() }
         var saving = BatchSave(writer)
         saving.onRetry = { [logger] attempt, error in
             logger.debug("save retried", metadata: ["chunk": "\(save.chunk.index)", "attempt": "\(attempt)", "reason": "\(error)"])
@@ -60,6 +59,8 @@ final class PostgresChunkWriter: BatchChunkWriter {
             logger.debug("save retried record by record", metadata: ["reason": "\(error)"])
         }
         let lease = ChunkLease(run: run, chunk: save.chunk, done: save.from)
+        // Cleared by `committed` once the commit is through, or here when it failed.
+        defer { commits.committing(nil) }
         let result = try saving.run(prepared, author: "import run \(run) chunk \(save.chunk.index)") {
             try lease.advance(from: save.from, to: save.done, owner: owner, leaseSeconds: leaseSeconds, connection)
         } after: { result in
@@ -72,11 +73,55 @@ final class PostgresChunkWriter: BatchChunkWriter {
             try lease.recordSave(rejects: lines, members: save.members, records: result.records + rejects.count, done: save.done,
                                  process: process, connection)
             result.rejected = rejects.map { BatchRejection(record: $0.index, reason: $0.reason) }
+            commits.committing(save)
             return [:]
         }
         observer?.postSave(result.history, contextName: "import run \(run) chunk \(save.chunk.index)")
-        lastCommit = (save.chunk.index, save.done, save.done >= save.chunk.records)
+        commits.committed(save)
         if save.done >= save.chunk.records { turns?.finished(save.chunk.index) }
         return result
+    }
+}
+
+/// Where the last commit of one process's writers left a run: its chunk and the chunk's
+/// marker after it. A save that goes on from there follows it in feed order with no other
+/// process's commit between (`PostgresCommitTurns`).
+///
+/// The commit that finishes a chunk gives the next chunk its turn on the server (a waiting
+/// worker reads the chunk finished, or is notified) before its writer can say so here: a
+/// save that asks while another writer's commit is under way waits for that writer to say
+/// how it went. (Without the wait, the next chunk's save took the run as written by another
+/// process in a tenth of the chunks, and forgot what it knew of the objects' fields.)
+final class PostgresProcessCommits: @unchecked Sendable {
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var last: (chunk: Int, done: Int, ended: Bool)?
+    private var inFlight: (chunk: Int, done: Int)?
+
+    /// Whether `save` goes on from the last commit (once a commit under way has ended).
+    func follows(_ save: ChunkSave) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while inFlight != nil { condition.wait() }
+        guard let last else { return false }
+        return last.chunk == save.chunk.index ? last.done == save.from
+            : last.ended && last.chunk + 1 == save.chunk.index && save.from == 0
+    }
+
+    /// `save`'s transaction is about to commit (nil: it ended, committed or not).
+    func committing(_ save: ChunkSave?) {
+        condition.lock()
+        inFlight = save.map { ($0.chunk.index, $0.done) }
+        if save == nil { condition.broadcast() }
+        condition.unlock()
+    }
+
+    /// `save` committed.
+    func committed(_ save: ChunkSave) {
+        condition.lock()
+        last = (save.chunk.index, save.done, save.done >= save.chunk.records)
+        inFlight = nil
+        condition.broadcast()
+        condition.unlock()
     }
 }

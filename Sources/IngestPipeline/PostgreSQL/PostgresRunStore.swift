@@ -236,6 +236,10 @@ struct PostgresRunWorkers: RunWorkers {
     let keptFiles: KeptChunkFiles?
     let turns: PostgresCommitTurns
     let state: RunState
+    /// What this process's writers remember of stored objects, and their last commit: shared,
+    /// since the run's saves commit one after another in feed order.
+    let knownObjects = PostgresKnownObjects()
+    let commits = PostgresProcessCommits()
 
     func makeWorker(_ number: Int, _ logger: Logger) throws -> (source: any ChunkSource, path: ChunkWorker.Path) {
         let owner = "\(process)/\(number + 1)"
@@ -262,6 +266,8 @@ struct PostgresRunWorkers: RunWorkers {
                                                   leaseSeconds: record.leaseSeconds, logger: logger)
             chunkWriter.observer = join.options.coordinator
             chunkWriter.turns = turns
+            chunkWriter.commits = commits
+            writer.known = knownObjects
             return (source(claims), .batch(chunkWriter, rows))
         }
         // Discriminators, to-many mappings, the reject rule, links to itself: objects in a context.

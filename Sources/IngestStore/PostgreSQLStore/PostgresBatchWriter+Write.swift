@@ -102,19 +102,22 @@ extension PostgresBatchWriter {
 
     /// The keys stored already: remembered, or looked up (one query per entity).
     private func lookUpStoredKeys(_ state: inout WriteState) throws(PostgresError) {
+        let generation = known.generation
         for entity in plans.indices where !(assumesNewKeys && undestined[entity]) && !state.batches[entity].keys.isEmpty {
             var unknown: [String] = []
-            let remembering = !known[entity].isEmpty || !pending[entity].isEmpty
-            for slot in state.batches[entity].keys.indices {
-                let key = state.batches[entity].keys[slot]
-                if remembering, var memory = (pending[entity].isEmpty ? nil : pending[entity][key]) ?? known[entity][key] {
-                    // Others wrote since: the object's row number holds, its fields may not.
-                    if memory.generation != contentGeneration { memory.content = nil }
-                    state.batches[entity].stored[slot] = memory.pk
-                    state.batches[entity].remembered[slot] = memory
-                    state.batches[entity].placeholder[slot] = memory.mayBePlaceholder
-                } else {
-                    unknown.append(key.text)
+            known.withKnown(entity) { known in
+                let remembering = !known.isEmpty || !pending[entity].isEmpty
+                for slot in state.batches[entity].keys.indices {
+                    let key = state.batches[entity].keys[slot]
+                    if remembering, var memory = (pending[entity].isEmpty ? nil : pending[entity][key]) ?? known[key] {
+                        // Others wrote since: the object's row number holds, its fields may not.
+                        if memory.generation != generation { memory.content = nil }
+                        state.batches[entity].stored[slot] = memory.pk
+                        state.batches[entity].remembered[slot] = memory
+                        state.batches[entity].placeholder[slot] = memory.mayBePlaceholder
+                    } else {
+                        unknown.append(key.text)
+                    }
                 }
             }
             guard !unknown.isEmpty else { continue }
@@ -338,6 +341,7 @@ extension PostgresBatchWriter {
     /// writer remembered (it counts once the transaction commits). What another process
     /// made is not known to hold this write's fields.
     private func rememberWritten(_ state: WriteState) {
+        let contentGeneration = known.generation
         for entity in plans.indices where !undestined[entity] {
             let batch = state.batches[entity]
             // A key written in rounds holds the union of their fields: no one entry's hash says it.

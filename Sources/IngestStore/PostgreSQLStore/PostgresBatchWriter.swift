@@ -82,8 +82,9 @@ package final class PostgresBatchWriter: BatchWriting {
     /// Per entity linked to: what the writer remembers of its objects by key (`Known`), so
     /// that a related object repeated as it was costs no lookup and no staged row. Bounded;
     /// what a write adds waits in `pending` until its transaction commits (`didCommit`),
-    /// and only what differs from what was remembered is added.
-    var known: [[TextKey: Known]]
+    /// and only what differs from what was remembered is added. The writers of one run's
+    /// workers share it (set it before the first write).
+    package var known = PostgresKnownObjects()
     var pending: [[TextKey: Known]]
     static let knownLimit = 200_000
     /// Staging tables a write of the open transaction used. They empty on commit or
@@ -95,25 +96,21 @@ package final class PostgresBatchWriter: BatchWriting {
     /// Per entity and to-one column: the destination's plan.
     let linkTargets: [[Int]]
 
-    /// Bumped by `othersWrote`: what the writer remembers of objects' fields from before is not trusted.
-    var contentGeneration: UInt32 = 0
-
-    /// Other writers may have changed stored objects since this writer's last commit (a run's
-    /// chunks commit in feed order, and the chunk before this one was not this writer's):
-    /// the row numbers it remembers hold (a key keeps its row), the fields do not, so an
-    /// object given again as this writer last wrote it is written again, not skipped.
+    /// Other writers than those sharing `known` may have changed stored objects since the
+    /// last commit it learnt from (a run's chunks commit in feed order, and the chunk before
+    /// this one was another process's): the row numbers remembered hold (a key keeps its
+    /// row), the fields do not, so an object given again as it was last written here is
+    /// written again, not skipped.
     public func othersWrote() {
-        contentGeneration &+= 1
+        known.othersWrote()
     }
 
     /// The caller's transaction committed: what its writes taught holds from now on.
     public func didCommit() {
         usedStagingTables.removeAll()
+        guard pending.contains(where: { !$0.isEmpty }) else { return }
+        known.merge(pending, limit: Self.knownLimit)
         for entity in plans.indices where !pending[entity].isEmpty {
-            if known[entity].count + pending[entity].count > Self.knownLimit {
-                known[entity].removeAll(keepingCapacity: true)
-            }
-            known[entity].merge(pending[entity]) { $1 }
             pending[entity].removeAll(keepingCapacity: true)
         }
     }
@@ -171,8 +168,7 @@ package final class PostgresBatchWriter: BatchWriting {
             }
         }
         undestined = destined.map { !$0 }
-        known = Array(repeating: [:], count: plans.count)
-        pending = known
+        pending = Array(repeating: [:], count: plans.count)
         linkTargets = plans.map { plan in
             plan.info.toOneColumns.map { positions[plan.info.relationships[$0.relationship].destination]! }
         }
