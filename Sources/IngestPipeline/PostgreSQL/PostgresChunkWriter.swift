@@ -7,8 +7,9 @@ import Synchronization
 /// The batch path's writer on PostgreSQL: each save is one `BatchSave` on the worker's
 /// own connection that moves the chunk's marker by compare-and-set (`ChunkLease.advance`),
 /// writes the rows (`PostgresBatchWriter`), the rejects and the process's counts.
-/// `BatchSave` tries it again when it meets a deadlock or a key another process inserted
-/// meanwhile, and writes it record by record when the server refuses a record's data.
+/// `BatchSave` tries it again when it meets a deadlock, a lock wait past `lock_timeout` or
+/// a key another transaction inserted meanwhile, and writes it record by record when the
+/// server refuses a record's data.
 final class PostgresChunkWriter: BatchChunkWriter {
     let writer: PostgresBatchWriter
     let connection: PostgresConnection
@@ -60,7 +61,7 @@ final class PostgresChunkWriter: BatchChunkWriter {
         }
         let lease = ChunkLease(run: run, chunk: save.chunk, done: save.from)
         // Cleared by `committed` once the commit is through, or here when it failed.
-        defer { commits.committing(nil) }
+        defer { commits.ended(save) }
         let result = try saving.run(prepared, author: "import run \(run) chunk \(save.chunk.index)") {
             try lease.advance(from: save.from, to: save.done, owner: owner, leaseSeconds: leaseSeconds, connection)
         } after: { result in
@@ -76,8 +77,9 @@ final class PostgresChunkWriter: BatchChunkWriter {
             commits.committing(save)
             return [:]
         }
-        observer?.postSave(result.history, contextName: "import run \(run) chunk \(save.chunk.index)")
+        // Said before the coordinator's observers run: the next chunk's save waits for it.
         commits.committed(save)
+        observer?.postSave(result.history, contextName: "import run \(run) chunk \(save.chunk.index)")
         if save.done >= save.chunk.records { turns?.finished(save.chunk.index) }
         return result
     }
@@ -97,22 +99,27 @@ final class PostgresProcessCommits: @unchecked Sendable {
     private let condition = NSCondition()
     private var last: (chunk: Int, done: Int, ended: Bool)?
     private var inFlight: (chunk: Int, done: Int)?
+    /// How long a save waits for another writer's commit to be said before it takes the run
+    /// as written by others (always safe: it only costs lookups).
+    static let commitWait = 5.0
 
     /// Whether `save` goes on from the last commit (once a commit under way has ended).
     func follows(_ save: ChunkSave) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        while inFlight != nil { condition.wait() }
+        let deadline = Date(timeIntervalSinceNow: Self.commitWait)
+        while inFlight != nil {
+            guard condition.wait(until: deadline) else { return false }
+        }
         guard let last else { return false }
         return last.chunk == save.chunk.index ? last.done == save.from
             : last.ended && last.chunk + 1 == save.chunk.index && save.from == 0
     }
 
-    /// `save`'s transaction is about to commit (nil: it ended, committed or not).
-    func committing(_ save: ChunkSave?) {
+    /// `save`'s transaction is about to commit.
+    func committing(_ save: ChunkSave) {
         condition.lock()
-        inFlight = save.map { ($0.chunk.index, $0.done) }
-        if save == nil { condition.broadcast() }
+        inFlight = (save.chunk.index, save.done)
         condition.unlock()
     }
 
@@ -122,6 +129,17 @@ final class PostgresProcessCommits: @unchecked Sendable {
         last = (save.chunk.index, save.done, save.done >= save.chunk.records)
         inFlight = nil
         condition.broadcast()
+        condition.unlock()
+    }
+
+    /// `save` ended, committed or not: it is no longer under way (another writer's commit
+    /// under way is left as it is).
+    func ended(_ save: ChunkSave) {
+        condition.lock()
+        if let inFlight, inFlight == (save.chunk.index, save.done) {
+            self.inFlight = nil
+            condition.broadcast()
+        }
         condition.unlock()
     }
 }

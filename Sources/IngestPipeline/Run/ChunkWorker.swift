@@ -327,7 +327,8 @@ private struct BatchSaver<Writer: BatchChunkWriter> {
         do {
             var waited = 0.0
             if batch.first {
-                // Key lookups before the wait: they overlap the writes of the chunks before this one.
+                // The batch was mapped and staged before the wait, overlapping the writes of the
+                // chunks before this one; its keys are looked up in its transaction.
                 let waiting = StageTimes.now()
                 try batch.claimed.waitForTurn()
                 waited = StageTimes.now() - waiting

@@ -235,6 +235,8 @@ extension PostgresBatchWriter {
                 // the row. Linking to the row without them lost the record's values. An object
                 // only named here (a placeholder) links to the row: it has nothing to write.
                 if lostSlots.contains(where: { !state.batches[entity].placeholder[$0] }) {
+                    // A writer outside the run's: what is remembered of fields may be its too.
+                    known.othersWrote()
                     throw .server("an object this batch was to create was made by another transaction meanwhile; try again",
                                   sqlState: .serializationFailure, sql: insertNew)
                 }

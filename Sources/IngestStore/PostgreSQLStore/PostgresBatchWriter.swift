@@ -52,9 +52,10 @@ package final class PostgresBatchWriter: BatchWriting {
         /// The same, the row numbers left to the table's identity: for an entity no other
         /// links to, whose new rows' numbers the client never needs (nil without attributes).
         let copyNewUnnumbered: String?
-        /// For an entity others link to, whose new keys other processes may make at the same
-        /// moment: new rows go through `_new_N` and an INSERT that skips keys made meanwhile
-        /// (and says which it made), instead of failing the batch.
+        /// For an entity others link to, whose new keys other transactions may make at the
+        /// same moment: new rows go through `_new_N` and an INSERT that skips keys made
+        /// meanwhile and says which it made. The batch links to such a row when it only names
+        /// the object, and is tried again (40001) when it describes it.
         let stageNew: String?
         let copyStagedNew: String?
         let insertNew: String?
