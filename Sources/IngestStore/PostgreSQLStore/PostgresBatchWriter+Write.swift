@@ -218,16 +218,15 @@ extension PostgresBatchWriter {
                     if recordsHistory { state.result.history.add(plans[entity].info.name, .insert, rows: entries.map { batch.folded[$0].pk }) }
                     continue
                 }
-                var madeHere = Set<TextKey>()
-                for row in 0..<made.count { madeHere.insert(TextKey(try made.text(row, 0))) }
+                // The rows made here, by number: the server's text of a key (a date's, a bool's, a
+                // double's) need not be the bytes this writer keys it by; the numbers are its own.
+                let madeHere = Set((0..<made.count).compactMap { made[$0, 1].flatMap { Int64($0) } })
                 if recordsHistory {
-                    // The rows made here, by number: the server's text of a key (a date's, a bool's)
-                    // need not be the bytes this writer keys it by.
-                    state.result.history.add(plans[entity].info.name, .insert, rows: (0..<made.count).compactMap { made[$0, 1].flatMap { Int64($0) } })
+                    state.result.history.add(plans[entity].info.name, .insert, rows: madeHere.sorted())
                 }
                 let lostSlots = entries.compactMap { index -> Int? in
-                    let slot = Int(state.batches[entity].folded[index].slot)
-                    return slot < 0 || madeHere.contains(state.batches[entity].keys[slot]) ? nil : slot
+                    let entry = state.batches[entity].folded[index]
+                    return entry.slot < 0 || madeHere.contains(entry.pk) ? nil : Int(entry.slot)
                 }
                 // Made by another transaction since the lookup. An object a record of this batch
                 // describes takes that record's values over the row under its rule, as any stored
