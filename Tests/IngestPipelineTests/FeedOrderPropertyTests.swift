@@ -12,7 +12,9 @@ import Testing
 /// and 4 workers, and by several processes killed at random moments and then continued:
 /// each store ends exactly as a one-worker SQLite import leaves it, object by object and
 /// link by link, with the same rejects for the same reasons. The server's log shows no
-/// deadlock. `INGEST_FEED_ORDER_SEEDS=N` runs N seeds a case instead of 1, and every case on PostgreSQL.
+/// deadlock. `INGEST_FEED_ORDER_SEEDS=N` runs N seeds a case instead of 1, and every case on PostgreSQL;
+/// to reproduce one PostgreSQL failure, `INGEST_FEED_ORDER_CASE=K` runs only `cases[K]` there and
+/// `INGEST_FEED_ORDER_FROM=S` starts its seeds at S.
 /// Cases run side by side (each has its stores, and on PostgreSQL a server, of its own).
 @Suite struct FeedOrderPropertyTests {
     typealias Random = SplitMix64
@@ -42,6 +44,7 @@ import Testing
     /// once with `INGEST_STRESS` (all cases with `INGEST_FEED_ORDER_SEEDS` set); without it,
     /// three cases that between them use every rule and an ordered to-many update.
     static var postgresCases: [Case] {
+        if let only = ProcessInfo.processInfo.environment["INGEST_FEED_ORDER_CASE"].flatMap(Int.init) { return [cases[only]] }
         if ProcessInfo.processInfo.environment["INGEST_FEED_ORDER_SEEDS"] != nil { return cases }
         return Stress.pick([cases[0], cases[1], cases[3], cases[4], cases[6]], quick: [cases[1], cases[3], cases[6]])
     }
@@ -235,7 +238,7 @@ import Testing
     func anyPostgreSQLImportEndsAsOneWorkerOnSQLiteDoes(test: Case) throws {
         let server = try PostgresServer()
         let spec = try PipelineSpec.parse(Array(Self.pipeline(test).utf8))
-        for seed in 0..<Self.seeds {
+        for seed in (Int(ProcessInfo.processInfo.environment["INGEST_FEED_ORDER_FROM"] ?? "") ?? 0)..<Self.seeds {
             let dir = try TemporaryDirectory()
             let feeds = try Self.write(Self.feeds(seed: UInt64(seed) &* 7_919 &+ UInt64(test.testDescription.utf8.count), records: 150), seed: seed, dir: dir)
             let reference = try Self.reference(feeds, spec, dir: dir)

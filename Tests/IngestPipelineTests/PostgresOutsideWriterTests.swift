@@ -7,7 +7,8 @@ import IngestPipeline
 
 /// An import beside another writer of the same database (an application, say): a related
 /// object the other writer makes between the import's lookup of its key and its insert is
-/// linked to as it was made, and a save that meets `lock_timeout` is tried again.
+/// found and updated by the import's record, not linked to as it was made; a save that
+/// meets `lock_timeout` is tried again.
 @Suite(.enabled(if: PostgresServer.isAvailable, Comment(rawValue: PostgresServer.unavailableReason ?? "")))
 struct PostgresOutsideWriterTests {
     /// A store with author 1 (the tables made by a first import), where the import of
@@ -61,11 +62,10 @@ struct PostgresOutsideWriterTests {
     }
 
     /// The other writer inserts author 2 and commits only once the import's insert of the
-    /// same key waits for it: the import links its post to that row, which keeps the other
-    /// writer's name and email (the record's are not written over them: a retry of the save
-    /// for it was tried in session 43 and taken back, see `PostgresBatchWriter+Write`).
+    /// same key waits for it. Before, the import linked its post to that row and left its
+    /// name and email as the other writer made them: the record's values were lost.
     @Test(.timeLimit(.minutes(2)))
-    func anAuthorMadeElsewhereDuringTheImportsInsertIsLinkedAsTheOtherWriterMadeIt() throws {
+    func anAuthorMadeElsewhereDuringTheImportsInsertTakesTheRecordsValues() throws {
         let race = try Race(hold: #"INSERT INTO "Author" ("id", "name", "email") VALUES (2, 'outside', 'outside@example.com')"#,
                             line: #"{"id":"p1","title":"t1","author":{"id":2,"name":"feed","email":"feed@example.com"}}"#,
                             waitsIn: #"INSERT INTO "Author""#)
@@ -73,7 +73,7 @@ struct PostgresOutsideWriterTests {
         #expect(race.report.records == 1 && race.report.rejected == 0)
         let author = try race.watcher.execute(#"SELECT "_pk", "name", "email" FROM "Author" WHERE "id" = 2"#)
         #expect(author.count == 1)
-        #expect(author[0, 1] == "outside" && author[0, 2] == "outside@example.com", "the other writer's values")
+        #expect(author[0, 1] == "feed" && author[0, 2] == "feed@example.com", "the record's values, as if it came after the other writer")
         #expect(try race.watcher.execute(#"SELECT "_author" FROM "Post" WHERE "id" = 'p1'"#)[0, 0] == author[0, 0])
     }
 

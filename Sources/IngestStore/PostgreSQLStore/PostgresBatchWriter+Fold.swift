@@ -22,6 +22,12 @@ extension PostgresBatchWriter {
                 : nil
             if let reason {
                 state.reject(record, reason)
+                if assumesNewKeys {
+                    for rowIndex in range where undestined[request.rows[rowIndex].entity] && rowSlot[rowIndex] >= 0 {
+                        let entity = request.rows[rowIndex].entity
+                        state.rejectedAsNew.append((entity, state.batches[entity].keys[Int(rowSlot[rowIndex])]))
+                    }
+                }
                 continue
             }
             state.result.records += 1

@@ -60,6 +60,15 @@ extension PostgresBatchWriter {
         var state = WriteState(request: request, made: made, plans: plans)
         try lookUpStoredKeys(&state)
         fold(made.accepted, &state)
+        // A record rejected as new may be stored (kept under `keepExisting`, or lacking only
+        // what its stored row has): it never reaches the insert that would say so. Once one
+        // is found, every key is looked up, now and in later writes.
+        if assumesNewKeys, try anyStored(state.rejectedAsNew) {
+            assumesNewKeys = false
+            state = WriteState(request: request, made: made, plans: plans)
+            try lookUpStoredKeys(&state)
+            fold(made.accepted, &state)
+        }
         try numberNewRows(&state)
         try insertNewRows(&state)
         try markPlaceholders(state)
@@ -82,6 +91,8 @@ extension PostgresBatchWriter {
         var madeElsewhere: [Set<Int32>]
         /// Per entity and entry, the hash of what the entry gives (`contentHash`).
         var contents: [[Int]]
+        /// Keys of rejected records' rows taken as new without a lookup (`assumesNewKeys`).
+        var rejectedAsNew: [(entity: Int, key: TextKey)] = []
 
         init(request: BatchInsertRequest, made: Staged, plans: [BatchEntityPlan]) {
             self.request = request
@@ -98,6 +109,15 @@ extension PostgresBatchWriter {
         mutating func reject(_ record: Int, _ reason: String) {
             result.rejected.append(BatchRejection(record: request.records[record].number, reason: reason))
         }
+    }
+
+    /// Whether any of `keys` is stored (one query per entity).
+    private func anyStored(_ keys: [(entity: Int, key: TextKey)]) throws(PostgresError) -> Bool {
+        for entity in Set(keys.map(\.entity)).sorted() {
+            let texts = keys.filter { $0.entity == entity }.map(\.key.text)
+            if try connection.execute(statements[entity].existing!, [Self.arrayLiteral(texts)]).count > 0 { return true }
+        }
+        return false
     }
 
     /// The keys stored already: remembered, or looked up (one query per entity).
@@ -228,13 +248,17 @@ extension PostgresBatchWriter {
                     let entry = state.batches[entity].folded[index]
                     return entry.slot < 0 || madeHere.contains(entry.pk) ? nil : Int(entry.slot)
                 }
-                // Made by another transaction since the lookup: linked to as it made the row. An
-                // object a record of this batch describes keeps that transaction's values (the
-                // record's are not written over them; Reliability says so), and what is
-                // remembered of fields may be that writer's too. A retry instead (session 43)
-                // gave two more rejects than a one-worker import in FeedOrderPropertyTests'
-                // killed-process case (seed 2 of 6): the run's own saves can meet here.
-                if lostSlots.contains(where: { !state.batches[entity].placeholder[$0] }) { known.othersWrote() }
+                // Made by another transaction since the lookup. An object a record of this batch
+                // describes takes that record's values over the row under its rule, as any stored
+                // row does: the save runs again (a serialization failure), and its lookup finds
+                // the row. Linking to the row without them lost the record's values. An object
+                // only named here (a placeholder) links to the row: it has nothing to write.
+                if lostSlots.contains(where: { !state.batches[entity].placeholder[$0] }) {
+                    // A writer outside the run's: what is remembered of fields may be its too.
+                    known.othersWrote()
+                    throw .server("an object this batch was to create was made by another transaction meanwhile; try again",
+                                  sqlState: .serializationFailure, sql: insertNew)
+                }
                 let lost = lostSlots.map { state.batches[entity].keys[$0] }
                 let found = try connection.execute(statements[entity].existing!, [Self.arrayLiteral(lost.map(\.text))])
                 for row in 0..<found.count {

@@ -17,10 +17,10 @@ import Foundation
 /// rows and whatever marker it writes; uniqueness is kept by the unique index; a record
 /// whose new row lacks a required value is rejected whole with a reason in the model's
 /// names; repeats of one key in a request are folded in record order, so the end state
-/// is the one writing them one by one would leave. A key of an entity no other links to
-/// that another transaction inserts between this writer's lookup and its insert fails the
-/// write with SQLSTATE 40001, and the caller retries the transaction; a related object's
-/// key is linked to as the other transaction made it (its values stay that transaction's).
+/// is the one writing them one by one would leave. A key that another transaction inserts
+/// between this writer's lookup and its insert fails the write with SQLSTATE 40001, and
+/// the caller retries the transaction (unless the batch only names that object: it links
+/// to the other's row).
 ///
 /// One writer per connection (it keeps temporary staging tables there). The `reject`
 /// rule is not supported yet.
@@ -54,7 +54,8 @@ package final class PostgresBatchWriter: BatchWriting {
         let copyNewUnnumbered: String?
         /// For an entity others link to, whose new keys other transactions may make at the
         /// same moment: new rows go through `_new_N` and an INSERT that skips keys made
-        /// meanwhile (and says which it made): the batch links to such a row as it was made.
+        /// meanwhile and says which it made. The batch links to such a row when it only names
+        /// the object, and is tried again (40001) when it describes it.
         let stageNew: String?
         let copyStagedNew: String?
         let insertNew: String?
