@@ -87,6 +87,8 @@ package final class PostgresBatchWriter: BatchWriting {
     /// workers share it (set it before the first write).
     package var known = PostgresKnownObjects()
     var pending: [[TextKey: Known]]
+    /// The history position of the open transaction's save, once recorded (for `known`).
+    var openPosition: Int64?
     static let knownLimit = 200_000
     /// Staging tables a write of the open transaction used. They empty on commit or
     /// rollback (ON COMMIT DELETE ROWS); another write in the same transaction (the
@@ -99,18 +101,49 @@ package final class PostgresBatchWriter: BatchWriting {
 
     /// Other writers than those sharing `known` may have changed stored objects since the
     /// last commit it learnt from (a run's chunks commit in feed order, and the chunk before
-    /// this one was another process's): the row numbers remembered hold (a key keeps its
-    /// row), the fields do not, so an object given again as it was last written here is
-    /// written again, not skipped.
+    /// this one was another process's). With the saves in the history, the objects it says
+    /// were updated or deleted since are forgotten (looked up again), and what else is
+    /// remembered holds. Without it (or when that is more than `knownLimit` rows), the row
+    /// numbers remembered hold (a key keeps its row) and the fields do not: an object given
+    /// again as it was last written here is written again, not skipped.
     public func othersWrote() {
-        known.othersWrote()
+        guard let since = known.position, let changed = try? changedByOthers(since: since) else {
+            known.othersWrote()
+            return
+        }
+        known.forget(changed)
+    }
+
+    /// The rows of entities others link to that the history says were updated or deleted
+    /// after `position`, by entity (nil: more than is worth reading one by one, or the
+    /// history was purged past `position`). A run's saves commit one after another, and each
+    /// takes its position (its transaction ID) after the one before committed, so every other
+    /// process's save since this process's last commit is there.
+    private func changedByOthers(since position: Int64) throws -> [Int: Set<Int64>]? {
+        // A purge past `position` is a row without an entity: one round trip.
+        let rows = try connection.execute("""
+            SELECT entity, rows FROM \(quoted(HistoryLog.changesTable)) WHERE position > $1 AND kind <> 'insert'
+            UNION ALL SELECT NULL, NULL FROM \(quoted(PersistentStoreCoordinator.metadataTable)) WHERE key = $2 AND value::bigint > $1
+            """, [String(position), HistoryLog.purgedKey])
+        var changed: [Int: Set<Int64>] = [:]
+        var total = 0
+        for row in 0..<rows.count {
+            guard let name = rows[row, 0] else { return nil }
+            guard let entity = planIndex[name], !undestined[entity] else { continue }
+            guard let ranges = RowList.ranges(try rows.text(row, 1)) else { return nil }
+            total += ranges.reduce(0) { $0 + Int($1.count) }
+            if total > Self.knownLimit { return nil }
+            for range in ranges { changed[entity, default: []].formUnion(range) }
+        }
+        return changed
     }
 
     /// The caller's transaction committed: what its writes taught holds from now on.
     public func didCommit() {
         usedStagingTables.removeAll()
+        defer { openPosition = nil }
         guard pending.contains(where: { !$0.isEmpty }) else { return }
-        known.merge(pending, limit: Self.knownLimit)
+        known.merge(pending, limit: Self.knownLimit, position: openPosition)
         for entity in plans.indices where !pending[entity].isEmpty {
             pending[entity].removeAll(keepingCapacity: true)
         }
@@ -119,6 +152,7 @@ package final class PostgresBatchWriter: BatchWriting {
     /// The caller's transaction rolled back: forget what its writes would have taught.
     public func didRollBack() {
         usedStagingTables.removeAll()
+        openPosition = nil
         for entity in plans.indices where !pending[entity].isEmpty {
             pending[entity].removeAll(keepingCapacity: true)
         }
@@ -300,7 +334,7 @@ extension PostgresBatchWriter {
     /// transaction (a save's last writes: it notifies history followers on commit).
     /// - Throws: `StoreError.postgres` when the server refuses it.
     package func recordHistory(_ changes: HistoryChanges, author: String) throws {
-        try HistoryLog.record(changes, author: author, on: StoreConnection(kind: .postgres(connection)))
+        openPosition = try HistoryLog.record(changes, author: author, on: StoreConnection(kind: .postgres(connection)))
     }
 
     /// Records what `result` (and the writes merged into it) changed as one history

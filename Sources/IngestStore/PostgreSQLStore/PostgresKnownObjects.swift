@@ -15,6 +15,9 @@ package final class PostgresKnownObjects: Sendable {
     private struct State {
         var known: [[TextKey: PostgresBatchWriter.Known]] = []
         var generation: UInt32 = 0
+        /// The history position of the last commit that taught something here, when the
+        /// saves are in the history.
+        var position: Int64?
     }
 
     private let state = Mutex(State())
@@ -30,6 +33,19 @@ package final class PostgresKnownObjects: Sendable {
         state.withLock { $0.generation &+= 1 }
     }
 
+    /// The history position of the last commit merged here (nil: none, or no history).
+    var position: Int64? { state.withLock { $0.position } }
+
+    /// Forgets the objects whose rows are `changed` (by entity), which other writers updated
+    /// or deleted: they are looked up again. What else is remembered stays trusted.
+    func forget(_ changed: [Int: Set<Int64>]) {
+        state.withLock { state in
+            for (entity, rows) in changed where entity < state.known.count && !rows.isEmpty {
+                state.known[entity] = state.known[entity].filter { !rows.contains($0.value.pk) }
+            }
+        }
+    }
+
     /// `body` with what is remembered of `entity`'s objects, under the lock (keep it short).
     func withKnown<T>(_ entity: Int, _ body: ([TextKey: PostgresBatchWriter.Known]) -> T) -> T {
         state.withLock { state in
@@ -39,8 +55,11 @@ package final class PostgresKnownObjects: Sendable {
 
     /// A writer's transaction committed: what it taught (`pending`, by entity) holds from now
     /// on. An entity's memory past `limit` objects starts again empty.
-    func merge(_ pending: [[TextKey: PostgresBatchWriter.Known]], limit: Int) {
+    func merge(_ pending: [[TextKey: PostgresBatchWriter.Known]], limit: Int, position: Int64?) {
         state.withLock { state in
+            // A commit without one leaves the one before: an earlier position only makes
+            // `forget` read more of the history than it needs.
+            if let position { state.position = max(position, state.position ?? position) }
             if state.known.count < pending.count {
                 state.known += Array(repeating: [:], count: pending.count - state.known.count)
             }
