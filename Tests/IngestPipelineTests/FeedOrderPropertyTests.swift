@@ -2,7 +2,6 @@ import Foundation
 import IngestJSON
 import IngestStore
 import IngestTestSupport
-import Synchronization
 import Testing
 @testable import IngestPipeline
 
@@ -247,19 +246,9 @@ import Testing
                 let url = try server.createDatabase("s\(seed)_w\(workers)_p\(processes)")
                 let options = PostgresImportOptions(workers: workers, saveEvery: 3, chunkSize: 8)
                 for feed in feeds {
-                    let started = try PostgresImport.start(feed: feed, pipeline: Array(Self.pipeline(test).utf8), url: try PostgresURL(url), options: options)
-                    let failures = Mutex<[String]>([])
-                    let group = DispatchGroup()
-                    for _ in 0..<processes {
-                        let join = PostgresJoin(url: try PostgresURL(url), options: options)
-                        group.enter()
-                        Thread.detachNewThread {
-                            defer { group.leave() }
-                            do { _ = try join.run(run: started.run) } catch { failures.withLock { $0.append("\(error)") } }
-                        }
-                    }
-                    group.wait()
-                    #expect(failures.withLock { $0 } == [])
+                    let outcomes = try PostgresJoins.importRun(feed, pipeline: Array(Self.pipeline(test).utf8), url: url, options: options,
+                                                               processes: processes)
+                    #expect(outcomes.compactMap(\.failure) == [])
                 }
                 let what = "\(processes) processes of \(workers) workers, seed \(seed)"
                 Self.expectEqual(try Self.graph(try PersistentStoreCoordinator(existingStoreAt: url, readOnly: true), spec.model), reference, what)

@@ -1,7 +1,6 @@
 import Foundation
 import IngestStore
 import IngestTestSupport
-import Synchronization
 import Testing
 @testable import IngestPipeline
 
@@ -52,20 +51,8 @@ struct PostgresWorkersKnowledgeTests {
         for processes in [1, 2] {
             let server = try PostgresServer.database()
             let options = PostgresImportOptions(workers: 1, saveEvery: 10, chunkSize: 10)
-            let started = try PostgresImport.start(feed: feed, pipeline: pipeline, url: try PostgresURL(server.url), options: options)
-            let chunks = Mutex<[Int]>([])
-            let group = DispatchGroup()
-            for _ in 0..<processes {
-                let join = PostgresJoin(url: try PostgresURL(server.url), options: options)
-                group.enter()
-                Thread.detachNewThread {
-                    defer { group.leave() }
-                    let report = try? join.run(run: started.run)
-                    chunks.withLock { $0.append(report?.chunks ?? -1) }
-                }
-            }
-            group.wait()
-            let done = chunks.withLock { $0 }
+            let done = try PostgresJoins.importRun(feed, pipeline: pipeline, url: server.url, options: options, processes: processes)
+                .map { $0.report?.chunks ?? -1 }
             #expect(done.count == processes && done.allSatisfy { $0 > 0 } && done.reduce(0, +) == 200, "chunks by process: \(done)")
             let watcher = try PostgresConnection(PostgresURL(server.url))
             scans[processes] = try watcher.execute(#"SELECT coalesce(idx_scan, 0) + coalesce(seq_scan, 0) FROM pg_stat_user_tables WHERE relname = 'Author'"#).int(0, 0)
@@ -96,21 +83,8 @@ struct PostgresWorkersKnowledgeTests {
         let feed = try dir.write("posts.ndjson", Array((lines.joined(separator: "\n") + "\n").utf8))
         let server = try PostgresServer.database()
         let options = PostgresImportOptions(workers: 1, saveEvery: 3, chunkSize: 3)
-        let started = try PostgresImport.start(feed: feed, pipeline: Array(UpdateRuleTests.pipelineText().utf8), url: try PostgresURL(server.url),
-                                               options: options)
-        let chunks = Mutex<[Int]>([])
-        let group = DispatchGroup()
-        for _ in 0..<2 {
-            let join = PostgresJoin(url: try PostgresURL(server.url), options: options)
-            group.enter()
-            Thread.detachNewThread {
-                defer { group.leave() }
-                let report = try? join.run(run: started.run)
-                chunks.withLock { $0.append(report?.chunks ?? -1) }
-            }
-        }
-        group.wait()
-        let done = chunks.withLock { $0 }
+        let done = try PostgresJoins.importRun(feed, pipeline: Array(UpdateRuleTests.pipelineText().utf8), url: server.url, options: options, processes: 2)
+            .map { $0.report?.chunks ?? -1 }
         #expect(done.count == 2 && done.allSatisfy { $0 > 0 } && done.reduce(0, +) == 60, "chunks by process: \(done)")
         let watcher = try PostgresConnection(PostgresURL(server.url))
         let names = try watcher.execute(#"SELECT "name" FROM "Author" ORDER BY "id""#)
