@@ -2,7 +2,6 @@ import Foundation
 import IngestJSON
 import IngestStore
 import Logging
-import Synchronization
 
 /// The batch path's writer on PostgreSQL: each save is one `BatchSave` on the worker's
 /// own connection that moves the chunk's marker by compare-and-set (`ChunkLease.advance`),

@@ -113,9 +113,8 @@ extension PostgresBatchWriter {
 
     /// Whether any of `keys` is stored (one query per entity).
     private func anyStored(_ keys: [(entity: Int, key: TextKey)]) throws(PostgresError) -> Bool {
-        for entity in Set(keys.map(\.entity)).sorted() {
-            let texts = keys.filter { $0.entity == entity }.map(\.key.text)
-            if try connection.execute(statements[entity].existing!, [Self.arrayLiteral(texts)]).count > 0 { return true }
+        for (entity, given) in Dictionary(grouping: keys, by: \.entity) {
+            if try connection.execute(statements[entity].existing!, [Self.arrayLiteral(given.map(\.key.text))]).count > 0 { return true }
         }
         return false
     }

@@ -41,7 +41,10 @@ package final class PostgresKnownObjects: Sendable {
     func forget(_ changed: [Int: Set<Int64>]) {
         state.withLock { state in
             for (entity, rows) in changed where entity < state.known.count && !rows.isEmpty {
-                state.known[entity] = state.known[entity].filter { !rows.contains($0.value.pk) }
+                // Removed in place: a filtered copy would rebuild a memory of up to `knownLimit`
+                // objects at every other process's commit, for the few it changed.
+                let gone = state.known[entity].compactMap { rows.contains($0.value.pk) ? $0.key : nil }
+                for key in gone { state.known[entity].removeValue(forKey: key) }
             }
         }
     }
