@@ -91,19 +91,21 @@ struct ChunkLease: Sendable {
         // --abandon-run of it (which locks the row FOR UPDATE first) wait for this save, and
         // every later save see it abandoned; the split's updates of the run's record (no key
         // changes) go on beside it.
-        guard try connection.execute("SELECT 1 FROM _ingest_runs WHERE run = $1 AND state = 'running' FOR KEY SHARE",
-                                     [String(run)]).count == 1 else { throw Lost() }
         // The marker must still read what this worker last saved: a compare-and-set on top
-        // of the owner check, so no two claims of one chunk can both write.
-        let changed = try connection.execute("""
+        // of the owner check, so no two claims of one chunk can both write. Both statements
+        // in one round trip; the update runs after the lock is taken, as it would alone.
+        let results = try connection.pipeline([
+            ("SELECT 1 FROM _ingest_runs WHERE run = $1 AND state = 'running' FOR KEY SHARE", [String(run)]),
+            ("""
             UPDATE _ingest_chunks SET done = $3, lease_until = now() + make_interval(secs => $5),
                 finished = CASE WHEN $3::integer >= records THEN now() END,
                 bytes = CASE WHEN $3::integer >= records THEN ''::bytea ELSE bytes END
             WHERE run = $1 AND number = $2 AND owner = $4 AND finished IS NULL AND done = $6
-            """, [String(run), String(number), String(done), owner, String(leaseSeconds), String(previous)]).changed
-        if changed != 1 { throw Lost() }
+            """, [String(run), String(number), String(done), owner, String(leaseSeconds), String(previous)]),
+        ])
+        guard results[0].count == 1, results[1].changed == 1 else { throw Lost() }
         // Delivered when the save commits: the workers waiting for this chunk go on (`PostgresCommitTurns`).
-        if done >= records { try connection.execute("NOTIFY \(PostgresCommitTurns.channel)") }
+        if done >= records { connection.enqueue("NOTIFY \(PostgresCommitTurns.channel)") }
     }
 
     /// Inside a save's transaction, after `advance`: the save's rejects (record index and
@@ -111,16 +113,17 @@ struct ChunkLease: Sendable {
     /// `records` of them done, the chunk finished at `done`.
     func recordSave(rejects: [(index: Int, json: String)], members: MemberCensus, records: Int, done: Int, process: String,
                     _ connection: PostgresConnection) throws {
+        // Their rows are not read: sent with the save's next statements (its history, its commit).
         for (index, json) in rejects {
-            try connection.execute("INSERT INTO _ingest_rejects VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                                   [String(run), String(number), String(index), json])
+            connection.enqueue("INSERT INTO _ingest_rejects VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                               [String(run), String(number), String(index), json])
         }
         if !members.isEmpty {
-            try connection.execute("INSERT INTO _ingest_members VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                                   [String(run), String(number), String(done), try ImportMarker.jsonLine(members)])
+            connection.enqueue("INSERT INTO _ingest_members VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                               [String(run), String(number), String(done), try ImportMarker.jsonLine(members)])
         }
-        try connection.execute("UPDATE _ingest_processes SET records = records + $2, chunks = chunks + $3, heartbeat = now() WHERE id = $1",
-                               [process, String(records), done >= self.records ? "1" : "0"])
+        connection.enqueue("UPDATE _ingest_processes SET records = records + $2, chunks = chunks + $3, heartbeat = now() WHERE id = $1",
+                           [process, String(records), done >= self.records ? "1" : "0"])
     }
 }
 

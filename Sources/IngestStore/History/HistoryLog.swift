@@ -62,8 +62,9 @@ enum HistoryLog {
                 arguments += [.int(position), .int(Int64(seq)), .string(row.entity), .string(row.kind), .string(row.rows),
                               row.properties.map(Value.string), row.tombstone.map(Value.string)]
             }
-            try connection.execute("INSERT INTO \(quoted(changesTable)) (position, seq, entity, kind, rows, properties, tombstone) VALUES \(placeholders)",
-                                   arguments)
+            // With the commit on PostgreSQL: a save's last writes are its history's.
+            try connection.executeLater("INSERT INTO \(quoted(changesTable)) (position, seq, entity, kind, rows, properties, tombstone) VALUES \(placeholders)",
+                                        arguments)
         }
         return position
     }

@@ -16,7 +16,9 @@ extension PostgresBatchWriter {
     package func request(of prepared: Prepared) -> BatchInsertRequest { prepared.request }
 
     package func inTransaction<T>(_ body: () throws -> T) throws -> T {
-        try connection.execute("BEGIN")
+        // Sent with the save's first statement (`PostgresConnection.enqueue`), and so are the
+        // savepoint's statements below.
+        connection.enqueue("BEGIN")
         do {
             let value = try body()
             try connection.execute("COMMIT")
@@ -28,10 +30,11 @@ extension PostgresBatchWriter {
     }
 
     package func behindSavepoint<T>(_ body: () throws -> T) throws -> T {
-        try connection.execute("SAVEPOINT batch")
+        connection.enqueue("SAVEPOINT batch")
         do {
             let value = try body()
-            try connection.execute("RELEASE SAVEPOINT batch")
+            // Its failure is thrown by the save's next statement, in the transaction's catch.
+            connection.enqueue("RELEASE SAVEPOINT batch")
             return value
         } catch {
             // A connection lost or a transaction already aborted by the failure is the outer error's to report.

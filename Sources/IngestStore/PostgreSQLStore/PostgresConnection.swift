@@ -41,10 +41,26 @@ package final class PostgresConnection {
 
     deinit { PQfinish(raw) }
 
-    /// Runs `sql` with `parameters` bound as `$1`, `$2`… (text form; nil is NULL).
-    /// - Throws: `PostgresError.server` with the server's message and SQLSTATE.
+    /// Statements `enqueue` holds for the next round trip.
+    private var queued: [(sql: String, parameters: [String?])] = []
+
+    /// Sends `sql` (with `parameters`) together with the next statement this connection
+    /// runs, in one round trip (libpq's pipeline mode), rather than waiting for it alone: for
+    /// statements whose rows nobody reads (`BEGIN`, `SAVEPOINT`, a count's update). A save
+    /// on PostgreSQL was about twenty round trips, each a wake-up of the client and of the
+    /// server on cores the mapping shares (Performance, "Session 45"). Its failure is thrown
+    /// by the statement it went with, which then does not run (nor anything after it).
+    package func enqueue(_ sql: String, _ parameters: [String?] = []) {
+        queued.append((sql, parameters))
+    }
+
+    /// Runs `sql` with `parameters` bound as `$1`, `$2`… (text form; nil is NULL), with the
+    /// statements `enqueue` holds before it.
+    /// - Throws: `PostgresError.server` with the server's message and SQLSTATE (a held
+    ///   statement's, when one failed).
     @discardableResult
     package func execute(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> PostgresRows {
+        guard queued.isEmpty else { return try pipeline([(sql, parameters)])[0] }
         let result: OpaquePointer?
         if parameters.isEmpty {
             result = PQexecParams(raw, sql, 0, nil, nil, nil, nil, 0)
@@ -60,11 +76,88 @@ package final class PostgresConnection {
         return try PostgresRows(checking: result, connection: raw, sql: sql)
     }
 
+    /// Runs `statements` (each `sql` with its text-form `parameters`) in one round trip,
+    /// after the statements `enqueue` holds, and returns their rows in order.
+    /// - Throws: `PostgresError.server` for the first statement that failed (the ones after
+    ///   it do not run), or `.connectionException` when the connection broke meanwhile.
+    package func pipeline(_ statements: [(sql: String, parameters: [String?])]) throws(PostgresError) -> [PostgresRows] {
+        let held = queued
+        queued.removeAll()
+        let all = held + statements
+        guard PQenterPipelineMode(raw) == 1 else {
+            // Not idle, or a libpq without pipelines: one statement after another.
+            var rows: [PostgresRows] = []
+            for (sql, parameters) in all { rows.append(try execute(sql, parameters)) }
+            return Array(rows.suffix(statements.count))
+        }
+        var firstError: PostgresError?
+        var rows: [PostgresRows] = []
+        var sent = 0
+        for (sql, parameters) in all {
+            let copies = parameters.map { $0.map { strdup($0) } ?? nil }
+            defer { for copy in copies { free(copy) } }
+            let queuedOK = copies.withUnsafeBufferPointer { values in
+                values.baseAddress.map { base in
+                    base.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: values.count) { pointer in
+                        PQsendQueryParams(raw, sql, Int32(values.count), nil, pointer, nil, nil, 0)
+                    }
+                } ?? PQsendQueryParams(raw, sql, 0, nil, nil, nil, nil, 0)
+            }
+            guard queuedOK == 1 else {
+                firstError = .server(PostgresURL.trimmed(String(cString: PQerrorMessage(raw))), sqlState: .connectionException, sql: sql)
+                break
+            }
+            sent += 1
+        }
+        if PQpipelineSync(raw) != 1, firstError == nil {
+            firstError = .server(PostgresURL.trimmed(String(cString: PQerrorMessage(raw))), sqlState: .connectionException, sql: all[0].sql)
+        }
+        // Each statement's results end with a null; the pipeline's with its sync point.
+        for index in 0..<sent {
+            var statementRows: PostgresRows?
+            while let result = PQgetResult(raw) {
+                if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
+                    PQclear(result)
+                    continue
+                }
+                do throws(PostgresError) {
+                    statementRows = try PostgresRows(checking: result, connection: raw, sql: all[index].sql)
+                } catch {
+                    if firstError == nil { firstError = error }
+                }
+            }
+            if index >= held.count, let statementRows { rows.append(statementRows) }
+            if PQstatus(raw) == CONNECTION_BAD { break }
+        }
+        if PQstatus(raw) != CONNECTION_BAD {
+            while let result = PQgetResult(raw) {
+                let status = PQresultStatus(result)
+                PQclear(result)
+                if status == PGRES_PIPELINE_SYNC { break }
+            }
+            PQexitPipelineMode(raw)
+        }
+        if let firstError { throw firstError }
+        guard rows.count == statements.count else {
+            throw .server(PostgresURL.trimmed(String(cString: PQerrorMessage(raw))), sqlState: .connectionFailure,
+                          sql: statements.first?.sql ?? "")
+        }
+        return rows
+    }
+
+    /// Runs the statements `enqueue` holds, when there are any, in one round trip.
+    /// - Throws: `PostgresError.server` for the first that failed.
+    private func sendQueued() throws(PostgresError) {
+        guard !queued.isEmpty else { return }
+        _ = try pipeline([])
+    }
+
     /// Runs `sql` with `parameters` bound as `$1`, `$2`… in text form, and `bytes` as the
     /// last parameter in binary form (a `bytea` sent as it is: no hex on either side).
     /// - Throws: `PostgresError.server`.
     @discardableResult
     package func execute(_ sql: String, _ parameters: [String], bytes: [UInt8]) throws(PostgresError) -> PostgresRows {
+        try sendQueued()
         let copies = parameters.map { strdup($0) }
         defer { for copy in copies { free(copy) } }
         let result = bytes.withUnsafeBufferPointer { data -> OpaquePointer? in
@@ -81,6 +174,7 @@ package final class PostgresConnection {
     /// binary form: half the bytes of its text form), or nil when there is no row.
     /// - Throws: `PostgresError.server`.
     package func fetchBytes(_ sql: String, _ parameters: [String]) throws(PostgresError) -> [UInt8]? {
+        try sendQueued()
         let copies = parameters.map { strdup($0) }
         defer { for copy in copies { free(copy) } }
         let result = copies.withUnsafeBufferPointer { values in
@@ -155,6 +249,8 @@ package final class PostgresConnection {
 
     /// Sends `copy`, a `COPY … FROM STDIN`; the server then waits for its rows.
     private func startCopy(_ copy: String) throws(PostgresError) {
+        // COPY has no place in a pipeline: what is held goes first, in a round trip of its own.
+        try sendQueued()
         let start = PQexec(raw, copy)
         guard PQresultStatus(start) == PGRES_COPY_IN else {
             _ = try PostgresRows(checking: start, connection: raw, sql: copy)
@@ -184,7 +280,8 @@ package final class PostgresConnection {
 
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
     package func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN")
+        // Sent with the body's first statement.
+        enqueue("BEGIN")
         do {
             let value = try body()
             try execute("COMMIT")
@@ -209,6 +306,7 @@ package final class PostgresConnection {
             return any
         }
         if drained() { return true }
+        try sendQueued()
         var socket = pollfd(fd: PQsocket(raw), events: Int16(POLLIN), revents: 0)
         guard socket.fd >= 0 else { throw .connection(target: target, reason: "the connection has no socket") }
         // poll(2) takes an Int32 of milliseconds: a longer wait would trap converting to it.
@@ -244,70 +342,6 @@ package final class PostgresConnection {
 
     /// Whether the connection still works (a statement failed because the server went away, say).
     package var isOK: Bool { PQstatus(raw) == CONNECTION_OK }
-}
-
-/// A statement's result rows, in text form. Read server data with the throwing accessors
-/// (`text`, `int`, `int64`, `double`, `flag`): a NULL or a value of another type where one
-/// was expected throws `PostgresError.unexpectedResult` instead of stopping the process.
-package final class PostgresRows {
-    private let result: OpaquePointer?
-    package let count: Int
-    package let columns: Int
-    /// The statement that made the rows, for errors.
-    package let sql: String
-
-    init(checking result: OpaquePointer?, connection: OpaquePointer, sql: String) throws(PostgresError) {
-        self.sql = sql
-        let status = result.map { PQresultStatus($0) } ?? PGRES_FATAL_ERROR
-        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_COPY_IN else {
-            let message: String
-            var state = PostgresError.SQLState.internalError
-            if let result {
-                message = String(cString: PQresultErrorMessage(result))
-                if let code = PQresultErrorField(result, Int32(UInt8(ascii: "C"))) {
-                    state = .init(rawValue: String(cString: code))
-                } else if PQstatus(connection) == CONNECTION_BAD {
-                    // libpq's own report of a lost server ("server closed the connection
-                    // unexpectedly") carries no SQLSTATE: the connection's status says what it is.
-                    state = .connectionFailure
-                }
-                PQclear(result)
-            } else {
-                // No result at all: libpq could not send the statement ("no connection to the server").
-                message = String(cString: PQerrorMessage(connection))
-                state = .connectionException
-            }
-            throw .server(PostgresURL.trimmed(message.replacingOccurrences(of: "ERROR:  ", with: "")), sqlState: state, sql: sql)
-        }
-        self.result = result
-        count = Int(PQntuples(result))
-        columns = Int(PQnfields(result))
-    }
-
-    deinit { if let result { PQclear(result) } }
-
-    /// The value at `row`, `column`, or nil for NULL.
-    package subscript(row: Int, column: Int) -> String? {
-        guard PQgetisnull(result, Int32(row), Int32(column)) == 0 else { return nil }
-        return String(cString: PQgetvalue(result, Int32(row), Int32(column)))
-    }
-
-    /// Whether the value at `row`, `column` is NULL.
-    func isNull(row: Int, column: Int) -> Bool { PQgetisnull(result, Int32(row), Int32(column)) != 0 }
-
-    /// The type of a result column (PostgreSQL's `pg_type` OID: 20 is `bigint`, 701 `double precision`).
-    func typeOID(column: Int) -> UInt32 { UInt32(PQftype(result, Int32(column))) }
-
-    /// The raw bytes of a binary-format result's value, or nil for none.
-    func bytes(row: Int, column: Int) -> [UInt8]? {
-        guard row < count, column < columns, PQgetisnull(result, Int32(row), Int32(column)) == 0,
-              let value = PQgetvalue(result, Int32(row), Int32(column)) else { return nil }
-        let length = Int(PQgetlength(result, Int32(row), Int32(column)))
-        return Array(UnsafeRawBufferPointer(start: value, count: length))
-    }
-
-    /// Rows changed by an INSERT, UPDATE or DELETE.
-    package var changed: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
 }
 
 /// The rows of a `COPY … FROM STDIN` under way (`PostgresConnection.copyIn(_:write:)`).

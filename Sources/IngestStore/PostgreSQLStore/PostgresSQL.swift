@@ -7,6 +7,25 @@ enum PostgresSQL {
     /// - Throws: `StoreError.postgres` with the server's message and SQLSTATE.
     @discardableResult
     static func run(_ sql: String, _ arguments: [Value?], on connection: PostgresConnection) throws -> PostgresRows {
+        let formatted = try formatted(arguments)
+        do {
+            return try connection.execute(numbered(sql, types: formatted.map { $0?.type }), formatted.map { $0?.text })
+        } catch {
+            throw StoreError.postgres(error)
+        }
+    }
+
+    /// Sends `sql` with `arguments` together with the connection's next statement
+    /// (`PostgresConnection.enqueue`): its failure is thrown by that statement.
+    /// - Throws: `StoreError.postgres` for a value PostgreSQL cannot hold.
+    static func enqueue(_ sql: String, _ arguments: [Value?], on connection: PostgresConnection) throws {
+        let formatted = try formatted(arguments)
+        connection.enqueue(numbered(sql, types: formatted.map { $0?.type }), formatted.map { $0?.text })
+    }
+
+    /// `arguments` in text form with their types.
+    /// - Throws: `StoreError.postgres` for text holding NUL.
+    private static func formatted(_ arguments: [Value?]) throws -> [(text: String, type: String)?] {
         // libpq takes C strings: a NUL would silently cut the value short.
         for case let value? in arguments {
             if case .string(let text) = value, text.utf8.contains(0) {
@@ -16,12 +35,7 @@ enum PostgresSQL {
                 throw StoreError.postgres(.unsupported("a decimal holding U+0000 (NUL)"))
             }
         }
-        let formatted = arguments.map { $0.map(PostgresValues.format) }
-        do {
-            return try connection.execute(numbered(sql, types: formatted.map { $0?.type }), formatted.map { $0?.text })
-        } catch {
-            throw StoreError.postgres(error)
-        }
+        return arguments.map { $0.map(PostgresValues.format) }
     }
 
     /// `sql` with each `?` (the next parameter) and `?n` (parameter n) as `$n`, cast to the

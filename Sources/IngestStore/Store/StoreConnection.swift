@@ -43,6 +43,17 @@ struct StoreConnection {
         }
     }
 
+    /// Runs a statement whose result nobody reads: on PostgreSQL it goes with the
+    /// connection's next statement, in one round trip (`PostgresConnection.enqueue`), and
+    /// that statement throws its failure; on SQLite it runs now.
+    /// - Throws: `StoreError.database` (SQLite), or a value PostgreSQL cannot hold.
+    func executeLater(_ sql: String, _ arguments: [Value?] = []) throws {
+        switch kind {
+        case .sqlite(let db): _ = try db.storeExecute(sql, arguments)
+        case .postgres(let connection): try PostgresSQL.enqueue(sql, arguments, on: connection)
+        }
+    }
+
     /// The first column of the first row as an integer, or nil (no row, or NULL).
     /// - Throws: `StoreError.database`.
     func int64(_ sql: String, _ arguments: [Value?] = []) throws -> Int64? {
