@@ -65,6 +65,37 @@ struct PostgresPipelineTests {
         #expect(try labels(connection) == ["kept"])
     }
 
+    @Test func thousandsOfHeldStatementsGoInSlicesAndAllRun() throws {
+        let connection = try connection()
+        let count = PostgresConnection.pipelineSlice * 20 + 7
+        let padding = String(repeating: "x", count: 1_000)
+        connection.enqueue("BEGIN")
+        for n in 1...count { connection.enqueue("INSERT INTO t VALUES ($1, $2)", [String(n), padding]) }
+        let rows = try connection.execute("SELECT count(*), sum(n) FROM t")
+        try connection.execute("COMMIT")
+        #expect(try rows.int(0, 0) == count)
+        #expect(try rows.int(0, 1) == count * (count + 1) / 2)
+    }
+
+    @Test func aFailureInALaterSliceIsTheErrorThrown() throws {
+        let connection = try connection()
+        connection.enqueue("BEGIN")
+        for n in 1...(PostgresConnection.pipelineSlice * 3) {
+            // The second slice's tenth statement repeats the first key.
+            let key = n == PostgresConnection.pipelineSlice + 10 ? 1 : n
+            connection.enqueue("INSERT INTO t VALUES ($1, 'row')", [String(key)])
+        }
+        // The duplicate's error, not the aborted transaction's that later statements would meet.
+        #expect {
+            try connection.execute("SELECT 1")
+        } throws: { error in
+            (error as? PostgresError)?.sqlState == .uniqueViolation
+        }
+        try connection.execute("ROLLBACK")
+        connection.enqueue("INSERT INTO t VALUES (0, 'after the rollback')")
+        #expect(try labels(connection) == ["after the rollback"])
+    }
+
     @Test func heldStatementsGoBeforeACopy() throws {
         let connection = try connection()
         connection.enqueue("BEGIN")

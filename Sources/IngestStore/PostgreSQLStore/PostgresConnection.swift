@@ -50,6 +50,8 @@ package final class PostgresConnection {
     /// on PostgreSQL was about twenty round trips, each a wake-up of the client and of the
     /// server on cores the mapping shares (Performance, "Session 45"). Its failure is thrown
     /// by the statement it went with, which then does not run (nor anything after it).
+    /// Meant for statements inside a transaction: outside one, the statements of one round
+    /// trip commit together or not at all.
     package func enqueue(_ sql: String, _ parameters: [String?] = []) {
         queued.append((sql, parameters))
     }
@@ -84,16 +86,35 @@ package final class PostgresConnection {
         let held = queued
         queued.removeAll()
         let all = held + statements
+        var rows: [PostgresRows] = []
+        rows.reserveCapacity(all.count)
+        // In slices: the client reads no result before its slice is sent, and a server whose
+        // results nobody reads stops reading statements, so one slice's results must fit in
+        // the sockets' buffers (a save rejecting thousands of records holds as many inserts).
+        for start in stride(from: 0, to: all.count, by: Self.pipelineSlice) {
+            rows += try runPipelined(all[start..<min(all.count, start + Self.pipelineSlice)])
+        }
+        if all.isEmpty { _ = try runPipelined([]) }
+        return Array(rows.suffix(statements.count))
+    }
+
+    /// Statements in one pipelined round trip at most: their results, some 30 bytes each,
+    /// stay far under a socket's buffer.
+    static let pipelineSlice = 128
+
+    /// Runs `statements` in one round trip; their rows in order.
+    /// - Throws: as `pipeline`.
+    private func runPipelined(_ statements: ArraySlice<(sql: String, parameters: [String?])>) throws(PostgresError) -> [PostgresRows] {
         guard PQenterPipelineMode(raw) == 1 else {
             // Not idle, or a libpq without pipelines: one statement after another.
             var rows: [PostgresRows] = []
-            for (sql, parameters) in all { rows.append(try execute(sql, parameters)) }
-            return Array(rows.suffix(statements.count))
+            for (sql, parameters) in statements { rows.append(try execute(sql, parameters)) }
+            return rows
         }
         var firstError: PostgresError?
         var rows: [PostgresRows] = []
         var sent = 0
-        for (sql, parameters) in all {
+        for (sql, parameters) in statements {
             let copies = parameters.map { $0.map { strdup($0) } ?? nil }
             defer { for copy in copies { free(copy) } }
             let queuedOK = copies.withUnsafeBufferPointer { values in
@@ -109,11 +130,12 @@ package final class PostgresConnection {
             }
             sent += 1
         }
+        let first = statements.first?.sql ?? ""
         if PQpipelineSync(raw) != 1, firstError == nil {
-            firstError = .server(PostgresURL.trimmed(String(cString: PQerrorMessage(raw))), sqlState: .connectionException, sql: all[0].sql)
+            firstError = .server(PostgresURL.trimmed(String(cString: PQerrorMessage(raw))), sqlState: .connectionException, sql: first)
         }
         // Each statement's results end with a null; the pipeline's with its sync point.
-        for index in 0..<sent {
+        for (index, statement) in statements.prefix(sent).enumerated() {
             var statementRows: PostgresRows?
             while let result = PQgetResult(raw) {
                 if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
@@ -121,13 +143,18 @@ package final class PostgresConnection {
                     continue
                 }
                 do throws(PostgresError) {
-                    statementRows = try PostgresRows(checking: result, connection: raw, sql: all[index].sql)
+                    statementRows = try PostgresRows(checking: result, connection: raw, sql: statement.sql)
                 } catch {
                     if firstError == nil { firstError = error }
                 }
             }
-            if index >= held.count, let statementRows { rows.append(statementRows) }
-            if PQstatus(raw) == CONNECTION_BAD { break }
+            if let statementRows { rows.append(statementRows) }
+            if PQstatus(raw) == CONNECTION_BAD {
+                if firstError == nil, index < sent - 1 || statementRows == nil {
+                    firstError = .server(PostgresURL.trimmed(String(cString: PQerrorMessage(raw))), sqlState: .connectionFailure, sql: statement.sql)
+                }
+                break
+            }
         }
         if PQstatus(raw) != CONNECTION_BAD {
             while let result = PQgetResult(raw) {
@@ -139,8 +166,7 @@ package final class PostgresConnection {
         }
         if let firstError { throw firstError }
         guard rows.count == statements.count else {
-            throw .server(PostgresURL.trimmed(String(cString: PQerrorMessage(raw))), sqlState: .connectionFailure,
-                          sql: statements.first?.sql ?? "")
+            throw .server(PostgresURL.trimmed(String(cString: PQerrorMessage(raw))), sqlState: .connectionFailure, sql: first)
         }
         return rows
     }
@@ -342,49 +368,4 @@ package final class PostgresConnection {
 
     /// Whether the connection still works (a statement failed because the server went away, say).
     package var isOK: Bool { PQstatus(raw) == CONNECTION_OK }
-}
-
-/// The rows of a `COPY … FROM STDIN` under way (`PostgresConnection.copyIn(_:write:)`).
-struct CopyStream: ~Copyable {
-    /// Rows made and not sent yet: append to it, then call `rowEnded()`. It starts small and
-    /// doubles as rows come, so a COPY of a few rows does not take a piece's room.
-    var data = ByteBuffer(capacity: 1 << 12)
-    fileprivate let raw: OpaquePointer
-    /// libpq's reason when a piece could not be sent (the COPY then ends with it, and fails).
-    fileprivate(set) var failure: String?
-    /// Sent once this much is made: large enough that a piece costs few calls, small enough
-    /// that the server starts on the batch early.
-    static let piece = 1 << 17
-
-    /// Whether rows wait for `send()` however many there are: for a piece made before its
-    /// `COPY` starts.
-    fileprivate let holding: Bool
-
-    fileprivate init(raw: OpaquePointer, holding: Bool = false) {
-        self.raw = raw
-        self.holding = holding
-    }
-
-    /// Sends what is made once it reaches a piece.
-    @inline(__always)
-    mutating func rowEnded() {
-        if data.count >= Self.piece && !holding { send() }
-    }
-
-    /// Sends what is made (libpq writes it out, in blocking mode, as the server takes it).
-    mutating func send() {
-        guard failure == nil else { return data.removeAll() }
-        var failed: String?
-        data.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count, failed == nil {
-                let count = min(1 << 20, buffer.count - offset)
-                let sent = PQputCopyData(raw, (buffer.baseAddress! + offset).assumingMemoryBound(to: CChar.self), Int32(count))
-                if sent != 1 { failed = String(cString: PQerrorMessage(raw)) }
-                offset += count
-            }
-        }
-        failure = failed
-        data.removeAll()
-    }
 }
