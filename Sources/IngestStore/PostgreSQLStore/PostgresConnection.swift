@@ -63,18 +63,7 @@ package final class PostgresConnection {
     @discardableResult
     package func execute(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> PostgresRows {
         guard queued.isEmpty else { return try pipeline([(sql, parameters)])[0] }
-        let result: OpaquePointer?
-        if parameters.isEmpty {
-            result = PQexecParams(raw, sql, 0, nil, nil, nil, nil, 0)
-        } else {
-            let copies = parameters.map { $0.map { strdup($0) } ?? nil }
-            defer { for copy in copies { free(copy) } }
-            result = copies.withUnsafeBufferPointer { values in
-                values.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: values.count) { pointer in
-                    PQexecParams(raw, sql, Int32(values.count), nil, pointer, nil, nil, 0)
-                }
-            }
-        }
+        let result = Self.withCStrings(parameters) { count, values in PQexecParams(raw, sql, count, nil, values, nil, nil, 0) }
         return try PostgresRows(checking: result, connection: raw, sql: sql)
     }
 
@@ -94,7 +83,6 @@ package final class PostgresConnection {
         for start in stride(from: 0, to: all.count, by: Self.pipelineSlice) {
             rows += try runPipelined(all[start..<min(all.count, start + Self.pipelineSlice)])
         }
-        if all.isEmpty { _ = try runPipelined([]) }
         return Array(rows.suffix(statements.count))
     }
 
@@ -115,15 +103,7 @@ package final class PostgresConnection {
         var rows: [PostgresRows] = []
         var sent = 0
         for (sql, parameters) in statements {
-            let copies = parameters.map { $0.map { strdup($0) } ?? nil }
-            defer { for copy in copies { free(copy) } }
-            let queuedOK = copies.withUnsafeBufferPointer { values in
-                values.baseAddress.map { base in
-                    base.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: values.count) { pointer in
-                        PQsendQueryParams(raw, sql, Int32(values.count), nil, pointer, nil, nil, 0)
-                    }
-                } ?? PQsendQueryParams(raw, sql, 0, nil, nil, nil, nil, 0)
-            }
+            let queuedOK = Self.withCStrings(parameters) { count, values in PQsendQueryParams(raw, sql, count, nil, values, nil, nil, 0) }
             guard queuedOK == 1 else {
                 firstError = .server(PostgresURL.trimmed(String(cString: PQerrorMessage(raw))), sqlState: .connectionException, sql: sql)
                 break
@@ -201,15 +181,20 @@ package final class PostgresConnection {
     /// - Throws: `PostgresError.server`.
     package func fetchBytes(_ sql: String, _ parameters: [String]) throws(PostgresError) -> [UInt8]? {
         try sendQueued()
-        let copies = parameters.map { strdup($0) }
-        defer { for copy in copies { free(copy) } }
-        let result = copies.withUnsafeBufferPointer { values in
-            values.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: values.count) { pointer in
-                PQexecParams(raw, sql, Int32(values.count), nil, pointer, nil, nil, 1)
-            }
-        }
+        let result = Self.withCStrings(parameters) { count, values in PQexecParams(raw, sql, count, nil, values, nil, nil, 1) }
         let rows = try PostgresRows(checking: result, connection: raw, sql: sql)
         return rows.bytes(row: 0, column: 0)
+    }
+
+    /// Calls `body` with `parameters` as libpq takes them: their count and C strings (nil
+    /// for NULL, and no array at all for none), freed when it returns.
+    private static func withCStrings<T>(_ parameters: [String?], _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
+        let copies = parameters.map { $0.map { strdup($0) } ?? nil }
+        defer { for copy in copies { free(copy) } }
+        return copies.withUnsafeBufferPointer { values in
+            guard let base = values.baseAddress else { return body(0, nil) }
+            return base.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: values.count) { body(Int32(values.count), $0) }
+        }
     }
 
     /// Sends `data` (COPY's text format) to `copy`, a `COPY … FROM STDIN` statement.
