@@ -59,8 +59,13 @@ struct PostgresPipelineTests {
         } throws: { error in
             (error as? PostgresError)?.sqlState == .uniqueViolation && "\(error)".contains("(n)=(1)")
         }
-        // The transaction is aborted, as it would be with one statement after another.
-        #expect(throws: PostgresError.self) { try connection.execute("SELECT 1") }
+        // The transaction is aborted, as it would be with one statement after another (and
+        // the connection is out of pipeline mode: this is the server's refusal, not libpq's).
+        #expect {
+            try connection.execute("SELECT 1")
+        } throws: { error in
+            (error as? PostgresError)?.sqlState == "25P02"
+        }
         try connection.execute("ROLLBACK")
         #expect(try labels(connection) == ["kept"])
     }
@@ -80,10 +85,16 @@ struct PostgresPipelineTests {
     @Test func aFailureInALaterSliceIsTheErrorThrown() throws {
         let connection = try connection()
         connection.enqueue("BEGIN")
-        for n in 1...(PostgresConnection.pipelineSlice * 3) {
+        let slice = PostgresConnection.pipelineSlice
+        for n in 1...(slice * 3) {
+            switch n {
+            // The third slice ends the transaction and writes a marker: had it been sent
+            // after the second failed, the marker would be stored.
+            case slice * 2 + 5: connection.enqueue("ROLLBACK")
+            case slice * 2 + 6: connection.enqueue("INSERT INTO t VALUES (-1, 'sent after the failure')")
             // The second slice's tenth statement repeats the first key.
-            let key = n == PostgresConnection.pipelineSlice + 10 ? 1 : n
-            connection.enqueue("INSERT INTO t VALUES ($1, 'row')", [String(key)])
+            default: connection.enqueue("INSERT INTO t VALUES ($1, 'row')", [String(n == slice + 10 ? 1 : n)])
+            }
         }
         // The duplicate's error, not the aborted transaction's that later statements would meet.
         #expect {
@@ -94,6 +105,62 @@ struct PostgresPipelineTests {
         try connection.execute("ROLLBACK")
         connection.enqueue("INSERT INTO t VALUES (0, 'after the rollback')")
         #expect(try labels(connection) == ["after the rollback"])
+    }
+
+    @Test func aRollbackBehindAFailingHeldStatementStillEndsTheTransaction() throws {
+        let connection = try connection()
+        struct Stop: Error {}
+        #expect(throws: Stop.self) {
+            try connection.transaction {
+                connection.enqueue("INSERT INTO t VALUES (1, 'held')")
+                connection.enqueue("SELECT 1 / 0")
+                throw Stop()
+            }
+        }
+        // Sent before the ROLLBACK, the division's failure would have kept it from running,
+        // the transaction left open and aborted for whoever used the connection next.
+        #expect(connection.isReusable)
+        try connection.execute("INSERT INTO t VALUES (2, 'next')")
+        #expect(try labels(connection) == ["next"])
+    }
+
+    @Test func rollingBackToASavepointHeldWithAFailingStatementKeepsTheWorkBeforeIt() throws {
+        let connection = try connection()
+        try connection.execute("BEGIN")
+        try connection.execute("INSERT INTO t VALUES (1, 'before the savepoint')")
+        connection.enqueue("SAVEPOINT batch")
+        connection.enqueue("INSERT INTO t VALUES (1, 'a duplicate')")
+        try connection.rollback(toSavepoint: "batch")
+        try connection.execute("COMMIT")
+        #expect(try labels(connection) == ["before the savepoint"])
+        #expect(connection.isReusable)
+    }
+
+    @Test func anErrorAtThePipelinesSyncIsThrownAndTheConnectionWorksAfterIt() throws {
+        let connection = try connection()
+        // Checked at commit: outside a transaction, at the pipeline's sync point.
+        try connection.execute("CREATE TABLE d (k integer UNIQUE DEFERRABLE INITIALLY DEFERRED)")
+        #expect {
+            try connection.pipeline([("INSERT INTO d VALUES (1), (1)", []), ("SELECT 1", [])])
+        } throws: { error in
+            (error as? PostgresError)?.sqlState == .uniqueViolation
+        }
+        #expect(connection.isReusable)
+        let rows = try connection.execute("SELECT count(*) FROM d")
+        #expect(try rows.int(0, 0) == 0)
+    }
+
+    @Test func aNotificationAHeldStatementBringsEndsTheWaitAtOnce() throws {
+        let connection = try connection()
+        try connection.execute("LISTEN held_channel")
+        connection.enqueue("NOTIFY held_channel")
+        let clock = ContinuousClock()
+        var came = false
+        let waited = try clock.measure { came = try connection.waitForNotification(seconds: 60) }
+        #expect(came)
+        // libpq reads the notification with the held statement's result, in its own queue,
+        // where poll(2) does not see it: waiting on the socket would last the whole minute.
+        #expect(waited < .seconds(30))
     }
 
     @Test func heldStatementsGoBeforeACopy() throws {

@@ -44,7 +44,7 @@ struct ChunkLease: Sendable {
             try connection.execute("COMMIT")
             return lease
         } catch {
-            _ = try? connection.execute("ROLLBACK")
+            _ = try? connection.rollback()
             throw error
         }
     }

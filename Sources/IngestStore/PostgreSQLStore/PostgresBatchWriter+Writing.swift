@@ -24,7 +24,7 @@ extension PostgresBatchWriter {
             try connection.execute("COMMIT")
             return value
         } catch {
-            _ = try? connection.execute("ROLLBACK")
+            _ = try? connection.rollback()
             throw error
         }
     }
@@ -38,7 +38,7 @@ extension PostgresBatchWriter {
             return value
         } catch {
             // A connection lost or a transaction already aborted by the failure is the outer error's to report.
-            _ = try? connection.execute("ROLLBACK TO SAVEPOINT batch")
+            _ = try? connection.rollback(toSavepoint: "batch")
             _ = try? connection.execute("RELEASE SAVEPOINT batch")
             throw error
         }

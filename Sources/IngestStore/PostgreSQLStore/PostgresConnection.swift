@@ -50,8 +50,8 @@ package final class PostgresConnection {
     /// on PostgreSQL was about twenty round trips, each a wake-up of the client and of the
     /// server on cores the mapping shares (Performance, "Session 45"). Its failure is thrown
     /// by the statement it went with, which then does not run (nor anything after it).
-    /// Meant for statements inside a transaction: outside one, the statements of one round
-    /// trip commit together or not at all.
+    /// Meant for statements inside a transaction: outside one, each round trip (of up to
+    /// `pipelineSlice` statements) commits on its own, what ran before a failure included.
     package func enqueue(_ sql: String, _ parameters: [String?] = []) {
         queued.append((sql, parameters))
     }
@@ -136,19 +136,47 @@ package final class PostgresConnection {
                 break
             }
         }
-        if PQstatus(raw) != CONNECTION_BAD {
-            while let result = PQgetResult(raw) {
-                let status = PQresultStatus(result)
-                PQclear(result)
-                if status == PGRES_PIPELINE_SYNC { break }
-            }
-            PQexitPipelineMode(raw)
+        if PQstatus(raw) != CONNECTION_BAD, let error = finishPipeline(first), firstError == nil {
+            firstError = error
         }
         if let firstError { throw firstError }
         guard rows.count == statements.count else {
             throw .server(PostgresURL.trimmed(String(cString: PQerrorMessage(raw))), sqlState: .connectionFailure, sql: first)
         }
         return rows
+    }
+
+    /// Reads up to the pipeline's sync point and leaves pipeline mode; the error the server
+    /// reported there (outside a transaction, the implicit commit's at the sync), or why
+    /// pipeline mode could not be left. An error at the sync comes as a result of its own,
+    /// then a null, then the sync: reading only up to the first null would leave the
+    /// connection in pipeline mode, where no ordinary statement runs again.
+    private func finishPipeline(_ sql: String) -> PostgresError? {
+        var error: PostgresError?
+        var nulls = 0
+        while PQstatus(raw) != CONNECTION_BAD {
+            guard let result = PQgetResult(raw) else {
+                // Nothing pending returns null at once: two in a row, and the sync is not coming.
+                nulls += 1
+                if nulls > 2 { break }
+                continue
+            }
+            nulls = 0
+            let status = PQresultStatus(result)
+            if status == PGRES_PIPELINE_SYNC {
+                PQclear(result)
+                break
+            }
+            if status == PGRES_FATAL_ERROR, error == nil {
+                do throws(PostgresError) { _ = try PostgresRows(checking: result, connection: raw, sql: sql) } catch let failure { error = failure }
+            } else {
+                PQclear(result)
+            }
+        }
+        guard PQexitPipelineMode(raw) == 1 else {
+            return error ?? .server(PostgresURL.trimmed(String(cString: PQerrorMessage(raw))), sqlState: .connectionException, sql: sql)
+        }
+        return error
     }
 
     /// Runs the statements `enqueue` holds, when there are any, in one round trip.
@@ -298,9 +326,28 @@ package final class PostgresConnection {
             try execute("COMMIT")
             return value
         } catch {
-            _ = try? execute("ROLLBACK")
+            _ = try? rollback()
             throw error
         }
+    }
+
+    /// Rolls the open transaction back. The statements `enqueue` holds are dropped, not
+    /// sent: the rollback would undo them, and sent before it, one that failed would keep
+    /// the `ROLLBACK` itself from running and leave the transaction open and aborted.
+    /// - Throws: `PostgresError` when the connection broke.
+    package func rollback() throws(PostgresError) {
+        queued.removeAll()
+        try execute("ROLLBACK")
+    }
+
+    /// Rolls the open transaction back to `savepoint`. The statements `enqueue` holds go
+    /// first, their failure ignored (the savepoint itself may be among them; what failed
+    /// after it is what this undoes), then `ROLLBACK TO SAVEPOINT` alone, which also runs
+    /// in a transaction that failure aborted.
+    /// - Throws: `PostgresError`, e.g. when the savepoint was never made.
+    package func rollback(toSavepoint savepoint: String) throws(PostgresError) {
+        _ = try? sendQueued()
+        try execute("ROLLBACK TO SAVEPOINT \(savepoint)")
     }
 
     /// Waits up to `seconds` (at most 24 hours; none for a negative or NaN wait) for a
@@ -316,8 +363,10 @@ package final class PostgresConnection {
             }
             return any
         }
-        if drained() { return true }
+        // Held statements first: notifications libpq reads with their results wait in its own
+        // queue, where poll(2) would not see them.
         try sendQueued()
+        if drained() { return true }
         var socket = pollfd(fd: PQsocket(raw), events: Int16(POLLIN), revents: 0)
         guard socket.fd >= 0 else { throw .connection(target: target, reason: "the connection has no socket") }
         // poll(2) takes an Int32 of milliseconds: a longer wait would trap converting to it.
@@ -353,4 +402,11 @@ package final class PostgresConnection {
 
     /// Whether the connection still works (a statement failed because the server went away, say).
     package var isOK: Bool { PQstatus(raw) == CONNECTION_OK }
+
+    /// Whether another user may take the connection as new: it works, holds no statement,
+    /// and is in no transaction (an aborted one would fail that user's first statement)
+    /// and out of pipeline mode.
+    package var isReusable: Bool {
+        isOK && queued.isEmpty && PQtransactionStatus(raw) == PQTRANS_IDLE && PQpipelineStatus(raw) == PQ_PIPELINE_OFF
+    }
 }

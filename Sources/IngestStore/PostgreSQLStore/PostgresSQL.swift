@@ -129,7 +129,7 @@ final class PostgresPool: Sendable {
         let lent = try reused ?? Lent(Self.connect(url))
         defer {
             lent.lastUsed = Date()
-            if lent.connection.isOK {
+            if lent.connection.isReusable {
                 idle.withLock { connections in if connections.count < 8 { connections.append(lent) } }
             }
         }
