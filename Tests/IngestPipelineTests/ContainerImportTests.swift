@@ -114,6 +114,32 @@ import Testing
         #expect(report.chunksDirectory?.hasPrefix(FileManager.default.temporaryDirectory.path) == true)
     }
 
+    /// A store in memory keeps its run's files in the temporary directory while it lives
+    /// (the report and rejects are there to read after the run), and they go with it: a
+    /// service importing into scratch stores does not fill the temporary directory.
+    @Test func aStoreInMemoryTakesItsRunFilesWithItWhenItGoes() throws {
+        let directory = try TemporaryDirectory()
+        let spec = try UpdateRuleTests.spec()
+        let options = Importer.Options(feed: try Self.feed(directory, tags: false), store: "", workers: 1, saveEvery: 25, chunkSize: 50)
+        let base: String = try {
+            let container = try PersistentContainer(inMemory: spec.model)
+            let importer = Importer(spec: spec, options: options, coordinator: container.persistentStoreCoordinator)
+            // Stopped at a save boundary, so that the run's chunks are still there too.
+            let observer = importer.addProgressObserver { event in if event.recordsThisRun > 0 { importer.cancel() } }
+            #expect(throws: ImportInterrupted.self) { try importer.run() }
+            // The observer holds the importer, which holds the coordinator.
+            importer.removeProgressObserver(observer)
+            for suffix in [".lock", ".chunks"] {
+                #expect(FileManager.default.fileExists(atPath: importer.filesBase + suffix), "\(suffix) while the store lives")
+            }
+            return importer.filesBase
+        }()
+        #expect(base.hasPrefix(FileManager.default.temporaryDirectory.path))
+        for suffix in [".lock", ".report.json", ".rejects.ndjson", ".chunks"] {
+            #expect(!FileManager.default.fileExists(atPath: base + suffix), "\(suffix) after the store went")
+        }
+    }
+
     /// A store in memory keeps its run's files in the temporary directory, under its store ID.
     static func removeRunFiles(of importer: Importer) {
         for suffix in [".lock", ".report.json", ".rejects.ndjson", ".chunks"] { try? FileManager.default.removeItem(atPath: importer.filesBase + suffix) }

@@ -241,7 +241,8 @@ public final class Importer: Sendable {
 
     /// What a SQLite run's files are named after (`.lock`, `.chunks/`, `.report.json`,
     /// `.rejects.ndjson`): the store's file, or for a store in memory a name in the
-    /// temporary directory made of its store ID (its `path` is no file's).
+    /// temporary directory made of its store ID (its `path` is no file's), whose files go
+    /// when its coordinator does (`SQLiteRunStore.begin`).
     var filesBase: String {
         guard let coordinator, coordinator.isInMemory else { return options.store }
         return FileManager.default.temporaryDirectory.appendingPathComponent("ingest-memory-\(coordinator.storeID.uuidString.lowercased())").path

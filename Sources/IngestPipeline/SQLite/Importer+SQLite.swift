@@ -146,6 +146,28 @@ extension Importer {
         return removed
     }
 
+    /// Removes the run files of a store in memory, named after `base` in the temporary
+    /// directory, when the store goes: its lock, report and rejects, and the chunks of its
+    /// runs in `base.chunks` (a run given its own chunks directory keeps it). Only regular
+    /// files of those names, and only the split's own files among the chunks.
+    static func removeRunFiles(base: String) {
+        for suffix in [".lock", ".report.json", ".rejects.ndjson"] where FileOps.isRegularFile(base + suffix) {
+            _ = unlink(base + suffix)
+        }
+        // Directories themselves, not links to one: what a link names is not the store's.
+        func isDirectory(_ path: String) -> Bool {
+            var info = stat()
+            return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+        }
+        let chunks = base + ".chunks"
+        guard isDirectory(chunks) else { return }
+        for run in (try? FileManager.default.contentsOfDirectory(atPath: chunks)) ?? []
+        where isRunDirectoryName(run) && isDirectory(chunks + "/" + run) {
+            deleteChunks(chunks + "/" + run)
+        }
+        _ = rmdir(chunks)
+    }
+
     /// Removes the chunks' member ends from a directory whose chunks are kept: only the run
     /// whose split wrote them reads them.
     static func deleteMemberEnds(_ directory: String) {

@@ -33,8 +33,12 @@ struct SQLiteRunStore: RunStore {
         // file beside it, no WAL mode, and never deleted by --delete-store). A given
         // coordinator has its store open already.
         if given == nil { try PersistentStoreCoordinator.checkIsStoreOrNew(at: options.store) }
-        // Beside the store's file, or for a store in memory in the temporary directory.
+        // Beside the store's file, or for a store in memory in the temporary directory,
+        // where they go with the store.
         let files = importer.filesBase
+        if let given, given.isInMemory {
+            given.whenGone("import run files") { Importer.removeRunFiles(base: files) }
+        }
         let lock = try ImportLock(store: files)
         var bulkLoad: PersistentStoreCoordinator?
         var chunkLock: ChunkDirectoryLock?

@@ -30,6 +30,19 @@ public final class PersistentStoreCoordinator: Sendable {
     let lifecycles = LifecycleRegistry()
     /// Tests put a failure or a crash here, between a save's rows and its commit.
     let beforeCommit = Mutex<(@Sendable () throws -> Void)?>(nil)
+    /// What goes with the coordinator (`whenGone`), by key.
+    private let farewells = Mutex<[String: @Sendable () -> Void]>([:])
+
+    deinit {
+        for farewell in farewells.withLock({ Array($0.values) }) { farewell() }
+    }
+
+    /// Runs `body` when the coordinator goes (once for each `key`, the last given): for
+    /// what belongs to a store in memory outside it, such as an import's run files, which
+    /// would otherwise outlive the store they describe.
+    package func whenGone(_ key: String, _ body: @escaping @Sendable () -> Void) {
+        farewells.withLock { $0[key] = body }
+    }
 
     /// Held in memory only (Core Data's `NSInMemoryStoreType`): gone with the coordinator.
     public var isInMemory: Bool { (store as? SQLitePersistentStore)?.isInMemory ?? false }
