@@ -140,9 +140,10 @@ import Testing
         }
     }
 
-    /// A store in memory keeps its run's files in the temporary directory, under its store ID.
+    /// A store in memory keeps its run's files in the temporary directory, under its store
+    /// ID, until its coordinator goes: removed at once, whatever still holds the coordinator.
     static func removeRunFiles(of importer: Importer) {
-        for suffix in [".lock", ".report.json", ".rejects.ndjson", ".chunks"] { try? FileManager.default.removeItem(atPath: importer.filesBase + suffix) }
+        Importer.removeRunFiles(base: importer.filesBase)
     }
 
     /// The importer refuses a coordinator made with another model, before anything runs.

@@ -261,6 +261,12 @@ package enum FileOps {
         return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
     }
 
+    /// Whether `path` itself (not what a link there names) is a directory.
+    package static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+    }
+
     /// Creates `path` and its parents as needed; refuses a path that is a file.
     package static func makeDirectory(_ path: String) throws {
         var isDirectory: ObjCBool = false

@@ -155,14 +155,10 @@ extension Importer {
             _ = unlink(base + suffix)
         }
         // Directories themselves, not links to one: what a link names is not the store's.
-        func isDirectory(_ path: String) -> Bool {
-            var info = stat()
-            return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
-        }
         let chunks = base + ".chunks"
-        guard isDirectory(chunks) else { return }
+        guard FileOps.isDirectory(chunks) else { return }
         for run in (try? FileManager.default.contentsOfDirectory(atPath: chunks)) ?? []
-        where isRunDirectoryName(run) && isDirectory(chunks + "/" + run) {
+        where isRunDirectoryName(run) && FileOps.isDirectory(chunks + "/" + run) {
             deleteChunks(chunks + "/" + run)
         }
         _ = rmdir(chunks)
